@@ -1,0 +1,316 @@
+/*
+ * jsonx.c - strict helpers over cJSON
+ *
+ * cJSON is permissive by design (it keeps duplicate keys, stores every
+ * number as a double); the validators here make every message field pass
+ * the same checks: right type, integral, in range, bounded length.
+ */
+#include "jsonx.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/* Integers above this are not exactly representable in a double. */
+#define JSONX_INT_LIMIT 9007199254740992.0
+
+int
+jsonx_parse(const char *buf, size_t len, cJSON **out, struct err *err)
+{
+    const char *end = NULL;
+    cJSON *json;
+
+    *out = NULL;
+    if (len == 0)
+        return err_set(err, -EINVAL, "invalid JSON: empty body");
+    json = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+    if (json == NULL) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= buf && at <= buf + len ? (size_t)(at - buf)
+                                                         : 0;
+        return err_set(err, -EINVAL, "invalid JSON at byte %zu", off);
+    }
+    /* Only whitespace may follow the value. */
+    while (end && end < buf + len &&
+           (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+        end++;
+    if (end && end < buf + len && *end != '\0') {
+        size_t off = (size_t)(end - buf);
+        cJSON_Delete(json);
+        return err_set(err, -EINVAL,
+            "invalid JSON: trailing data at byte %zu", off);
+    }
+    *out = json;
+    return 0;
+}
+
+int
+jsonx_check_keys(const cJSON *obj, const char *const *allowed,
+    struct err *err)
+{
+    const cJSON *item;
+
+    if (!cJSON_IsObject(obj))
+        return err_set(err, -EINVAL, "expected a JSON object");
+    cJSON_ArrayForEach(item, obj) {
+        const char *const *a;
+        const cJSON *other;
+        bool known = false;
+
+        for (a = allowed; *a; a++) {
+            if (strcmp(*a, item->string) == 0) {
+                known = true;
+                break;
+            }
+        }
+        if (!known)
+            return err_set(err, -EINVAL, "unknown field '%s'", item->string);
+        /* A key given twice is ambiguous; refuse it. */
+        for (other = item->next; other; other = other->next) {
+            if (strcmp(other->string, item->string) == 0)
+                return err_set(err, -EINVAL, "field '%s' given twice",
+                    item->string);
+        }
+    }
+    return 0;
+}
+
+static const cJSON *
+jsonx_field(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+static int
+jsonx_number(const cJSON *item, const char *key, int64_t min, int64_t max,
+    int64_t *out, struct err *err)
+{
+    double d;
+
+    if (!cJSON_IsNumber(item))
+        return err_set(err, -EINVAL, "field '%s': must be an integer", key);
+    d = item->valuedouble;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > JSONX_INT_LIMIT)
+        return err_set(err, -EINVAL, "field '%s': must be an integer", key);
+    if (d < (double)min || d > (double)max)
+        return err_set(err, -EINVAL,
+            "field '%s': must be between %lld and %lld, got %.0f", key,
+            (long long)min, (long long)max, d);
+    *out = (int64_t)d;
+    return 0;
+}
+
+int
+jsonx_check_version(const cJSON *obj, int want, struct err *err)
+{
+    const cJSON *v = jsonx_field(obj, "version");
+    int64_t got;
+    int rc;
+
+    if (v == NULL)
+        return err_set(err, -EINVAL, "missing field 'version'");
+    rc = jsonx_number(v, "version", 0, 1000000, &got, err);
+    if (rc < 0)
+        return rc;
+    if (got != want)
+        return err_set(err, -EINVAL,
+            "field 'version': unsupported version %lld (this build speaks %d)",
+            (long long)got, want);
+    return 0;
+}
+
+int
+jsonx_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
+    int64_t max, int64_t *out, struct err *err)
+{
+    const cJSON *item = jsonx_field(obj, key);
+
+    if (item == NULL) {
+        if (required)
+            return err_set(err, -EINVAL, "missing field '%s'", key);
+        return 0;
+    }
+    return jsonx_number(item, key, min, max, out, err);
+}
+
+int
+jsonx_get_bool(const cJSON *obj, const char *key, bool required, bool *out,
+    struct err *err)
+{
+    const cJSON *item = jsonx_field(obj, key);
+
+    if (item == NULL) {
+        if (required)
+            return err_set(err, -EINVAL, "missing field '%s'", key);
+        return 0;
+    }
+    if (!cJSON_IsBool(item))
+        return err_set(err, -EINVAL, "field '%s': must be true or false",
+            key);
+    *out = cJSON_IsTrue(item);
+    return 0;
+}
+
+int
+jsonx_get_str(const cJSON *obj, const char *key, bool required,
+    size_t maxlen, char **out, struct err *err)
+{
+    const cJSON *item = jsonx_field(obj, key);
+    size_t len;
+
+    if (item == NULL) {
+        if (required)
+            return err_set(err, -EINVAL, "missing field '%s'", key);
+        return 0;
+    }
+    if (!cJSON_IsString(item) || item->valuestring == NULL)
+        return err_set(err, -EINVAL, "field '%s': must be a string", key);
+    len = strlen(item->valuestring);
+    if (len > maxlen)
+        return err_set(err, -EINVAL,
+            "field '%s': longer than %zu bytes", key, maxlen);
+    free(*out);
+    *out = xstrdup(item->valuestring);
+    return 0;
+}
+
+static void
+free_strv(char **v, size_t n)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+int
+jsonx_get_str_array(const cJSON *obj, const char *key, bool required,
+    size_t maxn, size_t maxlen, char ***out, size_t *n, struct err *err)
+{
+    const cJSON *arr = jsonx_field(obj, key);
+    const cJSON *item;
+    char **v;
+    size_t i = 0, count;
+
+    if (arr == NULL) {
+        if (required)
+            return err_set(err, -EINVAL, "missing field '%s'", key);
+        return 0;
+    }
+    if (!cJSON_IsArray(arr))
+        return err_set(err, -EINVAL, "field '%s': must be an array of strings",
+            key);
+    count = (size_t)cJSON_GetArraySize(arr);
+    if (count > maxn)
+        return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
+            maxn);
+    v = xcalloc(count + 1, sizeof(*v));
+    cJSON_ArrayForEach(item, arr) {
+        if (!cJSON_IsString(item) || item->valuestring == NULL) {
+            free_strv(v, i);
+            return err_set(err, -EINVAL, "field '%s[%zu]': must be a string",
+                key, i);
+        }
+        if (strlen(item->valuestring) > maxlen) {
+            free_strv(v, i);
+            return err_set(err, -EINVAL,
+                "field '%s[%zu]': longer than %zu bytes", key, i, maxlen);
+        }
+        v[i++] = xstrdup(item->valuestring);
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+int
+jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
+    size_t maxn, int64_t min, int64_t max, int **out, size_t *n,
+    struct err *err)
+{
+    const cJSON *arr = jsonx_field(obj, key);
+    const cJSON *item;
+    size_t i = 0, count;
+    int *v;
+
+    if (arr == NULL) {
+        if (required)
+            return err_set(err, -EINVAL, "missing field '%s'", key);
+        return 0;
+    }
+    if (!cJSON_IsArray(arr))
+        return err_set(err, -EINVAL,
+            "field '%s': must be an array of integers", key);
+    count = (size_t)cJSON_GetArraySize(arr);
+    if (count > maxn)
+        return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
+            maxn);
+    v = xcalloc(count + 1, sizeof(*v));
+    cJSON_ArrayForEach(item, arr) {
+        char name[96];
+        int64_t x;
+        int rc;
+
+        snprintf(name, sizeof(name), "%s[%zu]", key, i);
+        rc = jsonx_number(item, name, min, max, &x, err);
+        if (rc < 0) {
+            free(v);
+            return rc;
+        }
+        v[i++] = (int)x;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+cJSON *
+jsonx_add_int(cJSON *obj, const char *key, int64_t v)
+{
+    return cJSON_AddNumberToObject(obj, key, (double)v);
+}
+
+cJSON *
+jsonx_add_str(cJSON *obj, const char *key, const char *s)
+{
+    return cJSON_AddStringToObject(obj, key, s ? s : "");
+}
+
+cJSON *
+jsonx_add_int_array(cJSON *obj, const char *key, const int *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(v[i]));
+    return arr;
+}
+
+cJSON *
+jsonx_add_str_array(cJSON *obj, const char *key, char *const *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(v[i]));
+    return arr;
+}
+
+char *
+jsonx_print(const cJSON *json)
+{
+    char *p = cJSON_PrintUnformatted(json);
+    char *copy;
+
+    if (p == NULL)
+        return xstrdup("null");
+    /* Hand back memory the caller can free() whatever cJSON's hooks are. */
+    copy = xstrdup(p);
+    cJSON_free(p);
+    return copy;
+}

@@ -1,0 +1,198 @@
+/*
+ * proto.h - the messages exchanged by the CLI, the scheduler and the agents
+ *
+ * One struct per message, with _from_json (validates every field: type,
+ * range, length; rejects unknown fields; requires "version": 1) and
+ * _to_json (builds a new cJSON object; caller owns it and frees the root
+ * with cJSON_Delete). docs/api.md is the reference for every field.
+ *
+ * Memory: every pointer inside a struct is owned by the struct and freed by
+ * its _release function. _from_json fills a zeroed struct; on failure it
+ * leaves nothing to free (it releases what it built) and sets err with a
+ * message naming the field, e.g. "field 'nodes': must be between 1 and
+ * 10000". _release accepts a zeroed struct and leaves it zeroed.
+ */
+#ifndef COMMON_PROTO_H
+#define COMMON_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
+
+#define PROTO_VERSION 1
+
+/* Limits shared by every validator (docs/api.md). */
+#define PROTO_NAME_MAX 128
+#define PROTO_ARGV_MAX 1024
+#define PROTO_ARG_LEN_MAX 4096
+#define PROTO_ENV_MAX 256
+#define PROTO_ENV_VALUE_MAX 32768
+#define PROTO_PATH_MAX 4096
+#define PROTO_NODES_MAX 10000
+#define PROTO_RANKS_PER_NODE_MAX 1024
+#define PROTO_GPUS_MAX 1024
+#define PROTO_CPUS_MAX 4096
+#define PROTO_TAIL_MAX 4096
+#define PROTO_LABELS_MAX 64
+#define PROTO_NODE_NAME_MAX 64
+
+/* A string-to-string map entry (env, labels). */
+struct proto_kv {
+    char *key;
+    char *value;
+};
+
+/* ---- job spec: POST /v1/jobs ---------------------------------------- */
+
+struct proto_job_spec {
+    char *name;                 /* never NULL after from_json */
+    char **argv;                /* argc entries, NULL-terminated */
+    size_t argc;
+    int nodes;
+    int ranks_per_node;
+    int gpus_per_node;
+    int cpus_per_rank;
+    int64_t memory_mb_per_node;
+    int priority;
+    struct proto_kv *env;
+    size_t nenv;
+    char *workdir;              /* never NULL after from_json ("/") */
+    int max_restarts;
+    char *checkpoint_dir;       /* never NULL after from_json ("") */
+};
+
+/* Fill defaults (nodes 1, ranks 1, cpus 1, ...); pointers stay NULL. */
+void proto_job_spec_init(struct proto_job_spec *spec);
+int proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
+    struct err *err);
+/* Includes "version". */
+cJSON *proto_job_spec_to_json(const struct proto_job_spec *spec);
+/* Checks ranges and strings of an already-built spec (the CLI uses it
+ * before sending). from_json calls it too. */
+int proto_job_spec_validate(const struct proto_job_spec *spec,
+    struct err *err);
+void proto_job_spec_release(struct proto_job_spec *spec);
+
+/* ---- rank status: part of the node report ----------------------------- */
+
+enum proto_rank_state {
+    PROTO_RANK_PENDING,
+    PROTO_RANK_RUNNING,
+    PROTO_RANK_EXITED,
+    PROTO_RANK_LOST,
+};
+
+const char *proto_rank_state_str(enum proto_rank_state s);
+int proto_rank_state_parse(const char *s, enum proto_rank_state *out);
+
+struct proto_rank_status {
+    int rank;
+    enum proto_rank_state state;
+    int pid;
+    int64_t start_ms;
+    int64_t end_ms;
+    int exit_code;              /* valid when EXITED; -1 when signalled */
+    int signal;                 /* 0 unless killed by a signal */
+    char *stderr_tail;          /* may be NULL */
+};
+
+struct proto_job_status {
+    int64_t job;
+    int attempt;
+    struct proto_rank_status *ranks;
+    size_t nranks;
+};
+
+/* ---- node report: POST /v1/agent/status ------------------------------- */
+
+struct proto_node_report {
+    char *node;
+    bool reg;                   /* "register" */
+    char *agent_id;
+    char *addr;
+    int cpus;
+    int64_t memory_mb;
+    int *gpus;
+    size_t ngpus;
+    struct proto_kv *labels;
+    size_t nlabels;
+    uint64_t gen;
+    struct proto_job_status *jobs;
+    size_t njobs;
+};
+
+int proto_node_report_from_json(const cJSON *json,
+    struct proto_node_report *rep, struct err *err);
+cJSON *proto_node_report_to_json(const struct proto_node_report *rep);
+void proto_node_report_release(struct proto_node_report *rep);
+
+/* ---- launch and work: GET /v1/agent/work ------------------------------ */
+
+struct proto_launch_rank {
+    int rank;
+    int local_rank;
+    int *gpus;
+    size_t ngpus;
+};
+
+struct proto_launch {
+    int64_t job;
+    int attempt;
+    char *name;
+    char *user;
+    char **argv;                /* argc entries, NULL-terminated */
+    size_t argc;
+    struct proto_kv *env;
+    size_t nenv;
+    char *workdir;
+    int nnodes;
+    int node_rank;
+    int ranks_per_node;
+    int world_size;
+    char *master_addr;
+    int master_port;
+    struct proto_launch_rank *ranks;
+    size_t nranks;
+    char *checkpoint_dir;       /* never NULL after from_json */
+    char *resume_from;          /* never NULL after from_json */
+    int64_t resume_step;        /* -1 when none */
+};
+
+int proto_launch_from_json(const cJSON *json, struct proto_launch *l,
+    struct err *err);
+/* Without "version" (it is embedded in the work message). */
+cJSON *proto_launch_to_json(const struct proto_launch *l);
+void proto_launch_release(struct proto_launch *l);
+
+struct proto_work {
+    uint64_t gen;
+    struct proto_launch *jobs;
+    size_t njobs;
+};
+
+int proto_work_from_json(const cJSON *json, struct proto_work *w,
+    struct err *err);
+cJSON *proto_work_to_json(const struct proto_work *w);
+void proto_work_release(struct proto_work *w);
+
+/* ---- small shared helpers --------------------------------------------- */
+
+/* Name rules: job names [A-Za-z0-9._-]{1,128}; node names
+ * [A-Za-z0-9._-]{1,64}; env keys [A-Za-z_][A-Za-z0-9_]*. */
+bool proto_valid_name(const char *s, size_t max);
+bool proto_valid_env_key(const char *s);
+
+/* Parse "0-3,6,8-9" (GPU ids) into a sorted, de-duplicated array (caller
+ * frees). Empty string → 0 ids. Returns 0 or -EINVAL with err set. */
+int proto_parse_id_list(const char *s, int **out, size_t *n,
+    struct err *err);
+
+/* "K=V" → kv (copies). -EINVAL with err naming the entry when no '='. */
+int proto_kv_parse(const char *s, struct proto_kv *kv, struct err *err);
+void proto_kv_array_free(struct proto_kv *kv, size_t n);
+
+#endif

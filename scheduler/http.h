@@ -1,0 +1,141 @@
+/*
+ * http.h - the scheduler's HTTP/1.1 server (libuv + http_parser)
+ *
+ * One server owns any number of listeners (TCP and Unix sockets) and their
+ * connections. Requests are parsed with http_parser, pipelining and
+ * keep-alive included, and handed to one handler function on the loop
+ * thread. Responses on a connection are written in request order.
+ *
+ * Durability (group commit): a handler that changed state sets
+ * resp->durable. Responses are not written from inside the handler: they
+ * are queued, and once per loop iteration (a uv_check handle, i.e. after
+ * all I/O of that iteration was processed) the server calls flush_fn, which
+ * commits the open database transaction, and only then writes the queued
+ * responses. If flush_fn fails, every queued durable response is replaced
+ * by a 503 `unavailable` error before it is written, so a success reply
+ * always means "committed".
+ *
+ * Long polls: a handler may call http_resp_defer() to keep its response
+ * open after it returns, and complete it later with http_deferred_finish().
+ * Later pipelined requests on that connection wait behind it.
+ *
+ * Limits: a header block over 16 KiB gets 431, a body over max_body gets
+ * 413 `too_large` and the connection is closed after the reply; malformed
+ * HTTP gets 400 and a close. Idle keep-alive connections are closed after
+ * idle_timeout_ms.
+ *
+ * Threading: everything runs on the loop thread.
+ */
+#ifndef SCHEDULER_HTTP_H
+#define SCHEDULER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/sbuf.h"
+
+struct http_server;
+struct http_conn;
+struct http_deferred;
+
+struct http_req {
+    const char *method;         /* "GET", "POST", ... */
+    const char *path;           /* decoded path without query: "/v1/jobs/12" */
+    const char *query;          /* raw query string without '?', or "" */
+    const char *body;           /* NUL-terminated copy; "" when none */
+    size_t body_len;
+    const char *authorization;  /* Authorization header value or NULL */
+    const char *content_type;   /* or NULL */
+    bool is_unix;               /* arrived on a Unix socket listener */
+    uid_t peer_uid;             /* SO_PEERCRED, valid when is_unix */
+    gid_t peer_gid;
+    pid_t peer_pid;
+    struct http_conn *conn;     /* opaque */
+};
+
+struct http_resp {
+    int status;                 /* default 200 */
+    const char *content_type;   /* static string; default application/json */
+    struct sbuf headers;        /* extra "Name: value\r\n" lines */
+    struct sbuf body;
+    bool durable;               /* send only after flush_fn succeeded */
+};
+
+/* Borrowed pointers in req are valid only during the call (copy what a
+ * deferred completion needs). */
+typedef void http_handler_fn(struct http_req *req, struct http_resp *resp,
+    void *arg);
+/* Called once per loop iteration before queued responses are written, only
+ * when at least one response is queued or `force` state is pending.
+ * Returns 0 or a negative errno. */
+typedef int http_flush_fn(void *arg);
+/* A deferred response's connection went away; the token is invalid after
+ * this returns. */
+typedef void http_cancel_fn(struct http_deferred *d, void *arg);
+
+struct http_server_opts {
+    size_t max_body;            /* bytes; 0 → 1 MiB */
+    int idle_timeout_ms;        /* 0 → 60000 */
+};
+
+/* Returns NULL with err set on failure. The handler and flush callbacks are
+ * never called before this returns. */
+struct http_server *http_server_create(uv_loop_t *loop,
+    const struct http_server_opts *opts, http_handler_fn *handler,
+    http_flush_fn *flush, void *arg, struct err *err);
+
+/* Listen on host:port (port 0 picks a free one; *bound_port receives it).
+ * Errors name the address: "cannot listen on 127.0.0.1:7300: address in
+ * use". */
+int http_server_listen_tcp(struct http_server *srv, const char *host,
+    int port, int *bound_port, struct err *err);
+/* Listen on a Unix socket path: a stale socket file is removed first (a
+ * live one, answering connect(), is an error), mode 0666 (identity comes
+ * from SO_PEERCRED, so anyone may connect). */
+int http_server_listen_unix(struct http_server *srv, const char *path,
+    struct err *err);
+
+/* Stop accepting, cancel deferred responses (their cancel_fn runs), close
+ * every connection and listener; done(arg) runs once every handle is
+ * closed. Removes the Unix socket file. */
+void http_server_close(struct http_server *srv, void (*done)(void *),
+    void *arg);
+
+/* Number of open connections (for metrics and tests). */
+size_t http_server_nconns(const struct http_server *srv);
+
+/* --- building responses ------------------------------------------------ */
+
+/* Set status and body to the printed JSON; takes ownership of json. */
+void http_resp_json(struct http_resp *resp, int status, cJSON *json);
+/* {"error":{"code":code,"message":<fmt>}} with the given status. */
+void http_resp_error(struct http_resp *resp, int status, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void http_resp_header(struct http_resp *resp, const char *name,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* --- deferred responses (long poll) -------------------------------------- */
+
+/* Keep resp open past the handler. Returns a token; cancel(d, arg) runs if
+ * the connection closes first (then the token is dead and must be
+ * forgotten). Must be called from within the handler. */
+struct http_deferred *http_resp_defer(struct http_resp *resp,
+    http_cancel_fn *cancel, void *arg);
+/* The response to fill before finishing. */
+struct http_resp *http_deferred_resp(struct http_deferred *d);
+/* Queue it for writing (with the next flush); the token is dead after. */
+void http_deferred_finish(struct http_deferred *d);
+
+/* --- request helpers ---------------------------------------------------- */
+
+/* Copy the URL-decoded value of key from the query string into buf.
+ * Returns buf, or NULL when the key is absent or the value does not fit. */
+const char *http_query_get(const struct http_req *req, const char *key,
+    char *buf, size_t len);
+
+#endif

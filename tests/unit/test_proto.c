@@ -1,0 +1,255 @@
+/*
+ * test_proto.c - message validation: job specs, node reports, launches
+ */
+#include "common/proto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "tests/tap.h"
+
+/* Parse text as a job spec; returns rc, leaves message in err. */
+static int
+spec_parse(const char *text, struct proto_job_spec *spec, struct err *err)
+{
+    cJSON *json = NULL;
+    int rc;
+
+    err_clear(err);
+    rc = jsonx_parse(text, strlen(text), &json, err);
+    if (rc == 0)
+        rc = proto_job_spec_from_json(json, spec, err);
+    cJSON_Delete(json);
+    return rc;
+}
+
+static void
+expect_bad(const char *text, const char *needle)
+{
+    struct proto_job_spec spec;
+    struct err err;
+    int rc = spec_parse(text, &spec, &err);
+
+    ok(rc == -EINVAL && strstr(err.msg, needle) != NULL,
+        "rejects %s: '%s'", needle, err.msg);
+}
+
+static void
+test_job_spec(void)
+{
+    struct proto_job_spec spec, back;
+    struct err err;
+    cJSON *json;
+    char *text;
+
+    is_int(spec_parse("{\"version\":1,\"argv\":[\"/usr/bin/python3\",\"t.py\"]}",
+               &spec, &err), 0, "minimal spec parses");
+    is_str(spec.name, "python3", "default name is argv[0]'s basename");
+    is_int(spec.nodes, 1, "default nodes 1");
+    is_int(spec.ranks_per_node, 1, "default ranks 1");
+    is_int(spec.gpus_per_node, 0, "default gpus 0");
+    is_int(spec.cpus_per_rank, 1, "default cpus 1");
+    is_str(spec.workdir, "/", "default workdir /");
+    is_str(spec.checkpoint_dir, "", "default checkpoint dir empty");
+    proto_job_spec_release(&spec);
+
+    is_int(spec_parse("{\"version\":1,\"name\":\"train-1\",\"argv\":[\"sh\"],"
+               "\"nodes\":4,\"ranks_per_node\":8,\"gpus_per_node\":8,"
+               "\"cpus_per_rank\":2,\"memory_mb_per_node\":1024,"
+               "\"priority\":-5,\"env\":{\"A\":\"1\",\"B_2\":\"x=y\"},"
+               "\"workdir\":\"/w\",\"max_restarts\":3,"
+               "\"checkpoint_dir\":\"/ckpt\"}", &spec, &err), 0,
+        "full spec parses");
+    is_int(spec.nenv, 2, "two env entries");
+    is_str(spec.env[1].value, "x=y", "env value kept");
+    json = proto_job_spec_to_json(&spec);
+    text = jsonx_print(json);
+    cJSON_Delete(json);
+    is_int(spec_parse(text, &back, &err), 0, "round trip parses");
+    ok(back.nodes == 4 && back.ranks_per_node == 8 && back.priority == -5 &&
+           back.max_restarts == 3 && strcmp(back.checkpoint_dir, "/ckpt") == 0,
+        "round trip keeps values");
+    free(text);
+    proto_job_spec_release(&back);
+    proto_job_spec_release(&spec);
+
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"bogus\":1}",
+        "unknown field 'bogus'");
+    expect_bad("{\"argv\":[\"sh\"]}", "missing field 'version'");
+    expect_bad("{\"version\":2,\"argv\":[\"sh\"]}", "unsupported version");
+    expect_bad("{\"version\":1}", "missing field 'argv'");
+    expect_bad("{\"version\":1,\"argv\":[]}", "command is empty");
+    expect_bad("{\"version\":1,\"argv\":[\"\"]}", "argv[0]");
+    expect_bad("{\"version\":1,\"argv\":\"sh\"}", "array of strings");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\", 3]}", "argv[1]");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":0}", "'nodes'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":-2}", "'nodes'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":1.5}",
+        "must be an integer");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":\"2\"}",
+        "must be an integer");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"ranks_per_node\":0}",
+        "'ranks_per_node'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"gpus_per_node\":-1}",
+        "'gpus_per_node'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"priority\":5000}",
+        "'priority'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"workdir\":\"rel/dir\"}",
+        "absolute path");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"name\":\"a b\"}",
+        "field 'name'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"env\":{\"1X\":\"v\"}}",
+        "not a valid variable name");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"env\":{\"X\":1}}",
+        "must be a string");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":1,\"nodes\":2}",
+        "given twice");
+    expect_bad("[1,2]", "expected a JSON object");
+
+    err_clear(&err);
+    ok(jsonx_parse("{\"version\":1,", 13, &json, &err) == -EINVAL &&
+           strstr(err.msg, "invalid JSON") != NULL,
+        "truncated JSON rejected: %s", err.msg);
+    ok(jsonx_parse("{} x", 4, &json, &err) == -EINVAL &&
+           strstr(err.msg, "trailing") != NULL,
+        "trailing garbage rejected: %s", err.msg);
+    ok(jsonx_parse("", 0, &json, &err) == -EINVAL, "empty body rejected");
+
+    /* The CLI validates a spec it built itself before sending it. */
+    proto_job_spec_init(&spec);
+    ok(proto_job_spec_validate(&spec, &err) == -EINVAL &&
+           strstr(err.msg, "command is empty"),
+        "validate: empty command named");
+}
+
+static void
+test_id_list(void)
+{
+    struct err err;
+    int *ids = NULL;
+    size_t n = 0;
+
+    is_int(proto_parse_id_list("0-3,6,2", &ids, &n, &err), 0, "id list");
+    ok(n == 5 && ids[0] == 0 && ids[3] == 3 && ids[4] == 6,
+        "sorted and de-duplicated (n=%zu)", n);
+    free(ids);
+    is_int(proto_parse_id_list("", &ids, &n, &err), 0, "empty list");
+    is_int(n, 0, "no ids");
+    free(ids);
+    ok(proto_parse_id_list("3-1", &ids, &n, &err) == -EINVAL, "bad range");
+    ok(proto_parse_id_list("a", &ids, &n, &err) == -EINVAL, "not a number");
+    ok(proto_parse_id_list("1,,2", &ids, &n, &err) == -EINVAL, "empty entry");
+    ok(proto_parse_id_list("0-5000", &ids, &n, &err) == -EINVAL, "too many");
+}
+
+static void
+test_node_report(void)
+{
+    const char *text =
+        "{\"version\":1,\"node\":\"n1\",\"register\":true,\"agent_id\":\"ab\","
+        "\"addr\":\"127.0.0.1\",\"cpus\":8,\"memory_mb\":1024,"
+        "\"gpus\":[0,1],\"labels\":{\"rack\":\"r1\"},\"gen\":42,"
+        "\"jobs\":[{\"job\":3,\"attempt\":1,\"ranks\":["
+        "{\"rank\":0,\"state\":\"running\",\"pid\":10},"
+        "{\"rank\":1,\"state\":\"exited\",\"exit_code\":3,\"signal\":0,"
+        "\"stderr_tail\":\"boom\"}]}]}";
+    struct proto_node_report rep, back;
+    struct err err;
+    cJSON *json = NULL;
+    char *out;
+
+    jsonx_parse(text, strlen(text), &json, &err);
+    is_int(proto_node_report_from_json(json, &rep, &err), 0, "report parses");
+    cJSON_Delete(json);
+    ok(rep.reg && rep.gen == 42 && rep.ngpus == 2 && rep.njobs == 1,
+        "report fields");
+    ok(rep.jobs[0].nranks == 2 && rep.jobs[0].ranks[1].exit_code == 3 &&
+           rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
+           strcmp(rep.jobs[0].ranks[1].stderr_tail, "boom") == 0,
+        "rank exit kept");
+    json = proto_node_report_to_json(&rep);
+    out = jsonx_print(json);
+    cJSON_Delete(json);
+    jsonx_parse(out, strlen(out), &json, &err);
+    is_int(proto_node_report_from_json(json, &back, &err), 0,
+        "report round trip");
+    cJSON_Delete(json);
+    ok(back.jobs[0].ranks[0].pid == 10 && back.nlabels == 1,
+        "round trip keeps pid and labels");
+    free(out);
+    proto_node_report_release(&back);
+    proto_node_report_release(&rep);
+
+    text = "{\"version\":1,\"node\":\"bad name\",\"agent_id\":\"a\","
+           "\"addr\":\"x\",\"cpus\":1,\"memory_mb\":1}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    ok(proto_node_report_from_json(json, &rep, &err) == -EINVAL &&
+           strstr(err.msg, "node name"), "bad node name: %s", err.msg);
+    cJSON_Delete(json);
+    text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
+           "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":1,\"attempt\":1,"
+           "\"ranks\":[{\"rank\":0,\"state\":\"dancing\"}]}]}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    ok(proto_node_report_from_json(json, &rep, &err) == -EINVAL &&
+           strstr(err.msg, "dancing"), "bad rank state: %s", err.msg);
+    cJSON_Delete(json);
+}
+
+static void
+test_work(void)
+{
+    const char *text =
+        "{\"version\":1,\"gen\":7,\"jobs\":[{\"job\":3,\"attempt\":2,"
+        "\"name\":\"t\",\"user\":\"root\",\"argv\":[\"sh\",\"-c\",\"env\"],"
+        "\"env\":{\"X\":\"1\"},\"workdir\":\"/\",\"nnodes\":2,"
+        "\"node_rank\":1,\"ranks_per_node\":2,\"world_size\":4,"
+        "\"master_addr\":\"127.0.0.1\",\"master_port\":29500,"
+        "\"ranks\":[{\"rank\":2,\"local_rank\":0,\"gpus\":[0]},"
+        "{\"rank\":3,\"local_rank\":1,\"gpus\":[1]}],"
+        "\"checkpoint_dir\":\"\",\"resume_from\":\"\",\"resume_step\":-1}]}";
+    struct proto_work w, back;
+    struct err err;
+    cJSON *json = NULL;
+    char *out;
+
+    jsonx_parse(text, strlen(text), &json, &err);
+    is_int(proto_work_from_json(json, &w, &err), 0, "work parses");
+    cJSON_Delete(json);
+    ok(w.gen == 7 && w.njobs == 1 && w.jobs[0].nranks == 2 &&
+           w.jobs[0].ranks[1].rank == 3 && w.jobs[0].ranks[1].gpus[0] == 1,
+        "launch fields");
+    json = proto_work_to_json(&w);
+    out = jsonx_print(json);
+    cJSON_Delete(json);
+    jsonx_parse(out, strlen(out), &json, &err);
+    is_int(proto_work_from_json(json, &back, &err), 0, "work round trip");
+    cJSON_Delete(json);
+    ok(back.jobs[0].master_port == 29500 && back.jobs[0].resume_step == -1,
+        "round trip keeps values");
+    free(out);
+    proto_work_release(&back);
+    proto_work_release(&w);
+
+    text = "{\"version\":1,\"gen\":7,\"jobs\":[{\"job\":3,\"attempt\":2,"
+           "\"name\":\"t\",\"user\":\"root\",\"argv\":[\"sh\"],"
+           "\"workdir\":\"/\",\"nnodes\":1,\"node_rank\":0,"
+           "\"ranks_per_node\":1,\"world_size\":1,\"master_addr\":\"a\","
+           "\"master_port\":1,\"ranks\":[{\"rank\":5,\"local_rank\":0}]}]}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    ok(proto_work_from_json(json, &w, &err) == -EINVAL &&
+           strstr(err.msg, "world_size"), "rank beyond world: %s", err.msg);
+    cJSON_Delete(json);
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    test_job_spec();
+    test_id_list();
+    test_node_report();
+    test_work();
+    return done_testing();
+}
