@@ -1,0 +1,66 @@
+# Makefile - the two commands of the README, and their parts.
+#
+#   make demo   install packages, build, start a 4-node local cluster under
+#               .local-cluster/ and run a 2-node job on it
+#   make test   install packages, build, run every test
+#
+# Both install what they need with apt-get (as root, or through sudo).
+
+BUILD ?= build
+CLUSTER ?= .local-cluster
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+PACKAGES := build-essential meson ninja-build pkg-config python3 \
+	libuv1-dev libsqlite3-dev libcurl4-openssl-dev libcjson-dev \
+	libhttp-parser-dev libssl-dev libpmix-dev \
+	sqlite3 curl procps python3-torch python3-numpy
+
+.PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean
+
+all: build
+
+# Install only when something is missing, so repeated runs stay fast.
+deps:
+	@missing=$$(for p in $(PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	deploy/local-cluster.sh up --dir $(CLUSTER) --nodes 4 --gpus-per-node 8
+	deploy/demo.sh $(CLUSTER)
+
+demo-down:
+	deploy/local-cluster.sh down --dir $(CLUSTER)
+
+test: build
+	tests/run.sh $(BUILD)
+
+test-unit: build
+	tests/run.sh $(BUILD) --suite unit
+
+# The same suites under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	[ -f $(BUILD)-asan/build.ninja ] || \
+		meson setup $(BUILD)-asan -Db_sanitize=address,undefined \
+			-Db_lundef=false -Dbuildtype=debug
+	ninja -C $(BUILD)-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		tests/run.sh $(BUILD)-asan
+
+bench: build
+	bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

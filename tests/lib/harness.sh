@@ -1,0 +1,338 @@
+# harness.sh - shared helpers for integration tests (source it)
+#
+# Each test script gets its own temporary directory, starts real daemons on
+# 127.0.0.1 with ephemeral ports, and prints TAP. Every process it starts is
+# killed on exit, by PID: the daemons from their recorded PIDs, and the ranks
+# the agents spawned (which outlive a kill -9'd agent, by design) from a
+# unique LOCKSTEP_TEST_TAG variable that the harness puts in each daemon's
+# environment and the agents pass on to ranks. Nothing is ever killed by
+# name, so tests can run in parallel with each other and with a developer's
+# own cluster.
+#
+#   . "$(dirname "$0")/../lib/harness.sh"
+#   start_scheduler
+#   start_agent n1 -o gpus=0-3
+#   wait_nodes_up 1
+#   test_expect_success 'job succeeds' '
+#       id=$(submit_id --nodes 1 -- true) &&
+#       wait_job_state "$id" SUCCEEDED
+#   '
+#   test_done
+
+set -u
+
+TEST_NAME=$(basename "$0" .sh)
+SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
+: "${LOCKSTEP_BUILD:=$SRC_DIR/build}"
+BUILD_DIR=$(cd "$LOCKSTEP_BUILD" && pwd)
+LOCKSTEPD=$BUILD_DIR/scheduler/lockstepd
+AGENTD=$BUILD_DIR/agent/lockstep-agent
+CLI=$BUILD_DIR/cli/lockstep
+PY=/usr/bin/python3
+
+# Unix socket paths must stay under 108 bytes: keep the directory short.
+TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ls-${TEST_NAME%%-*}.XXXXXX")
+LOCKSTEP_TEST_TAG="lockstep-test:$TEST_DIR"
+export LOCKSTEP_TEST_TAG
+
+test_count=0
+test_failed=0
+SCHED_PID=
+declare -A AGENT_PID=()
+declare -a EXTRA_PIDS=()
+
+# --- process bookkeeping --------------------------------------------------
+
+# PIDs of every live process carrying this test's tag (ranks, daemons).
+tagged_pids() {
+    local f pid
+    for f in /proc/[0-9]*/environ; do
+        pid=${f#/proc/}
+        pid=${pid%/environ}
+        [ "$pid" = "$$" ] && continue
+        if tr '\0' '\n' <"$f" 2>/dev/null |
+            grep -qxF "LOCKSTEP_TEST_TAG=$LOCKSTEP_TEST_TAG"; then
+            echo "$pid"
+        fi
+    done
+}
+
+# PIDs of the tagged processes that belong to job $1 (its ranks and their
+# children), optionally only on node $2.
+job_pids() {
+    local job=$1 node=${2:-} pid env
+    for pid in $(tagged_pids); do
+        env=$(tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null) || continue
+        echo "$env" | grep -qxF "LOCKSTEP_JOB_ID=$job" || continue
+        if [ -n "$node" ]; then
+            echo "$env" | grep -qxF "LOCKSTEP_NODE=$node" || continue
+        fi
+        # Zombies hold no resources and are reaped by their parent.
+        [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = Z ] && continue
+        echo "$pid"
+    done
+}
+
+# job_gone ID [NODE]: no process of job ID is alive (on NODE).
+job_gone() {
+    [ -z "$(job_pids "$@")" ]
+}
+
+# job_nprocs_ge ID N: at least N processes of job ID are alive.
+job_nprocs_ge() {
+    [ "$(job_pids "$1" | wc -l)" -ge "$2" ]
+}
+
+harness_cleanup() {
+    local pid
+    for pid in $SCHED_PID "${AGENT_PID[@]}" "${EXTRA_PIDS[@]}"; do
+        [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    done
+    for pid in $(tagged_pids); do
+        kill -9 "$pid" 2>/dev/null
+    done
+    if [ "${LOCKSTEP_KEEP_TEST_DIR:-}" = 1 ] || [ "$test_failed" -gt 0 ]; then
+        echo "# test directory kept: $TEST_DIR"
+    else
+        rm -rf "$TEST_DIR"
+    fi
+}
+trap harness_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- TAP ------------------------------------------------------------------
+
+# test_expect_success DESCRIPTION BODY: run BODY (shell code, chained with
+# &&) as a function in this shell, so daemons it starts or kills stay known
+# to the cleanup trap; print TAP, with the body's output on failure.
+test_expect_success() {
+    local desc=$1 body=$2 rc
+    test_count=$((test_count + 1))
+    eval "test_body_() {
+$body
+}"
+    cd "$TEST_DIR" || exit 1
+    test_body_ >"$TEST_DIR/.test-output" 2>&1
+    rc=$?
+    cd "$TEST_DIR" || exit 1
+    if [ $rc -eq 0 ]; then
+        echo "ok $test_count - $desc"
+    else
+        test_failed=$((test_failed + 1))
+        echo "not ok $test_count - $desc"
+        tail -n 40 "$TEST_DIR/.test-output" | sed 's/^/#   /'
+    fi
+    return 0
+}
+
+test_done() {
+    echo "1..$test_count"
+    if [ "$test_failed" -gt 0 ]; then
+        echo "# failed $test_failed of $test_count"
+        dump_logs
+        exit 1
+    fi
+    exit 0
+}
+
+dump_logs() {
+    local f
+    for f in "$TEST_DIR"/sched/log "$TEST_DIR"/agent-*/log; do
+        [ -f "$f" ] || continue
+        echo "# --- tail of $f"
+        tail -n 25 "$f" | sed 's/^/#   /'
+    done
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    return 1
+}
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+wait_until() {
+    local limit=$1
+    shift
+    local deadline=$((SECONDS + limit))
+    while ! "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "timed out after ${limit}s waiting for: $*" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# wait_for SECONDS EXPR: like wait_until, but EXPR (shell code) is
+# evaluated afresh on every poll.
+wait_for() {
+    local limit=$1 expr=$2
+    local deadline=$((SECONDS + limit))
+    until eval "$expr" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "timed out after ${limit}s waiting for: $expr" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# --- daemons --------------------------------------------------------------
+
+CLUSTER_SECRET=$TEST_DIR/cluster.secret
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$CLUSTER_SECRET"
+chmod 600 "$CLUSTER_SECRET"
+
+# start_scheduler [-o key=value]...: start lockstepd (again, after a kill,
+# on the same state and the same TCP port).
+start_scheduler() {
+    local d=$TEST_DIR/sched listen
+    mkdir -p "$d/state"
+    if [ -s "$d/port" ]; then
+        listen=127.0.0.1:$(cat "$d/port")
+    else
+        listen=127.0.0.1:0
+    fi
+    rm -f "$d/port"
+    "$LOCKSTEPD" -o listen="$listen" -o port_file="$d/port" \
+        -o socket="$d/sock" -o state_dir="$d/state" \
+        -o cluster_secret_file="$CLUSTER_SECRET" \
+        -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
+        -o heartbeat_ms="${HEARTBEAT_MS:-500}" \
+        "$@" >>"$d/log" 2>&1 &
+    SCHED_PID=$!
+    export LOCKSTEP_SERVER=$d/sock
+    if ! wait_until 20 test -S "$d/sock" || ! wait_until 20 test -s "$d/port"
+    then
+        tail -n 20 "$d/log" >&2
+        return 1
+    fi
+    LOCKSTEP_URL=http://127.0.0.1:$(cat "$d/port")
+    export LOCKSTEP_URL
+}
+
+kill_scheduler() {
+    [ -n "$SCHED_PID" ] || return 0
+    kill -9 "$SCHED_PID" 2>/dev/null
+    wait "$SCHED_PID" 2>/dev/null
+    SCHED_PID=
+}
+
+stop_scheduler() {
+    [ -n "$SCHED_PID" ] || return 0
+    kill -TERM "$SCHED_PID" 2>/dev/null
+    wait "$SCHED_PID"
+    local rc=$?
+    SCHED_PID=
+    return $rc
+}
+
+# start_agent NAME [-o key=value]...: start an agent for node NAME with 8
+# CPUs, 4 fake GPUs and its own state and log directories.
+start_agent() {
+    local name=$1
+    shift
+    local d=$TEST_DIR/agent-$name
+    mkdir -p "$d/state"
+    "$AGENTD" -o server="$TEST_DIR/sched/sock" -o node_name="$name" \
+        -o addr=127.0.0.1 -o cpus=8 -o memory_mb=16384 -o gpus=0-3 \
+        -o labels="rack=r-$name" -o state_dir="$d/state" \
+        -o log_dir="$d/logs" -o cluster_secret_file="$CLUSTER_SECRET" \
+        -o run_as_submitter=false -o kill_grace_ms="${KILL_GRACE_MS:-3000}" \
+        "$@" >>"$d/log" 2>&1 &
+    AGENT_PID[$name]=$!
+}
+
+kill_agent() {
+    local pid=${AGENT_PID[$1]:-}
+    [ -n "$pid" ] || return 0
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    AGENT_PID[$1]=
+}
+
+stop_agent() {
+    local pid=${AGENT_PID[$1]:-}
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    local rc=$?
+    AGENT_PID[$1]=
+    return $rc
+}
+
+# --- CLI and JSON ---------------------------------------------------------
+
+ls_cli() {
+    "$CLI" "$@"
+}
+
+# jget EXPR: evaluate a Python expression over the JSON document on stdin,
+# bound to `j`; prints str() of the result (JSON for dicts and lists).
+jget() {
+    "$PY" -c '
+import json, sys
+j = json.load(sys.stdin)
+v = eval(sys.argv[1], {"j": j, "len": len, "sorted": sorted, "set": set,
+                    "sum": sum, "any": any, "all": all})
+print(json.dumps(v) if isinstance(v, (dict, list)) else v)
+' "$1"
+}
+
+# submit_id ARGS...: submit through the CLI, print the new job id.
+submit_id() {
+    ls_cli submit --json "$@" | jget 'j["id"]'
+}
+
+job_state() {
+    ls_cli show "$1" --json | jget 'j["state"]'
+}
+
+job_state_is() {
+    [ "$(job_state "$1")" = "$2" ]
+}
+
+# wait_job_state ID STATE [SECONDS]
+wait_job_state() {
+    if ! wait_until "${3:-30}" job_state_is "$1" "$2"; then
+        echo "job $1 is $(job_state "$1"), wanted $2" >&2
+        ls_cli show "$1" >&2
+        return 1
+    fi
+}
+
+node_state() {
+    ls_cli node "$1" --json | jget 'j["state"]'
+}
+
+nodes_up_count() {
+    ls_cli nodes --json | jget 'len([n for n in j if n["state"] == "UP"])'
+}
+
+nodes_up_is() {
+    [ "$(nodes_up_count)" = "$1" ]
+}
+
+# Placements held on all nodes together (0 when the cluster is idle).
+nodes_busy_count() {
+    ls_cli nodes --json | jget 'sum(len(n["jobs"]) for n in j)'
+}
+
+nodes_idle() {
+    [ "$(nodes_busy_count)" = 0 ]
+}
+
+# wait_nodes_up N: wait until N nodes are UP.
+wait_nodes_up() {
+    wait_until "${2:-20}" nodes_up_is "$1"
+}
+
+# Direct SQL on the scheduler's database (read-only checks).
+db_query() {
+    sqlite3 -readonly "$TEST_DIR/sched/state/lockstep.db" "$1"
+}
+
+# db_events SUBJECT: "actor kind" for each event about SUBJECT (job/12).
+db_events() {
+    db_query "SELECT actor || ' ' || kind FROM events WHERE subject = '$1' ORDER BY id"
+}
