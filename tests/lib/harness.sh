@@ -50,7 +50,7 @@ tagged_pids() {
         pid=${f#/proc/}
         pid=${pid%/environ}
         [ "$pid" = "$$" ] && continue
-        if tr '\0' '\n' <"$f" 2>/dev/null |
+        if tr '\0' '\n' 2>/dev/null <"$f" |
             grep -qxF "LOCKSTEP_TEST_TAG=$LOCKSTEP_TEST_TAG"; then
             echo "$pid"
         fi
@@ -62,7 +62,7 @@ tagged_pids() {
 job_pids() {
     local job=$1 node=${2:-} pid env
     for pid in $(tagged_pids); do
-        env=$(tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null) || continue
+        env=$(tr '\0' '\n' 2>/dev/null </proc/"$pid"/environ) || continue
         echo "$env" | grep -qxF "LOCKSTEP_JOB_ID=$job" || continue
         if [ -n "$node" ]; then
             echo "$env" | grep -qxF "LOCKSTEP_NODE=$node" || continue

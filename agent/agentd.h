@@ -1,0 +1,104 @@
+/*
+ * agentd.h - the node agent's top-level context
+ *
+ * One `struct agentd` per process, owned by main.c and passed to every
+ * subsystem's _create. It holds the loop, the settled configuration (every
+ * value already validated) and the subsystems. Everything runs on the loop
+ * thread.
+ */
+#ifndef AGENT_AGENTD_H
+#define AGENT_AGENTD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/err.h"
+#include "common/proto.h"
+
+struct curlx;
+struct proc_table;
+struct report;
+struct logship;
+
+/* What the node offers, as sent in every status report. */
+struct agentd_resources {
+    int cpus;
+    int64_t memory_mb;
+    int *gpus;
+    size_t ngpus;
+    struct proto_kv *labels;
+    size_t nlabels;
+};
+
+struct agentd {
+    uv_loop_t *loop;
+
+    /* settings (owned) */
+    char *server;
+    char *node;                 /* node_name */
+    char *addr;
+    char *state_dir;
+    char *log_dir;              /* never empty: defaults to state_dir/logs */
+    int64_t kill_grace_ms;
+    bool run_as_submitter;
+    struct agentd_resources res;
+    char *auth_header;          /* "Authorization: Agent <node>:<mac>" */
+    char agent_id[33];          /* random per process */
+
+    /* subsystems, created by main in this order */
+    struct curlx *curlx;
+    struct proc_table *procs;
+    struct report *report;
+    struct logship *logship;
+
+    bool stopping;
+};
+
+/* The configuration keys of lockstep-agent (docs/config.md), terminated by
+ * an entry with a NULL name. */
+extern const struct config_key agentd_config_keys[];
+
+/*
+ * Fill ad's settings from a loaded config: node name and address (host
+ * name by default), resources (detected where the config says 0/auto),
+ * directories, and the agent credential (reads cluster_secret_file).
+ * Errors (-EINVAL, or the errno of the secret file) come with a message
+ * for a person in err; nothing is left allocated on failure.
+ */
+int agentd_settings_load(struct agentd *ad, const struct config *cfg,
+    struct err *err);
+/* Free what agentd_settings_load allocated. Accepts a zeroed agentd. */
+void agentd_settings_release(struct agentd *ad);
+
+/* ---- resources (resources.c) --------------------------------------------- */
+
+/*
+ * GPU ids from the `gpus` setting: "auto" counts the devices named
+ * nvidia<digits> in devdir (normally "/dev") and offers ids 0..n-1,
+ * "none" or "" offers none, anything else is an id list like "0-7" or
+ * "0,2,4". *ids: caller frees (NULL when n is 0). -EINVAL with err set.
+ */
+int agentd_gpus_parse(const char *spec, const char *devdir, int **ids,
+    size_t *n, struct err *err);
+
+/*
+ * Labels from "k=v,k2=v2" (spaces around entries are ignored; "" gives
+ * none). Keys follow the name rule [A-Za-z0-9._-]{1,128}; values are up to
+ * 256 bytes without ',' ; keys must be unique; at most PROTO_LABELS_MAX.
+ * *kv: caller frees with proto_kv_array_free. -EINVAL with err set.
+ */
+int agentd_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
+    struct err *err);
+
+/* CPUs this process may run on (sched_getaffinity), at least 1. */
+int agentd_detect_cpus(void);
+
+/* MemTotal from meminfo_path (normally "/proc/meminfo") in MiB; 0 when
+ * unreadable. */
+int64_t agentd_detect_memory_mb(const char *meminfo_path);
+
+#endif

@@ -1,0 +1,588 @@
+/*
+ * curlx.c - libcurl's multi interface driven by the agent's libuv loop
+ *
+ * The shape is curl's docs/examples/multi-uv.c: curl's socket callback
+ * starts, changes or stops one uv_poll_t per socket it wants watched, its
+ * timer callback arms one uv_timer_t, and both loop callbacks hand the
+ * event back with curl_multi_socket_action() and then collect finished
+ * transfers. Unlike the example there are no globals, every call is
+ * checked, each transfer carries its context through CURLOPT_PRIVATE, and
+ * the whole thing can be torn down while transfers are in flight.
+ *
+ * Sockets are opened with SOCK_CLOEXEC (CURLOPT_OPENSOCKETFUNCTION) so the
+ * ranks the agent spawns never inherit a connection to the scheduler.
+ */
+#include "agent/curlx.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+
+/* A response larger than this is refused (the work reply is the largest;
+ * 64 MiB covers thousands of launches with full environments). */
+#define CURLX_MAX_RESPONSE (64u << 20)
+#define CURLX_CONNECT_TIMEOUT_MS 5000L
+
+/* One socket curl asked us to watch. */
+struct curlx_sock {
+    uv_poll_t poll;
+    struct curlx *cx;
+    curl_socket_t fd;
+    struct curlx_sock *prev, *next;
+};
+
+struct curlx_req {
+    struct curlx *cx;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;
+    struct sbuf resp;
+    char errbuf[CURL_ERROR_SIZE];
+    curlx_done_fn cb;
+    void *arg;
+    bool cancelled;             /* removed from the multi; awaiting delivery */
+    struct curlx_req *prev, *next;
+};
+
+struct curlx {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;           /* curl's own timeout */
+    uv_timer_t cancel_timer;    /* delivers cancelled requests */
+    char *base_url;             /* "http://localhost" for a Unix socket */
+    char *unix_path;            /* NULL for a URL */
+    char *header;               /* extra header line, may be NULL */
+    struct curlx_req *reqs;
+    struct curlx_sock *socks;
+    int open_handles;           /* handles whose close callback is due */
+    bool closing;
+};
+
+static void curlx_check_done(struct curlx *cx);
+
+/* ---- teardown ---------------------------------------------------------- */
+
+/* Every handle (the two timers, each socket's poll) counts in
+ * open_handles; the last close callback frees cx. */
+static void
+curlx_unref(struct curlx *cx)
+{
+    if (--cx->open_handles > 0)
+        return;
+    free(cx->base_url);
+    free(cx->unix_path);
+    free(cx->header);
+    free(cx);
+    curl_global_cleanup();
+}
+
+static void
+curlx_handle_close_cb(uv_handle_t *h)
+{
+    curlx_unref(h->data);
+}
+
+static void
+curlx_sock_close_cb(uv_handle_t *h)
+{
+    struct curlx_sock *cs = container_of((uv_poll_t *)h, struct curlx_sock,
+        poll);
+    struct curlx *cx = cs->cx;
+
+    free(cs);
+    curlx_unref(cx);
+}
+
+static void
+curlx_sock_unlink(struct curlx_sock *cs)
+{
+    struct curlx *cx = cs->cx;
+
+    if (cs->prev != NULL)
+        cs->prev->next = cs->next;
+    else
+        cx->socks = cs->next;
+    if (cs->next != NULL)
+        cs->next->prev = cs->prev;
+    cs->prev = cs->next = NULL;
+}
+
+static void
+curlx_sock_close(struct curlx_sock *cs)
+{
+    curlx_sock_unlink(cs);
+    uv_close((uv_handle_t *)&cs->poll, curlx_sock_close_cb);
+}
+
+static void
+curlx_req_unlink(struct curlx_req *req)
+{
+    struct curlx *cx = req->cx;
+
+    if (req->prev != NULL)
+        req->prev->next = req->next;
+    else
+        cx->reqs = req->next;
+    if (req->next != NULL)
+        req->next->prev = req->prev;
+    req->prev = req->next = NULL;
+}
+
+static void
+curlx_req_free(struct curlx_req *req)
+{
+    if (req->easy != NULL)
+        curl_easy_cleanup(req->easy);
+    curl_slist_free_all(req->headers);
+    free(req->body);
+    sbuf_release(&req->resp);
+    free(req);
+}
+
+void
+curlx_destroy(struct curlx *cx)
+{
+    struct curlx_sock *cs;
+    struct curlx_req *req;
+
+    if (cx == NULL || cx->closing)
+        return;
+    cx->closing = true;
+
+    /* Stop watching while every fd is still open, then let curl close
+     * them. The socket callback still handles CURL_POLL_REMOVE (it closes
+     * that socket's poll handle); the timer callback is ignored now. */
+    for (cs = cx->socks; cs != NULL; cs = cs->next)
+        uv_poll_stop(&cs->poll);
+    uv_timer_stop(&cx->timer);
+    uv_timer_stop(&cx->cancel_timer);
+
+    while ((req = cx->reqs) != NULL) {
+        if (!req->cancelled)
+            curl_multi_remove_handle(cx->multi, req->easy);
+        curlx_req_unlink(req);
+        curlx_req_free(req);
+    }
+    curl_multi_setopt(cx->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+    curl_multi_setopt(cx->multi, CURLMOPT_TIMERFUNCTION, NULL);
+    curl_multi_cleanup(cx->multi);
+    cx->multi = NULL;
+
+    while ((cs = cx->socks) != NULL)
+        curlx_sock_close(cs);
+    uv_close((uv_handle_t *)&cx->cancel_timer, curlx_handle_close_cb);
+    uv_close((uv_handle_t *)&cx->timer, curlx_handle_close_cb);
+}
+
+/* ---- curl → loop -------------------------------------------------------- */
+
+static int
+curlx_rc_from_curl(CURLcode code)
+{
+    switch (code) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return -EHOSTUNREACH;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+        return -ECONNRESET;
+    default:
+        return -EIO;
+    }
+}
+
+/* Hand one finished request to its owner and free it. The request is
+ * already out of the multi handle. */
+static void
+curlx_req_deliver(struct curlx_req *req, int rc)
+{
+    long status = 0;
+
+    if (rc == 0 && curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE,
+                       &status) != CURLE_OK)
+        rc = -EIO;
+    curlx_req_unlink(req);
+    req->cb(rc, rc == 0 ? status : 0, &req->resp, req->arg);
+    curlx_req_free(req);
+}
+
+static void
+curlx_check_done(struct curlx *cx)
+{
+    struct curlx_req *req;
+    CURLMsg *msg;
+    CURLcode code;
+    CURL *easy;
+    int left;
+
+    while (!cx->closing && (msg = curl_multi_info_read(cx->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        /* msg is invalid once the handle is removed: copy first. */
+        easy = msg->easy_handle;
+        code = msg->data.result;
+        req = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&req);
+        /* Every easy handle in the multi is one of ours. */
+        assert(req != NULL);
+        curl_multi_remove_handle(cx->multi, easy);
+        if (code != CURLE_OK)
+            log_debug("request failed: %s",
+                req->errbuf[0] != '\0' ? req->errbuf
+                                       : curl_easy_strerror(code));
+        curlx_req_deliver(req, curlx_rc_from_curl(code));
+    }
+}
+
+static void
+curlx_socket_action(struct curlx *cx, curl_socket_t fd, int flags)
+{
+    CURLMcode mc;
+    int running;
+
+    mc = curl_multi_socket_action(cx->multi, fd, flags, &running);
+    if (mc != CURLM_OK)
+        log_error("curl_multi_socket_action: %s", curl_multi_strerror(mc));
+    curlx_check_done(cx);
+}
+
+static void
+curlx_poll_cb(uv_poll_t *poll, int status, int events)
+{
+    struct curlx_sock *cs = container_of(poll, struct curlx_sock, poll);
+    struct curlx *cx = cs->cx;
+    int flags = 0;
+
+    if (cx->closing)
+        return;
+    if (status < 0) {
+        flags = CURL_CSELECT_ERR;
+    } else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    /* cs may be freed inside (CURL_POLL_REMOVE); cx may not. */
+    curlx_socket_action(cx, cs->fd, flags);
+}
+
+static void
+curlx_timer_cb(uv_timer_t *timer)
+{
+    struct curlx *cx = container_of(timer, struct curlx, timer);
+
+    if (!cx->closing)
+        curlx_socket_action(cx, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int
+curlx_timer_fn(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct curlx *cx = userp;
+    int rc;
+
+    (void)multi;
+    if (cx->closing)
+        return 0;
+    if (timeout_ms < 0) {
+        uv_timer_stop(&cx->timer);
+        return 0;
+    }
+    /* 0 means "as soon as possible": the next loop turn, never from
+     * inside this callback (curl must not be re-entered). */
+    rc = uv_timer_start(&cx->timer, curlx_timer_cb, (uint64_t)timeout_ms, 0);
+    if (rc < 0) {
+        log_error("cannot start curl timer: %s", uv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int
+curlx_socket_fn(CURL *easy, curl_socket_t fd, int action, void *userp,
+    void *socketp)
+{
+    struct curlx *cx = userp;
+    struct curlx_sock *cs = socketp;
+    int events = 0;
+    int rc;
+
+    (void)easy;
+    if (action == CURL_POLL_REMOVE) {
+        if (cs != NULL) {
+            uv_poll_stop(&cs->poll);
+            curlx_sock_close(cs);
+            if (cx->multi != NULL)
+                curl_multi_assign(cx->multi, fd, NULL);
+        }
+        return 0;
+    }
+    if (cx->closing)
+        return 0;
+    if (cs == NULL) {
+        cs = xcalloc(1, sizeof(*cs));
+        cs->cx = cx;
+        cs->fd = fd;
+        rc = uv_poll_init_socket(cx->loop, &cs->poll, fd);
+        if (rc < 0) {
+            /* The transfer then ends at its own timeout. */
+            log_error("cannot watch socket fd=%d: %s", (int)fd,
+                uv_strerror(rc));
+            free(cs);
+            return 0;
+        }
+        cs->poll.data = cx;
+        cx->open_handles++;
+        cs->next = cx->socks;
+        if (cx->socks != NULL)
+            cx->socks->prev = cs;
+        cx->socks = cs;
+        curl_multi_assign(cx->multi, fd, cs);
+    }
+    if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    rc = uv_poll_start(&cs->poll, events, curlx_poll_cb);
+    if (rc < 0)
+        log_error("cannot poll socket fd=%d: %s", (int)fd, uv_strerror(rc));
+    return 0;
+}
+
+static curl_socket_t
+curlx_opensocket_fn(void *arg, curlsocktype purpose,
+    struct curl_sockaddr *addr)
+{
+    (void)arg;
+    (void)purpose;
+    return socket(addr->family, addr->socktype | SOCK_CLOEXEC,
+        addr->protocol);
+}
+
+static size_t
+curlx_write_fn(char *data, size_t size, size_t nmemb, void *userp)
+{
+    struct curlx_req *req = userp;
+    size_t n = size * nmemb;
+
+    if (req->resp.len + n > CURLX_MAX_RESPONSE)
+        return 0;               /* curl fails the transfer */
+    sbuf_add(&req->resp, data, n);
+    return n;
+}
+
+/* ---- cancellation -------------------------------------------------------- */
+
+static void
+curlx_cancel_timer_cb(uv_timer_t *timer)
+{
+    struct curlx *cx = container_of(timer, struct curlx, cancel_timer);
+    struct curlx_req *req;
+
+    /* A callback may start or cancel requests: rescan from the head after
+     * each delivery. */
+    for (;;) {
+        for (req = cx->reqs; req != NULL && !req->cancelled; req = req->next)
+            ;
+        if (req == NULL || cx->closing)
+            return;
+        curlx_req_deliver(req, -ECANCELED);
+    }
+}
+
+void
+curlx_cancel(struct curlx_req *req)
+{
+    struct curlx *cx = req->cx;
+    int rc;
+
+    if (req->cancelled || cx->closing)
+        return;
+    req->cancelled = true;
+    curl_multi_remove_handle(cx->multi, req->easy);
+    rc = uv_timer_start(&cx->cancel_timer, curlx_cancel_timer_cb, 0, 0);
+    if (rc < 0)
+        log_error("cannot start cancel timer: %s", uv_strerror(rc));
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+int
+curlx_check_server(const char *server, struct err *err)
+{
+    const char *host;
+
+    if (server != NULL && server[0] == '/')
+        return 0;
+    if (server != NULL && (strncmp(server, "http://", 7) == 0
+            || strncmp(server, "https://", 8) == 0)) {
+        host = strstr(server, "://") + 3;
+        /* A path prefix would silently move every endpoint. */
+        if (host[0] != '\0' && host[0] != '/'
+            && strcspn(host, "/") + strspn(host + strcspn(host, "/"), "/")
+                == strlen(host))
+            return 0;
+    }
+    return err_set(err, -EINVAL, "server '%s': must be an http:// URL "
+        "without a path, or an absolute Unix socket path",
+        server != NULL ? server : "");
+}
+
+struct curlx *
+curlx_create(uv_loop_t *loop, const char *server, struct err *err)
+{
+    struct curlx *cx;
+    size_t len;
+    int rc;
+
+    if ((rc = curlx_check_server(server, err)) < 0)
+        return NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        err_set(err, -EIO, "cannot initialise libcurl");
+        return NULL;
+    }
+    cx = xcalloc(1, sizeof(*cx));
+    cx->loop = loop;
+    cx->multi = curl_multi_init();
+    if (cx->multi == NULL) {
+        err_set(err, -EIO, "cannot initialise a curl multi handle");
+        free(cx);
+        curl_global_cleanup();
+        return NULL;
+    }
+    if (server[0] == '/') {
+        cx->unix_path = xstrdup(server);
+        cx->base_url = xstrdup("http://localhost");
+    } else {
+        len = strlen(server);
+        while (len > 0 && server[len - 1] == '/')
+            len--;
+        cx->base_url = xstrndup(server, len);
+    }
+    curl_multi_setopt(cx->multi, CURLMOPT_SOCKETFUNCTION, curlx_socket_fn);
+    curl_multi_setopt(cx->multi, CURLMOPT_SOCKETDATA, cx);
+    curl_multi_setopt(cx->multi, CURLMOPT_TIMERFUNCTION, curlx_timer_fn);
+    curl_multi_setopt(cx->multi, CURLMOPT_TIMERDATA, cx);
+
+    /* uv_timer_init cannot fail on Unix: a failure is a broken
+     * invariant. */
+    if ((rc = uv_timer_init(loop, &cx->timer)) < 0
+        || (rc = uv_timer_init(loop, &cx->cancel_timer)) < 0)
+        fatalx("cannot create timer: %s", uv_strerror(rc));
+    cx->timer.data = cx;
+    cx->cancel_timer.data = cx;
+    cx->open_handles = 2;
+    return cx;
+}
+
+void
+curlx_set_header(struct curlx *cx, const char *line)
+{
+    free(cx->header);
+    cx->header = line != NULL ? xstrdup(line) : NULL;
+}
+
+struct curlx_req *
+curlx_request(struct curlx *cx, const char *method, const char *path,
+    char *body, size_t len, const char *content_type, long timeout_ms,
+    curlx_done_fn cb, void *arg)
+{
+    struct curlx_req *req;
+    struct curl_slist *h;
+    char *url = NULL, *ct = NULL;
+    CURLMcode mc;
+    CURL *easy;
+    bool post = strcmp(method, "POST") == 0;
+
+    if (cx->closing || (!post && strcmp(method, "GET") != 0)) {
+        free(body);
+        return NULL;
+    }
+    easy = curl_easy_init();
+    if (easy == NULL) {
+        log_error("cannot create a curl easy handle");
+        free(body);
+        return NULL;
+    }
+    req = xcalloc(1, sizeof(*req));
+    req->cx = cx;
+    req->easy = easy;
+    req->body = body;
+    req->cb = cb;
+    req->arg = arg;
+    sbuf_init(&req->resp);
+
+    url = xasprintf("%s%s", cx->base_url, path);
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    free(url);                  /* curl copies string options */
+    if (cx->unix_path != NULL)
+        curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, cx->unix_path);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)req);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, curlx_write_fn);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, curlx_opensocket_fn);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+        CURLX_CONNECT_TIMEOUT_MS);
+    if (timeout_ms > 0)
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+
+    /* No "Expect: 100-continue": it would stall every POST over 1 KiB for
+     * a second against a server that does not answer it. */
+    h = curl_slist_append(NULL, "Expect:");
+    if (h != NULL && cx->header != NULL)
+        h = curl_slist_append(h, cx->header);
+    if (h != NULL && content_type != NULL) {
+        ct = xasprintf("Content-Type: %s", content_type);
+        h = curl_slist_append(h, ct);
+        free(ct);
+    }
+    if (h == NULL) {
+        log_error("cannot build request headers");
+        curlx_req_free(req);
+        return NULL;
+    }
+    req->headers = h;
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
+
+    if (post) {
+        curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
+            req->body != NULL ? req->body : "");
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+            (curl_off_t)len);
+    } else {
+        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    }
+
+    mc = curl_multi_add_handle(cx->multi, easy);
+    if (mc != CURLM_OK) {
+        log_error("cannot start request: %s", curl_multi_strerror(mc));
+        curlx_req_free(req);
+        return NULL;
+    }
+    req->next = cx->reqs;
+    if (cx->reqs != NULL)
+        cx->reqs->prev = req;
+    cx->reqs = req;
+    return req;
+}

@@ -1,0 +1,79 @@
+/*
+ * curlx.h - HTTP requests to the scheduler on the agent's libuv loop
+ *
+ * libcurl's multi interface driven by the loop (curl's docs/examples/
+ * multi-uv.c): curl tells us which sockets to watch (one uv_poll_t each)
+ * and when to call it back (one uv_timer_t); nothing ever blocks the loop.
+ * Name resolution uses curl's threaded resolver.
+ *
+ * `server` is either a URL ("http://10.0.0.1:7300") or an absolute Unix
+ * socket path ("/run/lockstep/lockstepd.sock"); request paths are appended
+ * to it ("/v1/agent/status").
+ *
+ * Everything here runs on the loop thread.
+ */
+#ifndef AGENT_CURLX_H
+#define AGENT_CURLX_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/sbuf.h"
+
+struct curlx;
+struct curlx_req;
+
+/*
+ * Completion of one request. rc is 0 when an HTTP response arrived (of any
+ * status), otherwise a negative errno: -ECONNREFUSED, -ETIMEDOUT,
+ * -EHOSTUNREACH, -ECONNRESET (the connection broke mid-request, e.g. a
+ * restarted server), -ECANCELED (curlx_cancel) or -EIO for any other
+ * transport failure. http_status is 0 unless rc is 0. body holds the response body
+ * (NUL-terminated; borrowed, valid until the callback returns). The
+ * request is freed after the callback returns.
+ */
+typedef void (*curlx_done_fn)(int rc, long http_status,
+    const struct sbuf *body, void *arg);
+
+/* 0 when `server` is an http:// or https:// URL without a path, or an
+ * absolute path; otherwise -EINVAL with err set. */
+int curlx_check_server(const char *server, struct err *err);
+
+/* Checks `server` (curlx_check_server) and sets up the multi handle and
+ * its timers on loop. Errors: -EINVAL (bad server, message in err), -EIO
+ * (libcurl failed to initialise). */
+struct curlx *curlx_create(uv_loop_t *loop, const char *server,
+    struct err *err);
+
+/*
+ * Aborts every request in flight WITHOUT calling their callbacks, then
+ * closes the handles; the memory is freed once the last close callback
+ * has run (so uv_run must turn once more). Accepts NULL. Must not be called
+ * from inside a curlx_done_fn.
+ */
+void curlx_destroy(struct curlx *cx);
+
+/* Header line sent with every request, e.g. "Authorization: Agent n1:ab..".
+ * Copied. */
+void curlx_set_header(struct curlx *cx, const char *line);
+
+/*
+ * Starts a request: method "GET" or "POST"; path begins with '/'; body
+ * (may be NULL when len is 0) is taken over, also on failure, and freed
+ * with free(); content_type may be NULL (no body). timeout_ms bounds the
+ * whole transfer (0: none). The callback is called later, never from
+ * inside this function. Returns the request (valid until its callback
+ * returns, for curlx_cancel) or NULL when curl refused it; then cb will
+ * never be called.
+ */
+struct curlx_req *curlx_request(struct curlx *cx, const char *method,
+    const char *path, char *body, size_t len, const char *content_type,
+    long timeout_ms, curlx_done_fn cb, void *arg);
+
+/* Abort one request: its callback runs on a later loop turn with rc
+ * -ECANCELED (never from inside this function). */
+void curlx_cancel(struct curlx_req *req);
+
+#endif

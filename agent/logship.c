@@ -1,0 +1,280 @@
+/*
+ * logship.c - copy the ranks' output files to the scheduler
+ *
+ * A timer (every 200 ms) walks the held jobs; for each output file with
+ * nothing in flight it reads what lies past the acknowledged offset (at
+ * most one chunk, 1 MiB) with pread and POSTs it to
+ * /v1/agent/logs?...&offset=<acked>. The reply's "size" becomes the new
+ * offset, whatever it is: ahead (we resend nothing twice), equal (all
+ * caught up) or behind (the scheduler lost bytes, so we resend from
+ * there). Reading a local file is bounded work on the loop, like a short
+ * SQLite statement.
+ *
+ * Failures back off per file (200 ms doubling to 5 s). A 413 halves the
+ * chunk (a scheduler with a small max_body_bytes); any other 4xx except
+ * 401/403/408/429 means the scheduler will never take this file (say, an
+ * attempt it does not know), so the file is abandoned with one log line.
+ */
+#include "agent/logship.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agentd.h"
+#include "agent/curlx.h"
+#include "agent/proc.h"
+#include "agent/report.h"
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+#define LOGSHIP_TICK_MS 200
+#define LOGSHIP_CHUNK_MAX (1u << 20)
+#define LOGSHIP_CHUNK_MIN 1024u
+#define LOGSHIP_MAX_IN_FLIGHT 32
+#define LOGSHIP_BACKOFF_MIN_MS 200
+#define LOGSHIP_BACKOFF_MAX_MS 5000
+#define LOGSHIP_TIMEOUT_MS 30000L
+
+struct logship {
+    struct agentd *ad;
+    uv_timer_t timer;
+    size_t chunk;
+    int in_flight;
+    char last_err[200];         /* last error logged; "" when healthy */
+};
+
+/* Context of one POST; the file outlives it (proc releases a job only
+ * when none of its files is in flight). */
+struct logship_req {
+    struct logship *ls;
+    const struct proc_rank *rank;
+    struct logship_file *f;
+    const char *stream;
+    uint64_t offset;
+    size_t len;
+};
+
+void
+logship_file_init(struct logship_file *f, const char *path)
+{
+    memset(f, 0, sizeof(*f));
+    f->fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+}
+
+void
+logship_file_release(struct logship_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+static uint64_t
+logship_file_size(const struct logship_file *f)
+{
+    struct stat st;
+
+    if (f->fd < 0 || fstat(f->fd, &st) < 0 || st.st_size < 0)
+        return 0;
+    return (uint64_t)st.st_size;
+}
+
+bool
+logship_file_flushed(const struct logship_file *f)
+{
+    if (f->in_flight)
+        return false;
+    if (f->fd < 0 || f->abandoned)
+        return true;
+    return f->acked >= logship_file_size(f);
+}
+
+static void
+logship_backoff(struct logship_file *f)
+{
+    int64_t wait;
+
+    f->backoff_ms = report_backoff_next(f->backoff_ms, LOGSHIP_BACKOFF_MIN_MS,
+        LOGSHIP_BACKOFF_MAX_MS, &wait);
+    f->retry_at_ms = timeid_mono_ms() + wait;
+}
+
+static void
+logship_done_cb(int rc, long http_status, const struct sbuf *body,
+    void *arg)
+{
+    struct logship_req *lr = arg;
+    struct logship *ls = lr->ls;
+    struct logship_file *f = lr->f;
+    const struct proc_rank *r = lr->rank;
+    cJSON *root = NULL;
+    int64_t size = -1;
+    char text[200];
+
+    f->in_flight = false;
+    ls->in_flight--;
+    if (rc == 0 && http_status == 200
+        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
+        && jsonx_get_int(root, "size", true, 0, INT64_MAX, &size, NULL) == 0) {
+        f->acked = (uint64_t)size;
+        f->backoff_ms = 0;
+        f->retry_at_ms = 0;
+        if (ls->last_err[0] != '\0') {
+            log_notice("shipping logs works again");
+            ls->last_err[0] = '\0';
+        }
+        goto out;
+    }
+    if (rc == 0 && http_status == 413 && ls->chunk > LOGSHIP_CHUNK_MIN) {
+        ls->chunk /= 2;
+        log_info("scheduler refused %zu bytes of log; sending at most %zu "
+            "per request", lr->len, ls->chunk);
+        goto out;
+    }
+    report_error_text(rc, http_status, body, text, sizeof(text));
+    if (rc == 0 && http_status == 200)
+        snprintf(text, sizeof(text), "reply without a valid size");
+    if (rc == 0 && http_status >= 400 && http_status < 500
+        && http_status != 401 && http_status != 403 && http_status != 408
+        && http_status != 429 && http_status != 413) {
+        f->abandoned = true;
+        log_warn("job=%lld attempt=%d rank=%d stream=%s not shipping output: "
+            "%s", (long long)r->job->job, r->job->attempt, r->rank,
+            lr->stream, text);
+        goto out;
+    }
+    if (strcmp(ls->last_err, text) != 0) {
+        snprintf(ls->last_err, sizeof(ls->last_err), "%s", text);
+        log_warn("cannot ship logs: %s (retrying)", text);
+    }
+    logship_backoff(f);
+out:
+    cJSON_Delete(root);
+    free(lr);
+}
+
+static void
+logship_file_ship(struct logship *ls, const struct proc_rank *r,
+    struct logship_file *f, const char *stream, int64_t now)
+{
+    struct logship_req *lr;
+    uint64_t size;
+    size_t len, got = 0;
+    ssize_t n;
+    char *buf, *path;
+
+    if (f->fd < 0 || f->in_flight || f->abandoned || now < f->retry_at_ms)
+        return;
+    size = logship_file_size(f);
+    if (size <= f->acked)
+        return;
+    len = size - f->acked > ls->chunk ? ls->chunk : (size_t)(size - f->acked);
+    buf = xmalloc(len);
+    while (got < len) {
+        n = pread(f->fd, buf + got, len - got, (off_t)(f->acked + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == 0) {
+        free(buf);
+        return;
+    }
+    lr = xcalloc(1, sizeof(*lr));
+    lr->ls = ls;
+    lr->rank = r;
+    lr->f = f;
+    lr->stream = stream;
+    lr->offset = f->acked;
+    lr->len = got;
+    path = xasprintf("/v1/agent/logs?node=%s&job=%lld&attempt=%d&rank=%d"
+        "&stream=%s&offset=%" PRIu64, ls->ad->node, (long long)r->job->job,
+        r->job->attempt, r->rank, stream, f->acked);
+    if (curlx_request(ls->ad->curlx, "POST", path, buf, got,
+            "application/octet-stream", LOGSHIP_TIMEOUT_MS, logship_done_cb,
+            lr) == NULL) {
+        free(lr);
+        logship_backoff(f);
+    } else {
+        f->in_flight = true;
+        ls->in_flight++;
+    }
+    free(path);
+}
+
+static void
+logship_timer_cb(uv_timer_t *t)
+{
+    struct logship *ls = container_of(t, struct logship, timer);
+    struct proc_job *job;
+    int64_t now = timeid_mono_ms();
+    size_t i;
+
+    if (ls->ad->procs == NULL)
+        return;
+    for (job = proc_jobs(ls->ad->procs); job != NULL; job = job->next) {
+        for (i = 0; i < job->nranks; i++) {
+            struct proc_rank *r = &job->ranks[i];
+
+            if (ls->in_flight >= LOGSHIP_MAX_IN_FLIGHT)
+                return;
+            logship_file_ship(ls, r, &r->out, "out", now);
+            logship_file_ship(ls, r, &r->err, "err", now);
+        }
+    }
+}
+
+void
+logship_kick(struct logship *ls)
+{
+    if (ls != NULL)
+        logship_timer_cb(&ls->timer);
+}
+
+struct logship *
+logship_create(struct agentd *ad, struct err *err)
+{
+    struct logship *ls = xcalloc(1, sizeof(*ls));
+    int rc;
+
+    ls->ad = ad;
+    ls->chunk = LOGSHIP_CHUNK_MAX;
+    rc = uv_timer_init(ad->loop, &ls->timer);
+    if (rc < 0) {
+        err_set(err, rc, "cannot create timer: %s", uv_strerror(rc));
+        free(ls);
+        return NULL;
+    }
+    rc = uv_timer_start(&ls->timer, logship_timer_cb, LOGSHIP_TICK_MS,
+        LOGSHIP_TICK_MS);
+    if (rc < 0) {
+        err_set(err, rc, "cannot start timer: %s", uv_strerror(rc));
+        logship_destroy(ls);
+        return NULL;
+    }
+    return ls;
+}
+
+static void
+logship_close_cb(uv_handle_t *h)
+{
+    free(container_of((uv_timer_t *)h, struct logship, timer));
+}
+
+void
+logship_destroy(struct logship *ls)
+{
+    if (ls == NULL)
+        return;
+    uv_close((uv_handle_t *)&ls->timer, logship_close_cb);
+}

@@ -1,0 +1,282 @@
+/*
+ * main.c - lockstep-agent: the node agent
+ *
+ * Reads the configuration (docs/config.md), registers with the scheduler,
+ * runs the ranks it is given and reports on them (report.c, proc.c,
+ * logship.c), all on one libuv loop.
+ *
+ * SIGTERM and SIGINT stop the agent but NOT its ranks: running ranks keep
+ * running (each is its own session writing to files, see proc.h) and the
+ * next agent re-adopts them from <state_dir>/jobs, so an agent upgrade or
+ * restart does not cost a training run. To stop the ranks, cancel the job
+ * or drain the node. (Under systemd this needs KillMode=process, or the
+ * service stop kills the whole cgroup.)
+ *
+ * Exit status: 0 after a signal, 78 (EX_CONFIG) for a configuration error,
+ * 1 for any other failure to start.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "agent/agentd.h"
+#include "agent/curlx.h"
+#include "agent/logship.h"
+#include "agent/proc.h"
+#include "agent/report.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "version.h"
+
+#define EXIT_CONFIG 78
+
+struct agentd_main {
+    struct agentd ad;
+    uv_loop_t loop;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+};
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+        "usage: lockstep-agent [-c FILE] [-o KEY=VALUE]... [--check-config]\n"
+        "       lockstep-agent --version\n"
+        "\n"
+        "  -c, --config FILE   read settings from FILE (key = value lines)\n"
+        "  -o KEY=VALUE        override one setting (repeatable; after FILE)\n"
+        "      --check-config  check the settings, print \"configuration "
+        "OK\", exit\n"
+        "      --version       print the version\n"
+        "\n"
+        "SIGTERM stops the agent and leaves running ranks running; the next\n"
+        "agent adopts them.\n"
+        "\n"
+        "settings:\n");
+    for (const struct config_key *k = agentd_config_keys; k->name != NULL;
+         k++)
+        fprintf(f, "  %-20s %s (default: '%s')\n", k->name, k->help,
+            k->def != NULL ? k->def : "");
+}
+
+/* Close every subsystem; the loop ends once their handles are closed. */
+static void
+agentd_stop(struct agentd_main *m)
+{
+    struct agentd *ad = &m->ad;
+
+    if (ad->stopping)
+        return;
+    ad->stopping = true;
+    logship_destroy(ad->logship);
+    report_destroy(ad->report);
+    /* Drops requests in flight without calling back: must come in the same
+     * loop turn as the destruction of their owners above. */
+    curlx_destroy(ad->curlx);
+    proc_destroy(ad->procs);
+    ad->logship = NULL;
+    ad->report = NULL;
+    ad->curlx = NULL;
+    ad->procs = NULL;
+    uv_close((uv_handle_t *)&m->sigterm, NULL);
+    uv_close((uv_handle_t *)&m->sigint, NULL);
+}
+
+static void
+agentd_signal_cb(uv_signal_t *sig, int signum)
+{
+    struct agentd_main *m = sig->data;
+
+    log_notice("received %s, stopping (running ranks keep running)",
+        signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    agentd_stop(m);
+}
+
+static void
+agentd_walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h)) {
+        log_error("handle of type %s still open at exit",
+            uv_handle_type_name(uv_handle_get_type(h)));
+        uv_close(h, NULL);
+    }
+}
+
+/* Parse the command line and load the configuration. Returns -1 when the
+ * agent should go on (*cfgp set), otherwise the exit status. */
+static int
+agentd_configure(int argc, char **argv, struct config **cfgp,
+    bool *check_only)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "check-config", no_argument, NULL, 'C' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct config *cfg = config_create(agentd_config_keys);
+    const char *file = NULL;
+    char **overrides = xcalloc((size_t)argc + 1, sizeof(*overrides));
+    size_t noverrides = 0, i;
+    struct err err = { 0 };
+    int c, rc = 0;
+
+    while ((c = getopt_long(argc, argv, "c:o:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            file = optarg;
+            break;
+        case 'o':
+            overrides[noverrides++] = optarg;
+            break;
+        case 'C':
+            *check_only = true;
+            break;
+        case 'V':
+            printf("lockstep-agent %s\n", LOCKSTEP_VERSION);
+            rc = EXIT_SUCCESS;
+            goto done;
+        case 'h':
+            usage(stdout);
+            rc = EXIT_SUCCESS;
+            goto done;
+        default:
+            usage(stderr);
+            rc = 2;
+            goto done;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "lockstep-agent: unexpected argument '%s'\n",
+            argv[optind]);
+        rc = 2;
+        goto done;
+    }
+    if (file != NULL && config_load_file(cfg, file, &err) < 0) {
+        rc = EXIT_CONFIG;
+        goto done;
+    }
+    for (i = 0; i < noverrides; i++) {
+        if (config_set_arg(cfg, overrides[i], &err) < 0) {
+            rc = EXIT_CONFIG;
+            goto done;
+        }
+    }
+    free(overrides);
+    *cfgp = cfg;
+    return -1;
+
+done:
+    if (rc == EXIT_CONFIG)
+        fprintf(stderr, "lockstep-agent: %s\n", err.msg);
+    free(overrides);
+    config_destroy(cfg);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct agentd_main m;
+    struct agentd *ad = &m.ad;
+    struct config *cfg = NULL;
+    struct err err = { 0 };
+    enum log_level level;
+    bool check_only = false;
+    int rc, status = 1;
+
+    memset(&m, 0, sizeof(m));
+    rc = agentd_configure(argc, argv, &cfg, &check_only);
+    if (rc >= 0)
+        return rc;
+
+    if (log_level_parse(config_str(cfg, "log_level"), &level) < 0) {
+        fprintf(stderr, "lockstep-agent: log_level '%s': must be one of "
+            "error, warn, notice, info, debug\n",
+            config_str(cfg, "log_level"));
+        config_destroy(cfg);
+        return EXIT_CONFIG;
+    }
+    if (agentd_settings_load(ad, cfg, &err) < 0) {
+        fprintf(stderr, "lockstep-agent: %s\n", err.msg);
+        config_destroy(cfg);
+        return EXIT_CONFIG;
+    }
+    config_destroy(cfg);
+    if (check_only) {
+        printf("configuration OK\n");
+        agentd_settings_release(ad);
+        return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_SUCCESS : 1;
+    }
+
+    log_init("lockstep-agent", level, LOG_MODE_AUTO);
+    /* A write to a scheduler connection that just closed must fail with
+     * EPIPE, not kill the agent. Ranks get default dispositions back:
+     * libuv resets every signal in the child before exec. */
+    signal(SIGPIPE, SIG_IGN);
+    if (timeid_random_hex(ad->agent_id, 16) < 0)
+        fatalx("cannot read random bytes for the agent id");
+    srandom((unsigned)strtoul(ad->agent_id + 24, NULL, 16));
+
+    rc = uv_loop_init(&m.loop);
+    if (rc < 0)
+        fatalx("cannot create event loop: %s", uv_strerror(rc));
+    ad->loop = &m.loop;
+    if ((rc = uv_signal_init(&m.loop, &m.sigterm)) < 0
+        || (rc = uv_signal_init(&m.loop, &m.sigint)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+    m.sigterm.data = &m;
+    m.sigint.data = &m;
+    if ((rc = uv_signal_start(&m.sigterm, agentd_signal_cb, SIGTERM)) < 0
+        || (rc = uv_signal_start(&m.sigint, agentd_signal_cb, SIGINT)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+
+    ad->curlx = curlx_create(&m.loop, ad->server, &err);
+    if (ad->curlx == NULL)
+        goto out;
+    curlx_set_header(ad->curlx, ad->auth_header);
+    ad->procs = proc_create(ad, &err);
+    if (ad->procs == NULL)
+        goto out;
+    ad->report = report_create(ad, &err);
+    if (ad->report == NULL)
+        goto out;
+    ad->logship = logship_create(ad, &err);
+    if (ad->logship == NULL)
+        goto out;
+
+    log_info("node=%s agent_id=%s server=%s cpus=%d memory_mb=%lld "
+        "gpus=%zu held_jobs=%zu starting", ad->node, ad->agent_id,
+        ad->server, ad->res.cpus, (long long)ad->res.memory_mb,
+        ad->res.ngpus, proc_njobs(ad->procs));
+    report_start(ad->report);
+    status = EXIT_SUCCESS;
+
+out:
+    if (status != EXIT_SUCCESS) {
+        log_error("cannot start: %s", err.msg);
+        agentd_stop(&m);
+    }
+    uv_run(&m.loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&m.loop) != 0) {
+        uv_walk(&m.loop, agentd_walk_cb, NULL);
+        uv_run(&m.loop, UV_RUN_DEFAULT);
+        if (uv_loop_close(&m.loop) != 0)
+            log_error("event loop still busy at exit");
+        status = 1;
+    }
+    if (status == EXIT_SUCCESS)
+        log_info("node=%s stopped", ad->node);
+    agentd_settings_release(ad);
+    return status;
+}

@@ -1,0 +1,513 @@
+/*
+ * report.c - status heartbeats and the work long poll
+ *
+ * Two independent loops over curlx, each with at most one request in
+ * flight and its own timer for the next one:
+ *
+ *   status: send → reply (heartbeat_ms, gen) → timer(heartbeat_ms) → send
+ *   work:   fetch(gen) → reply (desired state) → proc_apply → fetch ...
+ *
+ * The work loop starts once the first register status is accepted, so the
+ * scheduler knows the node (and what it still runs from before) before it
+ * hands out work. Dispatch never waits for a heartbeat: the long poll is
+ * answered as soon as the desired state changes.
+ *
+ * A failed status marks the agent unregistered; the next status that gets
+ * through carries "register": true and the full list of held jobs, which is
+ * how a restarted scheduler reconciles (docs/api.md).
+ */
+#include "agent/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agentd.h"
+#include "agent/curlx.h"
+#include "agent/logship.h"
+#include "agent/proc.h"
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+#define REPORT_BACKOFF_MIN_MS 100
+#define REPORT_BACKOFF_MAX_MS 5000
+#define REPORT_HEARTBEAT_DEFAULT_MS 1000
+#define REPORT_STATUS_TIMEOUT_MS 5000L
+/* How long the scheduler may hold a work request, and how much longer we
+ * wait for its answer before calling the connection dead. */
+#define REPORT_WORK_WAIT_MS 25000
+#define REPORT_WORK_SLACK_MS 15000
+/* A status reply announcing a newer gen while a long poll has been out
+ * this long means the poll is stuck (a half-open connection after a
+ * scheduler restart): abort it and fetch again. */
+#define REPORT_GEN_STUCK_MS 2000
+/* A status announcing that a rank ended waits (this long at most) until
+ * the rank's output reached the scheduler, so that a job seen finished
+ * has its whole output readable. */
+#define REPORT_LOG_WAIT_MS 2000
+#define REPORT_LOG_POLL_MS 20
+
+struct report {
+    struct agentd *ad;
+    uv_timer_t status_timer;
+    uv_timer_t work_timer;
+    int open_handles;
+    bool closing;
+
+    /* status */
+    struct curlx_req *status_req;
+    bool status_dirty;          /* a change while a status was in flight */
+    bool status_reg_sent;       /* the one in flight has register: true */
+    bool need_register;
+    int64_t heartbeat_ms;
+    int64_t status_backoff_ms;  /* 0 while healthy */
+    char status_err[200];       /* last error logged; "" when healthy */
+
+    /* work */
+    bool work_running;          /* the loop was started */
+    struct curlx_req *work_req;
+    int64_t work_sent_ms;
+    int64_t work_backoff_ms;
+    char work_err[200];
+    uint64_t applied_gen;
+    int64_t gen_mismatch_ms;    /* when a newer gen was first announced */
+};
+
+static void report_status_send(struct report *rp);
+static void report_work_fetch(struct report *rp);
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+int64_t
+report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
+    int64_t *wait_ms)
+{
+    int64_t next = cur <= 0 ? min_ms : cur * 2;
+
+    if (next > max_ms)
+        next = max_ms;
+    /* Jitter: agents that lost the scheduler together must not all come
+     * back in the same millisecond. */
+    *wait_ms = next / 2 + (int64_t)(random() % (next / 2 + 1));
+    return next;
+}
+
+void
+report_error_text(int rc, long http_status, const struct sbuf *body,
+    char *out, size_t len)
+{
+    const cJSON *e, *code, *msg;
+    cJSON *root = NULL;
+
+    if (rc < 0) {
+        snprintf(out, len, "%s", uv_strerror(rc));
+        return;
+    }
+    if (body != NULL && body->len > 0
+        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
+        && (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL
+        && cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code"))
+        && cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e,
+                              "message")))
+        snprintf(out, len, "HTTP %ld %s: %s", http_status, code->valuestring,
+            msg->valuestring);
+    else
+        snprintf(out, len, "HTTP %ld", http_status);
+    cJSON_Delete(root);
+}
+
+/* Log a failure once per distinct text; last holds what was logged. */
+static void
+report_log_failure(char *last, size_t len, const char *what,
+    const char *text, long http_status)
+{
+    if (strcmp(last, text) == 0)
+        return;
+    snprintf(last, len, "%s", text);
+    if (http_status >= 400 && http_status < 500)
+        log_error("%s refused by scheduler: %s", what, text);
+    else
+        log_warn("cannot %s: %s (retrying)", what, text);
+}
+
+static void
+report_log_recovery(char *last, const char *what)
+{
+    if (last[0] == '\0')
+        return;
+    log_notice("%s works again", what);
+    last[0] = '\0';
+}
+
+static void
+report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb,
+    int64_t ms)
+{
+    int rc;
+
+    if (rp->closing)
+        return;
+    rc = uv_timer_start(t, cb, (uint64_t)(ms > 0 ? ms : 0), 0);
+    if (rc < 0)
+        log_error("cannot start timer: %s", uv_strerror(rc));
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static void
+report_status_timer_cb(uv_timer_t *t)
+{
+    report_status_send(container_of(t, struct report, status_timer));
+}
+
+static void
+report_status_failed(struct report *rp, int rc, long http_status,
+    const struct sbuf *body)
+{
+    char text[200];
+    int64_t wait;
+
+    report_error_text(rc, http_status, body, text, sizeof(text));
+    report_log_failure(rp->status_err, sizeof(rp->status_err),
+        "send status", text, http_status);
+    rp->need_register = true;
+    rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
+        REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
+    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
+}
+
+/* The newest gen the scheduler announced: make sure a fetch is due. */
+static void
+report_check_gen(struct report *rp, uint64_t gen)
+{
+    int64_t now = timeid_mono_ms();
+
+    if (gen == rp->applied_gen) {
+        rp->gen_mismatch_ms = 0;
+        return;
+    }
+    if (rp->work_req == NULL) {
+        report_work_fetch(rp);  /* cuts a backoff wait short */
+        return;
+    }
+    if (rp->gen_mismatch_ms == 0) {
+        rp->gen_mismatch_ms = now;
+    } else if (now - rp->gen_mismatch_ms >= REPORT_GEN_STUCK_MS
+        && now - rp->work_sent_ms >= REPORT_GEN_STUCK_MS) {
+        log_info("work request outstanding for %lld ms while gen=%" PRIu64
+            " is announced (applied gen=%" PRIu64 "); asking again",
+            (long long)(now - rp->work_sent_ms), gen, rp->applied_gen);
+        rp->gen_mismatch_ms = now;
+        curlx_cancel(rp->work_req);
+    }
+}
+
+static void
+report_status_done_cb(int rc, long http_status, const struct sbuf *body,
+    void *arg)
+{
+    struct report *rp = arg;
+    struct err err = { 0 };
+    cJSON *root = NULL;
+    int64_t hb = REPORT_HEARTBEAT_DEFAULT_MS, gen = 0;
+    bool was_reg = rp->status_reg_sent;
+
+    rp->status_req = NULL;
+    if (rc < 0 || http_status != 200) {
+        report_status_failed(rp, rc, http_status, body);
+        return;
+    }
+    /* Unknown fields are tolerated: a newer scheduler may add some. */
+    if (jsonx_parse(body->buf, body->len, &root, &err) < 0
+        || jsonx_get_int(root, "heartbeat_ms", false, 100, 60000, &hb,
+               &err) < 0
+        || jsonx_get_int(root, "gen", true, 0, INT64_MAX, &gen, &err) < 0) {
+        char text[200];
+
+        cJSON_Delete(root);
+        snprintf(text, sizeof(text), "bad status reply: %s", err.msg);
+        report_log_failure(rp->status_err, sizeof(rp->status_err),
+            "send status", text, 0);
+        rp->need_register = true;
+        rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
+            REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &hb);
+        report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
+            hb);
+        return;
+    }
+    cJSON_Delete(root);
+
+    report_log_recovery(rp->status_err, "sending status");
+    rp->status_backoff_ms = 0;
+    if (hb != rp->heartbeat_ms)
+        log_debug("heartbeat_ms=%lld", (long long)hb);
+    rp->heartbeat_ms = hb;
+    if (was_reg) {
+        rp->need_register = false;
+        log_info("node=%s agent_id=%s registered with scheduler jobs=%zu "
+            "gen=%lld", rp->ad->node, rp->ad->agent_id,
+            proc_njobs(rp->ad->procs), (long long)gen);
+    }
+    if (!rp->need_register && !rp->work_running) {
+        rp->work_running = true;
+        report_work_fetch(rp);
+    } else if (was_reg && rp->work_running) {
+        /* Back after a failure: do not sit out a work backoff. */
+        report_work_fetch(rp);
+    }
+    if (rp->work_running)
+        report_check_gen(rp, (uint64_t)gen);
+
+    report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
+        rp->status_dirty || rp->need_register ? 0 : rp->heartbeat_ms);
+    rp->status_dirty = false;
+}
+
+/* Whether the output of every rank that ended lately is shipped. */
+static bool
+report_exits_shipped(const struct report *rp)
+{
+    const struct proc_job *job;
+    int64_t now = timeid_mono_ms();
+    size_t i;
+
+    if (rp->ad->logship == NULL)
+        return true;
+    for (job = proc_jobs(rp->ad->procs); job != NULL; job = job->next) {
+        for (i = 0; i < job->nranks; i++) {
+            const struct proc_rank *r = &job->ranks[i];
+
+            if (r->end_mono_ms == 0
+                || now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
+                continue;
+            if (!logship_file_flushed(&r->out)
+                || !logship_file_flushed(&r->err))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void
+report_status_send(struct report *rp)
+{
+    struct agentd *ad = rp->ad;
+    struct proto_node_report rep;
+    cJSON *json;
+    char *text;
+
+    if (rp->closing)
+        return;
+    if (rp->status_req != NULL) {
+        rp->status_dirty = true;
+        return;
+    }
+    uv_timer_stop(&rp->status_timer);
+    if (!report_exits_shipped(rp)) {
+        logship_kick(ad->logship);
+        report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
+            REPORT_LOG_POLL_MS);
+        return;
+    }
+
+    /* The settings are borrowed for to_json and detached again before
+     * the release, which then frees only the jobs proc filled in. */
+    memset(&rep, 0, sizeof(rep));
+    rep.node = ad->node;
+    rep.reg = rp->need_register;
+    rep.agent_id = ad->agent_id;
+    rep.addr = ad->addr;
+    rep.cpus = ad->res.cpus;
+    rep.memory_mb = ad->res.memory_mb;
+    rep.gpus = ad->res.gpus;
+    rep.ngpus = ad->res.ngpus;
+    rep.labels = ad->res.labels;
+    rep.nlabels = ad->res.nlabels;
+    rep.gen = rp->applied_gen;
+    proc_fill_report(ad->procs, &rep);
+    json = proto_node_report_to_json(&rep);
+    rep.node = rep.agent_id = rep.addr = NULL;
+    rep.gpus = NULL;
+    rep.ngpus = 0;
+    rep.labels = NULL;
+    rep.nlabels = 0;
+    proto_node_report_release(&rep);
+    text = jsonx_print(json);
+    cJSON_Delete(json);
+
+    rp->status_reg_sent = rp->need_register;
+    rp->status_dirty = false;
+    rp->status_req = curlx_request(ad->curlx, "POST", "/v1/agent/status",
+        text, strlen(text), "application/json", REPORT_STATUS_TIMEOUT_MS,
+        report_status_done_cb, rp);
+    if (rp->status_req == NULL)
+        report_status_failed(rp, -EIO, 0, NULL);
+}
+
+void
+report_kick(struct report *rp)
+{
+    if (rp == NULL || rp->closing)
+        return;
+    if (rp->status_req != NULL) {
+        rp->status_dirty = true;
+        return;
+    }
+    /* While the scheduler is failing, the backoff timer already carries
+     * the next status (with the current state); do not hammer it. */
+    if (rp->status_backoff_ms > 0)
+        return;
+    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, 0);
+}
+
+static void
+report_proc_change_cb(void *arg)
+{
+    report_kick(arg);
+}
+
+/* ---- work ---------------------------------------------------------------- */
+
+static void
+report_work_timer_cb(uv_timer_t *t)
+{
+    report_work_fetch(container_of(t, struct report, work_timer));
+}
+
+static void
+report_work_failed(struct report *rp, const char *text, long http_status)
+{
+    int64_t wait;
+
+    report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work",
+        text, http_status);
+    rp->work_backoff_ms = report_backoff_next(rp->work_backoff_ms,
+        REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
+    report_timer_start(rp, &rp->work_timer, report_work_timer_cb, wait);
+}
+
+static void
+report_work_done_cb(int rc, long http_status, const struct sbuf *body,
+    void *arg)
+{
+    struct report *rp = arg;
+    struct proto_work w;
+    struct err err = { 0 };
+    cJSON *root = NULL;
+    char text[200];
+    uint64_t old_gen = rp->applied_gen;
+
+    rp->work_req = NULL;
+    if (rc == -ECANCELED) {
+        report_work_fetch(rp);
+        return;
+    }
+    if (rc < 0 || http_status != 200) {
+        report_error_text(rc, http_status, body, text, sizeof(text));
+        if (http_status == 404) {
+            /* The scheduler does not know the node (a fresh database):
+             * register again. */
+            rp->need_register = true;
+            report_kick(rp);
+        }
+        report_work_failed(rp, text, http_status);
+        return;
+    }
+    memset(&w, 0, sizeof(w));
+    if (jsonx_parse(body->buf, body->len, &root, &err) < 0
+        || proto_work_from_json(root, &w, &err) < 0) {
+        cJSON_Delete(root);
+        snprintf(text, sizeof(text), "bad work reply: %s", err.msg);
+        report_work_failed(rp, text, 0);
+        return;
+    }
+    cJSON_Delete(root);
+    report_log_recovery(rp->work_err, "fetching work");
+    rp->work_backoff_ms = 0;
+
+    if (w.gen != old_gen)
+        log_debug("applying gen=%" PRIu64 " jobs=%zu", w.gen, w.njobs);
+    proc_apply(rp->ad->procs, &w);
+    rp->applied_gen = w.gen;
+    rp->gen_mismatch_ms = 0;
+    proto_work_release(&w);
+    if (rp->applied_gen != old_gen)
+        report_kick(rp);
+    report_work_fetch(rp);
+}
+
+static void
+report_work_fetch(struct report *rp)
+{
+    char *path;
+
+    if (rp->closing || rp->work_req != NULL)
+        return;
+    uv_timer_stop(&rp->work_timer);
+    path = xasprintf("/v1/agent/work?node=%s&gen=%" PRIu64 "&wait_ms=%d",
+        rp->ad->node, rp->applied_gen, REPORT_WORK_WAIT_MS);
+    rp->work_sent_ms = timeid_mono_ms();
+    rp->work_req = curlx_request(rp->ad->curlx, "GET", path, NULL, 0, NULL,
+        REPORT_WORK_WAIT_MS + REPORT_WORK_SLACK_MS, report_work_done_cb, rp);
+    free(path);
+    if (rp->work_req == NULL)
+        report_work_failed(rp, "cannot start request", 0);
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+struct report *
+report_create(struct agentd *ad, struct err *err)
+{
+    struct report *rp = xcalloc(1, sizeof(*rp));
+    int rc;
+
+    rp->ad = ad;
+    rp->need_register = true;
+    rp->heartbeat_ms = REPORT_HEARTBEAT_DEFAULT_MS;
+    /* uv_timer_init cannot fail on Unix. */
+    rc = uv_timer_init(ad->loop, &rp->status_timer);
+    if (rc == 0)
+        rc = uv_timer_init(ad->loop, &rp->work_timer);
+    if (rc < 0)
+        fatalx("cannot create timer: %s", uv_strerror(rc));
+    rp->status_timer.data = rp;
+    rp->work_timer.data = rp;
+    rp->open_handles = 2;
+    proc_set_change_cb(ad->procs, report_proc_change_cb, rp);
+    (void)err;
+    return rp;
+}
+
+int
+report_start(struct report *rp)
+{
+    report_status_send(rp);
+    return 0;
+}
+
+static void
+report_close_cb(uv_handle_t *h)
+{
+    struct report *rp = h->data;
+
+    if (--rp->open_handles == 0)
+        free(rp);
+}
+
+void
+report_destroy(struct report *rp)
+{
+    if (rp == NULL || rp->closing)
+        return;
+    rp->closing = true;
+    proc_set_change_cb(rp->ad->procs, NULL, NULL);
+    uv_close((uv_handle_t *)&rp->status_timer, report_close_cb);
+    uv_close((uv_handle_t *)&rp->work_timer, report_close_cb);
+}

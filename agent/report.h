@@ -1,0 +1,57 @@
+/*
+ * report.h - the agent's two conversations with the scheduler
+ *
+ * Status: POST /v1/agent/status at start-up with "register": true, then
+ * every heartbeat_ms (the scheduler's reply sets it) and at once whenever
+ * a rank changes state; each lists every (job, attempt) held. A status
+ * that announces a rank's end waits (up to 2 s) until that rank's output
+ * is shipped, so a job the scheduler sees finished has its whole output
+ * readable. After any failure the next status registers again, so a
+ * restarted scheduler reconciles with what this node runs.
+ *
+ * Work: GET /v1/agent/work long poll, always outstanding once the node is
+ * registered, re-issued as soon as one returns; each reply is the desired
+ * state, applied at once (proc_apply). A status reply whose gen differs
+ * from the applied one makes sure a fetch happens promptly.
+ *
+ * Failures (scheduler down, 5xx, 4xx) never touch running ranks; requests
+ * are retried with exponential backoff (100 ms doubling to 5 s, jittered).
+ * Each distinct error is logged once, and its end once.
+ *
+ * Everything runs on the loop thread.
+ */
+#ifndef AGENT_REPORT_H
+#define AGENT_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/sbuf.h"
+
+struct agentd;
+struct report;
+
+/* Sets up the timers and hooks itself to rank changes (ad->procs). */
+struct report *report_create(struct agentd *ad, struct err *err);
+/* Sends the register status (and, once accepted, starts the work loop). */
+int report_start(struct report *rp);
+/* Stops and closes; freed once the timers are closed. In-flight requests
+ * must be dropped with curlx_destroy in the same loop turn. Accepts NULL. */
+void report_destroy(struct report *rp);
+
+/* A rank changed: send a status now (coalesced within one loop turn). */
+void report_kick(struct report *rp);
+
+/* A one-line description of a failed request for the log: the transport
+ * error, or "HTTP 401 unauthorized: <message>" from an error body. */
+void report_error_text(int rc, long http_status, const struct sbuf *body,
+    char *out, size_t len);
+
+/* Backoff helper shared with logship.c: the next delay after `cur` (0 on
+ * the first failure) between min_ms and max_ms, and the jittered wait to
+ * use now (between half and all of it). */
+int64_t report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
+    int64_t *wait_ms);
+
+#endif

@@ -1,0 +1,814 @@
+/*
+ * test_agent.c - unit tests for agent/: rank environment, resource
+ * parsing, stderr tails, and ranks run on a real libuv loop (exit codes,
+ * output files, process-group cleanup, teardown, spawn failures,
+ * re-adoption by a new agent).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "agent/agentd.h"
+#include "agent/curlx.h"
+#include "agent/proc.h"
+#include "common/log.h"
+#include "common/sbuf.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "tests/tap.h"
+
+static char tmpdir[PATH_MAX];
+
+static void
+write_file(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+    if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+        diag("cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
+static char *
+read_all(const char *path)
+{
+    char *buf = xcalloc(1, 65536);
+    int fd = open(path, O_RDONLY);
+
+    if (fd >= 0) {
+        if (read(fd, buf, 65535) < 0)
+            buf[0] = '\0';
+        close(fd);
+    }
+    return buf;
+}
+
+/* A launch for one node; ranks get local ranks 0.. and the given GPUs. */
+static void
+launch_init(struct proto_launch *l, int64_t job, int attempt,
+    const char *const *argv, size_t nranks)
+{
+    size_t i, n = 0;
+
+    memset(l, 0, sizeof(*l));
+    while (argv[n] != NULL)
+        n++;
+    l->job = job;
+    l->attempt = attempt;
+    l->name = xstrdup("t");
+    l->user = xstrdup("nobody");
+    l->argc = n;
+    l->argv = xcalloc(n + 1, sizeof(*l->argv));
+    for (i = 0; i < n; i++)
+        l->argv[i] = xstrdup(argv[i]);
+    l->workdir = xstrdup("/");
+    l->nnodes = 1;
+    l->node_rank = 0;
+    l->ranks_per_node = (int)nranks;
+    l->world_size = (int)nranks;
+    l->master_addr = xstrdup("127.0.0.1");
+    l->master_port = 29500;
+    l->ranks = xcalloc(nranks, sizeof(*l->ranks));
+    l->nranks = nranks;
+    for (i = 0; i < nranks; i++) {
+        l->ranks[i].rank = (int)i;
+        l->ranks[i].local_rank = (int)i;
+    }
+    l->checkpoint_dir = xstrdup("");
+    l->resume_from = xstrdup("");
+    l->resume_step = -1;
+}
+
+/* ---- environment -------------------------------------------------------- */
+
+static void
+test_env(void)
+{
+    struct proto_launch l;
+    const char *argv[] = { "python3", "train.py", NULL };
+    char *base[] = { "PATH=/usr/bin", "HOME=/root", "NOTIFY_SOCKET=/run/x",
+        "LISTEN_FDS=3", "JOURNAL_STREAM=8:9", "RANK=7", NULL };
+    int gpus[] = { 2, 3 };
+    char **env;
+
+    launch_init(&l, 12, 2, argv, 2);
+    l.nnodes = 2;
+    l.node_rank = 1;
+    l.world_size = 4;
+    l.ranks[0].rank = 2;
+    l.ranks[1].rank = 3;
+    l.ranks[1].gpus = xmalloc(sizeof(gpus));
+    memcpy(l.ranks[1].gpus, gpus, sizeof(gpus));
+    l.ranks[1].ngpus = 2;
+    free(l.checkpoint_dir);
+    l.checkpoint_dir = xstrdup("/ckpt/12");
+    l.env = xcalloc(3, sizeof(*l.env));
+    l.env[0].key = xstrdup("RANK");
+    l.env[0].value = xstrdup("99");
+    l.env[1].key = xstrdup("FOO");
+    l.env[1].value = xstrdup("bar");
+    l.env[2].key = xstrdup("PATH");
+    l.env[2].value = xstrdup("/opt/bin:/usr/bin");
+    l.nenv = 3;
+
+    env = proc_build_env(&l, &l.ranks[1], "n7", base);
+    is_str(proc_env_get(env, "RANK"), "3", "RANK is the global rank");
+    is_str(proc_env_get(env, "WORLD_SIZE"), "4", "WORLD_SIZE");
+    is_str(proc_env_get(env, "LOCAL_RANK"), "1", "LOCAL_RANK");
+    is_str(proc_env_get(env, "LOCAL_WORLD_SIZE"), "2",
+        "LOCAL_WORLD_SIZE is ranks_per_node");
+    is_str(proc_env_get(env, "NODE_RANK"), "1", "NODE_RANK");
+    is_str(proc_env_get(env, "GROUP_RANK"), "1", "GROUP_RANK is node rank");
+    is_str(proc_env_get(env, "MASTER_ADDR"), "127.0.0.1", "MASTER_ADDR");
+    is_str(proc_env_get(env, "MASTER_PORT"), "29500", "MASTER_PORT");
+    is_str(proc_env_get(env, "LOCKSTEP_JOB_ID"), "12", "LOCKSTEP_JOB_ID");
+    is_str(proc_env_get(env, "LOCKSTEP_ATTEMPT"), "2", "LOCKSTEP_ATTEMPT");
+    is_str(proc_env_get(env, "LOCKSTEP_NODE"), "n7", "LOCKSTEP_NODE");
+    is_str(proc_env_get(env, "LOCKSTEP_CHECKPOINT_DIR"), "/ckpt/12",
+        "LOCKSTEP_CHECKPOINT_DIR");
+    is_str(proc_env_get(env, "LOCKSTEP_RESUME_FROM"), "",
+        "LOCKSTEP_RESUME_FROM empty without a checkpoint");
+    is_str(proc_env_get(env, "LOCKSTEP_RESUME_STEP"), "",
+        "LOCKSTEP_RESUME_STEP empty without a checkpoint");
+    is_str(proc_env_get(env, "CUDA_VISIBLE_DEVICES"), "2,3",
+        "CUDA_VISIBLE_DEVICES lists the rank's GPUs");
+    is_str(proc_env_get(env, "FOO"), "bar", "job env is passed");
+    is_str(proc_env_get(env, "PATH"), "/opt/bin:/usr/bin",
+        "job env overrides the agent's environment");
+    is_str(proc_env_get(env, "HOME"), "/root", "agent environment kept");
+    ok(proc_env_get(env, "NOTIFY_SOCKET") == NULL
+        && proc_env_get(env, "LISTEN_FDS") == NULL
+        && proc_env_get(env, "JOURNAL_STREAM") == NULL,
+        "systemd service variables are not passed to ranks");
+    proc_env_free(env);
+
+    free(l.resume_from);
+    l.resume_from = xstrdup("/ckpt/12/step-500");
+    l.resume_step = 500;
+    env = proc_build_env(&l, &l.ranks[0], "n7", base);
+    is_str(proc_env_get(env, "RANK"), "2", "rank 2 gets RANK=2");
+    is_str(proc_env_get(env, "CUDA_VISIBLE_DEVICES"), "",
+        "CUDA_VISIBLE_DEVICES is empty without GPUs");
+    is_str(proc_env_get(env, "LOCKSTEP_RESUME_FROM"), "/ckpt/12/step-500",
+        "LOCKSTEP_RESUME_FROM");
+    is_str(proc_env_get(env, "LOCKSTEP_RESUME_STEP"), "500",
+        "LOCKSTEP_RESUME_STEP");
+    proc_env_free(env);
+    proto_launch_release(&l);
+}
+
+/* ---- resources ----------------------------------------------------------- */
+
+static void
+test_gpus(void)
+{
+    struct err err = { 0 };
+    char dev[PATH_MAX + 16], path[PATH_MAX + 64];
+    const char *names[] = { "nvidia0", "nvidia1", "nvidia10", "nvidiactl",
+        "nvidia-uvm", "nvidia", "null", NULL };
+    int *ids = NULL;
+    size_t n = 99, i;
+
+    is_int(agentd_gpus_parse("0-3", "/nonexistent", &ids, &n, &err), 0,
+        "gpus 0-3 parses");
+    ok(n == 4 && ids[0] == 0 && ids[3] == 3, "0-3 gives ids 0..3");
+    free(ids);
+    is_int(agentd_gpus_parse("0,2,4", "/nonexistent", &ids, &n, &err), 0,
+        "gpus 0,2,4 parses");
+    ok(n == 3 && ids[1] == 2 && ids[2] == 4, "0,2,4 gives 0 2 4");
+    free(ids);
+    is_int(agentd_gpus_parse("none", "/nonexistent", &ids, &n, &err), 0,
+        "gpus none parses");
+    ok(n == 0 && ids == NULL, "none gives no GPU");
+    is_int(agentd_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
+        "empty gpus parses");
+    is_int(n, 0, "empty gives no GPU");
+    is_int(agentd_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
+        -EINVAL, "gpus 0-x is an error");
+    ok(strstr(err.msg, "0-x") != NULL, "the error names the value: %s",
+        err.msg);
+
+    snprintf(dev, sizeof(dev), "%s/dev", tmpdir);
+    mkdir(dev, 0755);
+    for (i = 0; names[i] != NULL; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dev, names[i]);
+        write_file(path, "", 0);
+    }
+    is_int(agentd_gpus_parse("auto", dev, &ids, &n, &err), 0,
+        "gpus auto parses");
+    ok(n == 3 && ids[0] == 0 && ids[2] == 2,
+        "auto counts nvidia<N> only (got %zu)", n);
+    free(ids);
+    is_int(agentd_gpus_parse("auto", "/nonexistent", &ids, &n, &err), 0,
+        "auto without a device directory");
+    is_int(n, 0, "... gives no GPU");
+}
+
+static void
+test_labels(void)
+{
+    struct err err = { 0 };
+    struct proto_kv *kv = NULL;
+    size_t n = 99;
+
+    is_int(agentd_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
+        "labels parse");
+    ok(n == 2 && strcmp(kv[0].key, "rack") == 0
+        && strcmp(kv[0].value, "r12") == 0 && strcmp(kv[1].key, "zone") == 0
+        && strcmp(kv[1].value, "a") == 0, "rack=r12 and zone=a");
+    proto_kv_array_free(kv, n);
+    is_int(agentd_labels_parse("", &kv, &n, &err), 0, "empty labels");
+    is_int(n, 0, "... give none");
+    is_int(agentd_labels_parse("rack", &kv, &n, &err), -EINVAL,
+        "a label without '=' is an error");
+    ok(strstr(err.msg, "rack") != NULL, "... naming it: %s", err.msg);
+    is_int(agentd_labels_parse("a=1,a=2", &kv, &n, &err), -EINVAL,
+        "a duplicate label is an error");
+    is_int(agentd_labels_parse("bad key=1", &kv, &n, &err), -EINVAL,
+        "a label key with a space is an error");
+    ok(agentd_detect_cpus() >= 1, "at least one CPU detected");
+    ok(agentd_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
+    is_int(agentd_detect_memory_mb("/nonexistent"), 0,
+        "no meminfo gives 0");
+}
+
+/* ---- stderr tail --------------------------------------------------------- */
+
+static void
+test_tail(void)
+{
+    char path[PATH_MAX + 16], *t, *big;
+    size_t i, len = 0;
+
+    snprintf(path, sizeof(path), "%s/tail", tmpdir);
+    write_file(path, "one\ntwo\nthree\n", 14);
+    t = proc_read_tail(path, 4096);
+    is_str(t, "one\ntwo\nthree\n", "a short file is returned whole");
+    free(t);
+
+    big = xmalloc(20000);
+    for (i = 0; len < 10000; i++)
+        len += (size_t)sprintf(big + len, "line %zu\n", i);
+    write_file(path, big, len);
+    t = proc_read_tail(path, 4096);
+    ok(strlen(t) <= 4096, "the tail is at most 4 KiB (%zu)", strlen(t));
+    ok(strncmp(t, "line ", 5) == 0, "the tail starts at a line start");
+    ok(len >= strlen(t) && strcmp(big + len - strlen(t), t) == 0,
+        "the tail is the end of the file");
+    free(t);
+    free(big);
+
+    write_file(path, "ok \xff\xfe bad\0nul \xc3\xa9\n", 17);
+    t = proc_read_tail(path, 4096);
+    is_str(t, "ok ?? bad?nul \xc3\xa9\n",
+        "invalid UTF-8 and NUL become '?', valid UTF-8 stays");
+    free(t);
+
+    t = proc_read_tail("/nonexistent/file", 4096);
+    is_str(t, "", "a missing file gives an empty tail");
+    free(t);
+
+    is_int(proc_spawn_exit_code(-ENOENT), 127, "ENOENT reports code 127");
+    is_int(proc_spawn_exit_code(-EACCES), 126, "EACCES reports code 126");
+}
+
+/* ---- ranks on a loop ----------------------------------------------------- */
+
+static int changes;
+
+static void
+count_change_cb(void *arg)
+{
+    (void)arg;
+    changes++;
+}
+
+static struct proc_job *
+find_job(struct proc_table *pt, int64_t id, int attempt)
+{
+    struct proc_job *job;
+
+    for (job = proc_jobs(pt); job != NULL; job = job->next) {
+        if (job->job == id && job->attempt == attempt)
+            return job;
+    }
+    return NULL;
+}
+
+static bool
+job_ended(struct proc_table *pt, int64_t id)
+{
+    struct proc_job *job = find_job(pt, id, 1);
+    size_t i;
+
+    if (job == NULL)
+        return false;
+    for (i = 0; i < job->nranks; i++) {
+        if (job->ranks[i].state == PROTO_RANK_RUNNING
+            || job->ranks[i].state == PROTO_RANK_PENDING)
+            return false;
+    }
+    return true;
+}
+
+/* Turn the loop until cond holds or timeout_ms passes. The proc table's
+ * poll timer keeps the loop alive, so UV_RUN_ONCE always returns. */
+#define RUN_UNTIL(loop, cond, timeout_ms)                                   \
+    do {                                                                    \
+        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                      \
+        while (!(cond) && timeid_mono_ms() < dl_)                           \
+            uv_run((loop), UV_RUN_ONCE);                                    \
+    } while (0)
+
+/* Reap zombies of group pgid (we are their subreaper) and tell whether
+ * the group is gone. */
+static bool
+group_gone(pid_t pgid)
+{
+    while (waitpid(-pgid, NULL, WNOHANG) > 0)
+        ;
+    return kill(-pgid, 0) < 0 && errno == ESRCH;
+}
+
+static void
+work_one(struct proto_work *w, struct proto_launch *l)
+{
+    memset(w, 0, sizeof(*w));
+    w->gen = 1;
+    w->jobs = l;
+    w->njobs = 1;
+}
+
+static void
+test_loop(void)
+{
+    struct agentd ad;
+    struct err err = { 0 };
+    struct proc_table *pt;
+    struct proc_job *job;
+    struct proto_launch l1, l2, l3;
+    struct proto_work w, empty = { 0 };
+    struct proto_node_report rep;
+    const char *argv1[] = { "sh", "-c", "sleep 1000 & echo hi; exit 3",
+        NULL };
+    const char *argv2[] = { "sh", "-c",
+        "trap '' TERM; echo $LOCKSTEP_JOB_ID $RANK; sleep 1000 & wait",
+        NULL };
+    const char *argv3[] = { "/nonexistent/foo", NULL };
+    char path[PATH_MAX + 64], *text;
+    uv_loop_t loop;
+    pid_t pid, pid2;
+    int64_t t0;
+
+    memset(&ad, 0, sizeof(ad));
+    uv_loop_init(&loop);
+    ad.loop = &loop;
+    ad.node = xstrdup("n1");
+    ad.state_dir = xasprintf("%s/state", tmpdir);
+    ad.log_dir = xasprintf("%s/logs", tmpdir);
+    ad.kill_grace_ms = 300;
+    ad.run_as_submitter = false;
+
+    pt = proc_create(&ad, &err);
+    ok(pt != NULL, "proc table created (%s)", err.msg);
+    if (pt == NULL)
+        return;
+    proc_set_change_cb(pt, count_change_cb, NULL);
+
+    /* 1. a rank that exits 3, leaving a background child behind */
+    launch_init(&l1, 7, 1, argv1, 1);
+    work_one(&w, &l1);
+    is_int(proc_apply(pt, &w), 1, "the launch starts");
+    is_int(proc_apply(pt, &w), 0, "applying it again starts nothing");
+    job = find_job(pt, 7, 1);
+    ok(job != NULL && job->ranks[0].pid > 0, "rank 0 has a pid");
+    pid = job != NULL ? job->ranks[0].pid : 0;
+    snprintf(path, sizeof(path), "%s/state/jobs/7.1.json", tmpdir);
+    ok(access(path, F_OK) == 0, "the job is recorded in state_dir/jobs");
+    RUN_UNTIL(&loop, job_ended(pt, 7), 10000);
+    job = find_job(pt, 7, 1);
+    ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED,
+        "rank 0 exited");
+    if (job != NULL) {
+        is_int(job->ranks[0].exit_code, 3, "exit code 3 recorded");
+        is_int(job->ranks[0].signal, 0, "no signal");
+    }
+    ok(changes > 0, "the change callback ran");
+    snprintf(path, sizeof(path), "%s/logs/7/1/rank-0.out", tmpdir);
+    text = read_all(path);
+    is_str(text, "hi\n", "stdout went to logs/7/1/rank-0.out");
+    free(text);
+    t0 = timeid_mono_ms();
+    while (!group_gone(pid) && timeid_mono_ms() - t0 < 5000)
+        usleep(10000);
+    ok(group_gone(pid), "no process of the rank's group survives "
+        "(kill(-pgid, 0) is ESRCH)");
+
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1
+        && rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED
+        && rep.jobs[0].ranks[0].exit_code == 3,
+        "the report lists the finished job while it is desired");
+    proto_node_report_release(&rep);
+
+    /* 2. the job leaves the desired state: released, never restarted */
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&loop, find_job(pt, 7, 1) == NULL, 2000);
+    ok(find_job(pt, 7, 1) == NULL, "a finished job absent from the desired "
+        "state is released");
+    snprintf(path, sizeof(path), "%s/state/jobs/7.1.json", tmpdir);
+    ok(access(path, F_OK) < 0, "its record is removed");
+    is_int(proc_apply(pt, &w), 0, "a released job is never started again");
+    ok(find_job(pt, 7, 1) == NULL, "... and not held");
+
+    /* 3. a command that does not exist */
+    launch_init(&l3, 8, 1, argv3, 1);
+    work_one(&w, &l3);
+    proc_apply(pt, &w);
+    job = find_job(pt, 8, 1);
+    ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED
+        && job->ranks[0].exit_code == 127,
+        "a missing command is reported as exit code 127");
+    if (job != NULL)
+        is_str(job->ranks[0].stderr_tail,
+            "cannot execute '/nonexistent/foo': no such file or directory",
+            "... with a clear stderr tail");
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&loop, find_job(pt, 8, 1) == NULL, 2000);
+    ok(find_job(pt, 8, 1) == NULL, "... and released");
+
+    /* 4. teardown of ranks that ignore SIGTERM: SIGKILL after the grace */
+    launch_init(&l2, 9, 1, argv2, 2);
+    work_one(&w, &l2);
+    proc_apply(pt, &w);
+    job = find_job(pt, 9, 1);
+    pid = job != NULL ? job->ranks[0].pid : 0;
+    pid2 = job != NULL ? job->ranks[1].pid : 0;
+    ok(pid > 0 && getpgid(pid) == pid && getsid(pid) == pid,
+        "a rank leads its own session and process group");
+    snprintf(path, sizeof(path), "%s/logs/9/1/rank-1.out", tmpdir);
+    t0 = timeid_mono_ms();
+    for (;;) {
+        text = read_all(path);
+        if (strcmp(text, "9 1\n") == 0 || timeid_mono_ms() - t0 > 5000)
+            break;
+        free(text);
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(10000);
+    }
+    is_str(text, "9 1\n", "rank 1 sees LOCKSTEP_JOB_ID=9 RANK=1");
+    free(text);
+    /* Torn down while still desired, so it stays to be looked at. */
+    t0 = timeid_mono_ms();
+    proc_job_teardown(find_job(pt, 9, 1));
+    RUN_UNTIL(&loop, job_ended(pt, 9), 5000);
+    ok(job_ended(pt, 9), "the ranks ended");
+    ok(timeid_mono_ms() - t0 >= 250, "not before the grace period (%lld ms)",
+        (long long)(timeid_mono_ms() - t0));
+    job = find_job(pt, 9, 1);
+    ok(job != NULL && job->ranks[0].signal == SIGKILL
+        && job->ranks[1].signal == SIGKILL && job->ranks[0].exit_code == -1,
+        "both ranks were killed by SIGKILL (exit_code -1)");
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&loop, find_job(pt, 9, 1) == NULL, 2000);
+    ok(find_job(pt, 9, 1) == NULL, "the torn-down job is released");
+    t0 = timeid_mono_ms();
+    while ((!group_gone(pid) || !group_gone(pid2))
+        && timeid_mono_ms() - t0 < 5000)
+        usleep(10000);
+    ok(group_gone(pid) && group_gone(pid2),
+        "no process of either rank's group survives the teardown");
+
+
+    /* 5. the agent goes away, ranks survive, a new agent adopts them */
+    proto_launch_release(&l1);
+    launch_init(&l1, 10, 1, (const char *[]){ "sleep", "1000", NULL }, 1);
+    work_one(&w, &l1);
+    proc_apply(pt, &w);
+    job = find_job(pt, 10, 1);
+    pid = job != NULL ? job->ranks[0].pid : 0;
+    proc_destroy(pt);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    ok(pid > 0 && kill(pid, 0) == 0, "the rank outlives the proc table");
+    pt = proc_create(&ad, &err);
+    ok(pt != NULL, "a new proc table starts");
+    if (pt == NULL)
+        return;
+    proc_set_change_cb(pt, count_change_cb, NULL);
+    job = find_job(pt, 10, 1);
+    ok(job != NULL && job->ranks[0].state == PROTO_RANK_RUNNING
+        && job->ranks[0].pid == pid && job->ranks[0].adopted,
+        "the running rank is adopted");
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&loop, (waitpid(pid, NULL, WNOHANG), find_job(pt, 10, 1) ==
+        NULL), 5000);
+    ok(find_job(pt, 10, 1) == NULL, "the adopted job is torn down and "
+        "released when the scheduler no longer wants it");
+    ok(group_gone(pid), "its process is gone");
+
+    proc_destroy(pt);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    is_int(uv_loop_close(&loop), 0, "uv_loop_close() == 0");
+    proto_launch_release(&l1);
+    proto_launch_release(&l2);
+    proto_launch_release(&l3);
+    free(ad.node);
+    free(ad.state_dir);
+    free(ad.log_dir);
+}
+
+/* ---- curlx against a tiny HTTP server on the same loop ------------------- */
+
+/* One accepted connection: reads requests and answers each with
+ * {"method":..,"path":..,"len":<body bytes>}, except /slow (never). */
+struct tsrv_conn {
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+        uv_stream_t stream;
+        uv_handle_t handle;
+    } h;
+    struct sbuf in;
+    struct tsrv_conn *next;
+};
+
+static struct tsrv_conn *tsrv_conns;
+static int tsrv_requests;
+
+static void
+tsrv_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = xmalloc(hint);
+    buf->len = hint;
+}
+
+static void
+tsrv_write_cb(uv_write_t *w, int status)
+{
+    (void)status;
+    free(w->data);
+    free(w);
+}
+
+static void
+tsrv_conn_close_cb(uv_handle_t *h)
+{
+    struct tsrv_conn *c = h->data;
+
+    sbuf_release(&c->in);
+    free(c);
+}
+
+static void
+tsrv_conn_close(struct tsrv_conn *c)
+{
+    struct tsrv_conn **pp;
+
+    for (pp = &tsrv_conns; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    uv_close(&c->h.handle, tsrv_conn_close_cb);
+}
+
+/* Answer every complete request in c->in. */
+static void
+tsrv_serve(struct tsrv_conn *c)
+{
+    char method[8], path[256], *hdr_end, *cl, *resp;
+    size_t hlen, blen, total;
+    uv_write_t *w;
+    uv_buf_t b;
+    int n;
+
+    while ((hdr_end = strstr(c->in.buf, "\r\n\r\n")) != NULL) {
+        hlen = (size_t)(hdr_end - c->in.buf) + 4;
+        cl = strcasestr(c->in.buf, "\r\nContent-Length:");
+        blen = cl != NULL && cl < hdr_end ? strtoul(cl + 17, NULL, 10) : 0;
+        total = hlen + blen;
+        if (c->in.len < total)
+            return;
+        if (sscanf(c->in.buf, "%7s %255s", method, path) != 2)
+            return;
+        tsrv_requests++;
+        if (strcmp(path, "/slow") != 0) {
+            char body[400];
+
+            n = snprintf(body, sizeof(body),
+                "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu}", method,
+                path, blen);
+            resp = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                "Content-Type: application/json\r\n\r\n%s", n, body);
+            w = xcalloc(1, sizeof(*w));
+            w->data = resp;
+            b = uv_buf_init(resp, (unsigned)strlen(resp));
+            if (uv_write(w, &c->h.stream, &b, 1, tsrv_write_cb) < 0) {
+                free(resp);
+                free(w);
+            }
+        }
+        sbuf_consume(&c->in, total);
+    }
+}
+
+static void
+tsrv_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct tsrv_conn *c = s->data;
+
+    if (nread < 0) {
+        tsrv_conn_close(c);
+    } else if (nread > 0) {
+        sbuf_add(&c->in, buf->base, (size_t)nread);
+        tsrv_serve(c);
+    }
+    free(buf->base);
+}
+
+static void
+tsrv_connection_cb(uv_stream_t *server, int status)
+{
+    struct tsrv_conn *c;
+
+    if (status < 0)
+        return;
+    c = xcalloc(1, sizeof(*c));
+    sbuf_init(&c->in);
+    if (server->type == UV_TCP)
+        uv_tcp_init(server->loop, &c->h.tcp);
+    else
+        uv_pipe_init(server->loop, &c->h.pipe, 0);
+    c->h.handle.data = c;
+    c->next = tsrv_conns;
+    tsrv_conns = c;
+    if (uv_accept(server, &c->h.stream) == 0)
+        uv_read_start(&c->h.stream, tsrv_alloc_cb, tsrv_read_cb);
+    else
+        tsrv_conn_close(c);
+}
+
+struct tresult {
+    int calls;
+    int rc;
+    long status;
+    char body[512];
+};
+
+static void
+tresult_cb(int rc, long status, const struct sbuf *body, void *arg)
+{
+    struct tresult *r = arg;
+
+    r->calls++;
+    r->rc = rc;
+    r->status = status;
+    snprintf(r->body, sizeof(r->body), "%s", body->buf);
+}
+
+static void
+test_curlx(void)
+{
+    struct err err = { 0 };
+    struct tresult r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 },
+                   r5 = { 0 }, r6 = { 0 };
+    struct sockaddr_in addr;
+    struct sockaddr_storage name;
+    struct curlx *cx, *cu, *cr;
+    struct curlx_req *req;
+    char url[64], sock[PATH_MAX + 16], *big;
+    int namelen = sizeof(name), calls;
+    uv_loop_t loop;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    int64_t t0;
+
+    is_int(curlx_check_server("http://127.0.0.1:7300", &err), 0,
+        "an http URL is a server");
+    is_int(curlx_check_server("/run/lockstep/lockstepd.sock", &err), 0,
+        "an absolute path is a server");
+    is_int(curlx_check_server("http://h/prefix", &err), -EINVAL,
+        "a URL with a path is refused");
+    is_int(curlx_check_server("h:7300", &err), -EINVAL,
+        "neither URL nor absolute path is refused");
+
+    uv_loop_init(&loop);
+    uv_tcp_init(&loop, &tcp);
+    uv_ip4_addr("127.0.0.1", 0, &addr);
+    uv_tcp_bind(&tcp, (const struct sockaddr *)&addr, 0);
+    uv_listen((uv_stream_t *)&tcp, 16, tsrv_connection_cb);
+    uv_tcp_getsockname(&tcp, (struct sockaddr *)&name, &namelen);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/",
+        ntohs(((struct sockaddr_in *)&name)->sin_port));
+    snprintf(sock, sizeof(sock), "%s/s.sock", tmpdir);
+    uv_pipe_init(&loop, &pipe, 0);
+    uv_pipe_bind(&pipe, sock);
+    uv_listen((uv_stream_t *)&pipe, 16, tsrv_connection_cb);
+
+    err_clear(&err);
+    cx = curlx_create(&loop, url, &err);
+    cu = curlx_create(&loop, sock, &err);
+    cr = curlx_create(&loop, "http://127.0.0.1:1", &err);
+    ok(cx != NULL && cu != NULL && cr != NULL, "curlx created (%s)",
+        err.msg);
+    if (cx == NULL || cu == NULL || cr == NULL)
+        return;
+    curlx_set_header(cx, "Authorization: Agent n1:00");
+
+    ok(curlx_request(cx, "GET", "/v1/ping", NULL, 0, NULL, 5000, tresult_cb,
+           &r1) != NULL, "a GET starts");
+    is_int(r1.calls, 0, "the callback is never called from the request");
+    big = xmalloc(3000);
+    memset(big, 'x', 3000);
+    t0 = timeid_mono_ms();
+    curlx_request(cx, "POST", "/v1/agent/logs?x=1", big, 3000,
+        "application/octet-stream", 5000, tresult_cb, &r2);
+    curlx_request(cu, "POST", "/v1/agent/status", xstrdup("{}"), 2,
+        "application/json", 5000, tresult_cb, &r3);
+    curlx_request(cr, "GET", "/v1/ping", NULL, 0, NULL, 5000, tresult_cb,
+        &r4);
+    RUN_UNTIL(&loop, r1.calls && r2.calls && r3.calls && r4.calls, 5000);
+
+    ok(r1.calls == 1 && r1.rc == 0 && r1.status == 200,
+        "GET over TCP: HTTP 200 (rc %d)", r1.rc);
+    is_str(r1.body, "{\"method\":\"GET\",\"path\":\"/v1/ping\",\"len\":0}",
+        "... with the body");
+    ok(r2.rc == 0 && r2.status == 200 && strstr(r2.body, "\"len\":3000"),
+        "POST of 3000 bytes arrives whole: %s", r2.body);
+    ok(timeid_mono_ms() - t0 < 900, "... without waiting for 100-continue");
+    ok(r3.rc == 0 && r3.status == 200
+        && strstr(r3.body, "\"path\":\"/v1/agent/status\"") != NULL,
+        "POST over the Unix socket: %s", r3.body);
+    is_int(r4.rc, -ECONNREFUSED, "a closed port gives -ECONNREFUSED");
+
+    /* cancel: the callback comes later with -ECANCELED */
+    req = curlx_request(cx, "GET", "/slow", NULL, 0, NULL, 30000, tresult_cb,
+        &r5);
+    RUN_UNTIL(&loop, tsrv_requests >= 4, 2000);
+    curlx_cancel(req);
+    is_int(r5.calls, 0, "cancel does not call back at once");
+    RUN_UNTIL(&loop, r5.calls, 2000);
+    ok(r5.calls == 1 && r5.rc == -ECANCELED, "a cancelled request ends "
+        "with -ECANCELED");
+
+    /* destroy with a request in flight: no callback, handles closed */
+    curlx_request(cu, "GET", "/slow", NULL, 0, NULL, 30000, tresult_cb, &r6);
+    RUN_UNTIL(&loop, tsrv_requests >= 5, 2000);
+    calls = r6.calls;
+    curlx_destroy(cx);
+    curlx_destroy(cu);
+    curlx_destroy(cr);
+    while (tsrv_conns != NULL)
+        tsrv_conn_close(tsrv_conns);
+    uv_close((uv_handle_t *)&tcp, NULL);
+    uv_close((uv_handle_t *)&pipe, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ok(calls == 0 && r6.calls == 0,
+        "destroy drops in-flight requests without calling back");
+    is_int(uv_loop_close(&loop), 0, "uv_loop_close() == 0 after destroy");
+}
+
+int
+main(void)
+{
+    char cmd[PATH_MAX + 16];
+
+    plan(NO_PLAN);
+    log_init("test_agent", LOG_LEVEL_INFO, LOG_MODE_PLAIN);
+    /* Orphaned grandchildren of the ranks become our children, so the
+     * test can reap them and check their process group is really empty
+     * whatever PID 1 does. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    snprintf(tmpdir, sizeof(tmpdir), "%s/test_agent.XXXXXX",
+        getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        diag("mkdtemp: %s", strerror(errno));
+        return 1;
+    }
+    test_env();
+    test_gpus();
+    test_labels();
+    test_tail();
+    test_loop();
+    test_curlx();
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        diag("cannot remove %s", tmpdir);
+    return done_testing();
+}
