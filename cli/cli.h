@@ -1,0 +1,231 @@
+/*
+ * cli.h - what the lockstep subcommands share
+ *
+ * `main.c` parses the global options into a `struct cli`, finds the
+ * subcommand in its table and calls `cmd_<name>(argc, argv, cli)` with
+ * argv[0] the subcommand's name. The return value is the exit status:
+ * CLI_EXIT_OK, CLI_EXIT_FAIL (the request failed, including HTTP errors)
+ * or CLI_EXIT_USAGE. Messages for a person go to stderr as
+ * "lockstep <cmd>: <message>"; stdout carries only results.
+ *
+ * Everything here runs on the one thread of a short-lived process.
+ */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "common/err.h"
+#include "common/proto.h"
+#include "common/sbuf.h"
+
+#define CLI_PROG "lockstep"
+#define CLI_DEFAULT_SERVER "/run/lockstep/lockstepd.sock"
+
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAIL = 1,
+    CLI_EXIT_USAGE = 2,
+};
+
+struct cli;
+
+typedef int cli_cmd_fn(int argc, char **argv, struct cli *cli);
+
+enum cli_cmd_flags {
+    CLI_CMD_OPERATOR = (1 << 0),    /* needs the operator role */
+    CLI_CMD_LOCAL = (1 << 1),       /* never talks to the scheduler */
+};
+
+struct cli_cmd {
+    const char *name;
+    cli_cmd_fn *fn;
+    const char *summary;            /* one line for `lockstep help` */
+    const char *usage;              /* man-page synopsis and options */
+    unsigned flags;                 /* enum cli_cmd_flags */
+};
+
+struct cli {
+    const struct cli_cmd *cmd;      /* the subcommand running */
+    const char *server;             /* URL or socket path; borrowed */
+    const char *token;              /* bearer token or NULL; borrowed */
+    bool json;                      /* --json given before the command */
+    CURL *curl;                     /* created on first use, reused */
+    char *base_url;                 /* "http://localhost" for a socket */
+};
+
+/* Set up from the server and token (borrowed; must outlive cli). Checks
+ * that server is an http(s):// URL or an absolute path; on failure sets
+ * err and returns -EINVAL. */
+int cli_init(struct cli *cli, const char *server, const char *token,
+    struct err *err);
+void cli_release(struct cli *cli);
+
+/* ---- messages (cli_http.c) --------------------------------------------- */
+
+/* "lockstep <cmd>: <message>" on stderr. */
+void cli_warn(struct cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* cli_warn, then returns CLI_EXIT_FAIL. */
+int cli_fail(struct cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage(struct cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The usage error for getopt's '?' (unknown option) or ':' (missing
+ * value); call right after getopt_long returned c. Needs opterr = 0 and an
+ * optstring starting with ':' (after any '+'). Returns CLI_EXIT_USAGE. */
+int cli_opt_error(struct cli *cli, char **argv, int c);
+/* The command's full usage on stdout (for --help); returns CLI_EXIT_OK. */
+int cli_help(struct cli *cli);
+/* Print a command's usage text to out. */
+void cli_print_usage(const struct cli_cmd *cmd, FILE *out);
+
+/* Parse a decimal integer in [min, max] given as the value of option
+ * `what` (e.g. "--nodes"); on failure prints a usage error and returns
+ * CLI_EXIT_USAGE, else 0. */
+int cli_parse_int(struct cli *cli, const char *what, const char *s,
+    int64_t min, int64_t max, int64_t *out);
+/* Same contract for a job id (a positive integer). */
+int cli_parse_job_id(struct cli *cli, const char *s, int64_t *id);
+
+/* ---- HTTP (cli_http.c) -------------------------------------------------- */
+
+struct cli_header {
+    char *name;
+    char *value;
+};
+
+struct cli_resp {
+    long status;                    /* 0 when no reply came */
+    struct sbuf body;
+    struct cli_header *headers;     /* of the final reply only */
+    size_t nheaders;
+};
+
+void cli_resp_init(struct cli_resp *resp);
+/* Accepts an initialised, used or released resp; leaves it initialised. */
+void cli_resp_release(struct cli_resp *resp);
+/* Case-insensitive lookup; borrowed, valid until resp is released. */
+const char *cli_resp_header(const struct cli_resp *resp, const char *name);
+
+enum cli_http_flags {
+    CLI_HTTP_QUIET = (1 << 0),      /* do not print errors; see err */
+};
+
+/* Send one request to the scheduler. path starts with "/v1/"; body is
+ * printed as the JSON request body, or NULL for none. Returns 0 when a
+ * reply arrived, whatever its status (in resp->status), and a negative
+ * errno when the scheduler could not be reached; then err (may be NULL)
+ * holds "cannot reach scheduler at <server>: <cause>", which is also
+ * printed unless CLI_HTTP_QUIET. resp is reset first. */
+int cli_http(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, unsigned flags, struct cli_resp *resp,
+    struct err *err);
+
+/* cli_http, and a reply that is not 2xx becomes an error: the API's
+ * {"error": {"message"}} (or "HTTP <status>") is printed unless
+ * CLI_HTTP_QUIET and kept in err. When out is not NULL, a 2xx body is
+ * parsed into *out (caller deletes). Returns 0, -EIO for an HTTP error,
+ * -EPROTO for a reply that is not JSON, or cli_http's error. */
+int cli_call(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, unsigned flags, struct cli_resp *resp, cJSON **out,
+    struct err *err);
+
+/* Report a failed cli_call about one object (kind "job", name "12"):
+ * an HTTP error is printed as "job 12: <message>" unless the message
+ * already names it; other errors as they are. Returns CLI_EXIT_FAIL. */
+int cli_fail_about(struct cli *cli, const char *kind, const char *name,
+    int rc, const struct err *err);
+
+/* Write the reply body to stdout unchanged, plus a newline when it does
+ * not end with one (--json). */
+void cli_print_body(const struct cli_resp *resp);
+
+/* URL-encode s for a query string; caller frees. */
+char *cli_escape(struct cli *cli, const char *s);
+
+/* ---- display helpers (cli_fmt.c) ---------------------------------------- */
+
+/* Borrowed string field of o, or "" when missing, null or not a string. */
+const char *cli_jstr(const cJSON *o, const char *key);
+/* Integer field of o, or def when missing, null or not a number. */
+int64_t cli_jint(const cJSON *o, const char *key, int64_t def);
+/* Whether o has key as a number (not null). */
+bool cli_jhas_num(const cJSON *o, const char *key);
+
+/* Whether a job state name is final (SUCCEEDED, FAILED, CANCELLED). */
+bool cli_job_state_final(const char *state);
+/* Whether s names a job state; returns the canonical (upper-case) name or
+ * NULL. */
+const char *cli_job_state_parse(const char *s);
+
+/* "45s", "12m", "3h20m", "2d4h" for the time since ms; "-" when 0. */
+const char *cli_fmt_age(int64_t ms, int64_t now_ms, char *buf, size_t len);
+/* Local time "2026-11-21 20:07:46"; "-" when 0. */
+const char *cli_fmt_time(int64_t ms, char *buf, size_t len);
+/* Megabytes as "512M", "16G", "1.5T". */
+const char *cli_fmt_mb(int64_t mb, char *buf, size_t len);
+/* Join an array of integers ("0,1,2") or, when compact, ranges
+ * ("0-3,6"); "-" when empty or not an array. Caller frees. */
+char *cli_fmt_int_list(const cJSON *arr, bool compact);
+/* "k=v,k2=v2" for an object of strings; "-" when empty. Caller frees. */
+char *cli_fmt_labels(const cJSON *obj);
+/* A command line for display: arguments that need it are quoted. */
+char *cli_fmt_argv(const cJSON *argv);
+
+/* An aligned text table. Cells are copied. The last column is not padded,
+ * so a long free-text column (REASON) does not widen the others. */
+struct cli_table;
+
+struct cli_table *cli_table_create(const char *const *headers, size_t ncols);
+void cli_table_destroy(struct cli_table *t);
+/* Start a new row; then one cli_table_cell per column. */
+void cli_table_row(struct cli_table *t);
+void cli_table_cell(struct cli_table *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* indent spaces before each line. */
+void cli_table_print(const struct cli_table *t, FILE *out, int indent);
+
+/* Print each line of text with prefix before it (stderr tails). */
+void cli_print_indented(FILE *out, const char *prefix, const char *text);
+
+/* ---- submit's argument parsing, apart for unit tests (cmd_submit.c) ----- */
+
+struct cli_submit_opts {
+    struct proto_job_spec spec;
+    bool wait;
+    bool json;
+    bool help;
+};
+
+/* Parse `submit` arguments (argv[0] is "submit") into opts, which it
+ * initialises (proto_job_spec_init) and the caller releases with
+ * cli_submit_opts_release, also on failure. The workdir defaults to the
+ * current directory. Returns 0, or -EINVAL with err naming the bad
+ * argument (a usage error). */
+int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
+    struct err *err);
+void cli_submit_opts_release(struct cli_submit_opts *opts);
+
+/* ---- subcommands (cmd_<name>.c) ----------------------------------------- */
+
+int cmd_submit(int argc, char **argv, struct cli *cli);
+int cmd_jobs(int argc, char **argv, struct cli *cli);
+int cmd_show(int argc, char **argv, struct cli *cli);
+int cmd_logs(int argc, char **argv, struct cli *cli);
+int cmd_cancel(int argc, char **argv, struct cli *cli);
+int cmd_nodes(int argc, char **argv, struct cli *cli);
+int cmd_node(int argc, char **argv, struct cli *cli);
+int cmd_cordon(int argc, char **argv, struct cli *cli);
+int cmd_uncordon(int argc, char **argv, struct cli *cli);
+int cmd_token(int argc, char **argv, struct cli *cli);
+int cmd_whoami(int argc, char **argv, struct cli *cli);
+
+#endif

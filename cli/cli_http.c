@@ -1,0 +1,477 @@
+/*
+ * cli_http.c - talking to the scheduler, and the CLI's messages
+ *
+ * One libcurl easy handle per process, reused so that `logs --follow` and
+ * `submit --wait` keep one connection open. The scheduler is reached over
+ * TCP (an http:// or https:// URL, with an optional bearer token) or over
+ * its Unix socket (an absolute path; the kernel tells the scheduler who we
+ * are, so no token is needed). Errors the API returns as
+ * {"error": {"code", "message"}} are shown as "lockstep <cmd>: <message>".
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/jsonx.h"
+#include "common/xalloc.h"
+#include "version.h"
+
+/* A CLI waits on a person's behalf: give up on a dead connection quickly,
+ * but let a long reply (a 1 MiB log chunk, 100,000 jobs) arrive. */
+#define CLI_CONNECT_TIMEOUT_MS 5000L
+#define CLI_TIMEOUT_MS 120000L
+
+/* ---- messages ---------------------------------------------------------- */
+
+static const char *
+cli_cmd_name(const struct cli *cli)
+{
+    return cli && cli->cmd ? cli->cmd->name : NULL;
+}
+
+static void
+cli_vwarn(struct cli *cli, const char *fmt, va_list ap)
+{
+    const char *name = cli_cmd_name(cli);
+
+    fflush(stdout);
+    if (name)
+        fprintf(stderr, "%s %s: ", CLI_PROG, name);
+    else
+        fprintf(stderr, "%s: ", CLI_PROG);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void
+cli_warn(struct cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    cli_vwarn(cli, fmt, ap);
+    va_end(ap);
+}
+
+int
+cli_fail(struct cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    cli_vwarn(cli, fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+void
+cli_print_usage(const struct cli_cmd *cmd, FILE *out)
+{
+    fprintf(out, "%s", cmd->usage);
+}
+
+int
+cli_usage(struct cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    cli_vwarn(cli, fmt, ap);
+    va_end(ap);
+    if (cli && cli->cmd) {
+        /* Only the synopsis lines: the option list is for --help. */
+        const char *u = cli->cmd->usage;
+        const char *blank = strstr(u, "\n\n");
+        int n = blank ? (int)(blank - u) + 1 : (int)strlen(u);
+
+        fprintf(stderr, "%.*s", n, u);
+        fprintf(stderr, "Try '%s help %s' for more.\n", CLI_PROG,
+            cli->cmd->name);
+    }
+    return CLI_EXIT_USAGE;
+}
+
+int
+cli_opt_error(struct cli *cli, char **argv, int c)
+{
+    /* getopt_long leaves optind just past the offending word, except for
+     * an unknown short option inside a cluster ("-xv"), where optopt is
+     * the only trace. */
+    const char *word = optind > 0 ? argv[optind - 1] : "";
+    bool is_long = word[0] == '-' && word[1] == '-';
+
+    if (c == ':') {
+        if (is_long)
+            return cli_usage(cli, "option '%s' requires a value", word);
+        return cli_usage(cli, "option '-%c' requires a value", optopt);
+    }
+    if (optopt && !is_long)
+        return cli_usage(cli, "unknown option '-%c'", optopt);
+    return cli_usage(cli, "unknown option '%s'", word);
+}
+
+int
+cli_help(struct cli *cli)
+{
+    cli_print_usage(cli->cmd, stdout);
+    return CLI_EXIT_OK;
+}
+
+int
+cli_parse_int(struct cli *cli, const char *what, const char *s, int64_t min,
+    int64_t max, int64_t *out)
+{
+    char *end = NULL;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < min || v > max)
+        return cli_usage(cli,
+            "invalid value '%s' for %s: expected an integer from %lld to %lld",
+            s, what, (long long)min, (long long)max);
+    *out = v;
+    return 0;
+}
+
+int
+cli_parse_job_id(struct cli *cli, const char *s, int64_t *id)
+{
+    char *end = NULL;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < 1)
+        return cli_usage(cli, "invalid job id '%s'", s);
+    *id = v;
+    return 0;
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+int
+cli_init(struct cli *cli, const char *server, const char *token,
+    struct err *err)
+{
+    size_t n;
+
+    memset(cli, 0, sizeof(*cli));
+    cli->server = server;
+    cli->token = token && *token ? token : NULL;
+    if (server[0] == '/') {
+        cli->base_url = xstrdup("http://localhost");
+        return 0;
+    }
+    if (strncmp(server, "http://", 7) != 0 &&
+        strncmp(server, "https://", 8) != 0)
+        return err_set(err, -EINVAL,
+            "invalid server '%s': expected an http:// or https:// URL or "
+            "an absolute Unix socket path", server);
+    cli->base_url = xstrdup(server);
+    n = strlen(cli->base_url);
+    while (n > 0 && cli->base_url[n - 1] == '/')
+        cli->base_url[--n] = '\0';
+    return 0;
+}
+
+void
+cli_release(struct cli *cli)
+{
+    if (cli->curl)
+        curl_easy_cleanup(cli->curl);
+    free(cli->base_url);
+    cli->curl = NULL;
+    cli->base_url = NULL;
+}
+
+static CURL *
+cli_curl(struct cli *cli)
+{
+    if (cli->curl == NULL) {
+        cli->curl = curl_easy_init();
+        if (cli->curl == NULL) {
+            /* curl_easy_init fails only when it cannot allocate. */
+            fprintf(stderr, "%s: cannot initialise libcurl\n", CLI_PROG);
+            abort();
+        }
+    }
+    return cli->curl;
+}
+
+char *
+cli_escape(struct cli *cli, const char *s)
+{
+    char *e = curl_easy_escape(cli_curl(cli), s, 0);
+    char *copy;
+
+    if (e == NULL) {
+        fprintf(stderr, "%s: out of memory\n", CLI_PROG);
+        abort();
+    }
+    copy = xstrdup(e);
+    curl_free(e);
+    return copy;
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+void
+cli_resp_init(struct cli_resp *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    sbuf_init(&resp->body);
+}
+
+static void
+cli_resp_clear_headers(struct cli_resp *resp)
+{
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        free(resp->headers[i].name);
+        free(resp->headers[i].value);
+    }
+    free(resp->headers);
+    resp->headers = NULL;
+    resp->nheaders = 0;
+}
+
+void
+cli_resp_release(struct cli_resp *resp)
+{
+    cli_resp_clear_headers(resp);
+    sbuf_release(&resp->body);
+    cli_resp_init(resp);
+}
+
+const char *
+cli_resp_header(const struct cli_resp *resp, const char *name)
+{
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        if (strcasecmp(resp->headers[i].name, name) == 0)
+            return resp->headers[i].value;
+    }
+    return NULL;
+}
+
+static size_t
+cli_body_cb(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct cli_resp *resp = arg;
+
+    sbuf_add(&resp->body, data, size * nmemb);
+    return size * nmemb;
+}
+
+/* Called once per header line; a status line starts a new header block
+ * (a 100 Continue or a redirect), so only the final reply's headers stay. */
+static size_t
+cli_header_cb(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct cli_resp *resp = arg;
+    size_t len = size * nmemb, nlen;
+    const char *colon, *v, *end = data + len;
+
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        cli_resp_clear_headers(resp);
+        return len;
+    }
+    colon = memchr(data, ':', len);
+    if (colon == NULL)
+        return len;
+    nlen = (size_t)(colon - data);
+    v = colon + 1;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' ||
+                          end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    resp->headers = xreallocarray(resp->headers, resp->nheaders + 1,
+        sizeof(*resp->headers));
+    resp->headers[resp->nheaders].name = xstrndup(data, nlen);
+    resp->headers[resp->nheaders].value = xstrndup(v, (size_t)(end - v));
+    resp->nheaders++;
+    return len;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+int
+cli_http(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, unsigned flags, struct cli_resp *resp,
+    struct err *err)
+{
+    CURL *c = cli_curl(cli);
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = NULL;
+    char *url = xasprintf("%s%s", cli->base_url, path);
+    char *auth = NULL, *json = NULL;
+    CURLcode cc;
+    long oserr = 0;
+    int rc = 0;
+
+    cli_resp_release(resp);
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "lockstep/" LOCKSTEP_VERSION);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CLI_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, CLI_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_body_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, cli_header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
+    if (cli->server[0] == '/')
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, cli->server);
+
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    /* Bodies are small; a 100-continue round trip would only add latency. */
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    if (cli->token) {
+        auth = xasprintf("Authorization: Bearer %s", cli->token);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    if (body) {
+        json = jsonx_print(body);
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
+    } else if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    else if (strcmp(method, "GET") == 0)
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+
+    cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        const char *cause;
+
+        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+        /* For a connection that never happened the OS reason ("No such
+         * file or directory", "Connection refused") says more than curl's
+         * text, which talks of "localhost port 80" for a Unix socket. */
+        if (oserr != 0 && (cc == CURLE_COULDNT_CONNECT ||
+                              cc == CURLE_COULDNT_RESOLVE_HOST))
+            cause = strerror((int)oserr);
+        else
+            cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+        rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
+            : cc == CURLE_COULDNT_CONNECT   ? -ECONNREFUSED
+                                            : -EIO;
+        err_set(err, rc, "cannot reach scheduler at %s: %s", cli->server,
+            cause);
+        if (!(flags & CLI_HTTP_QUIET))
+            cli_warn(cli, "cannot reach scheduler at %s: %s", cli->server,
+                cause);
+        resp->status = 0;
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    }
+    /* The handle keeps pointers to these until the next reset. */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(hdrs);
+    free(json);
+    free(auth);
+    free(url);
+    return rc;
+}
+
+/* The message of an error reply: the API's {"error": {"message"}}, or the
+ * first line of whatever else came back (a proxy's HTML page). */
+static char *
+cli_error_message(struct cli *cli, const struct cli_resp *resp)
+{
+    cJSON *json = NULL;
+    char *msg = NULL;
+
+    if (jsonx_parse(resp->body.buf, resp->body.len, &json, NULL) == 0) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(json, "error");
+        const char *m = cli_jstr(e, "message");
+        const char *code = cli_jstr(e, "code");
+
+        if (*m)
+            msg = xstrdup(m);
+        else if (*code)
+            msg = xasprintf("HTTP %ld (%s)", resp->status, code);
+    }
+    cJSON_Delete(json);
+    if (msg == NULL) {
+        size_t n = strcspn(resp->body.buf, "\r\n");
+        if (n > 200)
+            n = 200;
+        msg = n ? xasprintf("HTTP %ld: %.*s", resp->status, (int)n,
+                      resp->body.buf)
+                : xasprintf("HTTP %ld", resp->status);
+    }
+    if (resp->status == 401 && cli->token == NULL) {
+        char *hint = xasprintf("%s (over TCP the scheduler needs a token: "
+                               "set LOCKSTEP_TOKEN or use --token)", msg);
+        free(msg);
+        msg = hint;
+    }
+    return msg;
+}
+
+int
+cli_call(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, unsigned flags, struct cli_resp *resp, cJSON **out,
+    struct err *err)
+{
+    int rc;
+
+    if (out)
+        *out = NULL;
+    rc = cli_http(cli, method, path, body, flags, resp, err);
+    if (rc < 0)
+        return rc;
+    if (resp->status < 200 || resp->status > 299) {
+        char *msg = cli_error_message(cli, resp);
+
+        err_set(err, -EIO, "%s", msg);
+        if (!(flags & CLI_HTTP_QUIET))
+            cli_warn(cli, "%s", msg);
+        free(msg);
+        return -EIO;
+    }
+    if (out) {
+        struct err perr;
+
+        if (jsonx_parse(resp->body.buf, resp->body.len, out, &perr) < 0) {
+            err_set(err, -EPROTO, "unexpected reply from the scheduler: %s",
+                perr.msg);
+            if (!(flags & CLI_HTTP_QUIET))
+                cli_warn(cli, "unexpected reply from the scheduler: %s",
+                    perr.msg);
+            return -EPROTO;
+        }
+    }
+    return 0;
+}
+
+int
+cli_fail_about(struct cli *cli, const char *kind, const char *name, int rc,
+    const struct err *err)
+{
+    if (rc == -EIO && strstr(err->msg, name) == NULL)
+        return cli_fail(cli, "%s %s: %s", kind, name, err->msg);
+    return cli_fail(cli, "%s", err->msg);
+}
+
+void
+cli_print_body(const struct cli_resp *resp)
+{
+    fwrite(resp->body.buf, 1, resp->body.len, stdout);
+    if (resp->body.len == 0 || resp->body.buf[resp->body.len - 1] != '\n')
+        fputc('\n', stdout);
+}

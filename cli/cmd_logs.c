@@ -1,0 +1,401 @@
+/*
+ * cmd_logs.c - lockstep logs: a job's output, read through the API
+ *
+ * The agents ship rank output to the scheduler as it is written, so logs
+ * stay readable after a node is gone; this command reads them with
+ * GET /v1/jobs/ID/logs, one rank and one stream at a time, from an offset.
+ * X-Lockstep-Log-Size says how much the scheduler holds, so a file is
+ * drained when our offset reaches it.
+ *
+ * With more than one rank each line is prefixed "[rank N] " and only whole
+ * lines are printed while following, so lines of different ranks never mix
+ * mid-line. --follow polls every CLI_LOGS_POLL_MS; once it sees the job in
+ * a final state it reads every rank once more and stops. Without
+ * --attempt it starts at the latest attempt and, when the job restarts,
+ * moves on to the next attempt after draining the current one.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+#define CLI_LOGS_POLL_MS 300
+#define CLI_LOGS_OUTAGE_MS 300000
+
+struct rank_log {
+    int64_t rank;
+    int64_t offset;             /* next byte to ask for */
+    int64_t size;               /* what the scheduler held at last reply */
+    struct sbuf line;           /* prefixed output: an unfinished line */
+};
+
+struct logs {
+    struct cli *cli;
+    int64_t id;
+    int64_t attempt;            /* the attempt being read */
+    const char *stream;         /* "out" or "err" */
+    bool prefix;                /* more than one rank: "[rank N] " */
+    struct rank_log *ranks;
+    size_t nranks;
+    struct cli_resp resp;
+    int64_t down_since;         /* monotonic ms of the first failure, or 0 */
+};
+
+struct job_view {
+    char state[32];
+    int64_t attempt;            /* latest attempt, 0 before the first */
+    int64_t world;              /* nodes × ranks_per_node */
+};
+
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000,
+        .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* An outage or a 5xx is worth waiting out while following (the scheduler
+ * comes back in seconds after a restart); anything else is final. Returns
+ * true to retry. */
+static bool
+logs_retry(struct logs *L, int rc, const struct err *err)
+{
+    int64_t now = timeid_mono_ms();
+
+    if (rc == -EIO && L->resp.status < 500)
+        return false;
+    if (L->down_since == 0) {
+        L->down_since = now;
+        cli_warn(L->cli, "%s; retrying", err->msg);
+    } else if (now - L->down_since > CLI_LOGS_OUTAGE_MS) {
+        return false;
+    }
+    sleep_ms(1000);
+    return true;
+}
+
+static int
+get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
+{
+    char *path = xasprintf("/v1/jobs/%lld", (long long)L->id);
+    cJSON *job = NULL;
+    int rc;
+
+    rc = cli_call(L->cli, "GET", path, NULL, flags, &L->resp, &job, err);
+    if (rc == 0) {
+        snprintf(v->state, sizeof(v->state), "%s", cli_jstr(job, "state"));
+        v->attempt = cli_jint(job, "attempt", 0);
+        v->world = cli_jint(job, "nodes", 0) *
+            cli_jint(job, "ranks_per_node", 0);
+    }
+    cJSON_Delete(job);
+    free(path);
+    return rc;
+}
+
+static void
+emit(struct logs *L, struct rank_log *r, const char *data, size_t n)
+{
+    char *nl;
+
+    if (!L->prefix) {
+        fwrite(data, 1, n, stdout);
+        return;
+    }
+    sbuf_add(&r->line, data, n);
+    while ((nl = memchr(r->line.buf, '\n', r->line.len)) != NULL) {
+        size_t len = (size_t)(nl - r->line.buf) + 1;
+
+        printf("[rank %lld] ", (long long)r->rank);
+        fwrite(r->line.buf, 1, len, stdout);
+        sbuf_consume(&r->line, len);
+    }
+}
+
+/* Print what is left of an unfinished last line, ending it. */
+static void
+emit_rest(struct logs *L, struct rank_log *r)
+{
+    if (L->prefix && r->line.len > 0) {
+        printf("[rank %lld] ", (long long)r->rank);
+        fwrite(r->line.buf, 1, r->line.len, stdout);
+        fputc('\n', stdout);
+        sbuf_reset(&r->line);
+    }
+}
+
+/* One request for rank r from its offset. Returns the bytes read, or a
+ * negative errno with err set (-ENOENT: 404, nothing printed). */
+static int64_t
+fetch(struct logs *L, struct rank_log *r, struct err *err)
+{
+    char *path = xasprintf(
+        "/v1/jobs/%lld/logs?rank=%lld&attempt=%lld&stream=%s&offset=%lld",
+        (long long)L->id, (long long)r->rank, (long long)L->attempt,
+        L->stream, (long long)r->offset);
+    const char *size;
+    int rc;
+
+    rc = cli_call(L->cli, "GET", path, NULL, CLI_HTTP_QUIET, &L->resp, NULL,
+        err);
+    free(path);
+    if (rc < 0)
+        return rc == -EIO && L->resp.status == 404 ? -ENOENT : rc;
+    L->down_since = 0;
+    emit(L, r, L->resp.body.buf, L->resp.body.len);
+    r->offset += (int64_t)L->resp.body.len;
+    size = cli_resp_header(&L->resp, "X-Lockstep-Log-Size");
+    r->size = size ? strtoll(size, NULL, 10) : r->offset;
+    return (int64_t)L->resp.body.len;
+}
+
+/* Read rank r up to what the scheduler holds now. Returns the bytes read
+ * or a negative errno (err set). */
+static int64_t
+drain(struct logs *L, struct rank_log *r, struct err *err)
+{
+    int64_t n, total = 0;
+
+    do {
+        n = fetch(L, r, err);
+        if (n < 0)
+            return n;
+        total += n;
+    } while (n > 0 && r->offset < r->size);
+    return total;
+}
+
+/* Without --follow: each rank in turn, to its end. */
+static int
+logs_once(struct logs *L)
+{
+    int status = CLI_EXIT_OK;
+
+    for (size_t i = 0; i < L->nranks; i++) {
+        struct rank_log *r = &L->ranks[i];
+        struct err err;
+        int64_t n = drain(L, r, &err);
+
+        emit_rest(L, r);
+        if (n < 0) {
+            if (n == -ENOENT || n == -EIO) {
+                cli_warn(L->cli, "rank %lld: %s", (long long)r->rank,
+                    err.msg);
+                status = CLI_EXIT_FAIL;
+                continue;
+            }
+            cli_warn(L->cli, "%s", err.msg);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return status;
+}
+
+static void
+reset_ranks(struct logs *L)
+{
+    for (size_t i = 0; i < L->nranks; i++) {
+        emit_rest(L, &L->ranks[i]);
+        L->ranks[i].offset = 0;
+        L->ranks[i].size = 0;
+    }
+}
+
+static int
+logs_follow(struct logs *L, bool pinned)
+{
+    bool final_seen = false;
+
+    for (;;) {
+        struct job_view v;
+        struct err err;
+        int64_t got = 0;
+        int rc;
+
+        for (size_t i = 0; i < L->nranks; i++) {
+            int64_t n;
+
+            /* A rank the scheduler has no file for yet (-ENOENT) has
+             * said nothing so far. */
+            while ((n = drain(L, &L->ranks[i], &err)) < 0 && n != -ENOENT) {
+                if (!logs_retry(L, (int)n, &err))
+                    return cli_fail(L->cli, "%s", err.msg);
+            }
+            if (n > 0)
+                got += n;
+        }
+        fflush(stdout);
+        if (got > 0)
+            continue;
+        if (final_seen)
+            break;
+
+        rc = get_job(L, CLI_HTTP_QUIET, &v, &err);
+        if (rc < 0) {
+            if (!logs_retry(L, rc, &err))
+                return cli_fail(L->cli, "%s", err.msg);
+            continue;
+        }
+        L->down_since = 0;
+        if (pinned && v.attempt > L->attempt) {
+            /* The attempt asked for is over and drained. */
+            break;
+        }
+        if (!pinned && v.attempt > L->attempt) {
+            /* This attempt is drained and a newer one exists: go on to
+             * the next, so each attempt's output is shown in order. */
+            reset_ranks(L);
+            L->attempt++;
+            fflush(stdout);
+            fprintf(stderr, "==> job %lld attempt %lld <==\n",
+                (long long)L->id, (long long)L->attempt);
+            continue;
+        }
+        if (cli_job_state_final(v.state)) {
+            /* One more read of every rank: output written just before
+             * the end may still have been on its way. */
+            final_seen = true;
+            continue;
+        }
+        sleep_ms(CLI_LOGS_POLL_MS);
+    }
+    for (size_t i = 0; i < L->nranks; i++)
+        emit_rest(L, &L->ranks[i]);
+    return CLI_EXIT_OK;
+}
+
+/* Following a job that has not started: wait for its first attempt.
+ * Returns 0 once it has one, else the exit status (the job ended without
+ * starting, or the scheduler stayed unreachable). */
+static int
+wait_first_attempt(struct logs *L, struct job_view *v)
+{
+    for (;;) {
+        struct err err;
+        int rc;
+
+        if (v->attempt > 0)
+            return 0;
+        if (cli_job_state_final(v->state)) {
+            fprintf(stderr, "job %lld ended (%s) before it started\n",
+                (long long)L->id, v->state);
+            return 1;
+        }
+        sleep_ms(CLI_LOGS_POLL_MS);
+        rc = get_job(L, CLI_HTTP_QUIET, v, &err);
+        if (rc < 0 && !logs_retry(L, rc, &err))
+            return cli_fail(L->cli, "%s", err.msg);
+    }
+}
+
+int
+cmd_logs(int argc, char **argv, struct cli *cli)
+{
+    enum { OPT_RANK = 256, OPT_ATTEMPT, OPT_STREAM };
+    static const struct option lopts[] = {
+        { "rank", required_argument, NULL, OPT_RANK },
+        { "attempt", required_argument, NULL, OPT_ATTEMPT },
+        { "stream", required_argument, NULL, OPT_STREAM },
+        { "follow", no_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct logs L = { .cli = cli, .stream = "out" };
+    int64_t rank = -1, attempt = 0;
+    bool follow = false;
+    struct job_view v;
+    struct err err;
+    int c, rc, status = CLI_EXIT_FAIL;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":fh", lopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_RANK:
+            if (cli_parse_int(cli, "--rank", optarg, 0, INT32_MAX, &rank))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_ATTEMPT:
+            if (cli_parse_int(cli, "--attempt", optarg, 1, INT32_MAX,
+                    &attempt))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_STREAM:
+            if (strcmp(optarg, "out") != 0 && strcmp(optarg, "err") != 0)
+                return cli_usage(cli,
+                    "invalid --stream '%s': expected out or err", optarg);
+            L.stream = strcmp(optarg, "out") == 0 ? "out" : "err";
+            break;
+        case 'f':
+            follow = true;
+            break;
+        case 'h':
+            return cli_help(cli);
+        default:
+            return cli_opt_error(cli, argv, c);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage(cli, "which job? give its id");
+    if (argc - optind > 1)
+        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
+    if (cli_parse_job_id(cli, argv[optind], &L.id) != 0)
+        return CLI_EXIT_USAGE;
+
+    cli_resp_init(&L.resp);
+    rc = get_job(&L, CLI_HTTP_QUIET, &v, &err);
+    if (rc < 0) {
+        cli_fail_about(cli, "job", argv[optind], rc, &err);
+        goto out;
+    }
+    if (rank >= v.world) {
+        cli_warn(cli, "job %lld has ranks 0 to %lld", (long long)L.id,
+            (long long)v.world - 1);
+        goto out;
+    }
+    if (attempt > 0 && attempt > v.attempt) {
+        if (v.attempt == 0)
+            cli_warn(cli, "job %lld has not started yet", (long long)L.id);
+        else
+            cli_warn(cli, "job %lld has attempts 1 to %lld", (long long)L.id,
+                (long long)v.attempt);
+        goto out;
+    }
+    if (attempt == 0 && v.attempt == 0) {
+        if (!follow) {
+            cli_warn(cli, "job %lld has not started yet (%s)",
+                (long long)L.id, v.state);
+            goto out;
+        }
+        rc = wait_first_attempt(&L, &v);
+        if (rc != 0) {
+            status = rc;
+            goto out;
+        }
+    }
+    /* Without --attempt, the latest: that is where the live output is. */
+    L.attempt = attempt > 0 ? attempt : v.attempt;
+
+    L.nranks = rank >= 0 ? 1 : (size_t)v.world;
+    L.ranks = xcalloc(L.nranks, sizeof(*L.ranks));
+    for (size_t i = 0; i < L.nranks; i++) {
+        L.ranks[i].rank = rank >= 0 ? rank : (int64_t)i;
+        sbuf_init(&L.ranks[i].line);
+    }
+    L.prefix = L.nranks > 1;
+    status = follow ? logs_follow(&L, attempt > 0) : logs_once(&L);
+out:
+    for (size_t i = 0; i < L.nranks; i++)
+        sbuf_release(&L.ranks[i].line);
+    free(L.ranks);
+    cli_resp_release(&L.resp);
+    return status;
+}

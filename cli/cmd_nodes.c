@@ -1,0 +1,105 @@
+/*
+ * cmd_nodes.c - lockstep nodes: one line per node
+ *
+ * What on-call looks at first: which nodes are not UP and why, what is
+ * free, what runs where, and when each agent last reported.
+ */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+static void
+print_nodes(const cJSON *nodes)
+{
+    static const char *const headers[] = { "NAME", "STATE", "CPUS",
+        "GPUS(free/total)", "MEM", "LABELS", "JOBS", "LAST-SEEN", "REASON" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    int64_t now = timeid_now_ms();
+    const cJSON *n;
+
+    cJSON_ArrayForEach(n, nodes) {
+        char *labels = cli_fmt_labels(
+            cJSON_GetObjectItemCaseSensitive(n, "labels"));
+        char *jobs = cli_fmt_int_list(
+            cJSON_GetObjectItemCaseSensitive(n, "jobs"), false);
+        int64_t seen = cli_jint(n, "last_seen_ms", 0);
+        const char *reason = cli_jstr(n, "reason");
+        char mem[32], age[32];
+
+        cli_table_row(t);
+        cli_table_cell(t, "%s", cli_jstr(n, "name"));
+        cli_table_cell(t, "%s", cli_jstr(n, "state"));
+        cli_table_cell(t, "%lld", (long long)cli_jint(n, "cpus", 0));
+        cli_table_cell(t, "%d/%d",
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n,
+                "free_gpus")),
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n, "gpus")));
+        cli_table_cell(t, "%s",
+            cli_fmt_mb(cli_jint(n, "memory_mb", 0), mem, sizeof(mem)));
+        cli_table_cell(t, "%s", labels);
+        cli_table_cell(t, "%s", jobs);
+        if (seen > 0)
+            cli_table_cell(t, "%s ago", cli_fmt_age(seen, now, age,
+                sizeof(age)));
+        else
+            cli_table_cell(t, "never");
+        cli_table_cell(t, "%s", *reason ? reason : "");
+        free(jobs);
+        free(labels);
+    }
+    cli_table_print(t, stdout, 0);
+    cli_table_destroy(t);
+}
+
+int
+cmd_nodes(int argc, char **argv, struct cli *cli)
+{
+    static const struct option lopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool json = cli->json;
+    struct cli_resp resp;
+    cJSON *nodes = NULL;
+    int c, status = CLI_EXIT_FAIL;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            return cli_help(cli);
+        default:
+            return cli_opt_error(cli, argv, c);
+        }
+    }
+    if (optind < argc)
+        return cli_usage(cli, "unexpected argument '%s' (for one node: "
+                              "lockstep node NAME)", argv[optind]);
+
+    cli_resp_init(&resp);
+    if (cli_call(cli, "GET", "/v1/nodes", NULL, 0, &resp, &nodes, NULL) < 0)
+        goto out;
+    if (!cJSON_IsArray(nodes)) {
+        cli_warn(cli, "unexpected reply from the scheduler: not a list");
+        goto out;
+    }
+    if (json)
+        cli_print_body(&resp);
+    else if (cJSON_GetArraySize(nodes) == 0)
+        fprintf(stderr, "no nodes have registered\n");
+    else
+        print_nodes(nodes);
+    status = CLI_EXIT_OK;
+out:
+    cJSON_Delete(nodes);
+    cli_resp_release(&resp);
+    return status;
+}

@@ -1,0 +1,248 @@
+/*
+ * cmd_show.c - lockstep show: a job, and what happened in each attempt
+ *
+ * The answer to "why did my job restart at 3 a.m.?": every attempt with
+ * its nodes, its start and end, the reason it ended, which rank failed
+ * with which exit code or signal, and the tail of that rank's stderr.
+ */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+static const char *
+sig_name(int64_t sig, char *buf, size_t len)
+{
+    const char *abbrev = sig > 0 && sig < NSIG ? sigabbrev_np((int)sig)
+                                                : NULL;
+
+    if (abbrev)
+        snprintf(buf, len, "signal %lld (SIG%s)", (long long)sig, abbrev);
+    else
+        snprintf(buf, len, "signal %lld", (long long)sig);
+    return buf;
+}
+
+/* "rank 1, exit code 3": how the rank that failed the job ended. */
+static void
+print_failure(const cJSON *o, const char *rank_key)
+{
+    int64_t rank = cli_jint(o, rank_key, -1);
+    int64_t code = cli_jint(o, "exit_code", 0);
+    int64_t sig = cli_jint(o, "signal", 0);
+    char buf[64];
+
+    printf("  failure:     ");
+    if (rank >= 0)
+        printf("rank %lld, ", (long long)rank);
+    if (sig > 0)
+        printf("killed by %s\n", sig_name(sig, buf, sizeof(buf)));
+    else
+        printf("exit code %lld\n", (long long)code);
+}
+
+static void
+print_times(const char *label, int64_t ms, int64_t now)
+{
+    char when[64], age[32];
+
+    if (ms <= 0) {
+        printf("  %-12s -\n", label);
+        return;
+    }
+    printf("  %-12s %s (%s ago)\n", label, cli_fmt_time(ms, when,
+        sizeof(when)), cli_fmt_age(ms, now, age, sizeof(age)));
+}
+
+static void
+print_attempt(const cJSON *a, int64_t now)
+{
+    static const char *const headers[] = { "RANK", "NODE", "LOCAL", "STATE",
+        "EXIT", "SIGNAL" };
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(a, "nodes");
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(a, "ranks");
+    int64_t start = cli_jint(a, "start_ms", 0), end = cli_jint(a, "end_ms", 0);
+    const char *reason = cli_jstr(a, "reason");
+    const cJSON *it;
+    char t1[64], t2[64], dur[32];
+
+    printf("\nattempt %lld  %s\n", (long long)cli_jint(a, "attempt", 0),
+        cli_jstr(a, "state"));
+    printf("  started:   %s\n", cli_fmt_time(start, t1, sizeof(t1)));
+    if (end > 0)
+        printf("  ended:     %s (ran %s)\n", cli_fmt_time(end, t2, sizeof(t2)),
+            timeid_fmt_duration(start > 0 ? end - start : -1, dur,
+                sizeof(dur)));
+    else if (start > 0)
+        printf("  running:   %s\n", timeid_fmt_duration(now - start, dur,
+            sizeof(dur)));
+    if (*reason)
+        printf("  reason:    %s\n", reason);
+    if (*cli_jstr(a, "master_addr"))
+        printf("  master:    %s:%lld\n", cli_jstr(a, "master_addr"),
+            (long long)cli_jint(a, "master_port", 0));
+    if (cJSON_GetArraySize(nodes) > 0) {
+        printf("  nodes:     ");
+        cJSON_ArrayForEach(it, nodes) {
+            char *gpus = cli_fmt_int_list(
+                cJSON_GetObjectItemCaseSensitive(it, "gpus"), true);
+
+            printf("%s%s (node rank %lld, GPUs %s)",
+                it == nodes->child ? "" : ", ", cli_jstr(it, "node"),
+                (long long)cli_jint(it, "node_rank", 0), gpus);
+            free(gpus);
+        }
+        printf("\n");
+    }
+    if (cJSON_GetArraySize(ranks) > 0) {
+        struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+        char sig[64];
+
+        cJSON_ArrayForEach(it, ranks) {
+            const char *state = cli_jstr(it, "state");
+            bool exited = strcmp(state, "exited") == 0;
+            int64_t s = cli_jint(it, "signal", 0);
+
+            cli_table_row(t);
+            cli_table_cell(t, "%lld", (long long)cli_jint(it, "rank", 0));
+            cli_table_cell(t, "%s", cli_jstr(it, "node"));
+            cli_table_cell(t, "%lld", (long long)cli_jint(it, "local_rank", 0));
+            cli_table_cell(t, "%s", state);
+            if (exited && s == 0 && cli_jhas_num(it, "exit_code"))
+                cli_table_cell(t, "%lld",
+                    (long long)cli_jint(it, "exit_code", 0));
+            else
+                cli_table_cell(t, "-");
+            cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig))
+                                          : "-");
+        }
+        printf("\n");
+        cli_table_print(t, stdout, 2);
+        cli_table_destroy(t);
+    }
+    /* The stderr of every rank that failed: usually one, the culprit. */
+    cJSON_ArrayForEach(it, ranks) {
+        const char *tail = cli_jstr(it, "stderr_tail");
+        bool failed = cli_jint(it, "exit_code", 0) != 0 ||
+            cli_jint(it, "signal", 0) != 0 ||
+            strcmp(cli_jstr(it, "state"), "lost") == 0;
+
+        if (*tail && failed) {
+            printf("\n  stderr of rank %lld (last lines):\n",
+                (long long)cli_jint(it, "rank", 0));
+            cli_print_indented(stdout, "    | ", tail);
+        }
+    }
+}
+
+static void
+print_job(const cJSON *job)
+{
+    const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(job, "attempts");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(job, "env");
+    const char *reason = cli_jstr(job, "reason");
+    const char *ckpt = cli_jstr(job, "checkpoint_dir");
+    const char *tail = cli_jstr(job, "stderr_tail");
+    int64_t now = timeid_now_ms();
+    int64_t mem = cli_jint(job, "memory_mb_per_node", 0);
+    int64_t nodes = cli_jint(job, "nodes", 0);
+    int64_t rpn = cli_jint(job, "ranks_per_node", 0);
+    int64_t nattempts = cJSON_GetArraySize(attempts);
+    char *cmdline = cli_fmt_argv(cJSON_GetObjectItemCaseSensitive(job, "argv"));
+    char *envs = cli_fmt_labels(env);
+    char membuf[32];
+    const cJSON *a;
+
+    printf("job %lld  %s  %s\n", (long long)cli_jint(job, "id", 0),
+        cli_jstr(job, "name"), cli_jstr(job, "state"));
+    if (*reason)
+        printf("  reason:      %s\n", reason);
+    printf("  user:        %s\n", cli_jstr(job, "user"));
+    printf("  command:     %s\n", cmdline);
+    printf("  workdir:     %s\n", cli_jstr(job, "workdir"));
+    printf("  shape:       %lld node(s) × %lld rank(s) (world size %lld)\n",
+        (long long)nodes, (long long)rpn, (long long)(nodes * rpn));
+    printf("  resources:   per node %lld GPU(s) and %s memory; per rank %lld "
+           "CPU(s)\n",
+        (long long)cli_jint(job, "gpus_per_node", 0),
+        mem > 0 ? cli_fmt_mb(mem, membuf, sizeof(membuf)) : "any",
+        (long long)cli_jint(job, "cpus_per_rank", 0));
+    printf("  priority:    %lld\n", (long long)cli_jint(job, "priority", 0));
+    printf("  restarts:    %lld used of %lld allowed\n",
+        (long long)(nattempts > 1 ? nattempts - 1 : 0),
+        (long long)cli_jint(job, "max_restarts", 0));
+    printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
+    printf("  env:         %s\n", envs);
+    print_times("submitted:", cli_jint(job, "submit_ms", 0), now);
+    print_times("started:", cli_jint(job, "start_ms", 0), now);
+    print_times("ended:", cli_jint(job, "end_ms", 0), now);
+    if (cli_jhas_num(job, "failed_rank") || cli_jint(job, "exit_code", 0) ||
+        cli_jint(job, "signal", 0))
+        print_failure(job, "failed_rank");
+    if (*tail) {
+        printf("  stderr (last lines):\n");
+        cli_print_indented(stdout, "    | ", tail);
+    }
+    cJSON_ArrayForEach(a, attempts)
+        print_attempt(a, now);
+    free(envs);
+    free(cmdline);
+}
+
+int
+cmd_show(int argc, char **argv, struct cli *cli)
+{
+    static const struct option lopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool json = cli->json;
+    struct cli_resp resp;
+    cJSON *job = NULL;
+    char *path;
+    struct err err;
+    int64_t id;
+    int c, rc, status = CLI_EXIT_FAIL;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            return cli_help(cli);
+        default:
+            return cli_opt_error(cli, argv, c);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage(cli, "which job? give its id");
+    if (argc - optind > 1)
+        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
+    if (cli_parse_job_id(cli, argv[optind], &id) != 0)
+        return CLI_EXIT_USAGE;
+
+    cli_resp_init(&resp);
+    path = xasprintf("/v1/jobs/%lld", (long long)id);
+    rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &job, &err);
+    if (rc < 0) {
+        cli_fail_about(cli, "job", argv[optind], rc, &err);
+    } else {
+        if (json)
+            cli_print_body(&resp);
+        else
+            print_job(job);
+        status = CLI_EXIT_OK;
+    }
+    cJSON_Delete(job);
+    cli_resp_release(&resp);
+    free(path);
+    return status;
+}

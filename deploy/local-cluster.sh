@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# local-cluster.sh - a whole lockstep cluster on this machine, for trying
+# lockstep out, demos and integration tests: one lockstepd and N
+# lockstep-agents with fake GPUs, everything kept under one directory.
+#
+#   deploy/local-cluster.sh up --dir DIR --nodes N [--gpus-per-node G]
+#   deploy/local-cluster.sh down --dir DIR
+#   deploy/local-cluster.sh status --dir DIR
+#
+# Layout under DIR:
+#   cluster.secret                      shared agent secret (mode 0600)
+#   env                                 `. DIR/env` points the CLI here
+#   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
+#   agents/node<i>/{agent.conf,state/,pid,log}
+#
+# The scheduler listens on 127.0.0.1 with an ephemeral port (written to
+# scheduler/port) and on scheduler/lockstepd.sock; the agents use the
+# socket. Nothing is shared between directories, so several clusters can
+# run at once. `up` is idempotent: it starts only what is not running (a
+# daemon counts as running when its pid file names a live process that
+# runs our binary with our config file) and keeps existing config files;
+# remove DIR to start afresh. `down` cancels the jobs still running (so
+# the agents tear their ranks down), then stops every daemon by the PID in
+# its pid file: SIGTERM, then SIGKILL after a deadline. Processes are never
+# looked up or killed by name.
+#
+# Binaries come from build/ at the top of the source tree, or from
+# $LOCKSTEP_BUILD (relative to the current directory or the source tree),
+# or, for an installed lockstep, from PATH. $LOCKSTEP_CLUSTER_TIMEOUT
+# (seconds, default 30) bounds each wait.
+set -euo pipefail
+
+prog=local-cluster.sh
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+timeout=${LOCKSTEP_CLUSTER_TIMEOUT:-30}
+
+die() {
+    echo "$prog: $*" >&2
+    exit 1
+}
+
+usage() {
+    cat >&2 <<EOF
+usage: $prog up --dir DIR --nodes N [--gpus-per-node G]
+       $prog down --dir DIR
+       $prog status --dir DIR
+EOF
+    exit 2
+}
+
+# --- arguments -------------------------------------------------------------
+
+[ $# -ge 1 ] || usage
+cmd=$1
+shift
+case $cmd in
+up | down | status) ;;
+-h | --help | help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+*)
+    echo "$prog: unknown command '$cmd'" >&2
+    usage
+    ;;
+esac
+
+dir='' nodes='' gpus=8
+while [ $# -gt 0 ]; do
+    case $1 in
+    --dir | --nodes | --gpus-per-node)
+        [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
+        case $1 in
+        --dir) dir=$2 ;;
+        --nodes) nodes=$2 ;;
+        --gpus-per-node) gpus=$2 ;;
+        esac
+        shift 2
+        ;;
+    --dir=*) dir=${1#*=}; shift ;;
+    --nodes=*) nodes=${1#*=}; shift ;;
+    --gpus-per-node=*) gpus=${1#*=}; shift ;;
+    *)
+        echo "$prog: unknown option '$1'" >&2
+        usage
+        ;;
+    esac
+done
+[ -n "$dir" ] || { echo "$prog: --dir is required" >&2; usage; }
+if ! [[ $gpus =~ ^[0-9]+$ ]] || [ "$gpus" -gt 1024 ]; then
+    die "invalid --gpus-per-node '$gpus': expected 0 to 1024"
+fi
+if [ -n "$nodes" ]; then
+    if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || [ "$nodes" -gt 1000 ]; then
+        die "invalid --nodes '$nodes': expected 1 to 1000"
+    fi
+fi
+
+created=''
+if [ "$cmd" = up ] && [ ! -d "$dir" ]; then
+    mkdir -p "$dir" || die "cannot create '$dir'"
+    created=1
+fi
+[ -d "$dir" ] || die "no cluster directory '$dir'"
+dir=$(cd "$dir" && pwd)
+
+# Relative LOCKSTEP_BUILD: from here, else from the source tree.
+build=${LOCKSTEP_BUILD:-$root/build}
+if [[ $build != /* ]]; then
+    if [ -d "$build" ]; then
+        build=$(cd "$build" && pwd)
+    else
+        build=$root/$build
+    fi
+fi
+lockstepd=$build/scheduler/lockstepd
+agentd=$build/agent/lockstep-agent
+cli=$build/cli/lockstep
+# Installed (meson install) rather than run from a source tree: use the
+# binaries on PATH.
+if [ -z "${LOCKSTEP_BUILD:-}" ] && [ ! -x "$lockstepd" ] &&
+    command -v lockstepd >/dev/null 2>&1; then
+    lockstepd=$(command -v lockstepd)
+    agentd=$(command -v lockstep-agent || echo "${lockstepd%/*}/lockstep-agent")
+    cli=$(command -v lockstep || echo "${lockstepd%/*}/lockstep")
+fi
+
+sdir=$dir/scheduler
+sock=$sdir/lockstepd.sock
+sconf=$sdir/lockstepd.conf
+
+# sun_path holds 108 bytes including the terminating NUL.
+sock_len=$(printf %s "$sock" | wc -c)
+if [ "$sock_len" -gt 107 ]; then
+    [ -z "$created" ] || rmdir "$dir" 2>/dev/null || true
+    die "socket path '$sock' is $sock_len bytes; Unix socket paths are limited to 107: use a shorter --dir"
+fi
+
+python=
+for p in /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null 2>&1; then
+        python=$p
+        break
+    fi
+done
+
+# --- processes -------------------------------------------------------------
+
+# running PIDFILE CONF: prints the PID when PIDFILE names a live process
+# that runs a lockstep daemon with -c CONF (not a recycled PID, not a
+# zombie).
+running() {
+    local pidfile=$1 conf=$2 pid arg prev='' ours=''
+    [ -s "$pidfile" ] || return 1
+    pid=$(<"$pidfile")
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    alive "$pid" || return 1
+    {
+        IFS= read -r -d '' arg || return 1
+        case ${arg##*/} in
+        lockstepd | lockstep-agent) ;;
+        *) return 1 ;;
+        esac
+        while IFS= read -r -d '' arg; do
+            if [ "$prev" = -c ] && [ "$arg" = "$conf" ]; then
+                ours=1
+            fi
+            prev=$arg
+        done
+    } <"/proc/$pid/cmdline"
+    [ -n "$ours" ] || return 1
+    echo "$pid"
+}
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+    local state
+    kill -0 "$1" 2>/dev/null || return 1
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) ||
+        return 1
+    [ "$state" != Z ]
+}
+
+# start NAME EXE CONF DIR [ARG...]: start a daemon in its own session,
+# output to DIR/log, its PID in DIR/pid. The PID is written by the process that then
+# execs the daemon, so it is right even when setsid has to fork.
+start() {
+    local name=$1 exe=$2 conf=$3 d=$4 i
+    shift 4
+    rm -f "$d/pid"
+    printf '\n=== %s: starting %s\n' "$(date '+%F %T')" "$name" >>"$d/log"
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    setsid bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
+        "$d/pid" "$exe" -c "$conf" "$@" </dev/null >>"$d/log" 2>&1 &
+    for ((i = 0; i < 50; i++)); do
+        [ -s "$d/pid" ] && break
+        sleep 0.1
+    done
+    [ -s "$d/pid" ] || die "$name did not start; see $d/log"
+    started_pid=$(<"$d/pid")
+    echo "started $name (pid $started_pid)"
+}
+
+log_tail() {
+    local log=$1
+    [ -f "$log" ] || return 0
+    echo "--- last lines of $log:" >&2
+    tail -n 20 "$log" | sed 's/^/    /' >&2
+}
+
+# stop NAME DIR CONF [NAME DIR CONF]...: SIGTERM the daemons that run,
+# wait up to 10 s, SIGKILL what is left; sets stop_failed if one survives.
+stop() {
+    local -a names=() dirs=() pids=()
+    local name d conf pid i left deadline
+    while [ $# -ge 3 ]; do
+        name=$1 d=$2 conf=$3
+        shift 3
+        if pid=$(running "$d/pid" "$conf"); then
+            kill -TERM "$pid" 2>/dev/null || true
+            names+=("$name") dirs+=("$d") pids+=("$pid")
+        else
+            rm -f "$d/pid"
+        fi
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    deadline=$((SECONDS + 10))
+    while :; do
+        left=0
+        for i in "${!pids[@]}"; do
+            if alive "${pids[$i]}"; then
+                left=1
+            fi
+        done
+        [ $left = 1 ] || break
+        if [ $SECONDS -ge $deadline ]; then
+            for i in "${!pids[@]}"; do
+                if kill -0 "${pids[$i]}" 2>/dev/null; then
+                    echo "${names[$i]} (pid ${pids[$i]}) ignored SIGTERM; sending SIGKILL" >&2
+                    kill -KILL "${pids[$i]}" 2>/dev/null || true
+                fi
+            done
+            sleep 0.5
+            break
+        fi
+        sleep 0.1
+    done
+    for i in "${!pids[@]}"; do
+        if alive "${pids[$i]}"; then
+            echo "$prog: ${names[$i]} (pid ${pids[$i]}) is still running" >&2
+            stop_failed=1
+        else
+            rm -f "${dirs[$i]}/pid"
+            echo "stopped ${names[$i]} (pid ${pids[$i]})"
+        fi
+    done
+}
+
+# --- the cluster -----------------------------------------------------------
+
+# The nodes of this cluster: from --nodes, else from DIR/agents.
+agent_count() {
+    local n=0 d
+    if [ -n "$nodes" ]; then
+        echo "$nodes"
+        return
+    fi
+    for d in "$dir"/agents/node*; do
+        [ -d "$d" ] && n=$((n + 1))
+    done
+    echo "$n"
+}
+
+lscli() {
+    "$cli" --server "$sock" "$@"
+}
+
+# nodes_ready N: prints "ready" when node1..nodeN are connected (UP, or
+# CORDONED/DRAINING by an operator's earlier decision), else the states.
+nodes_ready() {
+    local n=$1 json
+    json=$(lscli nodes --json 2>/dev/null) || return 1
+    if [ -n "$python" ]; then
+        "$python" -c '
+import json, sys
+n = int(sys.argv[1])
+nodes = {x.get("name"): x for x in json.loads(sys.stdin.read())}
+ok = ("UP", "CORDONED", "DRAINING")
+missing = []
+for i in range(1, n + 1):
+    x = nodes.get("node%d" % i)
+    if x is None or x.get("state") not in ok:
+        missing.append("node%d=%s" % (i, x.get("state") if x else "unregistered"))
+    elif x.get("state") != "UP":
+        print("note: node%d is %s: %s" % (i, x["state"], x.get("reason", "")),
+              file=sys.stderr)
+print("ready" if not missing else " ".join(missing))
+' "$n" <<<"$json"
+    else
+        # No python3: read the CLI's own table.
+        lscli nodes 2>/dev/null | awk -v n="$n" '
+            NR > 1 && $1 ~ /^node[0-9]+$/ && ($2 == "UP" || $2 == "CORDONED" || $2 == "DRAINING") {
+                i = substr($1, 5) + 0
+                if (i >= 1 && i <= n) up++
+            }
+            END { print (up == n ? "ready" : "waiting for " n - up " node(s)") }'
+    fi
+}
+
+write_scheduler_conf() {
+    # Jobs of clusters that run side by side must not be handed the same
+    # MASTER_PORT, so each cluster draws its own range below the kernel's
+    # ephemeral ports (32768 and up).
+    local base=$((20000 + (RANDOM % 60) * 200))
+    cat >"$sconf.tmp" <<EOF
+# lockstepd for the local cluster in $dir
+# (written by deploy/local-cluster.sh; kept across runs of 'up')
+listen = 127.0.0.1:0
+port_file = $sdir/port
+socket = $sock
+state_dir = $sdir/state
+cluster_secret_file = $dir/cluster.secret
+master_port_base = $base
+master_port_count = 200
+log_level = info
+EOF
+    mv "$sconf.tmp" "$sconf"
+}
+
+write_agent_conf() {
+    local i=$1 d=$2 ids=none
+    [ "$gpus" -gt 0 ] && ids=0-$((gpus - 1))
+    cat >"$d/agent.conf.tmp" <<EOF
+# lockstep-agent node$i of the local cluster in $dir
+# (written by deploy/local-cluster.sh; kept across runs of 'up')
+server = $sock
+node_name = node$i
+addr = 127.0.0.1
+gpus = $ids
+labels = rack=r$i
+state_dir = $d/state
+cluster_secret_file = $dir/cluster.secret
+# Every rank runs as the user who started the cluster.
+run_as_submitter = false
+log_level = info
+EOF
+    mv "$d/agent.conf.tmp" "$d/agent.conf"
+}
+
+write_env() {
+    local port=$1
+    {
+        echo "# . this file to point the lockstep CLI at the local cluster in $dir"
+        printf 'export LOCKSTEP_SERVER=%q\n' "$sock"
+        printf 'export LOCKSTEP_URL=%q\n' "http://127.0.0.1:$port"
+        # shellcheck disable=SC2016 # $PATH is for whoever sources the file
+        printf 'export PATH=%q:"$PATH"\n' "${cli%/*}"
+    } >"$dir/env.tmp"
+    mv "$dir/env.tmp" "$dir/env"
+}
+
+# start_scheduler [ARG...]: start lockstepd and wait until it answers on
+# its socket. Returns 1 (after showing its log) if it exits during
+# start-up; exits if it does not answer in time.
+start_scheduler() {
+    local deadline
+    rm -f "$sdir/port" "$sock"
+    start scheduler "$lockstepd" "$sconf" "$sdir" "$@"
+    deadline=$((SECONDS + timeout))
+    until [ -s "$sdir/port" ] && [ -S "$sock" ] &&
+        lscli whoami >/dev/null 2>&1; do
+        if ! alive "$started_pid"; then
+            log_tail "$sdir/log"
+            return 1
+        fi
+        if [ $SECONDS -ge $deadline ]; then
+            log_tail "$sdir/log"
+            die "the scheduler did not answer on $sock within ${timeout}s"
+        fi
+        sleep 0.1
+    done
+}
+
+cluster_up() {
+    local n i d pid state deadline port old_port
+    n=$(agent_count)
+    [ "$n" -ge 1 ] || die "--nodes is required (no agents exist in '$dir' yet)"
+    for b in "$lockstepd" "$agentd" "$cli"; do
+        [ -x "$b" ] || die "'$b' not found: build first (meson setup build && ninja -C build), or set LOCKSTEP_BUILD"
+    done
+
+    mkdir -p "$sdir/state" "$dir/agents"
+    if [ ! -s "$dir/cluster.secret" ]; then
+        (umask 077 && head -c 32 /dev/urandom | od -An -tx1 |
+            tr -d ' \n' >"$dir/cluster.secret")
+    fi
+    chmod 600 "$dir/cluster.secret"
+    [ -f "$sconf" ] || write_scheduler_conf
+    for ((i = 1; i <= n; i++)); do
+        d=$dir/agents/node$i
+        mkdir -p "$d/state"
+        [ -f "$d/agent.conf" ] || write_agent_conf "$i" "$d"
+    done
+
+    # A broken config fails here, with the daemon's own message.
+    "$lockstepd" -c "$sconf" --check-config >/dev/null ||
+        die "invalid scheduler configuration in $sconf"
+    for ((i = 1; i <= n; i++)); do
+        "$agentd" -c "$dir/agents/node$i/agent.conf" --check-config \
+            >/dev/null || die "invalid agent configuration in $dir/agents/node$i/agent.conf"
+    done
+
+    # The scheduler first: the agents connect to its socket.
+    if pid=$(running "$sdir/pid" "$sconf"); then
+        echo "scheduler already running (pid $pid)"
+    else
+        # A scheduler that died is restarted on the TCP port it had, so
+        # that LOCKSTEP_URL in open shells stays right; if that port has
+        # been taken since, on a new one.
+        old_port=
+        if [ -s "$sdir/port" ]; then
+            old_port=$(<"$sdir/port")
+            [[ $old_port =~ ^[0-9]+$ ]] || old_port=
+        fi
+        if [ -n "$old_port" ] && start_scheduler -o "listen=127.0.0.1:$old_port"
+        then
+            :
+        else
+            [ -z "$old_port" ] ||
+                echo "port $old_port is taken; starting on a new port"
+            start_scheduler || die "the scheduler exited during start-up"
+        fi
+    fi
+    port=$(<"$sdir/port")
+
+    for ((i = 1; i <= n; i++)); do
+        d=$dir/agents/node$i
+        if pid=$(running "$d/pid" "$d/agent.conf"); then
+            echo "node$i agent already running (pid $pid)"
+        else
+            start "node$i agent" "$agentd" "$d/agent.conf" "$d"
+        fi
+    done
+
+    deadline=$((SECONDS + timeout))
+    while :; do
+        state=$(nodes_ready "$n" || echo "scheduler not answering")
+        [ "$state" = ready ] && break
+        for ((i = 1; i <= n; i++)); do
+            d=$dir/agents/node$i
+            if ! alive "$(<"$d/pid")"; then
+                log_tail "$d/log"
+                die "the node$i agent exited"
+            fi
+        done
+        if [ $SECONDS -ge $deadline ]; then
+            echo "$prog: not all $n nodes came up within ${timeout}s: $state" >&2
+            log_tail "$sdir/log"
+            for ((i = 1; i <= n; i++)); do
+                log_tail "$dir/agents/node$i/log"
+            done
+            echo "$prog: the daemons are left running; stop them with: $prog down --dir $dir" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+
+    write_env "$port"
+    echo "cluster up: $n node(s), scheduler on $sock and http://127.0.0.1:$port"
+    echo "use it with: . $dir/env"
+}
+
+# Cancel what still runs so that the agents kill the ranks, and wait until
+# no node holds a job. Best effort: down goes on if the scheduler is sick.
+cancel_jobs() {
+    local ids deadline busy
+    [ -n "$python" ] || return 0
+    ids=$(lscli jobs --json 2>/dev/null |
+        "$python" -c 'import json, sys; print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' \
+            2>/dev/null) || return 0
+    [ -n "$ids" ] || return 0
+    echo "cancelling job(s) $ids"
+    # shellcheck disable=SC2086
+    lscli cancel $ids >/dev/null || true
+    deadline=$((SECONDS + timeout))
+    while [ $SECONDS -lt $deadline ]; do
+        busy=$(lscli nodes --json 2>/dev/null |
+            "$python" -c 'import json, sys; print(sum(len(n.get("jobs") or []) for n in json.load(sys.stdin)))' \
+                2>/dev/null) || return 0
+        [ "$busy" = 0 ] && return 0
+        sleep 0.2
+    done
+    echo "$prog: ranks were still running after ${timeout}s; stopping anyway" >&2
+}
+
+cluster_down() {
+    local -a args=()
+    local d
+    stop_failed=
+    if running "$sdir/pid" "$sconf" >/dev/null; then
+        cancel_jobs
+    fi
+    for d in "$dir"/agents/node*; do
+        [ -d "$d" ] || continue
+        args+=("${d##*/} agent" "$d" "$d/agent.conf")
+    done
+    # Agents first: a scheduler that outlived its agents would only mark
+    # their nodes LOST.
+    [ ${#args[@]} -eq 0 ] || stop "${args[@]}"
+    stop scheduler "$sdir" "$sconf"
+    if ! running "$sdir/pid" "$sconf" >/dev/null; then
+        rm -f "$sdir/port" "$sock"
+    fi
+    [ -z "$stop_failed" ] || exit 1
+}
+
+cluster_status() {
+    local d pid port='' all=0
+    [ -s "$sdir/port" ] && port=$(<"$sdir/port")
+    if pid=$(running "$sdir/pid" "$sconf"); then
+        printf '%-12s pid %-8s running  %s%s\n' scheduler "$pid" "$sock" \
+            "${port:+  http://127.0.0.1:$port}"
+    else
+        printf '%-12s %-12s stopped\n' scheduler -
+        all=1
+    fi
+    for d in "$dir"/agents/node*; do
+        [ -d "$d" ] || continue
+        if pid=$(running "$d/pid" "$d/agent.conf"); then
+            printf '%-12s pid %-8s running\n' "${d##*/}" "$pid"
+        else
+            printf '%-12s %-12s stopped\n' "${d##*/}" -
+            all=1
+        fi
+    done
+    return $all
+}
+
+case $cmd in
+up) cluster_up ;;
+down) cluster_down ;;
+status) cluster_status ;;
+esac
