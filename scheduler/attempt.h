@@ -1,0 +1,108 @@
+/*
+ * attempt.h - one start of a job: its placements and the state of its ranks
+ *
+ * An attempt is placed on `nnodes` nodes; node rank k runs ranks
+ * k*ranks_per_node … (k+1)*ranks_per_node-1. Each placement holds
+ * resources on its node (node.h) until released.
+ *
+ * Live attempts (active, or finished but still held on some node) are kept
+ * in memory in the scheduler's attempt list; the API's job view loads
+ * attempts from the database into the same structures (then `node` and
+ * `job` pointers are NULL).
+ *
+ * Pure: nothing here does I/O.
+ */
+#ifndef SCHEDULER_ATTEMPT_H
+#define SCHEDULER_ATTEMPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "scheduler/job.h"
+
+struct node;
+
+struct placement {
+    struct attempt *attempt;    /* back pointer */
+    char *node_name;
+    struct node *node;          /* borrowed; NULL in a database view */
+    int node_rank;
+    int *gpus;                  /* the GPU ids held on that node */
+    size_t ngpus;
+    int cpus;                   /* held */
+    int64_t memory_mb;          /* held */
+    uint64_t gen;               /* node generation that first carried it */
+    bool released;
+};
+
+struct attempt_rank {
+    int rank;
+    int node_rank;
+    int local_rank;
+    enum proto_rank_state state;
+    int pid;
+    int64_t start_ms;
+    int64_t end_ms;
+    bool has_exit;              /* exit_code/signal are known */
+    int exit_code;
+    int signal;
+    char *stderr_tail;          /* never NULL */
+};
+
+struct attempt {
+    int64_t job_id;
+    int num;                    /* attempt number, 1-based */
+    enum attempt_state state;
+    char *reason;               /* never NULL */
+    int64_t start_ms;
+    int64_t end_ms;
+    int nnodes;
+    int ranks_per_node;
+    char *master_addr;
+    int master_port;
+
+    struct placement *placements;   /* nnodes, by node rank */
+    struct attempt_rank *ranks;     /* nnodes * ranks_per_node, by rank */
+    size_t nranks;
+
+    struct job *job;            /* borrowed; NULL once the job finished */
+    struct attempt *prev, *next;    /* the scheduler's live list */
+};
+
+/* An attempt with nnodes placements (node names unset) and every rank
+ * pending. Caller destroys. */
+struct attempt *attempt_create(int64_t job_id, int num, int nnodes,
+    int ranks_per_node);
+/* Frees everything the attempt owns. Accepts NULL. */
+void attempt_destroy(struct attempt *a);
+void attempt_set_reason(struct attempt *a, const char *reason);
+
+/* The placement on node `name`; NULL if none. */
+struct placement *attempt_placement_by_node(struct attempt *a,
+    const char *name);
+
+/* Whether every placement has been released. */
+bool attempt_fully_released(const struct attempt *a);
+
+/* Summaries over the ranks. */
+bool attempt_all_started(const struct attempt *a);  /* running or exited */
+bool attempt_all_succeeded(const struct attempt *a); /* exited 0 */
+/* The failed rank (exited non-zero, signalled, lost) that failed first
+ * by end time (lowest rank on ties), or NULL. */
+const struct attempt_rank *attempt_first_failure(const struct attempt *a);
+
+/* "rank 1 exited with code 3", "rank 1 killed by signal 9", "rank 1 lost
+ * on node n2", into buf. */
+void attempt_rank_failure_str(const struct attempt *a,
+    const struct attempt_rank *r, char *buf, size_t len);
+
+/* The GPU ids rank `local_rank` of a placement sees: when the node's
+ * GPUs divide evenly among its ranks each rank gets its own slice,
+ * otherwise every rank sees all of them. Writes into out (room for
+ * p->ngpus) and returns the count. */
+size_t attempt_rank_gpus(const struct placement *p, int ranks_per_node,
+    int local_rank, int *out);
+
+#endif

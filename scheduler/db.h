@@ -1,0 +1,153 @@
+/*
+ * db.h - every SQL statement of the scheduler, behind typed functions
+ *
+ * Only db.c and db_migrate.c include sqlite3.h. The database is opened in
+ * WAL mode with foreign keys on; every statement is prepared once in
+ * db_open.
+ *
+ * Group commit: mutating functions begin a transaction lazily (BEGIN
+ * IMMEDIATE) if none is open; db_txn_commit() ends it. The scheduler
+ * commits once per loop iteration, before any reply that depends on the
+ * change is written, so one fsync covers every change of that iteration.
+ * Reads see the open transaction's changes.
+ *
+ * Errors: functions return 0 or a negative errno. SQLite failures are
+ * logged once here with a call-site label, sqlite3_errmsg and the
+ * extended code, then mapped: IOERR → -EIO, FULL → -ENOSPC, READONLY →
+ * -EROFS, CONSTRAINT → -EEXIST, BUSY/LOCKED → -EBUSY, CORRUPT/NOTADB →
+ * -EIO, anything else → -EIO. A lookup that finds nothing returns -ENOENT
+ * without logging.
+ *
+ * Threading: the loop thread only.
+ */
+#ifndef SCHEDULER_DB_H
+#define SCHEDULER_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "scheduler/attempt.h"
+#include "scheduler/job.h"
+#include "scheduler/node.h"
+
+struct db;
+struct sqlite3;
+
+/* Open (creating if needed) the database at path and bring its schema up
+ * to date. Refuses a database whose schema is newer than this binary
+ * knows. sync_full selects synchronous=FULL (else NORMAL). Returns NULL
+ * with err set. */
+struct db *db_open(const char *path, bool sync_full, struct err *err);
+/* Rolls back an open transaction, finalizes statements, closes. Accepts
+ * NULL. */
+void db_close(struct db *db);
+
+/* The schema version the database is at (PRAGMA user_version). */
+int db_schema_version(struct db *db);
+
+/* ---- transactions ------------------------------------------------------- */
+
+/* Begin the iteration's transaction if none is open. */
+int db_txn_begin(struct db *db);
+/* Commit the open transaction; 0 when none is open. On failure the
+ * transaction is rolled back. */
+int db_txn_commit(struct db *db);
+void db_txn_rollback(struct db *db);
+bool db_txn_is_open(const struct db *db);
+
+/* ---- nodes -------------------------------------------------------------- */
+
+int db_node_insert(struct db *db, const struct node *node);
+/* Everything but last_seen_ms. */
+int db_node_update(struct db *db, const struct node *node);
+int db_node_touch(struct db *db, const char *name, int64_t last_seen_ms);
+/* Create a node for every row and add it to t. */
+int db_nodes_load(struct db *db, struct node_table *t);
+
+/* ---- jobs --------------------------------------------------------------- */
+
+/* Insert a new job (state, user, spec, submit_ms set); sets job->id. */
+int db_job_insert(struct db *db, struct job *job);
+/* Write state, reason, start/end, attempt and failure evidence. */
+int db_job_update(struct db *db, const struct job *job);
+/* Load one job; -ENOENT when there is none. *out: caller destroys. */
+int db_job_get(struct db *db, int64_t id, struct job **out);
+/* Add every unfinished job to t, in id order. */
+int db_jobs_load_unfinished(struct db *db, struct job_table *t);
+
+struct db_job_filter {
+    const char *user;           /* NULL: every user */
+    bool has_state;
+    enum job_state state;
+    bool all;                   /* false: only unfinished jobs */
+};
+
+/* The job is borrowed for the call. A non-zero return stops the walk and
+ * is returned. */
+typedef int db_job_fn(struct job *job, void *arg);
+/* Newest first. */
+int db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
+    db_job_fn *fn, void *arg);
+
+/* ---- attempts ----------------------------------------------------------- */
+
+/* Insert the attempt row, its placements and its (pending) ranks. */
+int db_attempt_insert(struct db *db, const struct attempt *a);
+/* Write state, reason and end_ms. */
+int db_attempt_update(struct db *db, const struct attempt *a);
+int db_rank_update(struct db *db, const struct attempt *a,
+    const struct attempt_rank *r);
+int db_placement_release(struct db *db, const struct placement *p);
+
+/* One attempt with placements and ranks; -ENOENT when absent. *out:
+ * caller destroys. */
+int db_attempt_get(struct db *db, int64_t job_id, int num,
+    struct attempt **out);
+/* Every attempt of a job, oldest first. *out (array of pointers) and each
+ * attempt: caller frees/destroys. */
+int db_attempts_load_job(struct db *db, int64_t job_id,
+    struct attempt ***out, size_t *n);
+/* Attempts that are active or still hold a placement; fn takes ownership
+ * of each. */
+typedef int db_attempt_fn(struct attempt *a, void *arg);
+int db_attempts_load_live(struct db *db, db_attempt_fn *fn, void *arg);
+
+/* ---- events ------------------------------------------------------------- */
+
+/* detail: a JSON object as text ("{}" when NULL). */
+int db_event_insert(struct db *db, int64_t time_ms, const char *actor,
+    const char *subject, const char *kind, const char *detail);
+
+struct db_event {
+    int64_t id;
+    int64_t time_ms;
+    const char *actor;          /* borrowed for the callback */
+    const char *subject;
+    const char *kind;
+    const char *detail;
+};
+typedef int db_event_fn(const struct db_event *ev, void *arg);
+/* The newest `limit` events of subject, newest first. */
+int db_events_foreach(struct db *db, const char *subject, int limit,
+    db_event_fn *fn, void *arg);
+
+/* ---- tokens ------------------------------------------------------------- */
+
+int db_token_insert(struct db *db, const char *hash, const char *user,
+    const char *role, int64_t created_ms);
+/* -ENOENT when unknown. *user and *role: caller frees. */
+int db_token_lookup(struct db *db, const char *hash, char **user,
+    char **role);
+
+/* ---- migrations (db_migrate.c; used by db_open) ------------------------- */
+
+/* The newest schema version this binary knows. */
+int migrate_latest(void);
+/* Apply every migration newer than the database's user_version, each in
+ * its own transaction. Refuses a database newer than migrate_latest().
+ * Errors name path. */
+int migrate_run(struct sqlite3 *sq, const char *path, struct err *err);
+
+#endif

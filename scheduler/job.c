@@ -1,0 +1,310 @@
+/*
+ * job.c - job and attempt states as pure transition tables
+ *
+ * Nothing here does I/O: the tables decide what may happen, the callers
+ * (attempt.c, api_jobs.c, schedd.c) persist the result. Keeping the rules
+ * in one table means a forbidden change (a finished job coming back to
+ * life, a cancelled attempt succeeding) is refused the same way wherever
+ * it is attempted.
+ */
+#include "scheduler/job.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+
+static const char *const job_state_names[JOB_STATE_COUNT] = {
+    [JOB_STATE_PENDING] = "PENDING",
+    [JOB_STATE_PLACED] = "PLACED",
+    [JOB_STATE_RUNNING] = "RUNNING",
+    [JOB_STATE_RESTARTING] = "RESTARTING",
+    [JOB_STATE_SUCCEEDED] = "SUCCEEDED",
+    [JOB_STATE_FAILED] = "FAILED",
+    [JOB_STATE_CANCELLED] = "CANCELLED",
+};
+
+static const char *const attempt_state_names[ATTEMPT_STATE_COUNT] = {
+    [ATTEMPT_STATE_STARTING] = "STARTING",
+    [ATTEMPT_STATE_RUNNING] = "RUNNING",
+    [ATTEMPT_STATE_SUCCEEDED] = "SUCCEEDED",
+    [ATTEMPT_STATE_FAILED] = "FAILED",
+    [ATTEMPT_STATE_CANCELLED] = "CANCELLED",
+};
+
+/*
+ * job_transitions[from][to]. PLACED may go straight to SUCCEEDED or FAILED:
+ * a short job can start and end between two agent reports, so the
+ * scheduler never sees it running. RESTARTING waits in the queue and goes
+ * to PLACED when its next attempt is placed.
+ */
+static const bool job_transitions[JOB_STATE_COUNT][JOB_STATE_COUNT] = {
+    [JOB_STATE_PENDING] = {
+        [JOB_STATE_PLACED] = true,
+        [JOB_STATE_CANCELLED] = true,
+    },
+    [JOB_STATE_PLACED] = {
+        [JOB_STATE_RUNNING] = true,
+        [JOB_STATE_RESTARTING] = true,
+        [JOB_STATE_SUCCEEDED] = true,
+        [JOB_STATE_FAILED] = true,
+        [JOB_STATE_CANCELLED] = true,
+    },
+    [JOB_STATE_RUNNING] = {
+        [JOB_STATE_RESTARTING] = true,
+        [JOB_STATE_SUCCEEDED] = true,
+        [JOB_STATE_FAILED] = true,
+        [JOB_STATE_CANCELLED] = true,
+    },
+    [JOB_STATE_RESTARTING] = {
+        [JOB_STATE_PLACED] = true,
+        [JOB_STATE_CANCELLED] = true,
+    },
+};
+
+static const bool attempt_transitions[ATTEMPT_STATE_COUNT]
+                                     [ATTEMPT_STATE_COUNT] = {
+    [ATTEMPT_STATE_STARTING] = {
+        [ATTEMPT_STATE_RUNNING] = true,
+        [ATTEMPT_STATE_SUCCEEDED] = true,
+        [ATTEMPT_STATE_FAILED] = true,
+        [ATTEMPT_STATE_CANCELLED] = true,
+    },
+    [ATTEMPT_STATE_RUNNING] = {
+        [ATTEMPT_STATE_SUCCEEDED] = true,
+        [ATTEMPT_STATE_FAILED] = true,
+        [ATTEMPT_STATE_CANCELLED] = true,
+    },
+};
+
+const char *
+job_state_str(enum job_state s)
+{
+    if ((unsigned)s >= JOB_STATE_COUNT)
+        return "UNKNOWN";
+    return job_state_names[s];
+}
+
+int
+job_state_parse(const char *s, enum job_state *out)
+{
+    for (int i = 0; i < JOB_STATE_COUNT; i++) {
+        if (strcmp(s, job_state_names[i]) == 0) {
+            *out = (enum job_state)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+bool
+job_state_finished(enum job_state s)
+{
+    return s == JOB_STATE_SUCCEEDED || s == JOB_STATE_FAILED ||
+           s == JOB_STATE_CANCELLED;
+}
+
+bool
+job_state_queued(enum job_state s)
+{
+    return s == JOB_STATE_PENDING || s == JOB_STATE_RESTARTING;
+}
+
+const char *
+attempt_state_str(enum attempt_state s)
+{
+    if ((unsigned)s >= ATTEMPT_STATE_COUNT)
+        return "UNKNOWN";
+    return attempt_state_names[s];
+}
+
+int
+attempt_state_parse(const char *s, enum attempt_state *out)
+{
+    for (int i = 0; i < ATTEMPT_STATE_COUNT; i++) {
+        if (strcmp(s, attempt_state_names[i]) == 0) {
+            *out = (enum attempt_state)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+bool
+attempt_state_active(enum attempt_state s)
+{
+    return s == ATTEMPT_STATE_STARTING || s == ATTEMPT_STATE_RUNNING;
+}
+
+bool
+job_transition_ok(enum job_state from, enum job_state to)
+{
+    if ((unsigned)from >= JOB_STATE_COUNT || (unsigned)to >= JOB_STATE_COUNT)
+        return false;
+    return job_transitions[from][to];
+}
+
+bool
+attempt_transition_ok(enum attempt_state from, enum attempt_state to)
+{
+    if ((unsigned)from >= ATTEMPT_STATE_COUNT ||
+        (unsigned)to >= ATTEMPT_STATE_COUNT)
+        return false;
+    return attempt_transitions[from][to];
+}
+
+int
+job_transition(struct job *job, enum job_state to)
+{
+    if (!job_transition_ok(job->state, to))
+        return -EINVAL;
+    job->state = to;
+    return 0;
+}
+
+struct job *
+job_create(void)
+{
+    struct job *job = xcalloc(1, sizeof(*job));
+
+    proto_job_spec_init(&job->spec);
+    job->reason = xstrdup("");
+    job->failed_rank = -1;
+    return job;
+}
+
+void
+job_destroy(struct job *job)
+{
+    if (job == NULL)
+        return;
+    free(job->user);
+    free(job->reason);
+    free(job->stderr_tail);
+    proto_job_spec_release(&job->spec);
+    free(job);
+}
+
+void
+job_set_reason(struct job *job, const char *reason)
+{
+    char *copy = xstrdup(reason ? reason : "");
+
+    free(job->reason);
+    job->reason = copy;
+}
+
+void
+job_set_failure(struct job *job, int rank, bool has_exit, int exit_code,
+    int signal, const char *stderr_tail)
+{
+    free(job->stderr_tail);
+    job->stderr_tail = stderr_tail ? xstrdup(stderr_tail) : NULL;
+    job->failed_rank = rank;
+    job->has_exit = has_exit;
+    job->exit_code = has_exit ? exit_code : 0;
+    job->signal = has_exit ? signal : 0;
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+static size_t
+job_hash(int64_t id, size_t nbuckets)
+{
+    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
+
+    return (size_t)(x >> 17) & (nbuckets - 1);
+}
+
+void
+job_table_init(struct job_table *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->nbuckets = 64;
+    t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+}
+
+void
+job_table_release(struct job_table *t)
+{
+    struct job *job = t->head;
+
+    while (job) {
+        struct job *next = job->next;
+
+        job_destroy(job);
+        job = next;
+    }
+    free(t->buckets);
+    memset(t, 0, sizeof(*t));
+}
+
+static void
+job_table_grow(struct job_table *t)
+{
+    size_t n = t->nbuckets * 2;
+    struct job **b = xcalloc(n, sizeof(*b));
+
+    for (struct job *job = t->head; job; job = job->next) {
+        size_t h = job_hash(job->id, n);
+
+        job->hnext = b[h];
+        b[h] = job;
+    }
+    free(t->buckets);
+    t->buckets = b;
+    t->nbuckets = n;
+}
+
+void
+job_table_add(struct job_table *t, struct job *job)
+{
+    size_t h;
+
+    if (t->count + 1 > t->nbuckets)
+        job_table_grow(t);
+    h = job_hash(job->id, t->nbuckets);
+    job->hnext = t->buckets[h];
+    t->buckets[h] = job;
+    job->prev = t->tail;
+    job->next = NULL;
+    if (t->tail)
+        t->tail->next = job;
+    else
+        t->head = job;
+    t->tail = job;
+    t->count++;
+}
+
+void
+job_table_remove(struct job_table *t, struct job *job)
+{
+    struct job **pp = &t->buckets[job_hash(job->id, t->nbuckets)];
+
+    while (*pp && *pp != job)
+        pp = &(*pp)->hnext;
+    if (*pp == NULL)
+        return;
+    *pp = job->hnext;
+    if (job->prev)
+        job->prev->next = job->next;
+    else
+        t->head = job->next;
+    if (job->next)
+        job->next->prev = job->prev;
+    else
+        t->tail = job->prev;
+    job->prev = job->next = job->hnext = NULL;
+    t->count--;
+}
+
+struct job *
+job_table_find(const struct job_table *t, int64_t id)
+{
+    struct job *job = t->buckets[job_hash(id, t->nbuckets)];
+
+    while (job && job->id != id)
+        job = job->hnext;
+    return job;
+}

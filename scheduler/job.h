@@ -1,0 +1,124 @@
+/*
+ * job.h - jobs, their states and the transition tables
+ *
+ * A job is the unit a user submits; each start of it is an attempt (an
+ * epoch, see attempt.h). The legal state changes of jobs and attempts are
+ * pure tables here, so every caller (the API, the failure handling, the
+ * loader) goes through the same rules and unit tests can check them
+ * without a database or a loop.
+ *
+ *   PENDING → PLACED → RUNNING → SUCCEEDED
+ *      │         │        ├───→ FAILED
+ *      │         │        ├───→ CANCELLED
+ *      │         │        └───→ RESTARTING → PLACED (next attempt)
+ *      └─────────┴─ (cancel, failure) …
+ *
+ * The in-memory model holds only unfinished jobs (PENDING, PLACED, RUNNING,
+ * RESTARTING) in a `struct job_table`; finished ones live in SQLite only.
+ */
+#ifndef SCHEDULER_JOB_H
+#define SCHEDULER_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+
+struct attempt;
+
+enum job_state {
+    JOB_STATE_PENDING,
+    JOB_STATE_PLACED,
+    JOB_STATE_RUNNING,
+    JOB_STATE_RESTARTING,
+    JOB_STATE_SUCCEEDED,
+    JOB_STATE_FAILED,
+    JOB_STATE_CANCELLED,
+};
+#define JOB_STATE_COUNT 7
+
+enum attempt_state {
+    ATTEMPT_STATE_STARTING,
+    ATTEMPT_STATE_RUNNING,
+    ATTEMPT_STATE_SUCCEEDED,
+    ATTEMPT_STATE_FAILED,
+    ATTEMPT_STATE_CANCELLED,
+};
+#define ATTEMPT_STATE_COUNT 5
+
+struct job {
+    int64_t id;                 /* 0 until inserted */
+    char *user;
+    enum job_state state;
+    char *reason;               /* never NULL */
+    struct proto_job_spec spec; /* name, argv, resources, ... */
+    int64_t submit_ms;
+    int64_t start_ms;           /* first time it ran; 0 until then */
+    int64_t end_ms;             /* 0 until finished */
+    int attempt;                /* latest attempt number; 0 before any */
+
+    /* Evidence of the latest failure; failed_rank < 0 means none. */
+    int failed_rank;
+    bool has_exit;              /* exit_code and signal are known */
+    int exit_code;
+    int signal;
+    char *stderr_tail;          /* may be NULL */
+
+    /* In-memory model only. */
+    struct attempt *cur;        /* borrowed: the live attempt, or NULL */
+    struct job *hnext;          /* job_table bucket chain */
+    struct job *prev, *next;    /* job_table list, in id order */
+};
+
+/* "PENDING", ... exactly as the API and the database spell them. */
+const char *job_state_str(enum job_state s);
+int job_state_parse(const char *s, enum job_state *out);
+/* SUCCEEDED, FAILED and CANCELLED are final. */
+bool job_state_finished(enum job_state s);
+/* PENDING or RESTARTING: waiting in the queue for a placement. */
+bool job_state_queued(enum job_state s);
+
+const char *attempt_state_str(enum attempt_state s);
+int attempt_state_parse(const char *s, enum attempt_state *out);
+/* STARTING or RUNNING. */
+bool attempt_state_active(enum attempt_state s);
+
+/* Whether from → to is a legal change (the tables). from == to is not. */
+bool job_transition_ok(enum job_state from, enum job_state to);
+bool attempt_transition_ok(enum attempt_state from, enum attempt_state to);
+
+/* Move job to `to`. Returns 0, or -EINVAL (job unchanged) when the table
+ * forbids it. Does not touch the database. */
+int job_transition(struct job *job, enum job_state to);
+
+/* A zeroed job with empty reason and spec defaults. Caller destroys. */
+struct job *job_create(void);
+/* Frees the job and everything it owns. Accepts NULL. The attempt it
+ * points to is not freed (it belongs to the scheduler's attempt list). */
+void job_destroy(struct job *job);
+/* Replace the reason (copied). */
+void job_set_reason(struct job *job, const char *reason);
+/* Record failure evidence (stderr_tail copied; NULL allowed). */
+void job_set_failure(struct job *job, int rank, bool has_exit, int exit_code,
+    int signal, const char *stderr_tail);
+
+/* ---- the table of unfinished jobs, by id -------------------------------- */
+
+struct job_table {
+    struct job **buckets;
+    size_t nbuckets;
+    size_t count;
+    struct job *head, *tail;    /* insertion order (ids ascend) */
+};
+
+void job_table_init(struct job_table *t);
+/* Destroys every job still in the table. */
+void job_table_release(struct job_table *t);
+/* Takes ownership. The id must be set and not present yet. */
+void job_table_add(struct job_table *t, struct job *job);
+/* Unlinks (does not free) the job. */
+void job_table_remove(struct job_table *t, struct job *job);
+struct job *job_table_find(const struct job_table *t, int64_t id);
+
+#endif

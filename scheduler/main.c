@@ -1,0 +1,335 @@
+/*
+ * main.c - lockstepd: configuration, start-up and orderly shutdown
+ *
+ * Reads the configuration (docs/config.md: -c FILE, then -o key=value
+ * overrides), checks it completely (including the cluster secret) before
+ * anything starts, and exits 78 (EX_CONFIG) on any configuration error so
+ * systemd does not restart-loop on it. Then it creates the scheduler,
+ * starts listening and runs the loop until SIGTERM or SIGINT, when it
+ * stops accepting, commits, closes every handle and requires
+ * uv_loop_close() == 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/cred.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "scheduler/schedd.h"
+#include "version.h"
+
+#define EX_CONFIG 78
+
+static const struct config_key lockstepd_keys[] = {
+    { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0,
+        "TCP address for the API (host:port; port 0 picks one; empty "
+        "disables TCP)" },
+    { "socket", CONFIG_STR, "/run/lockstep/lockstepd.sock", 0, 0,
+        "Unix socket for local clients (empty disables it)" },
+    { "port_file", CONFIG_STR, "", 0, 0,
+        "if set, the bound TCP port is written here once listening" },
+    { "state_dir", CONFIG_STR, "/var/lib/lockstep", 0, 0,
+        "holds lockstep.db and logs/" },
+    { "cluster_secret_file", CONFIG_STR, "/etc/lockstep/cluster.secret", 0,
+        0, "shared secret agents authenticate with" },
+    { "operators", CONFIG_STR, "", 0, 0,
+        "comma-separated user names with the operator role" },
+    { "log_level", CONFIG_STR, "info", 0, 0,
+        "error, warn, notice, info, debug" },
+    { "heartbeat_ms", CONFIG_INT, "1000", 100, 60000,
+        "agent status interval the scheduler asks for" },
+    { "node_timeout_ms", CONFIG_INT, "10000", 500, 3600000,
+        "a node with no status for this long becomes LOST" },
+    { "max_body_bytes", CONFIG_INT, "1048576", 1024, 67108864,
+        "request body limit" },
+    { "master_port_base", CONFIG_INT, "29500", 1, 65535,
+        "first port handed out as MASTER_PORT" },
+    { "master_port_count", CONFIG_INT, "1000", 1, 65535,
+        "size of the MASTER_PORT range" },
+    { "db_synchronous", CONFIG_STR, "full", 0, 0,
+        "SQLite synchronous: full or normal" },
+    { NULL, 0, NULL, 0, 0, NULL },
+};
+
+struct lockstepd {
+    uv_loop_t loop;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    struct schedd *sd;
+    bool stopping;
+};
+
+/* Everything main needs from the configuration, validated. */
+struct lockstepd_conf {
+    struct schedd_opts opts;
+    char host[256];
+    enum log_level level;
+    char *secret;
+};
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+        "usage: lockstepd [-c FILE] [-o KEY=VALUE]... [--check-config]\n"
+        "       lockstepd --version\n"
+        "\n"
+        "  -c, --config FILE     read the configuration file FILE\n"
+        "  -o, --option K=V      set a configuration key (after the file)\n"
+        "      --check-config    check the configuration and exit\n"
+        "      --version         print the version and exit\n"
+        "  -h, --help            show this help\n");
+}
+
+/* "host:port", "[v6]:port" or "" into host/port. */
+static int
+parse_listen(const char *s, char *host, size_t hostlen, int *port,
+    struct err *err)
+{
+    const char *colon, *h = s;
+    size_t hn;
+    char *end = NULL;
+    long p;
+
+    host[0] = '\0';
+    *port = 0;
+    if (*s == '\0')
+        return 0;
+    colon = strrchr(s, ':');
+    if (colon == NULL || colon == s || colon[1] == '\0')
+        return err_set(err, -EINVAL,
+            "listen: '%s' is not of the form host:port", s);
+    hn = (size_t)(colon - s);
+    if (h[0] == '[' && colon[-1] == ']') {
+        h++;
+        hn -= 2;
+    }
+    if (hn == 0 || hn >= hostlen)
+        return err_set(err, -EINVAL, "listen: bad host in '%s'", s);
+    memcpy(host, h, hn);
+    host[hn] = '\0';
+    errno = 0;
+    p = strtol(colon + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || p < 0 || p > 65535)
+        return err_set(err, -EINVAL, "listen: bad port in '%s'", s);
+    *port = (int)p;
+    return 0;
+}
+
+static int
+conf_build(const struct config *cfg, struct lockstepd_conf *c,
+    struct err *err)
+{
+    struct schedd_opts *o = &c->opts;
+    const char *sync = config_str(cfg, "db_synchronous");
+    size_t secret_len = 0;
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    if (log_level_parse(config_str(cfg, "log_level"), &c->level) < 0)
+        return err_set(err, -EINVAL, "log_level: '%s' is not one of error, "
+            "warn, notice, info, debug", config_str(cfg, "log_level"));
+    if (strcmp(sync, "full") == 0)
+        o->db_sync_full = true;
+    else if (strcmp(sync, "normal") != 0)
+        return err_set(err, -EINVAL,
+            "db_synchronous: '%s' is not full or normal", sync);
+    if ((rc = parse_listen(config_str(cfg, "listen"), c->host,
+             sizeof(c->host), &o->listen_port, err)) < 0)
+        return rc;
+    o->listen_host = c->host;
+    o->socket_path = config_str(cfg, "socket");
+    if (o->listen_host[0] == '\0' && o->socket_path[0] == '\0')
+        return err_set(err, -EINVAL,
+            "listen and socket are both empty: nothing to serve on");
+    o->port_file = config_str(cfg, "port_file");
+    o->state_dir = config_str(cfg, "state_dir");
+    if (o->state_dir[0] == '\0')
+        return err_set(err, -EINVAL, "state_dir: must not be empty");
+    o->operators = config_str(cfg, "operators");
+    o->heartbeat_ms = (int)config_int(cfg, "heartbeat_ms");
+    o->node_timeout_ms = (int)config_int(cfg, "node_timeout_ms");
+    o->max_body = (size_t)config_int(cfg, "max_body_bytes");
+    o->master_port_base = (int)config_int(cfg, "master_port_base");
+    o->master_port_count = (int)config_int(cfg, "master_port_count");
+    if (o->master_port_base + o->master_port_count - 1 > 65535)
+        return err_set(err, -EINVAL, "master_port_base + master_port_count "
+            "goes past port 65535");
+    rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
+        &secret_len, err);
+    if (rc < 0)
+        return rc;
+    o->secret = c->secret;
+    o->secret_len = secret_len;
+    return 0;
+}
+
+static void
+on_stopped(struct schedd *sd)
+{
+    (void)sd;
+}
+
+static void
+signal_closed_cb(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void
+lockstepd_shutdown(struct lockstepd *d)
+{
+    if (d->stopping)
+        return;
+    d->stopping = true;
+    uv_close((uv_handle_t *)&d->sigterm, signal_closed_cb);
+    uv_close((uv_handle_t *)&d->sigint, signal_closed_cb);
+    schedd_stop(d->sd, on_stopped);
+}
+
+static void
+signal_cb(uv_signal_t *s, int signum)
+{
+    struct lockstepd *d = s->data;
+
+    log_notice("received %s; shutting down", strsignal(signum));
+    lockstepd_shutdown(d);
+}
+
+/* Report and close whatever is still open (a bug: every owner closes its
+ * handles); the loop must then end cleanly. */
+static void
+walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    log_error("handle %s still open at exit", uv_handle_type_name(h->type));
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "option", required_argument, NULL, 'o' },
+        { "check-config", no_argument, NULL, 'C' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct lockstepd d;
+    struct lockstepd_conf conf;
+    struct config *cfg = NULL;
+    struct err err;
+    const char *file = NULL;
+    char **overrides = NULL;
+    size_t noverrides = 0;
+    bool check = false;
+    int status = 0, opt, rc;
+
+    memset(&d, 0, sizeof(d));
+    memset(&conf, 0, sizeof(conf));
+    err_clear(&err);
+    while ((opt = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            file = optarg;
+            break;
+        case 'o':
+            overrides = xreallocarray(overrides, noverrides + 1,
+                sizeof(*overrides));
+            overrides[noverrides++] = optarg;
+            break;
+        case 'C':
+            check = true;
+            break;
+        case 'V':
+            printf("lockstepd %s\n", LOCKSTEP_VERSION);
+            free(overrides);
+            return 0;
+        case 'h':
+            usage(stdout);
+            free(overrides);
+            return 0;
+        default:
+            usage(stderr);
+            free(overrides);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lockstepd: unexpected argument '%s'\n",
+            argv[optind]);
+        usage(stderr);
+        free(overrides);
+        return 2;
+    }
+
+    cfg = config_create(lockstepd_keys);
+    rc = file ? config_load_file(cfg, file, &err) : 0;
+    for (size_t i = 0; rc == 0 && i < noverrides; i++)
+        rc = config_set_arg(cfg, overrides[i], &err);
+    free(overrides);
+    if (rc == 0)
+        rc = conf_build(cfg, &conf, &err);
+    if (rc < 0) {
+        fprintf(stderr, "lockstepd: %s\n", err.msg);
+        status = EX_CONFIG;
+        goto out;
+    }
+    if (check) {
+        printf("configuration OK\n");
+        goto out;
+    }
+
+    log_init("lockstepd", conf.level, LOG_MODE_AUTO);
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = uv_loop_init(&d.loop)) < 0)
+        fatalx("cannot create the event loop: %s", uv_strerror(rc));
+    d.sd = schedd_create(&d.loop, &conf.opts, &err);
+    if (d.sd == NULL) {
+        log_error("%s", err.msg);
+        status = 1;
+        uv_loop_close(&d.loop);
+        goto out;
+    }
+    uv_signal_init(&d.loop, &d.sigterm);
+    uv_signal_init(&d.loop, &d.sigint);
+    d.sigterm.data = &d;
+    d.sigint.data = &d;
+    if ((rc = uv_signal_start(&d.sigterm, signal_cb, SIGTERM)) < 0 ||
+        (rc = uv_signal_start(&d.sigint, signal_cb, SIGINT)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+    if (schedd_start(d.sd, &conf.opts, &err) < 0) {
+        log_error("%s", err.msg);
+        status = 1;
+        lockstepd_shutdown(&d);
+    }
+    uv_run(&d.loop, UV_RUN_DEFAULT);
+    schedd_destroy(d.sd);
+    if (uv_loop_close(&d.loop) != 0) {
+        uv_walk(&d.loop, walk_cb, NULL);
+        uv_run(&d.loop, UV_RUN_DEFAULT);
+        if (uv_loop_close(&d.loop) != 0)
+            log_error("the event loop did not close cleanly");
+        status = status ? status : 1;
+    } else if (status == 0) {
+        log_notice("lockstepd stopped");
+    }
+out:
+    if (conf.secret) {
+        explicit_bzero(conf.secret, strlen(conf.secret));
+        free(conf.secret);
+    }
+    config_destroy(cfg);
+    return status;
+}

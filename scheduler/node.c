@@ -1,0 +1,314 @@
+/*
+ * node.c - node state, resources and free-resource accounting
+ *
+ * Free resources are totals minus what held placements take; the hold list
+ * is short (the attempts on one node), so free GPUs are computed on demand
+ * rather than kept in a second structure that could drift.
+ */
+#include "scheduler/node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "scheduler/attempt.h"
+
+static const char *const node_state_names[NODE_STATE_COUNT] = {
+    [NODE_STATE_UP] = "UP",
+    [NODE_STATE_CORDONED] = "CORDONED",
+    [NODE_STATE_DRAINING] = "DRAINING",
+    [NODE_STATE_UNHEALTHY] = "UNHEALTHY",
+    [NODE_STATE_LOST] = "LOST",
+};
+
+const char *
+node_state_str(enum node_state s)
+{
+    if ((unsigned)s >= NODE_STATE_COUNT)
+        return "UNKNOWN";
+    return node_state_names[s];
+}
+
+int
+node_state_parse(const char *s, enum node_state *out)
+{
+    for (int i = 0; i < NODE_STATE_COUNT; i++) {
+        if (strcmp(s, node_state_names[i]) == 0) {
+            *out = (enum node_state)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+struct node *
+node_create(const char *name)
+{
+    struct node *node = xcalloc(1, sizeof(*node));
+
+    node->name = xstrdup(name);
+    node->reason = xstrdup("");
+    node->addr = xstrdup("");
+    node->agent_id = xstrdup("");
+    node->state = NODE_STATE_UP;
+    return node;
+}
+
+void
+node_destroy(struct node *node)
+{
+    if (node == NULL)
+        return;
+    free(node->name);
+    free(node->reason);
+    free(node->addr);
+    free(node->agent_id);
+    free(node->gpus);
+    proto_kv_array_free(node->labels, node->nlabels);
+    free(node->holds);
+    free(node);
+}
+
+enum node_state
+node_state_compute(const struct node *node)
+{
+    if (node->lost)
+        return NODE_STATE_LOST;
+    if (node->cordoned)
+        return node->nholds > 0 ? NODE_STATE_DRAINING : NODE_STATE_CORDONED;
+    if (node->unhealthy)
+        return NODE_STATE_UNHEALTHY;
+    return NODE_STATE_UP;
+}
+
+/*
+ * A node loaded from the database has not been heard from since this
+ * scheduler started: it stays UP (its agent gets node_timeout_ms to come
+ * back) but gets no new work until it reports. An agent keeps a long poll
+ * open at all times, so when that connection closes without a new request
+ * the agent is most likely dead: new work would only wait for the node to
+ * be declared LOST.
+ */
+bool
+node_schedulable(const struct node *node)
+{
+    return node->state == NODE_STATE_UP && node->reconciled &&
+           !node->agent_gone;
+}
+
+bool
+node_labels_equal(const struct node *node, const struct proto_kv *kv,
+    size_t n)
+{
+    if (node->nlabels != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool found = false;
+
+        for (size_t j = 0; j < node->nlabels; j++) {
+            if (strcmp(node->labels[j].key, kv[i].key) == 0) {
+                found = strcmp(node->labels[j].value, kv[i].value) == 0;
+                break;
+            }
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+bool
+node_update_resources(struct node *node, const char *addr, int cpus,
+    int64_t memory_mb, const int *gpus, size_t ngpus,
+    const struct proto_kv *labels, size_t nlabels)
+{
+    int *sorted = xcalloc(ngpus + 1, sizeof(*sorted));
+    bool changed;
+
+    if (ngpus)
+        memcpy(sorted, gpus, ngpus * sizeof(*sorted));
+    qsort(sorted, ngpus, sizeof(*sorted), cmp_int);
+    changed = strcmp(node->addr, addr) != 0 || node->cpus != cpus ||
+              node->memory_mb != memory_mb || node->ngpus != ngpus ||
+              (ngpus && memcmp(node->gpus, sorted, ngpus * sizeof(int))) ||
+              !node_labels_equal(node, labels, nlabels);
+    if (!changed) {
+        free(sorted);
+        return false;
+    }
+    free(node->addr);
+    node->addr = xstrdup(addr);
+    node->cpus = cpus;
+    node->memory_mb = memory_mb;
+    free(node->gpus);
+    node->gpus = sorted;
+    node->ngpus = ngpus;
+    proto_kv_array_free(node->labels, node->nlabels);
+    node->labels = xcalloc(nlabels + 1, sizeof(*node->labels));
+    for (size_t i = 0; i < nlabels; i++) {
+        node->labels[i].key = xstrdup(labels[i].key);
+        node->labels[i].value = xstrdup(labels[i].value);
+    }
+    node->nlabels = nlabels;
+    return true;
+}
+
+int
+node_free_cpus(const struct node *node)
+{
+    int n = node->cpus - node->used_cpus;
+
+    return n > 0 ? n : 0;
+}
+
+int64_t
+node_free_memory_mb(const struct node *node)
+{
+    int64_t n = node->memory_mb - node->used_memory_mb;
+
+    return n > 0 ? n : 0;
+}
+
+size_t
+node_free_gpus(const struct node *node, int *out)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < node->ngpus; i++) {
+        int id = node->gpus[i];
+        bool held = false;
+
+        for (size_t h = 0; h < node->nholds && !held; h++) {
+            const struct placement *p = node->holds[h];
+
+            for (size_t g = 0; g < p->ngpus; g++) {
+                if (p->gpus[g] == id) {
+                    held = true;
+                    break;
+                }
+            }
+        }
+        if (!held)
+            out[n++] = id;
+    }
+    return n;
+}
+
+void
+node_hold_add(struct node *node, struct placement *p)
+{
+    if (node->nholds == node->holds_cap) {
+        node->holds_cap = node->holds_cap ? node->holds_cap * 2 : 4;
+        node->holds = xreallocarray(node->holds, node->holds_cap,
+            sizeof(*node->holds));
+    }
+    node->holds[node->nholds++] = p;
+    node->used_cpus += p->cpus;
+    node->used_memory_mb += p->memory_mb;
+}
+
+void
+node_hold_remove(struct node *node, struct placement *p)
+{
+    for (size_t i = 0; i < node->nholds; i++) {
+        if (node->holds[i] != p)
+            continue;
+        memmove(&node->holds[i], &node->holds[i + 1],
+            (node->nholds - i - 1) * sizeof(*node->holds));
+        node->nholds--;
+        node->used_cpus -= p->cpus;
+        node->used_memory_mb -= p->memory_mb;
+        return;
+    }
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+static size_t
+node_hash(const char *s, size_t nbuckets)
+{
+    uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h & (nbuckets - 1);
+}
+
+void
+node_table_init(struct node_table *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->nbuckets = 64;
+    t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+}
+
+void
+node_table_release(struct node_table *t)
+{
+    struct node *node = t->head;
+
+    while (node) {
+        struct node *next = node->next;
+
+        node_destroy(node);
+        node = next;
+    }
+    free(t->buckets);
+    memset(t, 0, sizeof(*t));
+}
+
+static void
+node_table_grow(struct node_table *t)
+{
+    size_t n = t->nbuckets * 2;
+    struct node **b = xcalloc(n, sizeof(*b));
+
+    for (struct node *node = t->head; node; node = node->next) {
+        size_t h = node_hash(node->name, n);
+
+        node->hnext = b[h];
+        b[h] = node;
+    }
+    free(t->buckets);
+    t->buckets = b;
+    t->nbuckets = n;
+}
+
+void
+node_table_add(struct node_table *t, struct node *node)
+{
+    size_t h;
+
+    if (t->count + 1 > t->nbuckets)
+        node_table_grow(t);
+    h = node_hash(node->name, t->nbuckets);
+    node->hnext = t->buckets[h];
+    t->buckets[h] = node;
+    node->prev = t->tail;
+    node->next = NULL;
+    if (t->tail)
+        t->tail->next = node;
+    else
+        t->head = node;
+    t->tail = node;
+    t->count++;
+}
+
+struct node *
+node_table_find(const struct node_table *t, const char *name)
+{
+    struct node *node = t->buckets[node_hash(name, t->nbuckets)];
+
+    while (node && strcmp(node->name, name) != 0)
+        node = node->hnext;
+    return node;
+}

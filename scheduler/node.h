@@ -1,0 +1,131 @@
+/*
+ * node.h - nodes: state, resources and free-resource accounting
+ *
+ * A node's resources are what its agent last reported. What is free is
+ * what no placement holds: a placement (attempt.h) holds its CPUs, memory
+ * and GPU ids from the moment it is decided until the node's agent no
+ * longer lists that attempt, so the teardown of one job never overlaps the
+ * ranks of the next.
+ *
+ * The state shown to people is derived from independent facts (node_state
+ * below): LOST beats everything (no status for node_timeout_ms), then an
+ * operator's cordon (DRAINING while placements are still held, CORDONED
+ * after), then UNHEALTHY, else UP. Only UP nodes receive new work, and of
+ * those only the ones whose agent is known to be there (node_schedulable).
+ *
+ * Pure: nothing here does I/O.
+ */
+#ifndef SCHEDULER_NODE_H
+#define SCHEDULER_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+
+struct placement;
+struct api_waiter;
+
+enum node_state {
+    NODE_STATE_UP,
+    NODE_STATE_CORDONED,
+    NODE_STATE_DRAINING,
+    NODE_STATE_UNHEALTHY,
+    NODE_STATE_LOST,
+};
+#define NODE_STATE_COUNT 5
+
+struct node {
+    char *name;
+    enum node_state state;      /* derived: node_state_compute() */
+    char *reason;               /* the operator's cordon reason; never NULL */
+    bool cordoned;
+    bool unhealthy;
+    bool lost;
+
+    char *addr;                 /* never NULL */
+    int cpus;
+    int64_t memory_mb;
+    int *gpus;                  /* sorted ids */
+    size_t ngpus;
+    struct proto_kv *labels;
+    size_t nlabels;
+    char *agent_id;             /* never NULL ("" before the first report) */
+    int64_t registered_ms;
+
+    int64_t last_seen_ms;       /* wall clock, kept in memory */
+    int64_t last_seen_saved_ms; /* what the database holds */
+    int64_t last_seen_mono;     /* monotonic, for the timeout */
+    bool reconciled;            /* agent report compared since load */
+    bool agent_gone;            /* its long poll's connection closed and
+                                 * nothing was heard since */
+
+    uint64_t gen;               /* desired-state generation */
+    uint64_t agent_gen;         /* generation its agent last reported */
+
+    /* Placements holding resources here (borrowed; owned by attempts). */
+    struct placement **holds;
+    size_t nholds;
+    size_t holds_cap;
+    int used_cpus;
+    int64_t used_memory_mb;
+
+    /* Long polls waiting for gen to change (api_agent.c). */
+    struct api_waiter *waiters;
+
+    struct node *hnext;
+    struct node *prev, *next;
+};
+
+const char *node_state_str(enum node_state s);
+int node_state_parse(const char *s, enum node_state *out);
+
+/* A node with the given name, UP, no resources. Caller destroys. */
+struct node *node_create(const char *name);
+/* Accepts NULL. Holds and waiters must be gone already. */
+void node_destroy(struct node *node);
+
+/* The derived state from lost/cordoned/unhealthy/nholds. */
+enum node_state node_state_compute(const struct node *node);
+/* Whether new work may go there: UP, its agent reported since the
+ * scheduler started, and its agent's connection was not seen to drop. */
+bool node_schedulable(const struct node *node);
+
+/* Replace resources/labels/addr (copied). Returns true when anything
+ * differs from what the node had. */
+bool node_update_resources(struct node *node, const char *addr, int cpus,
+    int64_t memory_mb, const int *gpus, size_t ngpus,
+    const struct proto_kv *labels, size_t nlabels);
+/* Labels as text would compare; true when equal. */
+bool node_labels_equal(const struct node *node, const struct proto_kv *kv,
+    size_t n);
+
+/* Free resources (never negative). */
+int node_free_cpus(const struct node *node);
+int64_t node_free_memory_mb(const struct node *node);
+/* Writes the free GPU ids (ascending) into out (room for node->ngpus) and
+ * returns how many. */
+size_t node_free_gpus(const struct node *node, int *out);
+
+/* Add/remove a placement's hold (the pointer is borrowed). */
+void node_hold_add(struct node *node, struct placement *p);
+void node_hold_remove(struct node *node, struct placement *p);
+
+/* ---- table of nodes by name ------------------------------------------- */
+
+struct node_table {
+    struct node **buckets;
+    size_t nbuckets;
+    size_t count;
+    struct node *head, *tail;
+};
+
+void node_table_init(struct node_table *t);
+/* Destroys every node. */
+void node_table_release(struct node_table *t);
+/* Takes ownership; the name must not be present. */
+void node_table_add(struct node_table *t, struct node *node);
+struct node *node_table_find(const struct node_table *t, const char *name);
+
+#endif

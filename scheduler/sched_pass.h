@@ -1,0 +1,94 @@
+/*
+ * sched_pass.h - the scheduling pass: which queued jobs go where
+ *
+ * PURE: the pass works on arrays the caller builds from its model (nodes
+ * with their free resources, queued jobs with their requests) and writes
+ * its decisions back into the job array. No I/O, no clock, no globals, so
+ * unit tests drive it directly and the caller decides what to persist.
+ *
+ * Rules (sched.c), with the order and the node choice left to a policy
+ * (struct sched_policy; sched_fifo.c is the default):
+ *  - jobs are taken in policy order;
+ *  - gang placement: all of a job's `nodes` nodes or none;
+ *  - a node fits when it is schedulable and has free CPUs ≥
+ *    ranks_per_node × cpus_per_rank, free GPUs ≥ gpus_per_node and free
+ *    memory ≥ memory_mb_per_node;
+ *  - a job that could not fit even on the schedulable nodes were they
+ *    empty does not block anyone (it waits for the cluster to change);
+ *  - a job that would fit on the empty cluster but not now blocks every
+ *    job after it in the order, so big jobs are not starved by a stream
+ *    of small ones; those get the reason "waiting behind job N".
+ *
+ * (Named sched_pass.h, not sched.h: meson puts this directory on the
+ * include path, where a sched.h would shadow the system's <sched.h>.)
+ *
+ * Cost: O(nodes) for each job examined before the first blocked job, plus
+ * O(nodes) per distinct request shape for the "could it ever fit" test,
+ * plus sorting; jobs behind the blocker cost O(1) each.
+ */
+#ifndef SCHEDULER_SCHED_PASS_H
+#define SCHEDULER_SCHED_PASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCHED_REASON_MAX 160
+
+struct sched_node {
+    const char *name;           /* borrowed */
+    bool schedulable;           /* UP */
+    int cpus;                   /* totals */
+    int64_t memory_mb;
+    size_t ngpus;
+    int free_cpus;              /* what is free now; the pass consumes */
+    int64_t free_memory_mb;
+    int *free_gpus;             /* ascending ids (caller's array); the pass
+                                 * removes the ids it assigns */
+    size_t nfree_gpus;
+    void *data;                 /* the caller's node */
+};
+
+struct sched_job {
+    int64_t id;
+    int priority;
+    int nodes;
+    int ranks_per_node;
+    int gpus_per_node;
+    int cpus_per_rank;
+    int64_t memory_mb_per_node;
+    void *data;                 /* the caller's job */
+
+    /* Results, set by sched_pass. */
+    bool placed;
+    size_t *node_idx;           /* `nodes` indices into the node array, by
+                                 * node rank; NULL unless placed */
+    int *gpus;                  /* nodes × gpus_per_node ids, node-rank
+                                 * major; NULL unless placed with GPUs */
+    char reason[SCHED_REASON_MAX];  /* why not placed ("" when placed) */
+};
+
+struct sched_policy {
+    const char *name;
+    /* Queue order: negative when a goes first. */
+    int (*job_cmp)(const struct sched_job *a, const struct sched_job *b);
+    /* Among fitting nodes, negative when a is the better choice. */
+    int (*node_cmp)(const struct sched_node *a, const struct sched_node *b);
+};
+
+/* Priority (higher first), then submission order (lower id first); nodes
+ * by best fit: fewest free GPUs, then fewest free CPUs, then name, so that
+ * big holes stay big (less fragmentation). */
+extern const struct sched_policy sched_policy_fifo;
+
+/* Run one pass over jobs (any order; the pass orders them by the policy
+ * without moving them). At most max_place jobs are placed; jobs that fit
+ * beyond that get the reason "no free master port". Results go into each
+ * job; free resources in nodes are reduced by what was placed. */
+void sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
+    size_t nnodes, struct sched_job *jobs, size_t njobs, size_t max_place);
+
+/* Free a job's result arrays (not the job). */
+void sched_job_release(struct sched_job *job);
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * test_sched.c - the scheduling pass over arrays of nodes and jobs
+ *
+ * No loop, no database: sched_pass is pure, so each case builds a small
+ * cluster, runs one pass and checks the placements and reasons.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/attempt.h"
+#include "scheduler/sched_pass.h"
+#include "tests/tap.h"
+
+#define MAXN 16
+
+struct cluster {
+    struct sched_node nodes[MAXN];
+    int gpus[MAXN][16];
+    size_t n;
+};
+
+/* A schedulable node with cpus, memory and GPUs 0..ngpus-1, all free. */
+static struct sched_node *
+add_node(struct cluster *c, const char *name, int cpus, int64_t mem,
+    int ngpus)
+{
+    struct sched_node *n = &c->nodes[c->n];
+
+    memset(n, 0, sizeof(*n));
+    n->name = name;
+    n->schedulable = true;
+    n->cpus = n->free_cpus = cpus;
+    n->memory_mb = n->free_memory_mb = mem;
+    n->ngpus = n->nfree_gpus = (size_t)ngpus;
+    for (int g = 0; g < ngpus; g++)
+        c->gpus[c->n][g] = g;
+    n->free_gpus = c->gpus[c->n];
+    c->n++;
+    return n;
+}
+
+static struct sched_job
+mkjob(int64_t id, int prio, int nodes, int rpn, int gpus, int cpr)
+{
+    struct sched_job j;
+
+    memset(&j, 0, sizeof(j));
+    j.id = id;
+    j.priority = prio;
+    j.nodes = nodes;
+    j.ranks_per_node = rpn;
+    j.gpus_per_node = gpus;
+    j.cpus_per_rank = cpr;
+    return j;
+}
+
+static const char *
+placed_on(const struct cluster *c, const struct sched_job *j, int k)
+{
+    return j->placed ? c->nodes[j->node_idx[k]].name : "(none)";
+}
+
+static void
+release(struct sched_job *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sched_job_release(&jobs[i]);
+}
+
+static void
+test_gang(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[2];
+
+    add_node(&c, "a", 8, 1000, 4);
+    add_node(&c, "b", 8, 1000, 4);
+    add_node(&c, "c", 8, 1000, 2);
+    jobs[0] = mkjob(1, 0, 3, 1, 4, 1);  /* needs 3 nodes with 4 GPUs */
+    jobs[1] = mkjob(2, 0, 2, 1, 4, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(!jobs[0].placed, "gang: 3x4 GPUs with only 2 such nodes is not placed");
+    is_int(c.nodes[0].nfree_gpus + c.nodes[1].nfree_gpus, 0,
+        "gang: the job that fits took both 4-GPU nodes");
+    ok(jobs[1].placed, "gang: a 2-node job that fits is placed");
+    is_str(jobs[0].reason,
+        "needs 3 nodes with 4 GPUs, only 2 match in the whole cluster",
+        "gang: never-fit reason");
+    release(jobs, 2);
+}
+
+static void
+test_best_fit(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[2];
+
+    add_node(&c, "big", 16, 1000, 8);
+    add_node(&c, "small", 16, 1000, 2);
+    add_node(&c, "mid", 16, 1000, 4);
+    jobs[0] = mkjob(1, 0, 1, 1, 2, 1);
+    jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    is_str(placed_on(&c, &jobs[0], 0), "small",
+        "best fit: a 2-GPU job goes to the node with exactly 2 free GPUs");
+    is_str(placed_on(&c, &jobs[1], 0), "small",
+        "best fit: a CPU-only job goes where no GPUs are left");
+    release(jobs, 2);
+
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "x2", 32, 1000, 0);
+    add_node(&c, "x1", 8, 1000, 0);
+    jobs[0] = mkjob(1, 0, 1, 4, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    is_str(placed_on(&c, &jobs[0], 0), "x1",
+        "best fit: fewest free CPUs breaks the tie");
+    release(jobs, 1);
+
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "n2", 8, 1000, 0);
+    add_node(&c, "n1", 8, 1000, 0);
+    jobs[0] = mkjob(1, 0, 2, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    is_str(placed_on(&c, &jobs[0], 0), "n1", "equal nodes: by name (rank 0)");
+    is_str(placed_on(&c, &jobs[0], 1), "n2", "equal nodes: by name (rank 1)");
+    release(jobs, 1);
+}
+
+static void
+test_fragmentation(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[3];
+
+    /* 4 nodes × 8 GPUs; three jobs take 6 GPUs on three of them: 6 GPUs
+     * are free in total (2+2+2) plus a whole node, but a 2-node job
+     * needing 4 GPUs each finds only one node. */
+    add_node(&c, "a", 64, 1000, 8);
+    add_node(&c, "b", 64, 1000, 8);
+    add_node(&c, "c", 64, 1000, 8);
+    add_node(&c, "d", 64, 1000, 8);
+    jobs[0] = mkjob(1, 0, 3, 1, 6, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    ok(jobs[0].placed, "fragmentation: first job placed");
+    release(jobs, 1);
+    jobs[0] = mkjob(2, 0, 2, 1, 4, 1);
+    jobs[1] = mkjob(3, 0, 1, 1, 2, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(!jobs[0].placed, "fragmentation: 2 nodes × 4 GPUs do not fit");
+    is_str(jobs[0].reason, "needs 2 nodes with 4 free GPUs, 1 matches",
+        "fragmentation: the reason names GPUs and how many nodes match");
+    ok(!jobs[1].placed, "fragmentation: the blocked job holds back the next");
+    is_str(jobs[1].reason, "waiting behind job 2",
+        "fragmentation: the next job waits behind it");
+    release(jobs, 2);
+}
+
+static void
+test_blocked_vs_never(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[4];
+
+    add_node(&c, "a", 8, 1000, 4);
+    add_node(&c, "b", 8, 1000, 4);
+    c.nodes[1].nfree_gpus = 0;          /* b's GPUs are busy */
+    c.nodes[1].free_cpus = 2;
+    jobs[0] = mkjob(1, 10, 5, 1, 1, 1);  /* 5 nodes: never fits */
+    jobs[1] = mkjob(2, 5, 2, 1, 4, 1);   /* fits empty, not now: blocks */
+    jobs[2] = mkjob(3, 0, 1, 1, 1, 1);   /* would fit, but behind 2 */
+    jobs[3] = mkjob(4, 0, 1, 1, 8, 1);   /* never fits: 8 GPUs */
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 4, 100);
+    ok(!jobs[0].placed, "never-fit job is not placed");
+    is_str(jobs[0].reason, "needs 5 nodes with 1 GPU, only 2 match in the "
+        "whole cluster", "never-fit reason: too few nodes");
+    ok(!jobs[1].placed, "big job that fits an empty cluster is blocked");
+    is_str(jobs[1].reason, "needs 2 nodes with 4 free GPUs, 1 matches",
+        "blocked reason");
+    ok(!jobs[2].placed, "small job behind the blocked one waits");
+    is_str(jobs[2].reason, "waiting behind job 2", "waiting reason");
+    ok(!jobs[3].placed, "never-fit job behind the blocker");
+    is_str(jobs[3].reason,
+        "needs 1 node with 8 GPUs, only 0 match in the whole cluster",
+        "never-fit keeps its own reason behind the blocker");
+    release(jobs, 4);
+
+    /* The never-fit job does not block lower jobs. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "a", 8, 1000, 4);
+    jobs[0] = mkjob(1, 10, 2, 1, 0, 1);
+    jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(!jobs[0].placed && jobs[1].placed,
+        "a never-fit job does not block the next one");
+    is_str(jobs[0].reason,
+        "needs 2 nodes with 1 CPU, only 1 matches in the whole cluster",
+        "node-count reason");
+    release(jobs, 2);
+
+    /* CPUs and memory shortages are named. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "a", 8, 1000, 0);
+    c.nodes[0].free_cpus = 1;
+    jobs[0] = mkjob(1, 0, 1, 2, 0, 2);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    is_str(jobs[0].reason, "needs 1 node with 4 free CPUs, 0 match",
+        "CPU shortage reason");
+    release(jobs, 1);
+    jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
+    jobs[0].memory_mb_per_node = 4096;
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    is_str(jobs[0].reason, "needs 1 node with 4096 MB memory, only 0 match "
+        "in the whole cluster", "memory never-fit reason");
+    release(jobs, 1);
+
+    /* Unschedulable nodes do not count. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "a", 8, 1000, 0);
+    c.nodes[0].schedulable = false;
+    jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    ok(!jobs[0].placed, "a cordoned/lost node gets no work");
+    release(jobs, 1);
+}
+
+static void
+test_order(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[3];
+
+    add_node(&c, "a", 1, 1000, 0);
+    jobs[0] = mkjob(5, 0, 1, 1, 0, 1);
+    jobs[1] = mkjob(3, 0, 1, 1, 0, 1);
+    jobs[2] = mkjob(9, 1, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 3, 100);
+    ok(jobs[2].placed, "higher priority goes first");
+    ok(!jobs[0].placed && !jobs[1].placed, "one CPU: only one job runs");
+    is_str(jobs[1].reason, "needs 1 node with 1 free CPU, 0 match",
+        "FIFO among equals: job 3 is next in line");
+    is_str(jobs[0].reason, "waiting behind job 3",
+        "FIFO among equals: job 5 waits behind job 3");
+    release(jobs, 3);
+
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "a", 2, 1000, 0);
+    jobs[0] = mkjob(7, 0, 1, 1, 0, 1);
+    jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
+    jobs[2] = mkjob(4, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 3, 100);
+    ok(jobs[1].placed && jobs[2].placed && !jobs[0].placed,
+        "equal priority: lower ids first");
+    release(jobs, 3);
+
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "a", 8, 1000, 0);
+    jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
+    jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 1);
+    ok(jobs[0].placed && !jobs[1].placed, "max_place limits placements");
+    is_str(jobs[1].reason, "no free master port", "port limit reason");
+    release(jobs, 2);
+}
+
+static void
+test_gpu_ids(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[2];
+
+    add_node(&c, "a", 64, 1000, 8);
+    c.gpus[0][0] = 1;                   /* free: 1 3 4 5 6 7 */
+    c.gpus[0][1] = 3;
+    c.gpus[0][2] = 4;
+    c.gpus[0][3] = 5;
+    c.gpus[0][4] = 6;
+    c.gpus[0][5] = 7;
+    c.nodes[0].nfree_gpus = 6;
+    add_node(&c, "b", 64, 1000, 8);
+    jobs[0] = mkjob(1, 0, 2, 2, 3, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    ok(jobs[0].placed, "GPU job placed");
+    is_str(placed_on(&c, &jobs[0], 0), "a", "node rank 0 is the best fit");
+    ok(jobs[0].gpus[0] == 1 && jobs[0].gpus[1] == 3 && jobs[0].gpus[2] == 4,
+        "lowest free GPU ids on node a: %d %d %d", jobs[0].gpus[0],
+        jobs[0].gpus[1], jobs[0].gpus[2]);
+    ok(jobs[0].gpus[3] == 0 && jobs[0].gpus[4] == 1 && jobs[0].gpus[5] == 2,
+        "GPU ids 0-2 on node b");
+    is_int(c.nodes[0].nfree_gpus, 3, "node a has 3 GPUs left");
+    is_int(c.nodes[0].free_gpus[0], 5, "node a's next free GPU is 5");
+    is_int(c.nodes[0].free_cpus, 62, "CPUs consumed: ranks × cpus_per_rank");
+    release(jobs, 1);
+}
+
+static void
+test_many_shapes(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job *jobs = calloc(300, sizeof(*jobs));
+    int bad = 0;
+
+    add_node(&c, "a", 8, 1000, 4);
+    /* 300 distinct shapes that can never fit (more GPUs than any node),
+     * then one that fits: the cache grows and every answer is right. */
+    for (int i = 0; i < 299; i++)
+        jobs[i] = mkjob(i + 1, 1, 1, 1, 5 + i, 1);
+    jobs[299] = mkjob(1000, 0, 1, 1, 1, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 300, 100);
+    for (int i = 0; i < 299; i++)
+        bad += jobs[i].placed || strstr(jobs[i].reason, "whole cluster") ==
+                                     NULL;
+    is_int(bad, 0, "300 never-fit shapes each get their own reason");
+    ok(jobs[299].placed, "and none of them blocks the job that fits");
+    release(jobs, 300);
+    free(jobs);
+}
+
+static void
+test_rank_gpus(void)
+{
+    struct placement p;
+    int ids[4] = { 4, 5, 6, 7 }, out[4];
+    size_t n;
+
+    memset(&p, 0, sizeof(p));
+    p.gpus = ids;
+    p.ngpus = 4;
+    n = attempt_rank_gpus(&p, 2, 1, out);
+    ok(n == 2 && out[0] == 6 && out[1] == 7,
+        "4 GPUs, 2 ranks: rank 1 gets its own slice 6,7");
+    n = attempt_rank_gpus(&p, 4, 3, out);
+    ok(n == 1 && out[0] == 7, "4 GPUs, 4 ranks: one each");
+    n = attempt_rank_gpus(&p, 3, 0, out);
+    ok(n == 4, "4 GPUs, 3 ranks (not divisible): every rank sees all");
+    n = attempt_rank_gpus(&p, 8, 0, out);
+    ok(n == 4, "fewer GPUs than ranks: every rank sees all");
+    p.ngpus = 0;
+    is_int(attempt_rank_gpus(&p, 2, 0, out), 0, "no GPUs: empty list");
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    test_gang();
+    test_best_fit();
+    test_fragmentation();
+    test_blocked_vs_never();
+    test_order();
+    test_gpu_ids();
+    test_many_shapes();
+    test_rank_gpus();
+    return done_testing();
+}
