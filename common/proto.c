@@ -230,6 +230,9 @@ proto_job_spec_init(struct proto_job_spec *spec)
     spec->nodes = 1;
     spec->ranks_per_node = 1;
     spec->cpus_per_rank = 1;
+    spec->max_restarts = PROTO_DEFAULT_MAX_RESTARTS;
+    spec->max_infra_restarts = PROTO_DEFAULT_MAX_INFRA_RESTARTS;
+    spec->hang_timeout_s = PROTO_DEFAULT_HANG_TIMEOUT_S;
 }
 
 void
@@ -305,7 +308,13 @@ proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
         (rc = check_range("memory_mb_per_node", spec->memory_mb_per_node, 0,
              (int64_t)1 << 40, err)) ||
         (rc = check_range("priority", spec->priority, -1000, 1000, err)) ||
-        (rc = check_range("max_restarts", spec->max_restarts, 0, 1000, err)))
+        (rc = check_range("max_restarts", spec->max_restarts, 0, 1000, err)) ||
+        (rc = check_range("max_infra_restarts", spec->max_infra_restarts, 0,
+             10000, err)) ||
+        (rc = check_range("hang_timeout_s", spec->hang_timeout_s, 0,
+             PROTO_HANG_TIMEOUT_MAX, err)) ||
+        (rc = check_range("keep_checkpoints", spec->keep_checkpoints, 0,
+             100000, err)))
         return rc;
     if (spec->nenv > PROTO_ENV_MAX)
         return err_set(err, -EINVAL, "field 'env': more than %d entries",
@@ -353,6 +362,7 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
     static const char *const keys[] = { "version", "name", "argv", "nodes",
         "ranks_per_node", "gpus_per_node", "cpus_per_rank",
         "memory_mb_per_node", "priority", "env", "workdir", "max_restarts",
+        "max_infra_restarts", "hang_timeout_s", "keep_checkpoints",
         "checkpoint_dir", NULL };
     int rc;
 
@@ -381,6 +391,12 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
              &spec->workdir, err)) ||
         (rc = get_int(json, "max_restarts", false, 0, 1000,
              &spec->max_restarts, err)) ||
+        (rc = get_int(json, "max_infra_restarts", false, 0, 10000,
+             &spec->max_infra_restarts, err)) ||
+        (rc = get_int(json, "hang_timeout_s", false, 0,
+             PROTO_HANG_TIMEOUT_MAX, &spec->hang_timeout_s, err)) ||
+        (rc = get_int(json, "keep_checkpoints", false, 0, 100000,
+             &spec->keep_checkpoints, err)) ||
         (rc = jsonx_get_str(json, "checkpoint_dir", false, PROTO_PATH_MAX,
              &spec->checkpoint_dir, err)))
         goto fail;
@@ -419,6 +435,9 @@ proto_job_spec_to_json(const struct proto_job_spec *spec)
     if (spec->workdir)
         jsonx_add_str(o, "workdir", spec->workdir);
     jsonx_add_int(o, "max_restarts", spec->max_restarts);
+    jsonx_add_int(o, "max_infra_restarts", spec->max_infra_restarts);
+    jsonx_add_int(o, "hang_timeout_s", spec->hang_timeout_s);
+    jsonx_add_int(o, "keep_checkpoints", spec->keep_checkpoints);
     if (spec->checkpoint_dir)
         jsonx_add_str(o, "checkpoint_dir", spec->checkpoint_dir);
     return o;
@@ -453,16 +472,90 @@ proto_rank_state_parse(const char *s, enum proto_rank_state *out)
     return -EINVAL;
 }
 
+static const char *const progress_names[] = {
+    [PROTO_PROGRESS_NONE] = "none",
+    [PROTO_PROGRESS_STEP] = "step",
+    [PROTO_PROGRESS_OUTPUT] = "output",
+};
+
+const char *
+proto_progress_str(enum proto_progress p)
+{
+    if ((size_t)p >= ARRAY_SIZE(progress_names))
+        return "unknown";
+    return progress_names[p];
+}
+
+int
+proto_progress_parse(const char *s, enum proto_progress *out)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(progress_names); i++) {
+        if (strcmp(s, progress_names[i]) == 0) {
+            *out = (enum proto_progress)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* An array of at most PROTO_STEPS_MAX non-negative steps. */
+static int
+get_steps(const cJSON *obj, const char *key, int64_t **out, size_t *n,
+    struct err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *item;
+    size_t count;
+    int64_t *v;
+
+    if (arr == NULL)
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return err_set(err, -EINVAL,
+            "field '%s': must be an array of integers", key);
+    count = (size_t)cJSON_GetArraySize(arr);
+    if (count > PROTO_STEPS_MAX)
+        return err_set(err, -EINVAL, "field '%s': more than %d entries", key,
+            PROTO_STEPS_MAX);
+    v = xcalloc(count + 1, sizeof(*v));
+    count = 0;
+    cJSON_ArrayForEach(item, arr) {
+        if (!cJSON_IsNumber(item) || item->valuedouble < 0 ||
+            item->valuedouble > 9007199254740992.0 ||
+            item->valuedouble != (double)(int64_t)item->valuedouble) {
+            free(v);
+            return err_set(err, -EINVAL,
+                "field '%s[%zu]': must be a non-negative integer", key,
+                count);
+        }
+        v[count++] = (int64_t)item->valuedouble;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+static void
+add_steps(cJSON *obj, const char *key, const int64_t *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]));
+}
+
 static int
 rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
     struct err *err)
 {
     static const char *const keys[] = { "rank", "state", "pid", "start_ms",
-        "end_ms", "exit_code", "signal", "stderr_tail", NULL };
-    char *state = NULL;
+        "end_ms", "exit_code", "signal", "stderr_tail", "fenced", "step",
+        "idle_ms", "progress", "dump", "ckpt_steps", NULL };
+    char *state = NULL, *progress = NULL;
     int rc;
 
     memset(r, 0, sizeof(*r));
+    r->step = -1;
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = get_int(json, "rank", true, 0, INT32_MAX, &r->rank, err)) ||
         (rc = jsonx_get_str(json, "state", true, 16, &state, err)) ||
@@ -475,18 +568,37 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
              err)) ||
         (rc = get_int(json, "signal", false, 0, 128, &r->signal, err)) ||
         (rc = jsonx_get_str(json, "stderr_tail", false, PROTO_TAIL_MAX * 2,
-             &r->stderr_tail, err)))
+             &r->stderr_tail, err)) ||
+        (rc = jsonx_get_bool(json, "fenced", false, &r->fenced, err)) ||
+        (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &r->step,
+             err)) ||
+        (rc = jsonx_get_int(json, "idle_ms", false, 0, INT64_MAX / 2,
+             &r->idle_ms, err)) ||
+        (rc = jsonx_get_str(json, "progress", false, 16, &progress, err)) ||
+        (rc = jsonx_get_str(json, "dump", false, PROTO_DUMP_MAX * 2, &r->dump,
+             err)) ||
+        (rc = get_steps(json, "ckpt_steps", &r->ckpt_steps, &r->nckpt_steps,
+             err)))
         goto fail;
     if (proto_rank_state_parse(state, &r->state) < 0) {
         rc = err_set(err, -EINVAL, "field 'state': unknown rank state '%s'",
             state);
         goto fail;
     }
+    if (progress && proto_progress_parse(progress, &r->progress) < 0) {
+        rc = err_set(err, -EINVAL,
+            "field 'progress': unknown progress source '%s'", progress);
+        goto fail;
+    }
     free(state);
+    free(progress);
     return 0;
 fail:
     free(state);
+    free(progress);
     free(r->stderr_tail);
+    free(r->dump);
+    free(r->ckpt_steps);
     memset(r, 0, sizeof(*r));
     return rc;
 }
@@ -505,16 +617,29 @@ rank_status_to_json(const struct proto_rank_status *r)
         jsonx_add_int(o, "exit_code", r->exit_code);
         jsonx_add_int(o, "signal", r->signal);
         jsonx_add_str(o, "stderr_tail", r->stderr_tail ? r->stderr_tail : "");
+        if (r->fenced)
+            cJSON_AddBoolToObject(o, "fenced", true);
     }
+    jsonx_add_int(o, "step", r->step);
+    jsonx_add_int(o, "idle_ms", r->idle_ms);
+    jsonx_add_str(o, "progress", proto_progress_str(r->progress));
+    if (r->dump)
+        jsonx_add_str(o, "dump", r->dump);
+    if (r->nckpt_steps)
+        add_steps(o, "ckpt_steps", r->ckpt_steps, r->nckpt_steps);
     return o;
 }
 
 static void
 job_status_release(struct proto_job_status *j)
 {
-    for (size_t i = 0; i < j->nranks; i++)
+    for (size_t i = 0; i < j->nranks; i++) {
         free(j->ranks[i].stderr_tail);
+        free(j->ranks[i].dump);
+        free(j->ranks[i].ckpt_steps);
+    }
     free(j->ranks);
+    free(j->checkpoints);
     memset(j, 0, sizeof(*j));
 }
 
@@ -522,8 +647,10 @@ static int
 job_status_from_json(const cJSON *json, struct proto_job_status *j,
     struct err *err)
 {
-    static const char *const keys[] = { "job", "attempt", "ranks", NULL };
+    static const char *const keys[] = { "job", "attempt", "ranks",
+        "checkpoints", "dump_seq", NULL };
     const cJSON *ranks, *item;
+    int64_t dump_seq = 0;
     size_t n;
     int rc;
 
@@ -531,8 +658,13 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = jsonx_get_int(json, "job", true, 1, INT64_MAX / 2, &j->job,
              err)) ||
-        (rc = get_int(json, "attempt", true, 1, INT32_MAX, &j->attempt, err)))
+        (rc = get_int(json, "attempt", true, 1, INT32_MAX, &j->attempt, err)) ||
+        (rc = jsonx_get_int(json, "dump_seq", false, 0, INT64_MAX / 2,
+             &dump_seq, err)) ||
+        (rc = get_steps(json, "checkpoints", &j->checkpoints,
+             &j->ncheckpoints, err)))
         return rc;
+    j->dump_seq = (uint64_t)dump_seq;
     ranks = cJSON_GetObjectItemCaseSensitive(json, "ranks");
     if (!cJSON_IsArray(ranks))
         return err_set(err, -EINVAL, "field 'ranks': must be an array");
@@ -662,6 +794,10 @@ proto_node_report_to_json(const struct proto_node_report *rep)
 
         jsonx_add_int(jo, "job", j->job);
         jsonx_add_int(jo, "attempt", j->attempt);
+        if (j->ncheckpoints)
+            add_steps(jo, "checkpoints", j->checkpoints, j->ncheckpoints);
+        if (j->dump_seq)
+            jsonx_add_int(jo, "dump_seq", (int64_t)j->dump_seq);
         ranks = cJSON_AddArrayToObject(jo, "ranks");
         for (size_t r = 0; r < j->nranks; r++)
             cJSON_AddItemToArray(ranks, rank_status_to_json(&j->ranks[r]));
@@ -714,8 +850,10 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
     static const char *const keys[] = { "job", "attempt", "name", "user",
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
         "world_size", "master_addr", "master_port", "ranks",
-        "checkpoint_dir", "resume_from", "resume_step", NULL };
+        "checkpoint_dir", "resume_from", "resume_step", "keep_checkpoints",
+        "scan_checkpoints", "dump_seq", NULL };
     const cJSON *ranks, *item;
+    int64_t dump_seq = 0;
     size_t n;
     int rc;
 
@@ -752,8 +890,15 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
         (rc = jsonx_get_str(json, "resume_from", false, PROTO_PATH_MAX,
              &l->resume_from, err)) ||
         (rc = jsonx_get_int(json, "resume_step", false, -1, INT64_MAX / 2,
-             &l->resume_step, err)))
+             &l->resume_step, err)) ||
+        (rc = get_int(json, "keep_checkpoints", false, 0, 100000,
+             &l->keep_checkpoints, err)) ||
+        (rc = jsonx_get_bool(json, "scan_checkpoints", false,
+             &l->scan_checkpoints, err)) ||
+        (rc = jsonx_get_int(json, "dump_seq", false, 0, INT64_MAX / 2,
+             &dump_seq, err)))
         goto fail;
+    l->dump_seq = (uint64_t)dump_seq;
     if (l->argc == 0 || l->argv[0][0] == '\0') {
         rc = err_set(err, -EINVAL, "field 'argv': the command is empty");
         goto fail;
@@ -831,6 +976,9 @@ proto_launch_to_json(const struct proto_launch *l)
     jsonx_add_str(o, "checkpoint_dir", l->checkpoint_dir);
     jsonx_add_str(o, "resume_from", l->resume_from);
     jsonx_add_int(o, "resume_step", l->resume_step);
+    jsonx_add_int(o, "keep_checkpoints", l->keep_checkpoints);
+    cJSON_AddBoolToObject(o, "scan_checkpoints", l->scan_checkpoints);
+    jsonx_add_int(o, "dump_seq", (int64_t)l->dump_seq);
     return o;
 }
 

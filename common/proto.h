@@ -39,6 +39,14 @@
 #define PROTO_TAIL_MAX 4096
 #define PROTO_LABELS_MAX 64
 #define PROTO_NODE_NAME_MAX 64
+#define PROTO_DUMP_MAX 16384
+#define PROTO_STEPS_MAX 64          /* checkpoint steps listed per report */
+#define PROTO_HANG_TIMEOUT_MAX (7 * 24 * 3600)
+
+/* Defaults a job gets when its spec leaves them out (docs/api.md). */
+#define PROTO_DEFAULT_MAX_RESTARTS 3
+#define PROTO_DEFAULT_MAX_INFRA_RESTARTS 20
+#define PROTO_DEFAULT_HANG_TIMEOUT_S 1800
 
 /* A string-to-string map entry (env, labels). */
 struct proto_kv {
@@ -61,7 +69,10 @@ struct proto_job_spec {
     struct proto_kv *env;
     size_t nenv;
     char *workdir;              /* never NULL after from_json ("/") */
-    int max_restarts;
+    int max_restarts;           /* the job's own failures */
+    int max_infra_restarts;     /* node lost, hang, node excluded */
+    int hang_timeout_s;         /* 0: no hang watchdog */
+    int keep_checkpoints;       /* 0: keep every complete checkpoint */
     char *checkpoint_dir;       /* never NULL after from_json ("") */
 };
 
@@ -86,6 +97,17 @@ enum proto_rank_state {
     PROTO_RANK_LOST,
 };
 
+/* What a rank's progress was last measured by (the hang watchdog says
+ * which one it used). */
+enum proto_progress {
+    PROTO_PROGRESS_NONE,        /* neither a step nor output yet */
+    PROTO_PROGRESS_STEP,        /* the SDK reported a step */
+    PROTO_PROGRESS_OUTPUT,      /* stdout/stderr grew */
+};
+
+const char *proto_progress_str(enum proto_progress p);
+int proto_progress_parse(const char *s, enum proto_progress *out);
+
 const char *proto_rank_state_str(enum proto_rank_state s);
 int proto_rank_state_parse(const char *s, enum proto_rank_state *out);
 
@@ -98,6 +120,13 @@ struct proto_rank_status {
     int exit_code;              /* valid when EXITED; -1 when signalled */
     int signal;                 /* 0 unless killed by a signal */
     char *stderr_tail;          /* may be NULL */
+    bool fenced;                /* killed by its supervisor: lease expired */
+    int64_t step;               /* last step the SDK reported; -1 none */
+    int64_t idle_ms;            /* ms since the last progress (agent clock) */
+    enum proto_progress progress;
+    char *dump;                 /* stack/proc evidence; may be NULL */
+    int64_t *ckpt_steps;        /* steps this rank committed (SDK) */
+    size_t nckpt_steps;
 };
 
 struct proto_job_status {
@@ -105,6 +134,11 @@ struct proto_job_status {
     int attempt;
     struct proto_rank_status *ranks;
     size_t nranks;
+    /* Complete checkpoint steps found by the convention scan (node rank 0
+     * only), newest last, at most PROTO_STEPS_MAX. */
+    int64_t *checkpoints;
+    size_t ncheckpoints;
+    uint64_t dump_seq;          /* the last dump request served */
 };
 
 /* ---- node report: POST /v1/agent/status ------------------------------- */
@@ -160,6 +194,9 @@ struct proto_launch {
     char *checkpoint_dir;       /* never NULL after from_json */
     char *resume_from;          /* never NULL after from_json */
     int64_t resume_step;        /* -1 when none */
+    int keep_checkpoints;       /* 0: keep all (node rank 0 prunes) */
+    bool scan_checkpoints;      /* this node reports complete checkpoints */
+    uint64_t dump_seq;          /* increases: collect stack dumps now */
 };
 
 int proto_launch_from_json(const cJSON *json, struct proto_launch *l,

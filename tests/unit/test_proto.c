@@ -53,6 +53,22 @@ test_job_spec(void)
     is_int(spec.cpus_per_rank, 1, "default cpus 1");
     is_str(spec.workdir, "/", "default workdir /");
     is_str(spec.checkpoint_dir, "", "default checkpoint dir empty");
+    is_int(spec.max_restarts, PROTO_DEFAULT_MAX_RESTARTS,
+        "default job-failure budget");
+    is_int(spec.max_infra_restarts, PROTO_DEFAULT_MAX_INFRA_RESTARTS,
+        "default infrastructure budget");
+    is_int(spec.hang_timeout_s, PROTO_DEFAULT_HANG_TIMEOUT_S,
+        "default hang timeout");
+    is_int(spec.keep_checkpoints, 0, "keep every checkpoint by default");
+    proto_job_spec_release(&spec);
+
+    is_int(spec_parse("{\"version\":1,\"argv\":[\"sh\"],\"max_restarts\":0,"
+               "\"max_infra_restarts\":7,\"hang_timeout_s\":0,"
+               "\"keep_checkpoints\":2}", &spec, &err), 0,
+        "fault-tolerance fields parse");
+    ok(spec.max_restarts == 0 && spec.max_infra_restarts == 7 &&
+           spec.hang_timeout_s == 0 && spec.keep_checkpoints == 2,
+        "fault-tolerance fields kept");
     proto_job_spec_release(&spec);
 
     is_int(spec_parse("{\"version\":1,\"name\":\"train-1\",\"argv\":[\"sh\"],"
@@ -107,6 +123,10 @@ test_job_spec(void)
     expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"nodes\":1,\"nodes\":2}",
         "given twice");
     expect_bad("[1,2]", "expected a JSON object");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"hang_timeout_s\":-1}",
+        "'hang_timeout_s'");
+    expect_bad("{\"version\":1,\"argv\":[\"sh\"],\"keep_checkpoints\":-3}",
+        "'keep_checkpoints'");
 
     err_clear(&err);
     ok(jsonx_parse("{\"version\":1,", 13, &json, &err) == -EINVAL &&
@@ -154,7 +174,10 @@ test_node_report(void)
         "\"jobs\":[{\"job\":3,\"attempt\":1,\"ranks\":["
         "{\"rank\":0,\"state\":\"running\",\"pid\":10},"
         "{\"rank\":1,\"state\":\"exited\",\"exit_code\":3,\"signal\":0,"
-        "\"stderr_tail\":\"boom\"}]}]}";
+        "\"stderr_tail\":\"boom\",\"fenced\":true,\"step\":120,"
+        "\"idle_ms\":900,\"progress\":\"step\",\"dump\":\"State: T\","
+        "\"ckpt_steps\":[100,110]}],\"checkpoints\":[100],"
+        "\"dump_seq\":2}]}";
     struct proto_node_report rep, back;
     struct err err;
     cJSON *json = NULL;
@@ -178,6 +201,20 @@ test_node_report(void)
     cJSON_Delete(json);
     ok(back.jobs[0].ranks[0].pid == 10 && back.nlabels == 1,
         "round trip keeps pid and labels");
+    ok(back.jobs[0].ranks[0].step == -1 &&
+           back.jobs[0].ranks[0].progress == PROTO_PROGRESS_NONE,
+        "a rank without progress has step -1");
+    {
+        const struct proto_rank_status *r = &back.jobs[0].ranks[1];
+        ok(r->fenced && r->step == 120 && r->idle_ms == 900 &&
+               r->progress == PROTO_PROGRESS_STEP &&
+               strcmp(r->dump, "State: T") == 0 && r->nckpt_steps == 2 &&
+               r->ckpt_steps[1] == 110,
+            "progress, fencing, dump and commits round trip");
+        ok(back.jobs[0].ncheckpoints == 1 && back.jobs[0].checkpoints[0] == 100
+               && back.jobs[0].dump_seq == 2,
+            "convention checkpoints and dump_seq round trip");
+    }
     free(out);
     proto_node_report_release(&back);
     proto_node_report_release(&rep);
@@ -228,6 +265,9 @@ test_work(void)
     cJSON_Delete(json);
     ok(back.jobs[0].master_port == 29500 && back.jobs[0].resume_step == -1,
         "round trip keeps values");
+    ok(!back.jobs[0].scan_checkpoints && back.jobs[0].dump_seq == 0 &&
+           back.jobs[0].keep_checkpoints == 0,
+        "launch defaults for scan, dump and keep");
     free(out);
     proto_work_release(&back);
     proto_work_release(&w);
