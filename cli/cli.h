@@ -227,5 +227,6 @@ int cmd_cordon(int argc, char **argv, struct cli *cli);
 int cmd_uncordon(int argc, char **argv, struct cli *cli);
 int cmd_token(int argc, char **argv, struct cli *cli);
 int cmd_whoami(int argc, char **argv, struct cli *cli);
+int cmd_stats(int argc, char **argv, struct cli *cli);
 
 #endif

@@ -5,7 +5,9 @@
  * Both share one implementation: POST /v1/nodes/NAME/{cordon,uncordon}
  * with {"version":1,"reason":"..."}. Cordoning demands a reason because
  * the next person on call will read it in the node's history; uncordoning
- * may omit it.
+ * may omit it. `cordon --evict` also moves the jobs running there to other
+ * nodes at once (they restart from their latest complete checkpoint),
+ * instead of letting them finish.
  */
 #include "cli/cli.h"
 
@@ -18,17 +20,18 @@
 
 static int
 cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
-    bool need_reason)
+    bool is_cordon)
 {
-    enum { OPT_REASON = 256, OPT_JSON };
+    enum { OPT_REASON = 256, OPT_JSON, OPT_EVICT };
     static const struct option lopts[] = {
         { "reason", required_argument, NULL, OPT_REASON },
+        { "evict", no_argument, NULL, OPT_EVICT },
         { "json", no_argument, NULL, OPT_JSON },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *reason = NULL;
-    bool json = cli->json;
+    bool json = cli->json, evict = false;
     struct cli_resp resp;
     cJSON *body, *node = NULL;
     char *name, *path;
@@ -44,6 +47,11 @@ cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
         case OPT_JSON:
             json = true;
             break;
+        case OPT_EVICT:
+            if (!is_cordon)
+                return cli_usage(cli, "--evict goes with cordon");
+            evict = true;
+            break;
         case 'h':
             return cli_help(cli);
         default:
@@ -56,13 +64,15 @@ cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
         return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
     if (!proto_valid_name(argv[optind], PROTO_NODE_NAME_MAX))
         return cli_usage(cli, "invalid node name '%s'", argv[optind]);
-    if (need_reason && (reason == NULL || *reason == '\0'))
+    if (is_cordon && (reason == NULL || *reason == '\0'))
         return cli_usage(cli, "--reason is required: say why, for whoever "
                               "reads the node's history next");
 
     body = cJSON_CreateObject();
     jsonx_add_int(body, "version", PROTO_VERSION);
     jsonx_add_str(body, "reason", reason ? reason : "");
+    if (evict)
+        cJSON_AddBoolToObject(body, "evict", true);
     cli_resp_init(&resp);
     name = cli_escape(cli, argv[optind]);
     path = xasprintf("/v1/nodes/%s/%s", name, verb);

@@ -59,8 +59,67 @@ print_times(const char *label, int64_t ms, int64_t now)
         sizeof(when)), cli_fmt_age(ms, now, age, sizeof(age)));
 }
 
+/* "+1.2s" from `from` to `to`, or "-" when either is unknown. */
+static const char *
+delta(int64_t from, int64_t to, char *buf, size_t len)
+{
+    char d[32];
+
+    if (from <= 0 || to <= 0 || to < from) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    snprintf(buf, len, "+%s", timeid_fmt_duration(to - from, d, sizeof(d)));
+    return buf;
+}
+
+/* What failed an attempt, with the evidence the scheduler kept. */
 static void
-print_attempt(const cJSON *a, int64_t now)
+print_attempt_failure(const cJSON *a, const cJSON *next)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(a, "failure");
+    const cJSON *dumps, *d;
+    int64_t failed = cli_jint(a, "failed_ms", 0);
+    char b1[32], b2[32], b3[32], sig[64];
+
+    if (!cJSON_IsObject(f))
+        return;
+    printf("  failure:   %s", cli_jstr(f, "kind"));
+    if (*cli_jstr(f, "node"))
+        printf(" on %s", cli_jstr(f, "node"));
+    if (cli_jhas_num(f, "rank") && cli_jint(f, "rank", -1) >= 0)
+        printf(", rank %lld", (long long)cli_jint(f, "rank", -1));
+    if (cli_jint(f, "signal", 0) > 0)
+        printf(", killed by %s", sig_name(cli_jint(f, "signal", 0), sig,
+            sizeof(sig)));
+    else if (cli_jhas_num(f, "exit_code") && cli_jint(f, "exit_code", 0))
+        printf(", exit code %lld", (long long)cli_jint(f, "exit_code", 0));
+    if (cli_jhas_num(f, "last_step") && cli_jint(f, "last_step", -1) >= 0)
+        printf(", last step %lld", (long long)cli_jint(f, "last_step", -1));
+    printf("\n");
+    if (cli_jint(f, "idle_ms", 0) > 0)
+        printf("  watchdog:  no progress for %s (measured by %s)\n",
+            timeid_fmt_duration(cli_jint(f, "idle_ms", 0), b1, sizeof(b1)),
+            *cli_jstr(f, "source") ? cli_jstr(f, "source") : "-");
+    printf("  blamed:    %s\n",
+        *cli_jstr(f, "blamed") ? cli_jstr(f, "blamed") : "no node");
+    printf("  recovery:  detected %s, released %s, next attempt running %s "
+           "after the failure\n",
+        delta(failed, cli_jint(a, "detected_ms", 0), b1, sizeof(b1)),
+        delta(failed, cli_jint(a, "released_ms", 0), b2, sizeof(b2)),
+        delta(failed, next ? cli_jint(next, "running_ms", 0) : 0, b3,
+            sizeof(b3)));
+    dumps = cJSON_GetObjectItemCaseSensitive(f, "dumps");
+    cJSON_ArrayForEach(d, dumps) {
+        printf("\n  stack dump of rank %lld:\n",
+            (long long)cli_jint(d, "rank", 0));
+        cli_print_indented(stdout, "    | ", cli_jstr(d, "dump"));
+    }
+}
+
+/* next: the attempt after a (its start ends a's recovery), or NULL. */
+static void
+print_attempt(const cJSON *a, const cJSON *next, int64_t now)
 {
     static const char *const headers[] = { "RANK", "NODE", "LOCAL", "STATE",
         "EXIT", "SIGNAL" };
@@ -83,6 +142,13 @@ print_attempt(const cJSON *a, int64_t now)
             sizeof(dur)));
     if (*reason)
         printf("  reason:    %s\n", reason);
+    if (cli_jint(a, "resume_step", -1) >= 0)
+        printf("  resumed:   from step %lld (%s)\n",
+            (long long)cli_jint(a, "resume_step", -1),
+            cli_jstr(a, "resume_from"));
+    else
+        printf("  resumed:   no (fresh start)\n");
+    print_attempt_failure(a, next);
     if (*cli_jstr(a, "master_addr"))
         printf("  master:    %s:%lld\n", cli_jstr(a, "master_addr"),
             (long long)cli_jint(a, "master_port", 0));
@@ -140,6 +206,48 @@ print_attempt(const cJSON *a, int64_t now)
     }
 }
 
+/* The newest complete checkpoints the registry knows. */
+static void
+print_checkpoints(const cJSON *job)
+{
+    const cJSON *cks = cJSON_GetObjectItemCaseSensitive(job, "checkpoints");
+    int n = cJSON_GetArraySize(cks), shown = 0;
+    char when[64];
+
+    if (n <= 0)
+        return;
+    printf("  complete:    %d checkpoint(s); newest:\n", n);
+    for (int i = n - 1; i >= 0 && shown < 3; i--, shown++) {
+        const cJSON *c = cJSON_GetArrayItem(cks, i);
+
+        printf("               step %lld (attempt %lld, %s, %s)\n",
+            (long long)cli_jint(c, "step", 0),
+            (long long)cli_jint(c, "attempt", 0), cli_jstr(c, "source"),
+            cli_fmt_time(cli_jint(c, "complete_ms", 0), when, sizeof(when)));
+    }
+}
+
+/* Effective training time ratio and where the rest went. */
+static void
+print_goodput(const cJSON *job)
+{
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(job, "goodput");
+    const cJSON *ettr;
+    char w[32], p[32], l[32], r[32];
+
+    if (!cJSON_IsObject(g) || cli_jint(g, "wall_ms", 0) <= 0)
+        return;
+    ettr = cJSON_GetObjectItemCaseSensitive(g, "ettr");
+    printf("  goodput:     ETTR %.3f: productive %s, lost %s, recovery %s "
+           "of %s wall-clock (x%lld ranks)\n",
+        cJSON_IsNumber(ettr) ? ettr->valuedouble : 0.0,
+        timeid_fmt_duration(cli_jint(g, "productive_ms", 0), p, sizeof(p)),
+        timeid_fmt_duration(cli_jint(g, "lost_ms", 0), l, sizeof(l)),
+        timeid_fmt_duration(cli_jint(g, "recovery_ms", 0), r, sizeof(r)),
+        timeid_fmt_duration(cli_jint(g, "wall_ms", 0), w, sizeof(w)),
+        (long long)cli_jint(g, "world_size", 0));
+}
+
 static void
 print_job(const cJSON *job)
 {
@@ -173,10 +281,25 @@ print_job(const cJSON *job)
         mem > 0 ? cli_fmt_mb(mem, membuf, sizeof(membuf)) : "any",
         (long long)cli_jint(job, "cpus_per_rank", 0));
     printf("  priority:    %lld\n", (long long)cli_jint(job, "priority", 0));
-    printf("  restarts:    %lld used of %lld allowed\n",
-        (long long)(nattempts > 1 ? nattempts - 1 : 0),
-        (long long)cli_jint(job, "max_restarts", 0));
+    if (cli_jhas_num(job, "restarts"))
+        printf("  restarts:    %lld of %lld for the job's own failures, "
+               "%lld of %lld for infrastructure\n",
+            (long long)cli_jint(job, "restarts", 0),
+            (long long)cli_jint(job, "max_restarts", 0),
+            (long long)cli_jint(job, "infra_restarts", 0),
+            (long long)cli_jint(job, "max_infra_restarts", 0));
+    else
+        printf("  restarts:    %lld used of %lld allowed\n",
+            (long long)(nattempts > 1 ? nattempts - 1 : 0),
+            (long long)cli_jint(job, "max_restarts", 0));
+    if (cli_jint(job, "hang_timeout_s", 0) > 0)
+        printf("  watchdog:    restart after %llds without progress\n",
+            (long long)cli_jint(job, "hang_timeout_s", 0));
+    else
+        printf("  watchdog:    off\n");
     printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
+    print_checkpoints(job);
+    print_goodput(job);
     printf("  env:         %s\n", envs);
     print_times("submitted:", cli_jint(job, "submit_ms", 0), now);
     print_times("started:", cli_jint(job, "start_ms", 0), now);
@@ -189,7 +312,7 @@ print_job(const cJSON *job)
         cli_print_indented(stdout, "    | ", tail);
     }
     cJSON_ArrayForEach(a, attempts)
-        print_attempt(a, now);
+        print_attempt(a, a->next, now);
     free(envs);
     free(cmdline);
 }

@@ -129,7 +129,7 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     enum {
         OPT_NAME = 256, OPT_NODES, OPT_RPN, OPT_GPN, OPT_CPR, OPT_MEM,
         OPT_PRIO, OPT_ENV, OPT_WORKDIR, OPT_RESTARTS, OPT_CKPT, OPT_WAIT,
-        OPT_JSON,
+        OPT_JSON, OPT_INFRA, OPT_HANG, OPT_KEEP,
     };
     static const struct option lopts[] = {
         { "name", required_argument, NULL, OPT_NAME },
@@ -142,6 +142,9 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
         { "env", required_argument, NULL, OPT_ENV },
         { "workdir", required_argument, NULL, OPT_WORKDIR },
         { "max-restarts", required_argument, NULL, OPT_RESTARTS },
+        { "max-infra-restarts", required_argument, NULL, OPT_INFRA },
+        { "hang-timeout", required_argument, NULL, OPT_HANG },
+        { "keep-checkpoints", required_argument, NULL, OPT_KEEP },
         { "checkpoint-dir", required_argument, NULL, OPT_CKPT },
         { "wait", no_argument, NULL, OPT_WAIT },
         { "json", no_argument, NULL, OPT_JSON },
@@ -204,6 +207,19 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
         case OPT_RESTARTS:
             rc = opt_int("--max-restarts", optarg, 0, 1000, &v, err);
             spec->max_restarts = (int)v;
+            break;
+        case OPT_INFRA:
+            rc = opt_int("--max-infra-restarts", optarg, 0, 10000, &v, err);
+            spec->max_infra_restarts = (int)v;
+            break;
+        case OPT_HANG:
+            rc = opt_int("--hang-timeout", optarg, 0, PROTO_HANG_TIMEOUT_MAX,
+                &v, err);
+            spec->hang_timeout_s = (int)v;
+            break;
+        case OPT_KEEP:
+            rc = opt_int("--keep-checkpoints", optarg, 0, 100000, &v, err);
+            spec->keep_checkpoints = (int)v;
             break;
         case OPT_CKPT:
             rc = abs_path("--checkpoint-dir", optarg, &spec->checkpoint_dir,

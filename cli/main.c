@@ -34,8 +34,18 @@ static const struct cli_cmd cmds[] = {
         "  --env K=V             set a variable for every rank (repeatable);\n"
         "                        --env K passes this shell's value of K\n"
         "  --workdir DIR         working directory (default: the current one)\n"
-        "  --max-restarts N      restarts allowed after a failure (default 0)\n"
-        "  --checkpoint-dir DIR  where the job keeps its checkpoints\n"
+        "  --max-restarts N      restarts after the job's own failures, e.g.\n"
+        "                        a rank exiting non-zero (default 3)\n"
+        "  --max-infra-restarts N\n"
+        "                        restarts after infrastructure failures: node\n"
+        "                        lost, hang, node excluded (default 20)\n"
+        "  --hang-timeout SECS   restart when a rank makes no progress (a step\n"
+        "                        reported through the SDK, or else output) for\n"
+        "                        this long; 0 disables (default 1800)\n"
+        "  --checkpoint-dir DIR  where the job keeps its checkpoints; a restart\n"
+        "                        resumes from the newest complete one\n"
+        "  --keep-checkpoints K  keep only the K newest complete checkpoints\n"
+        "                        (default 0: keep all)\n"
         "  --wait                wait for the job to end; exit 0 only if it\n"
         "                        SUCCEEDED (Ctrl-C ends the wait, not the job)\n"
         "  --json                print the job object the scheduler returns\n",
@@ -80,9 +90,11 @@ static const struct cli_cmd cmds[] = {
         "  --json  print the API reply unchanged\n",
         0 },
     { "cordon", cmd_cordon, "stop placing new work on a node",
-        "usage: lockstep cordon NODE --reason REASON [--json]\n"
+        "usage: lockstep cordon NODE --reason REASON [--evict] [--json]\n"
         "\n"
         "  --reason REASON  why (kept in the node's history; required)\n"
+        "  --evict          also restart the jobs running there on other\n"
+        "                   nodes now, from their latest checkpoint\n"
         "  --json           print the node object the scheduler returns\n",
         CLI_CMD_OPERATOR },
     { "uncordon", cmd_uncordon, "make a node schedulable again",
@@ -101,6 +113,11 @@ static const struct cli_cmd cmds[] = {
         "\n"
         "The token is printed once; the scheduler keeps only its hash.\n",
         CLI_CMD_OPERATOR },
+    { "stats", cmd_stats, "cluster-wide goodput and failure counts",
+        "usage: lockstep stats [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+        0 },
     { "whoami", cmd_whoami, "show who the scheduler thinks you are",
         "usage: lockstep whoami [--json]\n"
         "\n"
