@@ -23,6 +23,12 @@ Options:
   --crash-at N     every rank exits 1 at step N on attempt 1 only
                    (LOCKSTEP_ATTEMPT=1), to test restart from a checkpoint
   --always-crash-at N   exit 1 at step N on every attempt
+  --crash-in-checkpoint N  on attempt 1, every rank exits 1 after writing
+                   its part of checkpoint N but before COMPLETE (a crash
+                   mid-write: that checkpoint must never be resumed from)
+  --sdk            report each step through the `lockstep` SDK module (the
+                   hang watchdog then measures steps, not output) and
+                   commit checkpoints through it as well
 """
 import argparse
 import hashlib
@@ -59,7 +65,7 @@ def param_digest(model):
     return h.hexdigest()
 
 
-def save_checkpoint(root, step, rank, model, opt):
+def save_checkpoint(root, step, rank, model, opt, crash=False, sdk=None):
     d = os.path.join(root, "step-%d" % step)
     os.makedirs(d, exist_ok=True)
     tmp = os.path.join(d, "rank-%d.pt.tmp" % rank)
@@ -67,6 +73,12 @@ def save_checkpoint(root, step, rank, model, opt):
                 "opt": opt.state_dict()}, tmp)
     os.replace(tmp, os.path.join(d, "rank-%d.pt" % rank))
     dist.barrier()
+    if crash:
+        log("crashing inside checkpoint %d, before COMPLETE" % step)
+        sys.stdout.flush()
+        os._exit(1)
+    if sdk is not None:
+        sdk.checkpoint_committed(step)
     if rank == 0:
         with open(os.path.join(d, "COMPLETE"), "w") as f:
             f.write("%d\n" % step)
@@ -82,6 +94,8 @@ def main():
     ap.add_argument("--step-time", type=float, default=0.0)
     ap.add_argument("--crash-at", type=int, default=-1)
     ap.add_argument("--always-crash-at", type=int, default=-1)
+    ap.add_argument("--crash-in-checkpoint", type=int, default=-1)
+    ap.add_argument("--sdk", action="store_true")
     ap.add_argument("--out", default=os.environ.get("LOCKSTEP_CHECKPOINT_DIR")
                     or ".")
     a = ap.parse_args()
@@ -90,6 +104,9 @@ def main():
     world = int(os.environ["WORLD_SIZE"])
     attempt = int(os.environ.get("LOCKSTEP_ATTEMPT", "1"))
     ckpt = os.environ.get("LOCKSTEP_CHECKPOINT_DIR") or a.out
+    sdk = None
+    if a.sdk:
+        import lockstep as sdk
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
 
@@ -116,12 +133,16 @@ def main():
         loss = loss_fn(ddp(x), y)
         loss.backward()
         opt.step()
+        if sdk is not None:
+            sdk.step(step)
         if rank == 0 and (step % 10 == 0 or step == a.steps):
             log("step %d loss %.6f" % (step, loss.item()))
         if a.step_time > 0:
             time.sleep(a.step_time)
         if a.ckpt_every > 0 and step % a.ckpt_every == 0 and step < a.steps:
-            save_checkpoint(ckpt, step, rank, model, opt)
+            save_checkpoint(ckpt, step, rank, model, opt,
+                            crash=(step == a.crash_in_checkpoint
+                                   and attempt == 1), sdk=sdk)
 
     digest = param_digest(model)
     if rank == 0:

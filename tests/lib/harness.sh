@@ -22,7 +22,7 @@
 set -u
 
 TEST_NAME=$(basename "$0" .sh)
-SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
+SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${LOCKSTEP_BUILD:=$SRC_DIR/build}"
 BUILD_DIR=$(cd "$LOCKSTEP_BUILD" && pwd)
 LOCKSTEPD=$BUILD_DIR/scheduler/lockstepd
@@ -199,6 +199,7 @@ start_scheduler() {
         -o cluster_secret_file="$CLUSTER_SECRET" \
         -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
         -o heartbeat_ms="${HEARTBEAT_MS:-500}" \
+        ${LEASE_MS:+-o lease_ms="$LEASE_MS"} \
         "$@" >>"$d/log" 2>&1 &
     SCHED_PID=$!
     export LOCKSTEP_SERVER=$d/sock
@@ -228,13 +229,15 @@ stop_scheduler() {
 }
 
 # start_agent NAME [-o key=value]...: start an agent for node NAME with 8
-# CPUs, 4 fake GPUs and its own state and log directories.
+# CPUs, 4 fake GPUs and its own state and log directories. It talks to the
+# scheduler's Unix socket, or to $AGENT_SERVER when set.
 start_agent() {
     local name=$1
     shift
     local d=$TEST_DIR/agent-$name
     mkdir -p "$d/state"
-    "$AGENTD" -o server="$TEST_DIR/sched/sock" -o node_name="$name" \
+    "$AGENTD" -o server="${AGENT_SERVER:-$TEST_DIR/sched/sock}" \
+        -o node_name="$name" \
         -o addr=127.0.0.1 -o cpus=8 -o memory_mb=16384 -o gpus=0-3 \
         -o labels="rack=r-$name" -o state_dir="$d/state" \
         -o log_dir="$d/logs" -o cluster_secret_file="$CLUSTER_SECRET" \
@@ -335,4 +338,133 @@ db_query() {
 # db_events SUBJECT: "actor kind" for each event about SUBJECT (job/12).
 db_events() {
     db_query "SELECT actor || ' ' || kind FROM events WHERE subject = '$1' ORDER BY id"
+}
+
+# --- fault-injection helpers (t4xxx) --------------------------------------
+
+DDP_TRAIN=$SRC_DIR/tests/helpers/ddp_train.py
+
+# ddp_submit NAME [submit options] -- [ddp_train.py options]: submit the
+# deterministic PyTorch DDP job (2 nodes x 2 ranks unless overridden),
+# checkpointing under $TEST_DIR/NAME/ck, final parameters to
+# $TEST_DIR/NAME/out; prints the job id.
+ddp_submit() {
+    local name=$1
+    shift
+    local sopts=() topts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    topts=("$@")
+    mkdir -p "$TEST_DIR/$name"
+    submit_id --name "$name" --nodes 2 --ranks-per-node 2 \
+        --checkpoint-dir "$TEST_DIR/$name/ck" --workdir "$TEST_DIR/$name" \
+        --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
+        -- "$PY" "$DDP_TRAIN" --out "$TEST_DIR/$name/out" "${topts[@]}"
+}
+
+# reference_sha [ddp_train.py options]: the final parameter digest of an
+# uninterrupted run, computed without lockstep (4 local processes wired
+# the torchrun way), so a restarted run can be compared bit for bit.
+reference_sha() {
+    local d=$TEST_DIR/reference port pids=() r
+    mkdir -p "$d"
+    port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    for r in 0 1 2 3; do
+        RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) MASTER_ADDR=127.0.0.1 \
+            MASTER_PORT=$port LOCKSTEP_CHECKPOINT_DIR=$d/ck \
+            "$PY" "$DDP_TRAIN" --out "$d/out" "$@" >"$d/rank-$r.log" 2>&1 &
+        pids+=($!)
+        EXTRA_PIDS+=($!)
+    done
+    for r in "${pids[@]}"; do wait "$r" || return 1; done
+    sed -n 's/.*final sha256 //p' "$d/rank-0.log"
+}
+
+# final_sha JOB: the digest the job's rank 0 printed (through the API).
+final_sha() {
+    ls_cli logs "$1" --rank 0 | sed -n 's/.*final sha256 //p' | tail -n 1
+}
+
+# ckpt_complete NAME STEP: step-STEP of job NAME has its COMPLETE marker.
+ckpt_complete() {
+    [ -f "$TEST_DIR/$1/ck/step-$2/COMPLETE" ]
+}
+
+# attempt_pids JOB ATTEMPT [NODE]: live processes of that attempt.
+attempt_pids() {
+    local pid env
+    for pid in $(job_pids "$1" "${3:-}"); do
+        env=$(tr '\0' '\n' 2>/dev/null </proc/"$pid"/environ) || continue
+        echo "$env" | grep -qxF "LOCKSTEP_ATTEMPT=$2" && echo "$pid"
+    done
+}
+
+# rank_pid JOB RANK: the pid of the rank process itself (the direct child
+# of its supervisor, i.e. the process-group leader).
+rank_pid() {
+    local pid env
+    for pid in $(job_pids "$1"); do
+        env=$(tr '\0' '\n' 2>/dev/null </proc/"$pid"/environ) || continue
+        echo "$env" | grep -qxF "RANK=$2" || continue
+        [ "$(awk '{print $5}' /proc/"$pid"/stat 2>/dev/null)" = "$pid" ] &&
+            echo "$pid"
+    done | head -n 1
+}
+
+# watch_attempts JOB: record, in the background, which attempts of JOB
+# have live processes (tests/helpers/watch-attempts.py).
+watch_attempts() {
+    "$PY" "$SRC_DIR/tests/helpers/watch-attempts.py" \
+        --tag "$LOCKSTEP_TEST_TAG" --job "$1" --out "$TEST_DIR/watch-$1" &
+    WATCH_PID=$!
+    EXTRA_PIDS+=($!)
+}
+
+stop_watch() {
+    [ -n "${WATCH_PID:-}" ] && kill "$WATCH_PID" 2>/dev/null
+    WATCH_PID=
+    return 0
+}
+
+# one_attempt_at_a_time JOB: no sample saw two attempts alive at once.
+one_attempt_at_a_time() {
+    "$PY" - "$TEST_DIR/watch-$1" <<'PY'
+import sys
+bad = []
+for line in open(sys.argv[1]):
+    parts = line.split()
+    attempts = {p.split(":")[0] for p in parts[1:]}
+    if len(attempts) > 1:
+        bad.append(line.strip())
+if bad:
+    print("two attempts alive at once:", *bad[:5], sep="\n  ")
+    sys.exit(1)
+PY
+}
+
+# attempts_seen JOB: the attempt numbers the watcher saw, in order.
+attempts_seen() {
+    awk '{for (i = 2; i <= NF; i++) { split($i, a, ":"); print a[1] }}' \
+        "$TEST_DIR/watch-$1" | awk '!seen[$0]++' | tr '\n' ' '
+}
+
+# start_proxy: a TCP proxy in front of the scheduler that tests can cut
+# (tests/helpers/tcp-proxy.py); PROXY_URL is its address.
+start_proxy() {
+    rm -f "$TEST_DIR/proxy.port"
+    "$PY" "$SRC_DIR/tests/helpers/tcp-proxy.py" \
+        --target "127.0.0.1:$(cat "$TEST_DIR/sched/port")" \
+        --port-file "$TEST_DIR/proxy.port" &
+    PROXY_PID=$!
+    EXTRA_PIDS+=($!)
+    wait_until 10 test -s "$TEST_DIR/proxy.port" || return 1
+    PROXY_URL=http://127.0.0.1:$(cat "$TEST_DIR/proxy.port")
+}
+
+proxy_block() { kill -USR1 "$PROXY_PID"; }
+proxy_heal() { kill -USR2 "$PROXY_PID"; }
+
+# job_json JOB EXPR: evaluate EXPR over `lockstep show JOB --json`.
+job_json() {
+    ls_cli show "$1" --json | jget "$2"
 }

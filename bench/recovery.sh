@@ -1,0 +1,144 @@
+#!/bin/bash
+# recovery.sh - how fast lockstep recovers from a failure, and what that
+# costs a long run. Prints figures; asserts nothing.
+#
+#   bench/recovery.sh [--trials N] [--ettr-minutes M]
+#
+# Runs real daemons on loopback (scheduler + 4 agents, production timing
+# defaults: heartbeat 1 s, node timeout 10 s, lease 5 s) through the test
+# harness, which also cleans every process up by PID.
+#
+# 1. Rank crash: a 2x2 job of shell ranks; kill -9 one rank; measure from
+#    the kill to every rank of the next attempt running, split into
+#    detection (kill -> scheduler decided), teardown (-> every node
+#    released the attempt) and start (-> every rank of the next attempt
+#    running, including the restart backoff). Median over N trials, each on
+#    a fresh job (so backoff does not grow across trials).
+# 2. Node loss: the same with kill -9 of the agent of node rank 1 (the
+#    agent is restarted after each trial so the cluster keeps 4 nodes).
+# 3. With --ettr-minutes M (e.g. 10): a PyTorch DDP run of M minutes with
+#    a rank killed every minute; prints the job's effective training time
+#    ratio as lockstep computed it, and checks it against the ratio
+#    recomputed here from the attempt timeline.
+#
+# The baseline each figure is read against is printed beside it: the
+# heartbeat interval and node timeout the detection cannot beat.
+set -u
+TRIALS=10
+ETTR_MIN=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --trials) TRIALS=$2; shift 2 ;;
+    --ettr-minutes) ETTR_MIN=$2; shift 2 ;;
+    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M]" >&2
+       exit 2 ;;
+    esac
+done
+
+# The harness lives with the tests; $0 must sit two levels below the root.
+. "$(dirname "$0")/../tests/lib/harness.sh"
+
+HEARTBEAT_MS=1000 NODE_TIMEOUT_MS=10000 LEASE_MS=5000 KILL_GRACE_MS=10000
+start_scheduler >/dev/null
+for n in n1 n2 n3 n4; do start_agent $n; done
+wait_nodes_up 4 || { echo "cluster did not come up"; exit 1; }
+
+now_ms() { date +%s%3N; }
+
+# breakdown JOB T0: "total detection teardown start" in ms for attempt 1's
+# failure at T0 (ms) and attempt 2 reaching RUNNING.
+breakdown() {
+    ls_cli show "$1" --json | "$PY" -c '
+import json, sys
+j = json.load(sys.stdin)
+t0 = int(sys.argv[1])
+a1, a2 = j["attempts"][0], j["attempts"][1]
+det, rel, run = a1["detected_ms"], a1["released_ms"], a2["running_ms"]
+print(run - t0, det - t0, rel - det, run - rel)
+' "$2"
+}
+
+# wait_second_running JOB: attempt 2 exists and reports every rank running.
+second_running() {
+    [ "$(job_json "$1" 'len(j["attempts"]) >= 2 and j["attempts"][1]["running_ms"] > 0')" = True ]
+}
+
+summary() { # LABEL FILE
+    "$PY" - "$1" "$2" <<'PY'
+import statistics, sys
+rows = [list(map(int, l.split())) for l in open(sys.argv[2]) if l.strip()]
+if not rows:
+    print("%-11s no successful trial" % sys.argv[1]); sys.exit()
+med = [statistics.median(c) for c in zip(*rows)]
+print("%-11s n=%-2d total %7.0f ms  (detection %6.0f, teardown %6.0f, "
+      "start %6.0f)  max total %6.0f ms"
+      % (sys.argv[1], len(rows), med[0], med[1], med[2], med[3],
+         max(r[0] for r in rows)))
+PY
+}
+
+echo "# recovery: failure injected -> every rank of the next attempt running"
+echo "# heartbeat ${HEARTBEAT_MS} ms, node timeout ${NODE_TIMEOUT_MS} ms, lease ${LEASE_MS} ms, $(nproc) cores"
+
+: >"$TEST_DIR/crash.txt"
+for i in $(seq 1 "$TRIALS"); do
+    id=$(submit_id --nodes 2 --ranks-per-node 2 --max-restarts 1 -- sleep 1000)
+    wait_job_state "$id" RUNNING 30 >/dev/null 2>&1 || continue
+    pid=$(rank_pid "$id" 3)
+    t0=$(now_ms)
+    kill -9 "$pid"
+    if wait_until 30 second_running "$id"; then
+        breakdown "$id" "$t0" >>"$TEST_DIR/crash.txt"
+    fi
+    ls_cli cancel "$id" >/dev/null
+    wait_until 30 nodes_idle
+done
+summary "rank crash" "$TEST_DIR/crash.txt"
+
+: >"$TEST_DIR/loss.txt"
+for i in $(seq 1 "$TRIALS"); do
+    id=$(submit_id --nodes 2 --ranks-per-node 2 -- sleep 1000)
+    wait_job_state "$id" RUNNING 30 >/dev/null 2>&1 || continue
+    victim=$(job_json "$id" 'j["attempts"][0]["nodes"][1]["node"]')
+    t0=$(now_ms)
+    kill_agent "$victim"
+    if wait_until 60 second_running "$id"; then
+        breakdown "$id" "$t0" >>"$TEST_DIR/loss.txt"
+    fi
+    ls_cli cancel "$id" >/dev/null
+    start_agent "$victim"
+    wait_for 30 "test \$(node_state $victim) = UP"
+    ls_cli uncordon "$victim" --reason "benchmark: agent restarted" >/dev/null 2>&1
+    wait_until 30 nodes_idle
+done
+summary "node loss" "$TEST_DIR/loss.txt"
+
+if [ "$ETTR_MIN" -gt 0 ]; then
+    echo "# ETTR: ${ETTR_MIN}-minute DDP run (2x2, gloo), a rank killed every minute"
+    steps=$((ETTR_MIN * 60 * 4))
+    id=$(ddp_submit ettr --max-restarts $((ETTR_MIN + 5)) -- --steps $steps \
+        --ckpt-every 40 --step-time 0.25)
+    wait_job_state "$id" RUNNING 120 >/dev/null
+    start=$(now_ms)
+    while [ "$(job_state "$id")" != SUCCEEDED ] &&
+          [ "$(job_state "$id")" != FAILED ]; do
+        sleep 60
+        pid=$(rank_pid "$id" $((RANDOM % 4)))
+        [ -n "$pid" ] && kill -9 "$pid"
+    done
+    ls_cli show "$id" --json | "$PY" -c '
+import json, sys
+j = json.load(sys.stdin)
+g = j["goodput"]
+print("state %s after %d attempts; wall %.0f s, productive %.0f s, lost %.0f s, "
+      "recovery %.0f s; ETTR %.3f (lockstep)"
+      % (j["state"], len(j["attempts"]), g["wall_ms"] / 1e3,
+         g["productive_ms"] / 1e3, g["lost_ms"] / 1e3, g["recovery_ms"] / 1e3,
+         g["ettr"]))
+a = j["attempts"]
+recov = sum(max(0, a[k + 1]["running_ms"] - a[k]["failed_ms"])
+            for k in range(len(a) - 1))
+print("recomputed here: recovery %.0f s over %d failures (%.1f s each)"
+      % (recov / 1e3, len(a) - 1, recov / 1e3 / max(1, len(a) - 1)))
+'
+fi

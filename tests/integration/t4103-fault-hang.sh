@@ -1,0 +1,63 @@
+#!/bin/bash
+# t4103: SIGSTOP of one rank (a hang): the watchdog fires after the job's
+# --hang-timeout, stack dumps of every rank are kept as evidence (the
+# stopped rank shows state T), the job restarts and finishes with the same
+# final parameters. A job that reports no steps is watched through its
+# output instead, and the evidence says which the watchdog used.
+. "$(dirname "$0")/../lib/harness.sh"
+
+NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
+start_scheduler
+start_agent n1
+start_agent n2
+TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
+
+test_expect_success 'reference run' '
+    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha
+'
+
+test_expect_success 'a DDP job reporting steps through the SDK runs' '
+    wait_nodes_up 2 &&
+    id=$(ddp_submit hang --hang-timeout 4 -- "${TRAIN[@]}" --sdk) &&
+    echo $id >job && watch_attempts $id &&
+    wait_job_state $id RUNNING 60 &&
+    wait_for 90 "ckpt_complete hang 10"
+'
+
+test_expect_success 'SIGSTOP rank 1: the watchdog fires and the job restarts' '
+    pid=$(rank_pid $(cat job) 1) && test -n "$pid" &&
+    kill -STOP $pid && date +%s%3N >stopped_at &&
+    wait_for 30 "test \$(job_json $(cat job) \"len(j[\\\"attempts\\\"])\") -ge 2"
+'
+
+test_expect_success 'the hang is recorded with the source and stack dumps' '
+    ls_cli show $(cat job) --json >show.json &&
+    test "$(jget "j[\"attempts\"][0][\"failure\"][\"kind\"]" <show.json)" = hang &&
+    test "$(jget "j[\"attempts\"][0][\"failure\"][\"source\"]" <show.json)" = step &&
+    test "$(jget "j[\"attempts\"][0][\"failure\"][\"idle_ms\"] >= 4000" <show.json)" = True &&
+    test "$(jget "len(j[\"attempts\"][0][\"failure\"][\"dumps\"])" <show.json)" -ge 1 &&
+    jget "\"\\n\".join(d[\"dump\"] for d in j[\"attempts\"][0][\"failure\"][\"dumps\"] if d[\"rank\"] == 1)" <show.json >dump1 &&
+    cat dump1 && grep -qE "State: *T|state T|\(stopped\)| T " dump1
+'
+
+test_expect_success 'the ranks that were not stopped dumped their Python stacks' '
+    ls_cli logs $(cat job) --rank 0 --attempt 1 --stream err >err0 &&
+    grep -q "Thread\|File \"" err0
+'
+
+test_expect_success 'the job finishes with the same final parameters' '
+    wait_job_state $(cat job) SUCCEEDED 120 &&
+    test "$(final_sha $(cat job))" = "$(cat ref.sha)" &&
+    stop_watch && one_attempt_at_a_time $(cat job)
+'
+
+test_expect_success 'a job that reports nothing is watched through its output' '
+    id=$(submit_id --hang-timeout 3 --max-infra-restarts 0 -- sh -c \
+        "for i in 1 2 3; do echo tick \$i; sleep 0.5; done; sleep 1000") &&
+    wait_job_state $id FAILED 30 &&
+    test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"kind\"]")" = hang &&
+    test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"source\"]")" = output &&
+    wait_until 10 job_gone $id
+'
+
+test_done
