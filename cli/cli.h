@@ -148,6 +148,16 @@ int cli_fail_about(struct cli *cli, const char *kind, const char *name,
  * not end with one (--json). */
 void cli_print_body(const struct cli_resp *resp);
 
+/* Prints a reply as a person reads it (a table, a summary). */
+typedef void cli_print_fn(const cJSON *reply);
+
+/* The whole body of a command that takes no argument besides --json and
+ * --help: GET path, then print the reply unchanged (--json) or through
+ * print. hint (or NULL) is added to the usage error for a stray argument.
+ * Returns the command's exit status. */
+int cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
+    cli_print_fn *print, const char *hint);
+
 /* URL-encode s for a query string; caller frees. */
 char *cli_escape(struct cli *cli, const char *s);
 

@@ -475,3 +475,46 @@ cli_print_body(const struct cli_resp *resp)
     if (resp->body.len == 0 || resp->body.buf[resp->body.len - 1] != '\n')
         fputc('\n', stdout);
 }
+
+int
+cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
+    cli_print_fn *print, const char *hint)
+{
+    static const struct option lopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool json = cli->json;
+    struct cli_resp resp;
+    cJSON *reply = NULL;
+    int c, status = CLI_EXIT_FAIL;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            return cli_help(cli);
+        default:
+            return cli_opt_error(cli, argv, c);
+        }
+    }
+    if (optind < argc)
+        return cli_usage(cli, "unexpected argument '%s'%s%s%s", argv[optind],
+            hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+
+    cli_resp_init(&resp);
+    if (cli_call(cli, "GET", path, NULL, 0, &resp, &reply, NULL) == 0) {
+        if (json)
+            cli_print_body(&resp);
+        else
+            print(reply);
+        status = CLI_EXIT_OK;
+    }
+    cJSON_Delete(reply);
+    cli_resp_release(&resp);
+    return status;
+}

@@ -17,10 +17,15 @@ print_nodes(const cJSON *nodes)
 {
     static const char *const headers[] = { "NAME", "STATE", "CPUS",
         "GPUS(free/total)", "MEM", "LABELS", "JOBS", "LAST-SEEN", "REASON" };
-    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    struct cli_table *t;
     int64_t now = timeid_now_ms();
     const cJSON *n;
 
+    if (cJSON_GetArraySize(nodes) == 0) {
+        fprintf(stderr, "no nodes have registered\n");
+        return;
+    }
+    t = cli_table_create(headers, ARRAY_SIZE(headers));
     cJSON_ArrayForEach(n, nodes) {
         char *labels = cli_fmt_labels(
             cJSON_GetObjectItemCaseSensitive(n, "labels"));
@@ -58,48 +63,6 @@ print_nodes(const cJSON *nodes)
 int
 cmd_nodes(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *nodes = NULL;
-    int c, status = CLI_EXIT_FAIL;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind < argc)
-        return cli_usage(cli, "unexpected argument '%s' (for one node: "
-                              "lockstep node NAME)", argv[optind]);
-
-    cli_resp_init(&resp);
-    if (cli_call(cli, "GET", "/v1/nodes", NULL, 0, &resp, &nodes, NULL) < 0)
-        goto out;
-    if (!cJSON_IsArray(nodes)) {
-        cli_warn(cli, "unexpected reply from the scheduler: not a list");
-        goto out;
-    }
-    if (json)
-        cli_print_body(&resp);
-    else if (cJSON_GetArraySize(nodes) == 0)
-        fprintf(stderr, "no nodes have registered\n");
-    else
-        print_nodes(nodes);
-    status = CLI_EXIT_OK;
-out:
-    cJSON_Delete(nodes);
-    cli_resp_release(&resp);
-    return status;
+    return cli_get_print(argc, argv, cli, "/v1/nodes", print_nodes,
+        "for one node: lockstep node NAME");
 }

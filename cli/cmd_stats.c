@@ -9,8 +9,6 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
-
 #include "common/timeid.h"
 
 static void
@@ -45,40 +43,5 @@ print_stats(const cJSON *st)
 int
 cmd_stats(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *st = NULL;
-    int c, status = CLI_EXIT_FAIL;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind < argc)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-
-    cli_resp_init(&resp);
-    if (cli_call(cli, "GET", "/v1/stats", NULL, 0, &resp, &st, NULL) == 0) {
-        if (json)
-            cli_print_body(&resp);
-        else
-            print_stats(st);
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(st);
-    cli_resp_release(&resp);
-    return status;
+    return cli_get_print(argc, argv, cli, "/v1/stats", print_stats, NULL);
 }
