@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/curlx.h"
+#include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/xalloc.h"
 
@@ -42,10 +43,31 @@ const struct config_key agentd_config_keys[] = {
       "SIGTERM to SIGKILL grace when tearing ranks down" },
     { "run_as_submitter", CONFIG_BOOL, "true", 0, 0,
       "when root, start ranks as the submitting user" },
+    { "supervisor", CONFIG_STR, "", 0, 0,
+      "lockstep-supervisor executable (default: next to lockstep-agent)" },
     { "log_level", CONFIG_STR, "info", 0, 0,
       "error, warn, notice, info, debug" },
     { NULL, CONFIG_STR, NULL, 0, 0, NULL },
 };
+
+/* lockstep-supervisor next to our own executable: the two are built and
+ * installed together. */
+static char *
+agentd_default_supervisor(void)
+{
+    char exe[PATH_MAX + 1], *slash;
+    ssize_t n;
+
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return xstrdup(SUPFILE_EXE);
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return xstrdup(SUPFILE_EXE);
+    *slash = '\0';
+    return xasprintf("%s/%s", exe, SUPFILE_EXE);
+}
 
 static char *
 agentd_hostname(void)
@@ -98,6 +120,19 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
                                : xasprintf("%s/logs", ad->state_dir);
     ad->kill_grace_ms = config_int(cfg, "kill_grace_ms");
     ad->run_as_submitter = config_bool(cfg, "run_as_submitter");
+    s = config_str(cfg, "supervisor");
+    ad->supervisor = s[0] != '\0' ? xstrdup(s) : agentd_default_supervisor();
+    if (ad->supervisor[0] != '/') {
+        rc = err_set(err, -EINVAL, "supervisor '%s': must be an absolute "
+            "path", ad->supervisor);
+        goto fail;
+    }
+    if (access(ad->supervisor, X_OK) < 0) {
+        rc = -errno;
+        err_set(err, rc, "supervisor '%s': %s", ad->supervisor,
+            strerror(-rc));
+        goto fail;
+    }
 
     ad->res.cpus = (int)config_int(cfg, "cpus");
     if (ad->res.cpus == 0)
@@ -135,12 +170,14 @@ agentd_settings_release(struct agentd *ad)
     free(ad->addr);
     free(ad->state_dir);
     free(ad->log_dir);
+    free(ad->supervisor);
     free(ad->res.gpus);
     proto_kv_array_free(ad->res.labels, ad->res.nlabels);
     if (ad->auth_header != NULL)
         explicit_bzero(ad->auth_header, strlen(ad->auth_header));
     free(ad->auth_header);
     ad->server = ad->node = ad->addr = ad->state_dir = ad->log_dir = NULL;
+    ad->supervisor = NULL;
     ad->auth_header = NULL;
     memset(&ad->res, 0, sizeof(ad->res));
 }

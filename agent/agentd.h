@@ -45,6 +45,7 @@ struct agentd {
     char *log_dir;              /* never empty: defaults to state_dir/logs */
     int64_t kill_grace_ms;
     bool run_as_submitter;
+    char *supervisor;           /* lockstep-supervisor executable */
     struct agentd_resources res;
     char *auth_header;          /* "Authorization: Agent <node>:<mac>" */
     char agent_id[33];          /* random per process */

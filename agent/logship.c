@@ -77,7 +77,7 @@ logship_file_release(struct logship_file *f)
     f->fd = -1;
 }
 
-static uint64_t
+uint64_t
 logship_file_size(const struct logship_file *f)
 {
     struct stat st;

@@ -36,6 +36,9 @@ struct logship_file {
 void logship_file_init(struct logship_file *f, const char *path);
 /* Closes the fd. The file must not be in flight. */
 void logship_file_release(struct logship_file *f);
+/* Current size of the file (0 when it is not open); progress.c measures
+ * output with it. */
+uint64_t logship_file_size(const struct logship_file *f);
 /* True once everything written so far has been acknowledged (or the file
  * was abandoned or never opened), and nothing is in flight. */
 bool logship_file_flushed(const struct logship_file *f);

@@ -5,12 +5,14 @@
  * runs the ranks it is given and reports on them (report.c, proc.c,
  * logship.c), all on one libuv loop.
  *
- * SIGTERM and SIGINT stop the agent but NOT its ranks: running ranks keep
- * running (each is its own session writing to files, see proc.h) and the
- * next agent re-adopts them from <state_dir>/jobs, so an agent upgrade or
- * restart does not cost a training run. To stop the ranks, cancel the job
- * or drain the node. (Under systemd this needs KillMode=process, or the
- * service stop kills the whole cgroup.)
+ * SIGTERM and SIGINT stop the agent but NOT its ranks: each job's
+ * lockstep-supervisor (its own session, see proc.h) keeps them running and
+ * the next agent re-adopts the supervisors from <state_dir>/jobs, so an
+ * agent upgrade or restart does not cost a training run, provided the new
+ * agent reaches the scheduler before the leases run out (lease_ms, granted
+ * by the scheduler); otherwise the supervisors kill the ranks themselves.
+ * To stop the ranks, cancel the job or drain the node. (Under systemd this
+ * needs KillMode=process, or the service stop kills the whole cgroup.)
  *
  * Exit status: 0 after a signal, 78 (EX_CONFIG) for a configuration error,
  * 1 for any other failure to start.
@@ -58,7 +60,8 @@ usage(FILE *f)
         "      --version       print the version\n"
         "\n"
         "SIGTERM stops the agent and leaves running ranks running; the next\n"
-        "agent adopts them.\n"
+        "agent adopts them (their supervisors kill them if no agent renews\n"
+        "their lease in time).\n"
         "\n"
         "settings:\n");
     for (const struct config_key *k = agentd_config_keys; k->name != NULL;

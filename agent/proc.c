@@ -1,5 +1,5 @@
 /*
- * proc.c - start, watch, tear down and release the ranks of held jobs
+ * proc.c - start, watch, tear down and release the supervisors of held jobs
  *
  * The table holds one proc_job per (job, attempt) the scheduler asked this
  * node to run. proc_apply() is the only way in: it compares the desired
@@ -7,18 +7,19 @@
  * of the agent, remembered by a ring of recently released pairs), tears
  * down what is gone and releases what is gone and finished.
  *
- * Each rank is its own session and process group (UV_PROCESS_DETACHED),
- * writing to files the agent opened: see proc.h for why. Exit statuses
- * come from libuv's SIGCHLD handling (proc_rank_exit_cb); ranks adopted
- * from an earlier agent are not our children and are polled instead
- * (proc_poll_cb), as is the release of finished jobs, which also waits for
- * their output to reach the scheduler (logship.c).
+ * Starting a job means writing its attempt directory (spec.json, lease;
+ * proc_start.c) and spawning lockstep-supervisor on it (proc.h). From then on the
+ * supervisor's status.json is the truth about the ranks; a 100 ms poll
+ * (proc_poll_cb) applies it when it changes, watches supervisors adopted
+ * from an earlier agent (not our children) by pid, and releases finished
+ * jobs once their output reached the scheduler (logship.c). Supervisors we
+ * spawned are our children: libuv reports their exit (proc_sv_exit_cb).
  */
 #include "agent/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,14 +32,15 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
-extern char **environ;
-
-/* How often adopted ranks are checked and finished jobs considered for
- * release. */
-#define PROC_POLL_MS 250
+/* How often status.json files and adopted supervisors are checked, and
+ * finished jobs considered for release. */
+#define PROC_POLL_MS 100
 /* A finished job whose output cannot be shipped is released anyway after
  * this long, so an unreachable log endpoint cannot pin it forever. */
 #define PROC_FLUSH_MAX_MS 30000
+/* After the stop file, how much longer than kill_grace_ms the agent waits
+ * before it SIGKILLs the ranks' groups itself (a stuck supervisor). */
+#define PROC_BACKSTOP_MS 5000
 /* Released (job, attempt) pairs remembered so that a stale desired state
  * can never start one twice. */
 #define PROC_TOMBSTONES 4096
@@ -53,24 +55,19 @@ struct proc_table {
     struct proc_job *jobs;
     size_t njobs;
     uv_timer_t poll_timer;
-    char *jobs_dir;             /* <state_dir>/jobs */
+    char *jobs_dir;             /* <state_dir>/jobs, absolute */
     proc_change_fn change_fn;
     void *change_arg;
     struct proc_tombstone *tomb;
     size_t ntomb;
     size_t tomb_next;
-};
-
-/* The user a job's ranks run as, when the agent switches to it. */
-struct proc_user {
-    bool switch_user;
-    uid_t uid;
-    gid_t gid;
+    int64_t lease_ms;           /* last granted by the scheduler */
+    uint64_t report_seq;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static int
+int
 proc_mkdir_p(const char *path, mode_t mode)
 {
     char *copy = xstrdup(path), *p, c;
@@ -93,7 +90,7 @@ proc_mkdir_p(const char *path, mode_t mode)
     return rc;
 }
 
-static void
+void
 proc_notify(struct proc_table *pt)
 {
     if (pt->change_fn != NULL)
@@ -118,12 +115,13 @@ proc_job_all_ended(const struct proc_job *job)
     return true;
 }
 
-/* Kill what is left of a rank's process group; ESRCH (nothing left) is
- * the normal case. */
-static void
+void
 proc_rank_kill_group(const struct proc_rank *r, int sig)
 {
-    if (r->pid > 0 && kill(-r->pid, sig) < 0 && errno != ESRCH)
+    if (r->pid <= 0 || !supfile_group_is_ours(r->pid, r->proc_start,
+            r->job->job, r->job->attempt))
+        return;
+    if (kill(-r->pid, sig) < 0 && errno != ESRCH)
         log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal "
             "%d to process group: %s", (long long)r->job->job,
             r->job->attempt, r->rank, r->pid, sig, strerror(errno));
@@ -143,6 +141,18 @@ proc_state_dir(const struct proc_table *pt)
     return pt->jobs_dir;
 }
 
+uv_loop_t *
+proc_loop(const struct proc_table *pt)
+{
+    return pt->ad->loop;
+}
+
+struct agentd *
+proc_agentd(const struct proc_table *pt)
+{
+    return pt->ad;
+}
+
 struct proc_job *
 proc_jobs(const struct proc_table *pt)
 {
@@ -155,11 +165,51 @@ proc_njobs(const struct proc_table *pt)
     return pt->njobs;
 }
 
+int64_t
+proc_lease_ms(const struct proc_table *pt)
+{
+    return pt->lease_ms;
+}
+
 void
 proc_set_change_cb(struct proc_table *pt, proc_change_fn fn, void *arg)
 {
     pt->change_fn = fn;
     pt->change_arg = arg;
+}
+
+static bool
+proc_job_supervised(const struct proc_job *job)
+{
+    return job->sv_pid > 0 && !job->sv_gone && !job->done;
+}
+
+bool
+proc_has_live_supervisors(const struct proc_table *pt)
+{
+    const struct proc_job *job;
+
+    for (job = pt->jobs; job != NULL; job = job->next) {
+        if (proc_job_supervised(job))
+            return true;
+    }
+    return false;
+}
+
+void
+proc_rank_set_paths(struct proc_rank *r, const char *out_path,
+    const char *err_path)
+{
+    const char *dir = r->job->dir;
+
+    r->out_path = xstrdup(out_path);
+    r->err_path = xstrdup(err_path);
+    r->progress_path = xasprintf("%s/%s/rank-%d.progress", dir,
+        SUPFILE_SDK_DIR, r->rank);
+    r->commit_path = xasprintf("%s/%s/rank-%d.ckpt", dir, SUPFILE_SDK_DIR,
+        r->rank);
+    logship_file_init(&r->out, r->out_path);
+    logship_file_init(&r->err, r->err_path);
 }
 
 /* ---- job lifetime ------------------------------------------------------- */
@@ -177,13 +227,21 @@ proc_job_free(struct proc_job *job)
         free(r->stderr_tail);
         free(r->out_path);
         free(r->err_path);
+        free(r->progress_path);
+        free(r->commit_path);
+        free(r->ckpt_steps);
+        free(r->dump);
     }
     free(job->ranks);
+    free(job->dir);
+    free(job->checkpoint_dir);
+    free(job->resume_from);
+    free(job->ckpt_complete);
+    free(job->ckpt_deleting);
     free(job);
 }
 
-/* Shared by the kill timer and every rank's process handle. */
-static void
+void
 proc_job_handle_closed(struct proc_job *job)
 {
     if (--job->open_handles == 0 && job->closing)
@@ -191,20 +249,19 @@ proc_job_handle_closed(struct proc_job *job)
 }
 
 static void
-proc_kill_timer_close_cb(uv_handle_t *h)
+proc_timer_close_cb(uv_handle_t *h)
 {
-    proc_job_handle_closed(container_of((uv_timer_t *)h, struct proc_job,
-        kill_timer));
+    proc_job_handle_closed(h->data);
 }
 
 static void
-proc_rank_close_cb(uv_handle_t *h)
+proc_sv_close_cb(uv_handle_t *h)
 {
-    struct proc_rank *r = container_of((uv_process_t *)h, struct proc_rank,
-        process);
+    struct proc_job *job = container_of((uv_process_t *)h, struct proc_job,
+        sv_process);
 
-    r->has_process = false;
-    proc_job_handle_closed(r->job);
+    job->has_process = false;
+    proc_job_handle_closed(job);
 }
 
 static void
@@ -222,25 +279,21 @@ proc_job_unlink(struct proc_job *job)
     pt->njobs--;
 }
 
-/* Close the job's handles (not its ranks) and free it once closed. */
+/* Close the job's handles (not its supervisor) and free it once every
+ * handle and request is done. */
 static void
 proc_job_close(struct proc_job *job)
 {
-    size_t i;
-
     job->closing = true;
-    uv_close((uv_handle_t *)&job->kill_timer, proc_kill_timer_close_cb);
-    for (i = 0; i < job->nranks; i++) {
-        struct proc_rank *r = &job->ranks[i];
-
-        if (r->has_process && !uv_is_closing((uv_handle_t *)&r->process))
-            uv_close((uv_handle_t *)&r->process, proc_rank_close_cb);
-    }
+    uv_close((uv_handle_t *)&job->kill_timer, proc_timer_close_cb);
+    uv_close((uv_handle_t *)&job->dump_timer, proc_timer_close_cb);
+    if (job->has_process && !uv_is_closing((uv_handle_t *)&job->sv_process))
+        uv_close((uv_handle_t *)&job->sv_process, proc_sv_close_cb);
 }
 
 struct proc_job *
 proc_job_new(struct proc_table *pt, int64_t jobid, int attempt,
-    size_t nranks)
+    size_t nranks, char *dir)
 {
     struct proc_job *job = xcalloc(1, sizeof(*job));
     size_t i;
@@ -249,19 +302,31 @@ proc_job_new(struct proc_table *pt, int64_t jobid, int attempt,
     job->pt = pt;
     job->job = jobid;
     job->attempt = attempt;
+    job->dir = dir;
+    job->uid = job->gid = -1;
     job->nranks = nranks;
     job->ranks = xcalloc(nranks > 0 ? nranks : 1, sizeof(*job->ranks));
     for (i = 0; i < nranks; i++) {
-        job->ranks[i].job = job;
-        job->ranks[i].out.fd = -1;
-        job->ranks[i].err.fd = -1;
+        struct proc_rank *r = &job->ranks[i];
+
+        r->job = job;
+        r->state = PROTO_RANK_PENDING;
+        r->exit_code = -1;
+        r->step = -1;
+        r->out.fd = -1;
+        r->err.fd = -1;
     }
+    job->checkpoint_dir = xstrdup("");
+    job->resume_from = xstrdup("");
+    job->resume_step = -1;
     /* uv_timer_init cannot fail on Unix: a failure is a broken
      * invariant. */
-    rc = uv_timer_init(pt->ad->loop, &job->kill_timer);
-    if (rc < 0)
+    if ((rc = uv_timer_init(pt->ad->loop, &job->kill_timer)) < 0
+        || (rc = uv_timer_init(pt->ad->loop, &job->dump_timer)) < 0)
         fatalx("cannot create timer: %s", uv_strerror(rc));
-    job->open_handles = 1;
+    job->kill_timer.data = job;
+    job->dump_timer.data = job;
+    job->open_handles = 2;
 
     job->next = pt->jobs;
     if (pt->jobs != NULL)
@@ -336,10 +401,14 @@ proc_release_done(struct proc_table *pt)
     struct proc_job *job, *next;
     size_t n = 0;
     bool late;
+    int rc;
 
     for (job = pt->jobs; job != NULL; job = next) {
         next = job->next;
-        if (job->desired || !proc_job_all_ended(job))
+        /* A supervisor we spawned must be reaped (its exit callback) before
+         * its handle goes, or it would stay a zombie. */
+        if (job->desired || !job->done || !proc_job_all_ended(job)
+            || (job->has_process && !job->sv_gone))
             continue;
         late = timeid_mono_ms() - job->finished_ms >= PROC_FLUSH_MAX_MS;
         if (!proc_job_logs_settled(job, late))
@@ -352,64 +421,75 @@ proc_release_done(struct proc_table *pt)
             job->attempt);
         proc_job_unlink(job);
         proc_tombstone_add(pt, job->job, job->attempt);
-        proc_state_remove(job);
+        if ((rc = proc_rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
+            log_error("job=%lld attempt=%d cannot remove '%s': %s",
+                (long long)job->job, job->attempt, job->dir, strerror(-rc));
         proc_job_close(job);
         n++;
     }
     return n;
 }
 
-/* After a rank ended: note when the whole job finished and persist. */
-static void
+void
 proc_job_rank_ended(struct proc_job *job)
 {
-    if (proc_job_all_ended(job)) {
+    if (proc_job_all_ended(job) && job->finished_ms == 0) {
         job->finished_ms = timeid_mono_ms();
         uv_timer_stop(&job->kill_timer);
     }
-    proc_state_save(job);
 }
 
-/* ---- exits --------------------------------------------------------------- */
-
-static void
-proc_rank_log_exit(const struct proc_rank *r)
+void
+proc_rank_ended(struct proc_rank *r, enum proto_rank_state state,
+    int exit_code, int signal, int64_t end_ms)
 {
-    if (r->state == PROTO_RANK_LOST)
-        log_info("job=%lld attempt=%d rank=%d pid=%d lost (ended while not "
-            "our child; exit status unknown)", (long long)r->job->job,
-            r->job->attempt, r->rank, r->pid);
-    else if (r->signal != 0)
-        log_info("job=%lld attempt=%d rank=%d pid=%d exited signal=%d",
-            (long long)r->job->job, r->job->attempt, r->rank, r->pid,
-            r->signal);
-    else
-        log_info("job=%lld attempt=%d rank=%d pid=%d exited code=%d",
-            (long long)r->job->job, r->job->attempt, r->rank, r->pid,
-            r->exit_code);
-}
-
-static void
-proc_rank_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
-{
-    struct proc_rank *r = container_of(p, struct proc_rank, process);
     struct proc_job *job = r->job;
 
-    r->state = PROTO_RANK_EXITED;
-    r->end_ms = timeid_now_ms();
+    r->state = state;
+    r->exit_code = exit_code;
+    r->signal = signal;
+    r->end_ms = end_ms > 0 ? end_ms : timeid_now_ms();
     r->end_mono_ms = timeid_mono_ms();
-    r->signal = term_signal;
-    r->exit_code = term_signal != 0 ? -1 : (int)exit_status;
-    /* Background children of the rank must not outlive it. */
-    proc_rank_kill_group(r, SIGKILL);
     free(r->stderr_tail);
     r->stderr_tail = proc_read_tail(r->err_path, PROTO_TAIL_MAX);
-    proc_rank_log_exit(r);
-    uv_close((uv_handle_t *)p, proc_rank_close_cb);
+    if (state == PROTO_RANK_LOST)
+        log_info("job=%lld attempt=%d rank=%d pid=%d lost (its supervisor "
+            "ended before it; exit status unknown)", (long long)job->job,
+            job->attempt, r->rank, r->pid);
+    else if (signal != 0)
+        log_info("job=%lld attempt=%d rank=%d pid=%d exited signal=%d%s",
+            (long long)job->job, job->attempt, r->rank, r->pid, signal,
+            r->fenced ? " (fenced: lease expired)" : "");
+    else
+        log_info("job=%lld attempt=%d rank=%d pid=%d exited code=%d",
+            (long long)job->job, job->attempt, r->rank, r->pid, exit_code);
+}
 
-    proc_job_rank_ended(job);
-    proc_release_done(job->pt);
-    proc_notify(job->pt);
+/* ---- the supervisor ----------------------------------------------------- */
+
+static void
+proc_sv_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
+{
+    struct proc_job *job = container_of(p, struct proc_job, sv_process);
+    struct proc_table *pt = job->pt;
+    char why[96];
+
+    uv_close((uv_handle_t *)p, proc_sv_close_cb);
+    if (term_signal != 0)
+        snprintf(why, sizeof(why), "supervisor pid=%d killed by signal %d",
+            job->sv_pid, term_signal);
+    else
+        snprintf(why, sizeof(why), "supervisor pid=%d exited with code %d",
+            job->sv_pid, (int)exit_status);
+    if (term_signal != 0 || exit_status != 0)
+        log_warn("job=%lld attempt=%d %s", (long long)job->job,
+            job->attempt, why);
+    else
+        log_debug("job=%lld attempt=%d %s", (long long)job->job,
+            job->attempt, why);
+    proc_state_supervisor_gone(job, why);
+    proc_release_done(pt);
+    proc_notify(pt);
 }
 
 static void
@@ -418,29 +498,19 @@ proc_poll_cb(uv_timer_t *timer)
     struct proc_table *pt = container_of(timer, struct proc_table,
         poll_timer);
     struct proc_job *job;
-    uint64_t st;
-    size_t i;
     bool changed = false;
+    char why[64];
 
     for (job = pt->jobs; job != NULL; job = job->next) {
-        for (i = 0; i < job->nranks; i++) {
-            struct proc_rank *r = &job->ranks[i];
-
-            if (!r->adopted || r->state != PROTO_RANK_RUNNING)
-                continue;
-            st = proc_pid_start_time(r->pid);
-            if (st != 0 && (r->proc_start == 0 || st == r->proc_start))
-                continue;
-            r->state = PROTO_RANK_LOST;
-            r->end_ms = timeid_now_ms();
-            r->end_mono_ms = timeid_mono_ms();
-            r->exit_code = -1;
-            r->signal = 0;
-            proc_rank_kill_group(r, SIGKILL);
-            free(r->stderr_tail);
-            r->stderr_tail = proc_read_tail(r->err_path, PROTO_TAIL_MAX);
-            proc_rank_log_exit(r);
-            proc_job_rank_ended(job);
+        if (job->done)
+            continue;
+        if (proc_state_refresh(job))
+            changed = true;
+        if (job->sv_adopted && !job->sv_gone && !job->done
+            && kill(job->sv_pid, 0) < 0 && errno == ESRCH) {
+            snprintf(why, sizeof(why), "supervisor pid=%d is gone",
+                job->sv_pid);
+            proc_state_supervisor_gone(job, why);
             changed = true;
         }
     }
@@ -450,23 +520,23 @@ proc_poll_cb(uv_timer_t *timer)
         proc_notify(pt);
 }
 
-/* ---- teardown ------------------------------------------------------------ */
+/* ---- teardown ----------------------------------------------------------- */
 
 static void
 proc_kill_timer_cb(uv_timer_t *timer)
 {
-    struct proc_job *job = container_of(timer, struct proc_job, kill_timer);
+    struct proc_job *job = timer->data;
     size_t i;
 
-    job->killed = true;
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        if (!proc_rank_live(r))
+        if (!proc_rank_live(r) || r->pid <= 0)
             continue;
-        log_info("job=%lld attempt=%d rank=%d pid=%d still running after "
-            "grace period, sending SIGKILL", (long long)job->job,
-            job->attempt, r->rank, r->pid);
+        log_warn("job=%lld attempt=%d rank=%d pid=%d still running %d ms "
+            "after its supervisor's grace period, sending SIGKILL",
+            (long long)job->job, job->attempt, r->rank, r->pid,
+            PROC_BACKSTOP_MS);
         proc_rank_kill_group(r, SIGKILL);
     }
 }
@@ -474,265 +544,122 @@ proc_kill_timer_cb(uv_timer_t *timer)
 void
 proc_job_teardown(struct proc_job *job)
 {
-    size_t i, n = 0;
-    int rc;
+    char *path;
+    int fd, rc;
 
     if (job->stopping)
         return;
     job->stopping = true;
-    for (i = 0; i < job->nranks; i++) {
-        struct proc_rank *r = &job->ranks[i];
-
-        if (!proc_rank_live(r))
-            continue;
-        proc_rank_kill_group(r, SIGTERM);
-        n++;
-    }
-    if (n == 0)
+    if (!proc_job_supervised(job))
         return;
-    log_info("job=%lld attempt=%d tearing down ranks=%zu grace_ms=%lld",
-        (long long)job->job, job->attempt, n,
+    path = xasprintf("%s/%s", job->dir, SUPFILE_STOP);
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        log_error("job=%lld attempt=%d cannot create '%s': %s",
+            (long long)job->job, job->attempt, path, strerror(errno));
+    else
+        close(fd);
+    free(path);
+    log_info("job=%lld attempt=%d tearing down grace_ms=%lld",
+        (long long)job->job, job->attempt,
         (long long)job->pt->ad->kill_grace_ms);
     rc = uv_timer_start(&job->kill_timer, proc_kill_timer_cb,
-        (uint64_t)job->pt->ad->kill_grace_ms, 0);
-    if (rc < 0) {
+        (uint64_t)(job->pt->ad->kill_grace_ms + PROC_BACKSTOP_MS), 0);
+    if (rc < 0)
         log_error("job=%lld attempt=%d cannot start kill timer: %s",
             (long long)job->job, job->attempt, uv_strerror(rc));
-        proc_kill_timer_cb(&job->kill_timer);
-    }
 }
 
-/* ---- start --------------------------------------------------------------- */
+/* ---- start -------------------------------------------------------------- */
 
-/* Mark a rank that could not start: it "exited" with code at once, and
- * the reason is its stderr (also written to the file when open). */
-static void
-proc_rank_fail(struct proc_rank *r, int errfd, int rc, const char *why)
-{
-    r->state = PROTO_RANK_EXITED;
-    r->start_ms = r->end_ms = timeid_now_ms();
-    r->end_mono_ms = timeid_mono_ms();
-    r->exit_code = proc_spawn_exit_code(rc);
-    r->signal = 0;
-    free(r->stderr_tail);
-    r->stderr_tail = xstrdup(why);
-    if (errfd >= 0 && (write(errfd, why, strlen(why)) < 0
-            || write(errfd, "\n", 1) < 0))
-        log_debug("cannot write to '%s': %s", r->err_path, strerror(errno));
-    log_info("job=%lld attempt=%d rank=%d exited code=%d (not started: %s)",
-        (long long)r->job->job, r->job->attempt, r->rank, r->exit_code,
-        why);
-}
-
+/* Spawn the supervisor of a job whose directory is written. */
 static int
-proc_open_log(const char *path, const struct proc_user *u, int *fd)
+proc_sv_spawn(struct proc_job *job, char *why, size_t len)
 {
-    *fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY,
-        0640);
-    if (*fd < 0)
-        return -errno;
-    if (u->switch_user && fchown(*fd, u->uid, u->gid) < 0)
-        return -errno;
-    return 0;
-}
-
-static void
-proc_rank_start(struct proc_rank *r, const struct proto_launch *l,
-    const struct proto_launch_rank *lr, char *const *base, int devnull,
-    const struct proc_user *u, int setup_rc, const char *setup_why)
-{
-    struct proc_job *job = r->job;
-    struct proc_table *pt = job->pt;
+    struct agentd *ad = job->pt->ad;
     uv_process_options_t opts;
     uv_stdio_container_t stdio[3];
-    char **env = NULL, why[512];
-    int outfd = -1, errfd = -1, rc;
+    char *args[3], *logpath;
+    int devnull = -1, logfd = -1, rc;
 
-    r->rank = lr->rank;
-    r->local_rank = lr->local_rank;
-    r->state = PROTO_RANK_PENDING;
-    r->out_path = proc_log_path(pt, l->job, l->attempt, lr->rank, "out");
-    r->err_path = proc_log_path(pt, l->job, l->attempt, lr->rank, "err");
-
-    if (setup_rc < 0) {
-        if (proc_open_log(r->err_path, u, &errfd) < 0 && errfd >= 0) {
-            close(errfd);
-            errfd = -1;
-        }
-        proc_rank_fail(r, errfd, setup_rc, setup_why);
+    logpath = xasprintf("%s/%s", job->dir, SUPFILE_LOG);
+    if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0
+        || (logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
+                | O_NOFOLLOW, 0600)) < 0) {
+        rc = -errno;
+        snprintf(why, len, "cannot open '%s': %s",
+            devnull < 0 ? "/dev/null" : logpath, strerror(-rc));
         goto out;
     }
-    if ((rc = proc_open_log(r->out_path, u, &outfd)) < 0) {
-        snprintf(why, sizeof(why), "cannot open '%s': %s", r->out_path,
-            strerror(-rc));
-        proc_rank_fail(r, -1, rc, why);
-        goto out;
-    }
-    if ((rc = proc_open_log(r->err_path, u, &errfd)) < 0) {
-        snprintf(why, sizeof(why), "cannot open '%s': %s", r->err_path,
-            strerror(-rc));
-        proc_rank_fail(r, -1, rc, why);
-        goto out;
-    }
-
-    env = proc_build_env(l, lr, pt->ad->node, base);
     memset(&opts, 0, sizeof(opts));
     memset(stdio, 0, sizeof(stdio));
     stdio[0].flags = UV_INHERIT_FD;
     stdio[0].data.fd = devnull;
     stdio[1].flags = UV_INHERIT_FD;
-    stdio[1].data.fd = outfd;
+    stdio[1].data.fd = logfd;
     stdio[2].flags = UV_INHERIT_FD;
-    stdio[2].data.fd = errfd;
-    opts.exit_cb = proc_rank_exit_cb;
-    opts.file = l->argv[0];
-    opts.args = l->argv;
-    opts.env = env;
-    opts.cwd = l->workdir;
+    stdio[2].data.fd = logfd;
+    args[0] = ad->supervisor;
+    args[1] = job->dir;
+    args[2] = NULL;
+    opts.exit_cb = proc_sv_exit_cb;
+    opts.file = ad->supervisor;
+    opts.args = args;
+    opts.cwd = "/";
     opts.stdio = stdio;
     opts.stdio_count = 3;
-    /* Its own session and process group, so a kill reaches every process
-     * of the rank and none of the agent. */
+    /* Its own session: the agent's death, a signal to the agent's process
+     * group or a stop of the agent's service leaves it and its ranks. */
     opts.flags = UV_PROCESS_DETACHED;
-    if (u->switch_user) {
-        /* libuv also drops the supplementary groups (setgroups(0)). */
-        opts.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
-        opts.uid = u->uid;
-        opts.gid = u->gid;
-    }
 
-    rc = uv_spawn(pt->ad->loop, &r->process, &opts);
+    rc = uv_spawn(ad->loop, &job->sv_process, &opts);
     /* The handle is initialised even when the spawn failed. */
-    r->has_process = true;
+    job->has_process = true;
     job->open_handles++;
     if (rc < 0) {
-        uv_close((uv_handle_t *)&r->process, proc_rank_close_cb);
-        snprintf(why, sizeof(why), "cannot execute '%s': %s", l->argv[0],
+        job->sv_gone = true;
+        uv_close((uv_handle_t *)&job->sv_process, proc_sv_close_cb);
+        snprintf(why, len, "cannot execute '%s': %s", ad->supervisor,
             uv_strerror(rc));
-        proc_rank_fail(r, errfd, rc, why);
         goto out;
     }
-    r->pid = r->process.pid;
-    r->state = PROTO_RANK_RUNNING;
-    r->start_ms = timeid_now_ms();
-    r->proc_start = proc_pid_start_time(r->pid);
-    log_info("job=%lld attempt=%d rank=%d pid=%d started",
-        (long long)job->job, job->attempt, r->rank, r->pid);
-
+    job->sv_pid = job->sv_process.pid;
+    log_info("job=%lld attempt=%d supervisor pid=%d started",
+        (long long)job->job, job->attempt, job->sv_pid);
 out:
-    proc_env_free(env);
-    if (outfd >= 0)
-        close(outfd);
-    if (errfd >= 0)
-        close(errfd);
-    logship_file_init(&r->out, r->out_path);
-    logship_file_init(&r->err, r->err_path);
-}
-
-/* A copy of the agent's environment, with the identity variables of the
- * user the ranks run as. Caller frees with proc_env_free. */
-static char **
-proc_base_env(const struct passwd *pw)
-{
-    size_t n = 0, i;
-    char **env;
-
-    while (environ != NULL && environ[n] != NULL)
-        n++;
-    env = xcalloc(n + 1, sizeof(*env));
-    for (i = 0; i < n; i++)
-        env[i] = xstrdup(environ[i]);
-    if (pw != NULL) {
-        proc_env_set(&env, "HOME", pw->pw_dir);
-        proc_env_set(&env, "USER", pw->pw_name);
-        proc_env_set(&env, "LOGNAME", pw->pw_name);
-    }
-    return env;
+    if (devnull >= 0)
+        close(devnull);
+    if (logfd >= 0)
+        close(logfd);
+    free(logpath);
+    return rc;
 }
 
 static void
 proc_job_start(struct proc_table *pt, const struct proto_launch *l)
 {
-    struct agentd *ad = pt->ad;
-    struct proc_user u = { 0 };
     struct proc_job *job;
-    struct passwd *pw = NULL;
-    struct stat st;
-    char why[512] = "", **base = NULL, *dir;
-    int devnull = -1, rc = 0, mkrc;
-    size_t i;
+    char why[512] = "";
+    int rc;
 
-    job = proc_job_new(pt, l->job, l->attempt, l->nranks);
+    job = proc_job_new(pt, l->job, l->attempt, l->nranks,
+        xasprintf("%s/%lld.%d", pt->jobs_dir, (long long)l->job,
+            l->attempt));
     job->desired = true;
+    proc_job_set_launch(job, l);
+    /* A fresh attempt has nothing to dump yet. */
+    job->dump_seq_want = job->dump_seq_served = l->dump_seq;
     log_info("job=%lld attempt=%d name=%s user=%s ranks=%zu starting",
         (long long)l->job, l->attempt, l->name != NULL ? l->name : "",
         l->user != NULL ? l->user : "", l->nranks);
-
-    if (ad->run_as_submitter && geteuid() == 0) {
-        /* getpwnam may consult NSS (LDAP...); it runs once per launch. */
-        errno = 0;
-        pw = l->user != NULL && l->user[0] != '\0' ? getpwnam(l->user)
-                                                   : NULL;
-        if (pw == NULL) {
-            rc = errno != 0 ? -errno : -ENOENT;
-            snprintf(why, sizeof(why), "cannot run as user '%s': %s",
-                l->user != NULL ? l->user : "",
-                errno != 0 ? strerror(errno) : "no such user on this node");
-        } else {
-            u.uid = pw->pw_uid;
-            u.gid = pw->pw_gid;
-            u.switch_user = u.uid != 0 || u.gid != 0;
-        }
-    }
-    base = proc_base_env(u.switch_user ? pw : NULL);
-
-    /* The directory is made even for a launch that fails already, so the
-     * reason also lands in the rank's .err file (and the shipped log). */
-    dir = xasprintf("%s/%lld/%d", ad->log_dir, (long long)l->job,
-        l->attempt);
-    if ((mkrc = proc_mkdir_p(dir, 0755)) < 0 && rc == 0) {
-        rc = mkrc;
-        snprintf(why, sizeof(why), "cannot create log directory '%s': %s",
-            dir, strerror(-rc));
-    }
-    if (rc == 0 && u.switch_user && chown(dir, u.uid, u.gid) < 0) {
-        rc = -errno;
-        snprintf(why, sizeof(why), "cannot give log directory '%s' to "
-            "user '%s': %s", dir, l->user, strerror(errno));
-    }
-    free(dir);
-    if (rc == 0 && l->argc == 0) {
-        rc = -EINVAL;
-        snprintf(why, sizeof(why), "empty command line");
-    }
-    if (rc == 0) {
-        if (stat(l->workdir, &st) < 0)
-            rc = -errno;
-        else if (!S_ISDIR(st.st_mode))
-            rc = -ENOTDIR;
-        if (rc < 0)
-            snprintf(why, sizeof(why), "cannot change to working directory "
-                "'%s': %s", l->workdir, strerror(-rc));
-    }
-    if (rc == 0 && (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-        rc = -errno;
-        snprintf(why, sizeof(why), "cannot open /dev/null: %s",
-            strerror(errno));
-    }
-
-    for (i = 0; i < l->nranks; i++)
-        proc_rank_start(&job->ranks[i], l, &l->ranks[i], base, devnull, &u,
-            rc, why);
-
-    if (devnull >= 0)
-        close(devnull);
-    proc_env_free(base);
-    if (proc_job_all_ended(job))
-        job->finished_ms = timeid_mono_ms();
-    proc_state_save(job);
+    rc = proc_job_prepare(job, l, pt->lease_ms, why, sizeof(why));
+    if (rc == 0)
+        rc = proc_sv_spawn(job, why, sizeof(why));
+    if (rc < 0)
+        proc_job_fail(job, rc, why);
 }
 
-/* ---- the table ----------------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------- */
 
 int
 proc_apply(struct proc_table *pt, const struct proto_work *w)
@@ -750,6 +677,10 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
         job = proc_find(pt, l->job, l->attempt);
         if (job != NULL) {
             job->desired = true;
+            /* Adopted jobs learn their checkpoint settings here. */
+            proc_job_set_launch(job, l);
+            if (l->dump_seq > job->dump_seq_served)
+                proc_dump_start(job, l->dump_seq);
             continue;
         }
         if (proc_tombstoned(pt, l->job, l->attempt)) {
@@ -774,10 +705,12 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
     return started;
 }
 
-void
-proc_fill_report(const struct proc_table *pt, struct proto_node_report *rep)
+uint64_t
+proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
 {
-    const struct proc_job *job;
+    struct proc_job *job;
+    int64_t now_mono = timeid_mono_ms(), now_ms = timeid_now_ms();
+    uint64_t seq = ++pt->report_seq;
     size_t n = 0, i;
 
     rep->jobs = xcalloc(pt->njobs + 1, sizeof(*rep->jobs));
@@ -786,12 +719,18 @@ proc_fill_report(const struct proc_table *pt, struct proto_node_report *rep)
 
         js->job = job->job;
         js->attempt = job->attempt;
+        js->dump_seq = job->dump_seq_served;
+        if (job->scan_checkpoints) {
+            proc_ckpt_scan(job);
+            js->checkpoints = proc_ckpt_report(job, &js->ncheckpoints);
+        }
         js->nranks = job->nranks;
         js->ranks = xcalloc(job->nranks + 1, sizeof(*js->ranks));
         for (i = 0; i < job->nranks; i++) {
-            const struct proc_rank *r = &job->ranks[i];
+            struct proc_rank *r = &job->ranks[i];
             struct proto_rank_status *rs = &js->ranks[i];
 
+            proc_progress_sample(r, now_mono, now_ms);
             rs->rank = r->rank;
             rs->state = r->state;
             rs->pid = r->pid;
@@ -799,11 +738,51 @@ proc_fill_report(const struct proc_table *pt, struct proto_node_report *rep)
             rs->end_ms = r->end_ms;
             rs->exit_code = r->exit_code;
             rs->signal = r->signal;
+            rs->fenced = r->fenced;
             rs->stderr_tail = r->stderr_tail != NULL
                 ? xstrdup(r->stderr_tail) : NULL;
+            proc_progress_fill(r, now_mono, rs);
+            if (r->dump != NULL) {
+                rs->dump = xstrdup(r->dump);
+                if (r->dump_report == 0)
+                    r->dump_report = seq;
+            }
         }
     }
     rep->njobs = n;
+    return seq;
+}
+
+void
+proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
+    int64_t lease_ms)
+{
+    struct proc_job *job;
+    size_t i;
+    int rc;
+
+    if (lease_ms != pt->lease_ms)
+        log_info("lease_ms=%lld", (long long)lease_ms);
+    pt->lease_ms = lease_ms;
+    for (job = pt->jobs; job != NULL; job = job->next) {
+        for (i = 0; i < job->nranks; i++) {
+            struct proc_rank *r = &job->ranks[i];
+
+            /* Delivered: the scheduler keeps it in the failure event. */
+            if (r->dump != NULL && r->dump_report != 0
+                && r->dump_report <= seq) {
+                free(r->dump);
+                r->dump = NULL;
+                r->dump_report = 0;
+            }
+        }
+        if (!proc_job_supervised(job))
+            continue;
+        rc = supfile_lease_write(job->dir, sent_mono_ms + lease_ms);
+        if (rc < 0)
+            log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
+                (long long)job->job, job->attempt, job->dir, strerror(-rc));
+    }
 }
 
 static void
@@ -817,25 +796,60 @@ proc_table_close_cb(uv_handle_t *h)
     free(pt);
 }
 
+/* Ranks of another user need to reach <state_dir>/jobs/<j>.<a>/sdk/. */
+static void
+proc_check_search(const struct proc_table *pt)
+{
+    struct stat st;
+    char *dir = xstrdup(pt->jobs_dir), *slash;
+
+    if (!pt->ad->run_as_submitter || geteuid() != 0)
+        goto out;
+    while ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+        *slash = '\0';
+        if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            log_warn("directory '%s' is not searchable by other users "
+                "(mode %04o): ranks running as their submitter cannot "
+                "report progress or checkpoint commits; make it 0711",
+                dir, (unsigned)(st.st_mode & 07777));
+            break;
+        }
+    }
+out:
+    free(dir);
+}
+
 struct proc_table *
 proc_create(struct agentd *ad, struct err *err)
 {
     struct proc_table *pt = xcalloc(1, sizeof(*pt));
+    char *jobs = xasprintf("%s/jobs", ad->state_dir), real[PATH_MAX];
     int rc;
 
     pt->ad = ad;
-    pt->jobs_dir = xasprintf("%s/jobs", ad->state_dir);
+    pt->lease_ms = PROC_LEASE_DEFAULT_MS;
     pt->tomb = xcalloc(PROC_TOMBSTONES, sizeof(*pt->tomb));
-    if ((rc = proc_mkdir_p(pt->jobs_dir, 0700)) < 0) {
-        err_set(err, rc, "cannot create '%s': %s", pt->jobs_dir,
-            strerror(-rc));
+    /* 0711: the ranks' users pass through to their sdk/ directories; they
+     * cannot list it. */
+    if ((rc = proc_mkdir_p(jobs, 0711)) < 0 || chmod(jobs, 0711) < 0) {
+        rc = rc < 0 ? rc : -errno;
+        err_set(err, rc, "cannot create '%s': %s", jobs, strerror(-rc));
         goto fail;
     }
+    /* Absolute: the supervisor is started with "/" as its working
+     * directory, and a live one is recognised by its argument. */
+    if (realpath(jobs, real) == NULL) {
+        rc = -errno;
+        err_set(err, rc, "cannot resolve '%s': %s", jobs, strerror(-rc));
+        goto fail;
+    }
+    pt->jobs_dir = xstrdup(real);
     if ((rc = proc_mkdir_p(ad->log_dir, 0755)) < 0) {
         err_set(err, rc, "cannot create log directory '%s': %s",
             ad->log_dir, strerror(-rc));
         goto fail;
     }
+    proc_check_search(pt);
     rc = uv_timer_init(ad->loop, &pt->poll_timer);
     if (rc < 0) {
         err_set(err, rc, "cannot create timer: %s", uv_strerror(rc));
@@ -846,12 +860,15 @@ proc_create(struct agentd *ad, struct err *err)
     if (rc < 0) {
         err_set(err, rc, "cannot start timer: %s", uv_strerror(rc));
         uv_close((uv_handle_t *)&pt->poll_timer, proc_table_close_cb);
+        free(jobs);
         return NULL;
     }
+    free(jobs);
     proc_state_adopt(pt);
     return pt;
 
 fail:
+    free(jobs);
     free(pt->jobs_dir);
     free(pt->tomb);
     free(pt);
@@ -865,10 +882,11 @@ proc_destroy(struct proc_table *pt)
 
     if (pt == NULL)
         return;
-    /* Ranks keep running: only our handles go. Their records stay in
-     * <state_dir>/jobs for the next agent. */
+    /* Supervisors and ranks keep running: only our handles go. Their
+     * directories stay in <state_dir>/jobs for the next agent. */
     while ((job = pt->jobs) != NULL) {
         proc_job_unlink(job);
+        proc_ckpt_cancel(job);
         proc_job_close(job);
     }
     uv_close((uv_handle_t *)&pt->poll_timer, proc_table_close_cb);

@@ -1,29 +1,39 @@
 /*
- * proc_state.c - the record of held jobs that outlives the agent
+ * proc_state.c - what the supervisors record, and re-adoption after a
+ * restart of the agent
  *
- * Ranks survive the agent (proc.h); this file lets the next agent find
- * them. Each held job is one small JSON file,
- * <state_dir>/jobs/<job>.<attempt>.json, rewritten atomically (write a
- * temporary file, rename) whenever a rank starts or ends and removed when
- * the job is released. A rank is identified by its pid and its start time
- * in /proc/<pid>/stat, so a recycled pid is never mistaken for a rank.
+ * status.json is written by the supervisor on every change (supervisor.h);
+ * proc_state_refresh() applies a new version to the held job: ranks that
+ * started, ranks that ended (exit code, signal, fenced), and "done". The
+ * ranks' ends are final once read: a later version can only add to them.
  *
- * On start-up every record is re-adopted: its ranks are reported as they
- * were recorded, a running one that is still alive stays "running" (and is
- * polled), one that ended while no agent watched it is "lost". Adopted jobs
- * count as desired until the scheduler's first answer, so the register
- * status lists them and the scheduler decides.
+ * On start-up every attempt directory in <state_dir>/jobs is re-adopted.
+ * Its spec.json names the ranks and their files; status.json says how far
+ * they got; supervisor.pid (or the status) names the supervisor, which is
+ * recognised by /proc/<pid>/exe and its argument (a recycled pid is never
+ * mistaken for it):
+ *
+ *   - a live supervisor is watched again, by polling its pid (it is not
+ *     our child any more), with the exit codes it recorded;
+ *   - a supervisor that finished (status "done") left final statuses:
+ *     they are reported, and the job is released when the scheduler no
+ *     longer wants it;
+ *   - a supervisor that died before it finished (killed, OOM) leaves ranks
+ *     nobody holds a lease for: their process groups are killed (when the
+ *     group is still the one recorded) and they are reported lost.
+ *
+ * Adopted jobs count as desired until the scheduler's first answer, so the
+ * register status lists them and the scheduler decides.
  */
 #include "agent/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agentd.h"
@@ -32,305 +42,277 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
-#define PROC_STATE_MAX_BYTES (4u << 20)
-
-uint64_t
-proc_pid_start_time(int pid)
+/* Monotonic time of a wall-clock instant in the past (clamped to now). */
+static int64_t
+proc_state_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms)
 {
-    char path[64], buf[1024], *p, *tok, *save = NULL;
-    unsigned long long start = 0;
-    ssize_t n;
-    int fd, field;
+    int64_t ago = now_ms - ms;
 
-    if (pid <= 0)
-        return 0;
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: the
-     * fields we want follow the last ')'. */
-    p = strrchr(buf, ')');
-    if (p == NULL)
-        return 0;
-    p++;
-    for (field = 3, tok = strtok_r(p, " ", &save); tok != NULL;
-         field++, tok = strtok_r(NULL, " ", &save)) {
-        if (field == 3 && (tok[0] == 'Z' || tok[0] == 'X'))
-            return 0;           /* dead, waiting to be reaped */
-        if (field == 22) {
-            start = strtoull(tok, NULL, 10);
-            break;
-        }
-    }
-    return start;
+    if (ms <= 0 || ago < 0)
+        ago = 0;
+    if (ago > now_mono)
+        ago = now_mono;
+    return now_mono - ago;
 }
 
-static char *
-proc_state_path(const struct proc_job *job, const char *suffix)
+bool
+proc_state_refresh(struct proc_job *job)
 {
-    return xasprintf("%s/%lld.%d.json%s", proc_state_dir(job->pt),
-        (long long)job->job, job->attempt, suffix);
-}
-
-void
-proc_state_save(const struct proc_job *job)
-{
-    char *path = proc_state_path(job, ""), *tmp = proc_state_path(job,
-        ".tmp"), *text;
-    cJSON *root = cJSON_CreateObject(), *ranks, *o;
-    size_t i, len;
-    ssize_t n;
-    int fd;
-
-    jsonx_add_int(root, "version", 1);
-    jsonx_add_int(root, "job", job->job);
-    jsonx_add_int(root, "attempt", job->attempt);
-    ranks = cJSON_AddArrayToObject(root, "ranks");
-    for (i = 0; i < job->nranks; i++) {
-        const struct proc_rank *r = &job->ranks[i];
-
-        o = cJSON_CreateObject();
-        jsonx_add_int(o, "rank", r->rank);
-        jsonx_add_int(o, "local_rank", r->local_rank);
-        jsonx_add_str(o, "state", proto_rank_state_str(r->state));
-        jsonx_add_int(o, "pid", r->pid);
-        jsonx_add_int(o, "proc_start", (int64_t)r->proc_start);
-        jsonx_add_int(o, "start_ms", r->start_ms);
-        jsonx_add_int(o, "end_ms", r->end_ms);
-        jsonx_add_int(o, "exit_code", r->exit_code);
-        jsonx_add_int(o, "signal", r->signal);
-        cJSON_AddItemToArray(ranks, o);
-    }
-    text = jsonx_print(root);
-    cJSON_Delete(root);
-    len = strlen(text);
-
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        log_error("job=%lld attempt=%d cannot write '%s': %s",
-            (long long)job->job, job->attempt, tmp, strerror(errno));
-        goto out;
-    }
-    n = write(fd, text, len);
-    if (n < 0 || (size_t)n != len) {
-        log_error("job=%lld attempt=%d cannot write '%s': %s",
-            (long long)job->job, job->attempt, tmp,
-            n < 0 ? strerror(errno) : "short write");
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    close(fd);
-    if (rename(tmp, path) < 0) {
-        log_error("job=%lld attempt=%d cannot rename '%s': %s",
-            (long long)job->job, job->attempt, tmp, strerror(errno));
-        unlink(tmp);
-    }
-out:
-    free(text);
-    free(tmp);
-    free(path);
-}
-
-void
-proc_state_remove(const struct proc_job *job)
-{
-    char *path = proc_state_path(job, "");
-
-    if (unlink(path) < 0 && errno != ENOENT)
-        log_error("job=%lld attempt=%d cannot remove '%s': %s",
-            (long long)job->job, job->attempt, path, strerror(errno));
-    free(path);
-}
-
-static int
-proc_state_read(const char *path, char **text, size_t *len)
-{
-    struct stat st;
-    ssize_t n;
-    size_t got = 0;
-    int fd, rc = 0;
-
-    *text = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) < 0) {
-        rc = -errno;
-        goto out;
-    }
-    if (st.st_size > (off_t)PROC_STATE_MAX_BYTES) {
-        rc = -EFBIG;
-        goto out;
-    }
-    *text = xmalloc((size_t)st.st_size + 1);
-    while (got < (size_t)st.st_size) {
-        n = read(fd, *text + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    (*text)[got] = '\0';
-    *len = got;
-out:
-    close(fd);
-    if (rc < 0) {
-        free(*text);
-        *text = NULL;
-    }
-    return rc;
-}
-
-/* Restore one rank from its record; returns whether it is still running. */
-static int
-proc_state_adopt_rank(struct proc_rank *r, const cJSON *o, struct err *err)
-{
-    struct proc_job *job = r->job;
-    char *state = NULL;
-    int64_t rank, local_rank, pid, proc_start, start_ms, end_ms, code, sig;
-    enum proto_rank_state st;
-    uint64_t now_start;
+    struct supfile_status st;
+    struct supfile_stamp stamp;
+    struct err err = { 0 };
+    int64_t now_mono = timeid_mono_ms(), now_ms = timeid_now_ms();
+    char *path = xasprintf("%s/%s", job->dir, SUPFILE_STATUS);
+    bool changed = false;
+    size_t i;
     int rc;
 
-    rank = local_rank = pid = proc_start = start_ms = end_ms = sig = 0;
-    code = -1;
-    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err))
-        || (rc = jsonx_get_int(o, "local_rank", true, 0, INT32_MAX,
-                &local_rank, err))
-        || (rc = jsonx_get_str(o, "state", true, 16, &state, err))
-        || (rc = jsonx_get_int(o, "pid", true, 0, INT32_MAX, &pid, err))
-        || (rc = jsonx_get_int(o, "proc_start", false, 0, INT64_MAX,
-                &proc_start, err))
-        || (rc = jsonx_get_int(o, "start_ms", false, 0, INT64_MAX,
-                &start_ms, err))
-        || (rc = jsonx_get_int(o, "end_ms", false, 0, INT64_MAX, &end_ms,
-                err))
-        || (rc = jsonx_get_int(o, "exit_code", false, -1, 255, &code, err))
-        || (rc = jsonx_get_int(o, "signal", false, 0, 128, &sig, err)))
-        goto out;
-    if (proto_rank_state_parse(state, &st) < 0) {
-        rc = err_set(err, -EINVAL, "unknown rank state '%s'", state);
-        goto out;
+    rc = supfile_stamp_get(path, &stamp);
+    free(path);
+    if (rc < 0 || supfile_stamp_equal(&stamp, &job->status_stamp))
+        return false;
+    job->status_stamp = stamp;
+    if (supfile_status_load(job->dir, &st, &err) < 0) {
+        log_warn("job=%lld attempt=%d ignoring its status.json: %s",
+            (long long)job->job, job->attempt, err.msg);
+        return false;
     }
-    r->rank = (int)rank;
-    r->local_rank = (int)local_rank;
-    r->pid = (int)pid;
-    r->proc_start = (uint64_t)proc_start;
-    r->start_ms = start_ms;
-    r->out_path = proc_log_path(job->pt, job->job, job->attempt, r->rank,
-        "out");
-    r->err_path = proc_log_path(job->pt, job->job, job->attempt, r->rank,
-        "err");
-    logship_file_init(&r->out, r->out_path);
-    logship_file_init(&r->err, r->err_path);
+    for (i = 0; i < job->nranks && i < st.nranks; i++) {
+        const struct supfile_rank_status *rs = &st.ranks[i];
+        struct proc_rank *r = &job->ranks[i];
 
-    if (st == PROTO_RANK_RUNNING || st == PROTO_RANK_PENDING) {
-        now_start = proc_pid_start_time(r->pid);
-        if (now_start != 0
-            && (r->proc_start == 0 || now_start == r->proc_start)) {
-            r->state = PROTO_RANK_RUNNING;
-            r->adopted = true;
-            log_info("job=%lld attempt=%d rank=%d pid=%d adopted (still "
-                "running)", (long long)job->job, job->attempt, r->rank,
-                r->pid);
-            goto out;
+        if (rs->rank != r->rank) {
+            log_warn("job=%lld attempt=%d status.json entry %zu is rank %d, "
+                "expected rank %d", (long long)job->job, job->attempt, i,
+                rs->rank, r->rank);
+            continue;
         }
-        r->state = PROTO_RANK_LOST;
-        r->end_ms = timeid_now_ms();
-        r->exit_code = -1;
-        r->signal = 0;
-        log_info("job=%lld attempt=%d rank=%d pid=%d lost (ended while no "
-            "agent ran; exit status unknown)", (long long)job->job,
-            job->attempt, r->rank, r->pid);
-    } else {
-        r->state = st;
-        r->end_ms = end_ms;
-        r->exit_code = (int)code;
-        r->signal = (int)sig;
+        if (r->state == PROTO_RANK_PENDING && (rs->pid > 0 || rs->exited)) {
+            r->pid = rs->pid;
+            r->proc_start = rs->proc_start;
+            r->start_ms = rs->start_ms;
+            r->start_mono_ms = proc_state_mono_of(rs->start_ms, now_mono,
+                now_ms);
+            r->state = PROTO_RANK_RUNNING;
+            changed = true;
+            if (rs->pid > 0)
+                log_info("job=%lld attempt=%d rank=%d pid=%d running",
+                    (long long)job->job, job->attempt, r->rank, r->pid);
+        }
+        if (rs->exited && r->state == PROTO_RANK_RUNNING) {
+            r->fenced = rs->fenced;
+            proc_rank_ended(r, PROTO_RANK_EXITED, rs->exit_code, rs->signal,
+                rs->end_ms);
+            changed = true;
+        }
     }
-    r->stderr_tail = proc_read_tail(r->err_path, PROTO_TAIL_MAX);
-out:
-    free(state);
-    return rc;
+    if (st.done && !job->done) {
+        job->done = true;
+        changed = true;
+        for (i = 0; i < job->nranks; i++) {
+            struct proc_rank *r = &job->ranks[i];
+
+            /* Done but silent about a rank: nothing will say more. */
+            if (r->state == PROTO_RANK_RUNNING
+                || r->state == PROTO_RANK_PENDING)
+                proc_rank_ended(r, PROTO_RANK_LOST, -1, 0, 0);
+        }
+        if (st.fenced)
+            log_warn("job=%lld attempt=%d its supervisor fenced the ranks "
+                "(lease expired)", (long long)job->job, job->attempt);
+    }
+    supfile_status_release(&st);
+    if (changed)
+        proc_job_rank_ended(job);
+    return changed;
 }
 
-static int
-proc_state_adopt_one(struct proc_table *pt, const char *path,
-    struct err *err)
+void
+proc_state_supervisor_gone(struct proc_job *job, const char *why)
 {
-    static const char *const keys[] = { "version", "job", "attempt",
-        "ranks", NULL };
+    size_t i;
+
+    job->sv_gone = true;
+    proc_state_refresh(job);
+    if (job->done)
+        return;
+    log_warn("job=%lld attempt=%d %s, its ranks had not ended: killing "
+        "their process groups", (long long)job->job, job->attempt, why);
+    for (i = 0; i < job->nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        if (r->state != PROTO_RANK_RUNNING && r->state != PROTO_RANK_PENDING)
+            continue;
+        proc_rank_kill_group(r, SIGKILL);
+        proc_rank_ended(r, PROTO_RANK_LOST, -1, 0, 0);
+    }
+    job->done = true;
+    proc_job_rank_ended(job);
+}
+
+/* The supervisor's pid from supervisor.pid, or 0. */
+static int
+proc_state_read_pid(const char *dir)
+{
+    char *path = xasprintf("%s/%s", dir, SUPFILE_PID), *text = NULL;
+    size_t len;
+    long pid = 0;
+
+    if (supfile_read(path, 64, &text, &len) == 0)
+        pid = strtol(text, NULL, 10);
+    free(text);
+    free(path);
+    return pid > 0 && pid <= INT32_MAX ? (int)pid : 0;
+}
+
+static void
+proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
+    int attempt)
+{
+    struct supfile_spec spec;
+    struct supfile_status st;
+    struct err err = { 0 };
     struct proc_job *job;
+    char *dir = xasprintf("%s/%s", proc_state_dir(pt), name), *stop;
+    int pid, fd, rc;
+    size_t i;
+
+    if (supfile_spec_load(dir, &spec, &err) < 0 || spec.job != jobid
+        || spec.attempt != attempt) {
+        if (err.msg[0] == '\0')
+            snprintf(err.msg, sizeof(err.msg), "spec.json is for job %lld "
+                "attempt %d", (long long)spec.job, spec.attempt);
+        supfile_spec_release(&spec);
+        pid = proc_state_read_pid(dir);
+        if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+            /* Its lease is not renewed either: it stops on its own. */
+            stop = xasprintf("%s/%s", dir, SUPFILE_STOP);
+            fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+            if (fd >= 0)
+                close(fd);
+            free(stop);
+            log_error("cannot adopt '%s': %s (its supervisor pid=%d was "
+                "asked to stop)", dir, err.msg, pid);
+        } else {
+            log_error("cannot adopt '%s': %s (removing it)", dir, err.msg);
+            if ((rc = proc_rmtree_at(AT_FDCWD, dir, NULL)) < 0)
+                log_error("cannot remove '%s': %s", dir, strerror(-rc));
+        }
+        free(dir);
+        return;
+    }
+
+    job = proc_job_new(pt, jobid, attempt, spec.nranks, dir);
+    job->desired = true;
+    if (spec.nranks > 0) {
+        job->uid = spec.ranks[0].uid;
+        job->gid = spec.ranks[0].gid;
+    }
+    for (i = 0; i < spec.nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        r->rank = spec.ranks[i].rank;
+        r->local_rank = spec.ranks[i].local_rank;
+        proc_rank_set_paths(r, spec.ranks[i].out_path,
+            spec.ranks[i].err_path);
+    }
+    supfile_spec_release(&spec);
+
+    pid = 0;
+    if (supfile_status_load(dir, &st, &err) == 0) {
+        pid = st.pid;
+        supfile_status_release(&st);
+    }
+    if (pid == 0)
+        pid = proc_state_read_pid(dir);
+    job->sv_pid = pid;
+    if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+        job->sv_adopted = true;
+        proc_state_refresh(job);
+        log_info("job=%lld attempt=%d adopted supervisor pid=%d",
+            (long long)jobid, attempt, pid);
+    } else {
+        proc_state_supervisor_gone(job, "supervisor ended while no agent "
+            "ran");
+        log_info("job=%lld attempt=%d adopted (supervisor gone)",
+            (long long)jobid, attempt);
+    }
+}
+
+/*
+ * A record of an agent from before supervisors (<job>.<attempt>.json):
+ * its ranks run without a lease, so they are killed (when their process
+ * group is still the recorded one) and the record removed; the scheduler
+ * sees them missing from the register status and restarts the attempt.
+ */
+static void
+proc_state_legacy(const char *path)
+{
     const cJSON *ranks, *item;
     cJSON *root = NULL;
-    int64_t jobid, attempt;
     char *text = NULL;
-    size_t len = 0, n, i;
-    int rc;
+    int64_t pid, start;
+    size_t len;
 
-    if ((rc = proc_state_read(path, &text, &len)) < 0)
-        return err_set(err, rc, "cannot read: %s", strerror(-rc));
-    if ((rc = jsonx_parse(text, len, &root, err)) < 0)
-        goto out;
-    if ((rc = jsonx_check_keys(root, keys, err))
-        || (rc = jsonx_check_version(root, 1, err))
-        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &jobid, err))
-        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX, &attempt,
-                err)))
-        goto out;
-    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(ranks)) {
-        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
-        goto out;
-    }
-    n = (size_t)cJSON_GetArraySize(ranks);
-    job = proc_job_new(pt, jobid, (int)attempt, n);
-    /* Listed in the register status; the scheduler's answer decides. */
-    job->desired = true;
-    i = 0;
-    cJSON_ArrayForEach(item, ranks) {
-        if ((rc = proc_state_adopt_rank(&job->ranks[i], item, err)) < 0) {
-            /* Keep what the other ranks say; this one is lost. */
-            log_warn("job=%lld attempt=%d rank entry %zu in '%s': %s",
-                (long long)jobid, (int)attempt, i, path, err->msg);
-            job->ranks[i].state = PROTO_RANK_LOST;
-            job->ranks[i].exit_code = -1;
-            rc = 0;
+    if (supfile_read(path, 4u << 20, &text, &len) == 0
+        && jsonx_parse(text, len, &root, NULL) == 0
+        && cJSON_IsArray(ranks = cJSON_GetObjectItemCaseSensitive(root,
+                             "ranks"))) {
+        cJSON_ArrayForEach(item, ranks) {
+            pid = start = 0;
+            if (jsonx_get_int(item, "pid", true, 1, INT32_MAX, &pid, NULL)
+                    < 0
+                || jsonx_get_int(item, "proc_start", false, 0, INT64_MAX,
+                       &start, NULL) < 0)
+                continue;
+            /* Started by an agent of the same node: the job and attempt
+             * are in the file name, checked by their start time. */
+            if (start != 0 && supfile_pid_start_time((int)pid)
+                    == (uint64_t)start
+                && kill(-(int)pid, SIGKILL) == 0)
+                log_warn("killed process group %lld left by an agent "
+                    "without supervisors ('%s')", (long long)pid, path);
         }
-        i++;
     }
-    for (i = 0; i < job->nranks && job->ranks[i].state != PROTO_RANK_RUNNING;
-         i++)
-        ;
-    if (i == job->nranks)
-        job->finished_ms = timeid_mono_ms();
-    proc_state_save(job);
-out:
     cJSON_Delete(root);
     free(text);
-    return rc;
+    if (unlink(path) < 0 && errno != ENOENT)
+        log_error("cannot remove '%s': %s", path, strerror(errno));
+}
+
+/* "<job>.<attempt>" with both positive decimal numbers, and what follows
+ * (the rest of the name) in *rest. */
+static bool
+proc_state_parse_name(const char *name, int64_t *job, int *attempt,
+    const char **rest)
+{
+    char *end;
+    long long j;
+    long a;
+
+    if (name[0] < '1' || name[0] > '9')
+        return false;
+    errno = 0;
+    j = strtoll(name, &end, 10);
+    if (errno != 0 || *end != '.' || end[1] < '1' || end[1] > '9')
+        return false;
+    a = strtol(end + 1, &end, 10);
+    if (errno != 0 || a > INT32_MAX)
+        return false;
+    *job = j;
+    *attempt = (int)a;
+    *rest = end;
+    return true;
 }
 
 void
 proc_state_adopt(struct proc_table *pt)
 {
-    const char *dir = proc_state_dir(pt);
-    struct err err = { 0 };
+    const char *dir = proc_state_dir(pt), *rest;
     struct dirent *de;
+    int64_t jobid;
+    int attempt;
     char *path;
-    size_t len;
     DIR *d;
 
     d = opendir(dir);
@@ -339,18 +321,15 @@ proc_state_adopt(struct proc_table *pt)
         return;
     }
     while ((de = readdir(d)) != NULL) {
-        len = strlen(de->d_name);
+        if (!proc_state_parse_name(de->d_name, &jobid, &attempt, &rest))
+            continue;
         path = xasprintf("%s/%s", dir, de->d_name);
-        if (len > 9 && strcmp(de->d_name + len - 9, ".json.tmp") == 0) {
-            unlink(path);       /* an interrupted save */
-        } else if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0) {
-            err_clear(&err);
-            if (proc_state_adopt_one(pt, path, &err) < 0) {
-                log_error("cannot adopt '%s': %s (removing it)", path,
-                    err.msg);
-                unlink(path);
-            }
-        }
+        if (rest[0] == '\0')
+            proc_state_adopt_dir(pt, de->d_name, jobid, attempt);
+        else if (strcmp(rest, ".json") == 0)
+            proc_state_legacy(path);
+        else if (strcmp(rest, ".json.tmp") == 0)
+            unlink(path);
         free(path);
     }
     closedir(d);

@@ -38,6 +38,9 @@
 #define REPORT_BACKOFF_MIN_MS 100
 #define REPORT_BACKOFF_MAX_MS 5000
 #define REPORT_HEARTBEAT_DEFAULT_MS 1000
+/* Bounds of the lease a status reply may grant (docs/api.md). */
+#define REPORT_LEASE_MIN_MS 100
+#define REPORT_LEASE_MAX_MS 3600000
 #define REPORT_STATUS_TIMEOUT_MS 5000L
 /* How long the scheduler may hold a work request, and how much longer we
  * wait for its answer before calling the connection dead. */
@@ -66,6 +69,8 @@ struct report {
     bool status_reg_sent;       /* the one in flight has register: true */
     bool need_register;
     int64_t heartbeat_ms;
+    uint64_t status_seq;        /* proc's number for the one in flight */
+    int64_t status_sent_ms;     /* monotonic time it was built */
     int64_t status_backoff_ms;  /* 0 while healthy */
     char status_err[200];       /* last error logged; "" when healthy */
 
@@ -160,6 +165,39 @@ report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb,
 
 /* ---- status -------------------------------------------------------------- */
 
+/* While supervisors hold leases, a status must get through before they
+ * run out: retry at least four times per lease. */
+static int64_t
+report_status_backoff_max(const struct report *rp)
+{
+    int64_t max = REPORT_BACKOFF_MAX_MS, quarter;
+
+    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
+        quarter = proc_lease_ms(rp->ad->procs) / 4;
+        if (quarter < max)
+            max = quarter > REPORT_BACKOFF_MIN_MS ? quarter
+                                                  : REPORT_BACKOFF_MIN_MS;
+    }
+    return max;
+}
+
+/* The next heartbeat: heartbeat_ms, but at least three per lease while
+ * supervisors hold one (a scheduler configured with a heartbeat longer
+ * than its lease must not fence every job). */
+static int64_t
+report_status_interval(const struct report *rp)
+{
+    int64_t next = rp->heartbeat_ms, third;
+
+    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
+        third = proc_lease_ms(rp->ad->procs) / 3;
+        if (third < next)
+            next = third > REPORT_BACKOFF_MIN_MS ? third
+                                                 : REPORT_BACKOFF_MIN_MS;
+    }
+    return next;
+}
+
 static void
 report_status_timer_cb(uv_timer_t *t)
 {
@@ -178,7 +216,7 @@ report_status_failed(struct report *rp, int rc, long http_status,
         "send status", text, http_status);
     rp->need_register = true;
     rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
-        REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
+        REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
 }
 
@@ -216,6 +254,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     struct err err = { 0 };
     cJSON *root = NULL;
     int64_t hb = REPORT_HEARTBEAT_DEFAULT_MS, gen = 0;
+    int64_t lease = PROC_LEASE_DEFAULT_MS;
     bool was_reg = rp->status_reg_sent;
 
     rp->status_req = NULL;
@@ -227,7 +266,9 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     if (jsonx_parse(body->buf, body->len, &root, &err) < 0
         || jsonx_get_int(root, "heartbeat_ms", false, 100, 60000, &hb,
                &err) < 0
-        || jsonx_get_int(root, "gen", true, 0, INT64_MAX, &gen, &err) < 0) {
+        || jsonx_get_int(root, "gen", true, 0, INT64_MAX, &gen, &err) < 0
+        || jsonx_get_int(root, "lease_ms", false, REPORT_LEASE_MIN_MS,
+               REPORT_LEASE_MAX_MS, &lease, &err) < 0) {
         char text[200];
 
         cJSON_Delete(root);
@@ -236,13 +277,16 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
             "send status", text, 0);
         rp->need_register = true;
         rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
-            REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &hb);
+            REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &hb);
         report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
             hb);
         return;
     }
     cJSON_Delete(root);
 
+    /* The scheduler heard from us: every supervisor's lease moves on. */
+    proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
+        lease);
     report_log_recovery(rp->status_err, "sending status");
     rp->status_backoff_ms = 0;
     if (hb != rp->heartbeat_ms)
@@ -265,7 +309,8 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         report_check_gen(rp, (uint64_t)gen);
 
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
-        rp->status_dirty || rp->need_register ? 0 : rp->heartbeat_ms);
+        rp->status_dirty || rp->need_register ? 0
+                                              : report_status_interval(rp));
     rp->status_dirty = false;
 }
 
@@ -330,7 +375,8 @@ report_status_send(struct report *rp)
     rep.labels = ad->res.labels;
     rep.nlabels = ad->res.nlabels;
     rep.gen = rp->applied_gen;
-    proc_fill_report(ad->procs, &rep);
+    rp->status_sent_ms = timeid_mono_ms();
+    rp->status_seq = proc_fill_report(ad->procs, &rep);
     json = proto_node_report_to_json(&rep);
     rep.node = rep.agent_id = rep.addr = NULL;
     rep.gpus = NULL;

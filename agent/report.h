@@ -14,9 +14,15 @@
  * state, applied at once (proc_apply). A status reply whose gen differs
  * from the applied one makes sure a fetch happens promptly.
  *
+ * Every accepted status renews the lease of every job's supervisor
+ * (proc_status_ok): until then + the reply's lease_ms (5000 when absent),
+ * counted from when the status was sent.
+ *
  * Failures (scheduler down, 5xx, 4xx) never touch running ranks; requests
- * are retried with exponential backoff (100 ms doubling to 5 s, jittered).
- * Each distinct error is logged once, and its end once.
+ * are retried with exponential backoff (100 ms doubling to 5 s, jittered;
+ * the status retries at least every lease_ms / 4 while supervisors hold
+ * leases, so a short outage does not fence them). Each distinct error is
+ * logged once, and its end once.
  *
  * Everything runs on the loop thread.
  */

@@ -120,7 +120,14 @@ def main():
         opt.load_state_dict(state["opt"])
         start = state["step"]
         log("resumed from %s at step %d" % (resume, start))
-    ddp = DDP(model)
+    # find_unused_parameters=True keeps DDP from rebuilding its gradient
+    # buckets after the first iteration. A rebuild changes where each
+    # gradient sits in the flattened bucket, hence which chunk of gloo's
+    # ring all-reduce sums it and in what order: a run resumed from a
+    # checkpoint would then add floats in a different order on its first
+    # step than the uninterrupted run did, and the final parameters would
+    # differ in the last bits.
+    ddp = DDP(model, find_unused_parameters=True)
     loss_fn = torch.nn.MSELoss()
 
     for step in range(start + 1, a.steps + 1):

@@ -179,6 +179,10 @@ wait_for() {
 
 # --- daemons --------------------------------------------------------------
 
+# Each test's jobs get MASTER_PORTs from their own range, so DDP jobs of
+# tests running in parallel do not collide.
+MASTER_PORT_BASE=$((20000 + (RANDOM % 200) * 200))
+
 CLUSTER_SECRET=$TEST_DIR/cluster.secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$CLUSTER_SECRET"
 chmod 600 "$CLUSTER_SECRET"
@@ -200,6 +204,7 @@ start_scheduler() {
         -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
         -o heartbeat_ms="${HEARTBEAT_MS:-500}" \
         ${LEASE_MS:+-o lease_ms="$LEASE_MS"} \
+        -o master_port_base="$MASTER_PORT_BASE" -o master_port_count=200 \
         "$@" >>"$d/log" 2>&1 &
     SCHED_PID=$!
     export LOCKSTEP_SERVER=$d/sock

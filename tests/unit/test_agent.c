@@ -1,8 +1,9 @@
 /*
  * test_agent.c - unit tests for agent/: rank environment, resource
- * parsing, stderr tails, and ranks run on a real libuv loop (exit codes,
- * output files, process-group cleanup, teardown, spawn failures,
- * re-adoption by a new agent).
+ * parsing, stderr tails, and jobs run on a real libuv loop through the real
+ * lockstep-supervisor (exit codes, output files, process-group cleanup,
+ * teardown, spawn failures, leases, re-adoption by a new agent, a killed
+ * supervisor, progress and commits, convention checkpoints, stack dumps).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,14 +116,16 @@ test_env(void)
     l.ranks[1].ngpus = 2;
     free(l.checkpoint_dir);
     l.checkpoint_dir = xstrdup("/ckpt/12");
-    l.env = xcalloc(3, sizeof(*l.env));
+    l.env = xcalloc(4, sizeof(*l.env));
     l.env[0].key = xstrdup("RANK");
     l.env[0].value = xstrdup("99");
     l.env[1].key = xstrdup("FOO");
     l.env[1].value = xstrdup("bar");
     l.env[2].key = xstrdup("PATH");
     l.env[2].value = xstrdup("/opt/bin:/usr/bin");
-    l.nenv = 3;
+    l.env[3].key = xstrdup("LOCKSTEP_PROGRESS_FILE");
+    l.env[3].value = xstrdup("/tmp/forged");
+    l.nenv = 4;
 
     env = proc_build_env(&l, &l.ranks[1], "n7", base);
     is_str(proc_env_get(env, "RANK"), "3", "RANK is the global rank");
@@ -149,6 +152,8 @@ test_env(void)
     is_str(proc_env_get(env, "PATH"), "/opt/bin:/usr/bin",
         "job env overrides the agent's environment");
     is_str(proc_env_get(env, "HOME"), "/root", "agent environment kept");
+    ok(proc_env_get(env, "LOCKSTEP_PROGRESS_FILE") == NULL,
+        "the job's env cannot set LOCKSTEP_PROGRESS_FILE (the agent does)");
     ok(proc_env_get(env, "NOTIFY_SOCKET") == NULL
         && proc_env_get(env, "LISTEN_FDS") == NULL
         && proc_env_get(env, "JOURNAL_STREAM") == NULL,
@@ -285,8 +290,9 @@ test_tail(void)
     is_int(proc_spawn_exit_code(-EACCES), 126, "EACCES reports code 126");
 }
 
-/* ---- ranks on a loop ----------------------------------------------------- */
+/* ---- jobs on a loop, through real supervisors ---------------------------- */
 
+static char supervisor_path[PATH_MAX + 64];
 static int changes;
 
 static void
@@ -324,6 +330,21 @@ job_ended(struct proc_table *pt, int64_t id)
     return true;
 }
 
+static bool
+job_running(struct proc_table *pt, int64_t id)
+{
+    struct proc_job *job = find_job(pt, id, 1);
+    size_t i;
+
+    if (job == NULL)
+        return false;
+    for (i = 0; i < job->nranks; i++) {
+        if (job->ranks[i].state != PROTO_RANK_RUNNING)
+            return false;
+    }
+    return true;
+}
+
 /* Turn the loop until cond holds or timeout_ms passes. The proc table's
  * poll timer keeps the loop alive, so UV_RUN_ONCE always returns. */
 #define RUN_UNTIL(loop, cond, timeout_ms)                                   \
@@ -343,6 +364,16 @@ group_gone(pid_t pgid)
     return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
+static bool
+wait_group_gone(pid_t pgid, int64_t timeout_ms)
+{
+    int64_t t0 = timeid_mono_ms();
+
+    while (!group_gone(pgid) && timeid_mono_ms() - t0 < timeout_ms)
+        usleep(10000);
+    return group_gone(pgid);
+}
+
 static void
 work_one(struct proto_work *w, struct proto_launch *l)
 {
@@ -352,11 +383,68 @@ work_one(struct proto_work *w, struct proto_launch *l)
     w->njobs = 1;
 }
 
+/* One agent's worth of state, in tmpdir/<name>. */
+struct tagent {
+    struct agentd ad;
+    uv_loop_t loop;
+    struct proc_table *pt;
+};
+
+static void
+tagent_init(struct tagent *t, const char *name)
+{
+    memset(t, 0, sizeof(*t));
+    uv_loop_init(&t->loop);
+    t->ad.loop = &t->loop;
+    t->ad.node = xstrdup("n1");
+    t->ad.state_dir = xasprintf("%s/%s/state", tmpdir, name);
+    t->ad.log_dir = xasprintf("%s/%s/logs", tmpdir, name);
+    t->ad.kill_grace_ms = 300;
+    t->ad.run_as_submitter = false;
+    t->ad.supervisor = xstrdup(supervisor_path);
+}
+
+/* A proc table on t, like a starting agent; the lease a status reply
+ * would grant is long, so slow test machines fence nothing. */
+static struct proc_table *
+tagent_start(struct tagent *t)
+{
+    struct err err = { 0 };
+
+    t->pt = proc_create(&t->ad, &err);
+    if (t->pt == NULL) {
+        diag("proc_create: %s", err.msg);
+        return NULL;
+    }
+    proc_set_change_cb(t->pt, count_change_cb, NULL);
+    proc_status_ok(t->pt, 0, timeid_mono_ms(), 60000);
+    return t->pt;
+}
+
+static void
+tagent_stop(struct tagent *t)
+{
+    proc_destroy(t->pt);
+    t->pt = NULL;
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+}
+
+static void
+tagent_release(struct tagent *t)
+{
+    if (t->pt != NULL)
+        tagent_stop(t);
+    is_int(uv_loop_close(&t->loop), 0, "uv_loop_close() == 0");
+    free(t->ad.node);
+    free(t->ad.state_dir);
+    free(t->ad.log_dir);
+    free(t->ad.supervisor);
+}
+
 static void
 test_loop(void)
 {
-    struct agentd ad;
-    struct err err = { 0 };
+    struct tagent t;
     struct proc_table *pt;
     struct proc_job *job;
     struct proto_launch l1, l2, l3;
@@ -368,25 +456,15 @@ test_loop(void)
         "trap '' TERM; echo $LOCKSTEP_JOB_ID $RANK; sleep 1000 & wait",
         NULL };
     const char *argv3[] = { "/nonexistent/foo", NULL };
-    char path[PATH_MAX + 64], *text;
-    uv_loop_t loop;
+    char path[PATH_MAX + 64], *text, *dir;
+    int64_t t0, lease = 0;
     pid_t pid, pid2;
-    int64_t t0;
 
-    memset(&ad, 0, sizeof(ad));
-    uv_loop_init(&loop);
-    ad.loop = &loop;
-    ad.node = xstrdup("n1");
-    ad.state_dir = xasprintf("%s/state", tmpdir);
-    ad.log_dir = xasprintf("%s/logs", tmpdir);
-    ad.kill_grace_ms = 300;
-    ad.run_as_submitter = false;
-
-    pt = proc_create(&ad, &err);
-    ok(pt != NULL, "proc table created (%s)", err.msg);
+    tagent_init(&t, "loop");
+    pt = tagent_start(&t);
+    ok(pt != NULL, "proc table created");
     if (pt == NULL)
         return;
-    proc_set_change_cb(pt, count_change_cb, NULL);
 
     /* 1. a rank that exits 3, leaving a background child behind */
     launch_init(&l1, 7, 1, argv1, 1);
@@ -394,44 +472,50 @@ test_loop(void)
     is_int(proc_apply(pt, &w), 1, "the launch starts");
     is_int(proc_apply(pt, &w), 0, "applying it again starts nothing");
     job = find_job(pt, 7, 1);
-    ok(job != NULL && job->ranks[0].pid > 0, "rank 0 has a pid");
-    pid = job != NULL ? job->ranks[0].pid : 0;
-    snprintf(path, sizeof(path), "%s/state/jobs/7.1.json", tmpdir);
-    ok(access(path, F_OK) == 0, "the job is recorded in state_dir/jobs");
-    RUN_UNTIL(&loop, job_ended(pt, 7), 10000);
+    ok(job != NULL && job->sv_pid > 0, "its supervisor runs (pid %d)",
+        job != NULL ? job->sv_pid : 0);
+    dir = xasprintf("%s/loop/state/jobs/7.1", tmpdir);
+    snprintf(path, sizeof(path), "%s/spec.json", dir);
+    ok(access(path, F_OK) == 0, "spec.json is in state_dir/jobs/7.1");
+    snprintf(path, sizeof(path), "%s/lease", dir);
+    ok(access(path, F_OK) == 0, "... and the lease");
+    RUN_UNTIL(&t.loop, job_ended(pt, 7), 10000);
     job = find_job(pt, 7, 1);
     ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED,
         "rank 0 exited");
+    pid = job != NULL ? job->ranks[0].pid : 0;
     if (job != NULL) {
         is_int(job->ranks[0].exit_code, 3, "exit code 3 recorded");
         is_int(job->ranks[0].signal, 0, "no signal");
+        ok(pid > 0, "with the rank's pid (%d)", pid);
     }
     ok(changes > 0, "the change callback ran");
-    snprintf(path, sizeof(path), "%s/logs/7/1/rank-0.out", tmpdir);
+    snprintf(path, sizeof(path), "%s/loop/logs/7/1/rank-0.out", tmpdir);
     text = read_all(path);
     is_str(text, "hi\n", "stdout went to logs/7/1/rank-0.out");
     free(text);
-    t0 = timeid_mono_ms();
-    while (!group_gone(pid) && timeid_mono_ms() - t0 < 5000)
-        usleep(10000);
-    ok(group_gone(pid), "no process of the rank's group survives "
-        "(kill(-pgid, 0) is ESRCH)");
+    ok(wait_group_gone(pid, 5000), "no process of the rank's group "
+        "survives (kill(-pgid, 0) is ESRCH)");
+    RUN_UNTIL(&t.loop, job->done && job->sv_gone, 5000);
+    ok(job->done && job->sv_gone, "the supervisor is done and gone");
 
     memset(&rep, 0, sizeof(rep));
     proc_fill_report(pt, &rep);
     ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1
         && rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED
-        && rep.jobs[0].ranks[0].exit_code == 3,
+        && rep.jobs[0].ranks[0].exit_code == 3
+        && rep.jobs[0].ranks[0].step == -1
+        && rep.jobs[0].ranks[0].progress == PROTO_PROGRESS_OUTPUT,
         "the report lists the finished job while it is desired");
     proto_node_report_release(&rep);
 
     /* 2. the job leaves the desired state: released, never restarted */
     proc_apply(pt, &empty);
-    RUN_UNTIL(&loop, find_job(pt, 7, 1) == NULL, 2000);
+    RUN_UNTIL(&t.loop, find_job(pt, 7, 1) == NULL, 2000);
     ok(find_job(pt, 7, 1) == NULL, "a finished job absent from the desired "
         "state is released");
-    snprintf(path, sizeof(path), "%s/state/jobs/7.1.json", tmpdir);
-    ok(access(path, F_OK) < 0, "its record is removed");
+    ok(access(dir, F_OK) < 0, "its directory is removed");
+    free(dir);
     is_int(proc_apply(pt, &w), 0, "a released job is never started again");
     ok(find_job(pt, 7, 1) == NULL, "... and not held");
 
@@ -439,35 +523,83 @@ test_loop(void)
     launch_init(&l3, 8, 1, argv3, 1);
     work_one(&w, &l3);
     proc_apply(pt, &w);
+    RUN_UNTIL(&t.loop, job_ended(pt, 8), 5000);
     job = find_job(pt, 8, 1);
     ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED
         && job->ranks[0].exit_code == 127,
         "a missing command is reported as exit code 127");
     if (job != NULL)
         is_str(job->ranks[0].stderr_tail,
-            "cannot execute '/nonexistent/foo': no such file or directory",
+            "cannot execute '/nonexistent/foo': No such file or directory\n",
             "... with a clear stderr tail");
     proc_apply(pt, &empty);
-    RUN_UNTIL(&loop, find_job(pt, 8, 1) == NULL, 2000);
+    RUN_UNTIL(&t.loop, find_job(pt, 8, 1) == NULL, 2000);
     ok(find_job(pt, 8, 1) == NULL, "... and released");
+
+    /* 3b. a launch that cannot start at all: no supervisor, and a record
+     * a restarted agent reports the same way */
+    proto_launch_release(&l3);
+    launch_init(&l3, 6, 1, argv3, 1);
+    free(l3.workdir);
+    l3.workdir = xstrdup("/nonexistent-dir");
+    work_one(&w, &l3);
+    proc_apply(pt, &w);
+    job = find_job(pt, 6, 1);
+    ok(job != NULL && job->done && job->sv_pid == 0
+        && job->ranks[0].state == PROTO_RANK_EXITED
+        && job->ranks[0].exit_code == 127, "a missing working directory: "
+        "exit code 127 at once, no supervisor");
+    if (job != NULL)
+        is_str(job->ranks[0].stderr_tail, "cannot change to working "
+            "directory '/nonexistent-dir': No such file or directory",
+            "... with the reason");
+    snprintf(path, sizeof(path), "%s/loop/logs/6/1/rank-0.err", tmpdir);
+    text = read_all(path);
+    ok(strstr(text, "/nonexistent-dir") != NULL, "... also in its stderr "
+        "file");
+    free(text);
+    tagent_stop(&t);
+    pt = tagent_start(&t);
+    job = pt != NULL ? find_job(pt, 6, 1) : NULL;
+    ok(job != NULL && job->done && job->ranks[0].exit_code == 127,
+        "a restarted agent reports it the same");
+    if (pt == NULL)
+        return;
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&t.loop, find_job(pt, 6, 1) == NULL, 2000);
+    ok(find_job(pt, 6, 1) == NULL, "... and releases it");
 
     /* 4. teardown of ranks that ignore SIGTERM: SIGKILL after the grace */
     launch_init(&l2, 9, 1, argv2, 2);
     work_one(&w, &l2);
     proc_apply(pt, &w);
+    RUN_UNTIL(&t.loop, job_running(pt, 9), 5000);
     job = find_job(pt, 9, 1);
     pid = job != NULL ? job->ranks[0].pid : 0;
     pid2 = job != NULL ? job->ranks[1].pid : 0;
-    ok(pid > 0 && getpgid(pid) == pid && getsid(pid) == pid,
-        "a rank leads its own session and process group");
-    snprintf(path, sizeof(path), "%s/logs/9/1/rank-1.out", tmpdir);
+    ok(pid > 0 && getpgid(pid) == pid && getpgid(pid2) == pid2,
+        "each rank leads its own process group");
+    ok(job != NULL && getsid(pid) == job->sv_pid && getsid(job->sv_pid)
+        == job->sv_pid, "in the session of its supervisor, not the agent's");
+
+    /* Renewal: the lease moves to the send time plus the grant. */
+    t0 = timeid_mono_ms();
+    proc_status_ok(pt, 1, t0, 7777);
+    snprintf(path, sizeof(path), "%s/loop/state/jobs/9.1", tmpdir);
+    ok(supfile_lease_read(path, &lease) == 0 && lease == t0 + 7777,
+        "a status accepted renews the lease to sent + lease_ms");
+    is_int(proc_lease_ms(pt), 7777, "the grant is remembered");
+    ok(proc_has_live_supervisors(pt), "a supervisor holds a lease");
+    proc_status_ok(pt, 2, timeid_mono_ms(), 60000);
+
+    snprintf(path, sizeof(path), "%s/loop/logs/9/1/rank-1.out", tmpdir);
     t0 = timeid_mono_ms();
     for (;;) {
         text = read_all(path);
         if (strcmp(text, "9 1\n") == 0 || timeid_mono_ms() - t0 > 5000)
             break;
         free(text);
-        uv_run(&loop, UV_RUN_NOWAIT);
+        uv_run(&t.loop, UV_RUN_NOWAIT);
         usleep(10000);
     }
     is_str(text, "9 1\n", "rank 1 sees LOCKSTEP_JOB_ID=9 RANK=1");
@@ -475,60 +607,450 @@ test_loop(void)
     /* Torn down while still desired, so it stays to be looked at. */
     t0 = timeid_mono_ms();
     proc_job_teardown(find_job(pt, 9, 1));
-    RUN_UNTIL(&loop, job_ended(pt, 9), 5000);
+    snprintf(path, sizeof(path), "%s/loop/state/jobs/9.1/stop", tmpdir);
+    ok(access(path, F_OK) == 0, "teardown creates the stop file");
+    RUN_UNTIL(&t.loop, job_ended(pt, 9), 5000);
     ok(job_ended(pt, 9), "the ranks ended");
     ok(timeid_mono_ms() - t0 >= 250, "not before the grace period (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
     job = find_job(pt, 9, 1);
     ok(job != NULL && job->ranks[0].signal == SIGKILL
-        && job->ranks[1].signal == SIGKILL && job->ranks[0].exit_code == -1,
-        "both ranks were killed by SIGKILL (exit_code -1)");
+        && job->ranks[1].signal == SIGKILL && job->ranks[0].exit_code == -1
+        && !job->ranks[0].fenced,
+        "both ranks were killed by SIGKILL (exit_code -1), not fenced");
     proc_apply(pt, &empty);
-    RUN_UNTIL(&loop, find_job(pt, 9, 1) == NULL, 2000);
+    RUN_UNTIL(&t.loop, find_job(pt, 9, 1) == NULL, 2000);
     ok(find_job(pt, 9, 1) == NULL, "the torn-down job is released");
-    t0 = timeid_mono_ms();
-    while ((!group_gone(pid) || !group_gone(pid2))
-        && timeid_mono_ms() - t0 < 5000)
-        usleep(10000);
-    ok(group_gone(pid) && group_gone(pid2),
+    ok(wait_group_gone(pid, 5000) && wait_group_gone(pid2, 5000),
         "no process of either rank's group survives the teardown");
 
-
-    /* 5. the agent goes away, ranks survive, a new agent adopts them */
-    proto_launch_release(&l1);
-    launch_init(&l1, 10, 1, (const char *[]){ "sleep", "1000", NULL }, 1);
-    work_one(&w, &l1);
-    proc_apply(pt, &w);
-    job = find_job(pt, 10, 1);
-    pid = job != NULL ? job->ranks[0].pid : 0;
-    proc_destroy(pt);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    ok(pid > 0 && kill(pid, 0) == 0, "the rank outlives the proc table");
-    pt = proc_create(&ad, &err);
-    ok(pt != NULL, "a new proc table starts");
-    if (pt == NULL)
-        return;
-    proc_set_change_cb(pt, count_change_cb, NULL);
-    job = find_job(pt, 10, 1);
-    ok(job != NULL && job->ranks[0].state == PROTO_RANK_RUNNING
-        && job->ranks[0].pid == pid && job->ranks[0].adopted,
-        "the running rank is adopted");
-    proc_apply(pt, &empty);
-    RUN_UNTIL(&loop, (waitpid(pid, NULL, WNOHANG), find_job(pt, 10, 1) ==
-        NULL), 5000);
-    ok(find_job(pt, 10, 1) == NULL, "the adopted job is torn down and "
-        "released when the scheduler no longer wants it");
-    ok(group_gone(pid), "its process is gone");
-
-    proc_destroy(pt);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    is_int(uv_loop_close(&loop), 0, "uv_loop_close() == 0");
+    tagent_release(&t);
     proto_launch_release(&l1);
     proto_launch_release(&l2);
     proto_launch_release(&l3);
-    free(ad.node);
-    free(ad.state_dir);
-    free(ad.log_dir);
+}
+
+/* An agent that goes away and a new one: re-adoption in its three forms,
+ * and a supervisor killed under a running agent. */
+static void
+test_adopt(void)
+{
+    struct tagent t;
+    struct proc_table *pt;
+    struct proc_job *job;
+    struct proto_launch l1, l2, l3, l4;
+    struct proto_work w, empty = { 0 };
+    struct proto_node_report rep;
+    struct proto_launch all[3];
+    const char *sleeper[] = { "sleep", "1000", NULL };
+    const char *exit3[] = { "sh", "-c", "exit 3", NULL };
+    const char *family[] = { "sh", "-c", "sleep 1000 & exec sleep 1000",
+        NULL };
+    pid_t pid, pid2, sv1, sv3, sv4;
+
+    tagent_init(&t, "adopt");
+    pt = tagent_start(&t);
+    if (pt == NULL)
+        return;
+    launch_init(&l1, 10, 1, sleeper, 1);
+    launch_init(&l2, 11, 1, exit3, 1);
+    launch_init(&l3, 12, 1, family, 1);
+    memcpy(&all[0], &l1, sizeof(l1));
+    memcpy(&all[1], &l2, sizeof(l2));
+    memcpy(&all[2], &l3, sizeof(l3));
+    memset(&w, 0, sizeof(w));
+    w.gen = 1;
+    w.jobs = all;
+    w.njobs = 3;
+    is_int(proc_apply(pt, &w), 3, "three jobs start");
+    RUN_UNTIL(&t.loop, job_running(pt, 10) && job_ended(pt, 11)
+        && job_running(pt, 12) && find_job(pt, 11, 1)->done, 5000);
+    pid = find_job(pt, 10, 1)->ranks[0].pid;
+    pid2 = find_job(pt, 12, 1)->ranks[0].pid;
+    sv1 = find_job(pt, 10, 1)->sv_pid;
+    sv3 = find_job(pt, 12, 1)->sv_pid;
+    ok(pid > 0 && pid2 > 0 && find_job(pt, 11, 1)->ranks[0].exit_code == 3,
+        "two ranks run, one exited 3");
+
+    /* The agent goes; supervisors and ranks stay. Then job 12's supervisor
+     * dies (OOM, kill -9) while no agent runs, and so does its rank's
+     * leader, but not the rank's background child. */
+    tagent_stop(&t);
+    ok(kill(pid, 0) == 0 && kill(sv1, 0) == 0,
+        "supervisor and rank outlive the agent");
+    kill(sv3, SIGKILL);
+    waitpid(sv3, NULL, 0);
+    ok(kill(pid2, 0) == 0, "a rank outlives its killed supervisor");
+    kill(pid2, SIGKILL);
+    waitpid(pid2, NULL, 0);     /* we are the subreaper it fell to */
+    ok(kill(-pid2, 0) == 0, "its leader is gone, its group is not");
+
+    pt = tagent_start(&t);
+    ok(pt != NULL, "a new agent starts");
+    if (pt == NULL)
+        return;
+    job = find_job(pt, 10, 1);
+    ok(job != NULL && job->sv_adopted && job->sv_pid == sv1
+        && job->ranks[0].state == PROTO_RANK_RUNNING
+        && job->ranks[0].pid == pid && job->desired,
+        "a live supervisor is adopted with its running rank");
+    job = find_job(pt, 11, 1);
+    ok(job != NULL && job->done && job->ranks[0].state == PROTO_RANK_EXITED
+        && job->ranks[0].exit_code == 3,
+        "a finished supervisor's exit code survives the agent");
+    job = find_job(pt, 12, 1);
+    ok(job != NULL && job->done && job->ranks[0].state == PROTO_RANK_LOST,
+        "the rank of a supervisor that died unfinished is lost");
+    ok(wait_group_gone(pid2, 5000), "... and its process group killed "
+        "(identified by its members' LOCKSTEP_JOB_ID and attempt)");
+
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    is_int(rep.njobs, 3, "the register report lists all three");
+    proto_node_report_release(&rep);
+
+    /* The scheduler keeps job 10 only. */
+    work_one(&w, &l1);
+    proc_apply(pt, &w);
+    RUN_UNTIL(&t.loop, find_job(pt, 11, 1) == NULL
+        && find_job(pt, 12, 1) == NULL, 3000);
+    ok(find_job(pt, 11, 1) == NULL && find_job(pt, 12, 1) == NULL,
+        "the finished ones are released");
+
+    /* 2. a supervisor killed under a running agent: its ranks are lost and
+     * killed. Job 13 is our child. */
+    launch_init(&l4, 13, 1, (const char *[]){ "sh", "-c",
+        "sleep 1000 & sleep 1000", NULL }, 1);
+    memcpy(&all[0], &l1, sizeof(l1));
+    memcpy(&all[1], &l4, sizeof(l4));
+    w.jobs = all;
+    w.njobs = 2;
+    proc_apply(pt, &w);
+    RUN_UNTIL(&t.loop, job_running(pt, 13), 5000);
+    job = find_job(pt, 13, 1);
+    sv4 = job->sv_pid;
+    pid2 = job->ranks[0].pid;
+    kill(sv4, SIGKILL);
+    RUN_UNTIL(&t.loop, job_ended(pt, 13), 5000);
+    ok(job->ranks[0].state == PROTO_RANK_LOST && job->sv_gone,
+        "kill -9 of a supervisor: the agent reports its rank lost");
+    ok(wait_group_gone(pid2, 5000), "... and kills the rank's group");
+
+    /* 3. the adopted one is torn down when the scheduler drops it */
+    proc_apply(pt, &empty);
+    RUN_UNTIL(&t.loop, (waitpid(sv1, NULL, WNOHANG), find_job(pt, 10, 1)
+        == NULL && find_job(pt, 13, 1) == NULL), 5000);
+    ok(find_job(pt, 10, 1) == NULL, "the adopted job is torn down and "
+        "released when the scheduler no longer wants it");
+    ok(wait_group_gone(pid, 5000), "its rank is gone");
+    waitpid(sv1, NULL, 0);
+
+    tagent_release(&t);
+    proto_launch_release(&l1);
+    proto_launch_release(&l2);
+    proto_launch_release(&l3);
+    proto_launch_release(&l4);
+}
+
+/* Progress by step and by output, committed steps, idle time. */
+static void
+test_progress(void)
+{
+    struct tagent t;
+    struct proc_table *pt;
+    struct proc_job *job;
+    struct proto_launch l;
+    struct proto_work w;
+    struct proto_node_report rep;
+    struct proto_rank_status *rs;
+    const char *argv[] = { "sh", "-c",
+        "case $RANK in "
+        "0) printf '{\"step\": 5, \"time_ms\": %s, \"attempt\": 1, "
+        "\"pid\": %d}' $(date +%s%3N) $$ >$LOCKSTEP_PROGRESS_FILE.tmp && "
+        "mv $LOCKSTEP_PROGRESS_FILE.tmp $LOCKSTEP_PROGRESS_FILE; "
+        "printf '7 1\\n3 1\\n9 2\\n7 1\\nbad\\n' >>$LOCKSTEP_COMMIT_FILE;; "
+        "1) echo working;; "
+        "3) printf '{\"step\": 9, \"time_ms\": 1, \"attempt\": 4}' "
+        ">$LOCKSTEP_PROGRESS_FILE;; "
+        "esac; exec sleep 1000", NULL };
+    char *path, buf[128];
+    int64_t t0, *steps;
+    size_t n;
+
+    steps = proc_commit_parse("5 1\n3 1\n5 1\n8 2\nx 1\n4 1 extra\n12 1",
+        1, 64, &n);
+    ok(n == 3 && steps[0] == 3 && steps[1] == 5 && steps[2] == 12,
+        "commit lines: distinct steps of the attempt, ascending");
+    free(steps);
+    steps = proc_commit_parse("1 1\n2 1\n3 1\n", 1, 2, &n);
+    ok(n == 2 && steps[0] == 2 && steps[1] == 3, "... the newest only");
+    free(steps);
+
+    tagent_init(&t, "progress");
+    pt = tagent_start(&t);
+    if (pt == NULL)
+        return;
+    launch_init(&l, 20, 1, argv, 4);
+    work_one(&w, &l);
+    t0 = timeid_mono_ms();
+    proc_apply(pt, &w);
+    job = find_job(pt, 20, 1);
+    path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.ckpt", tmpdir);
+    RUN_UNTIL(&t.loop, job_running(pt, 20) && access(path, F_OK) == 0,
+        5000);
+    free(path);
+    path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.progress",
+        tmpdir);
+    is_str(job->ranks[0].progress_path, path,
+        "LOCKSTEP_PROGRESS_FILE is in the attempt's sdk/ directory");
+    free(path);
+    usleep(300000);
+    uv_run(&t.loop, UV_RUN_NOWAIT);
+
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    rs = rep.jobs[0].ranks;
+    ok(rs[0].step == 5 && rs[0].progress == PROTO_PROGRESS_STEP,
+        "rank 0 reports step 5 (progress: step)");
+    ok(rs[0].idle_ms >= 250 && rs[0].idle_ms < 5000,
+        "... idle since it wrote it (%lld ms)", (long long)rs[0].idle_ms);
+    ok(rs[0].nckpt_steps == 2 && rs[0].ckpt_steps[0] == 3
+        && rs[0].ckpt_steps[1] == 7, "... committed steps 3 and 7 (not "
+        "attempt 2's 9)");
+    ok(rs[1].step == -1 && rs[1].progress == PROTO_PROGRESS_OUTPUT
+        && rs[1].idle_ms >= 250, "rank 1 progresses by output (idle %lld)",
+        (long long)rs[1].idle_ms);
+    ok(rs[2].step == -1 && rs[2].progress == PROTO_PROGRESS_NONE
+        && rs[2].idle_ms >= 250 && rs[2].idle_ms
+            <= timeid_mono_ms() - t0 + 20,
+        "rank 2 has neither: idle since its start (%lld ms)",
+        (long long)rs[2].idle_ms);
+    ok(rs[3].step == -1 && rs[3].progress == PROTO_PROGRESS_NONE,
+        "rank 3's record of another attempt is ignored");
+    ok(job->ranks[0].have_progress && job->ranks[0].sdk_pid
+        == job->ranks[0].pid, "the progress file names the SDK's process");
+    proto_node_report_release(&rep);
+
+    /* The rank reaches step 6: idle starts again. */
+    path = xasprintf("%s.tmp", job->ranks[0].progress_path);
+    snprintf(buf, sizeof(buf), "{\"step\": 6, \"time_ms\": %lld, "
+        "\"attempt\": 1}", (long long)timeid_now_ms());
+    write_file(path, buf, strlen(buf));
+    rename(path, job->ranks[0].progress_path);
+    free(path);
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    rs = rep.jobs[0].ranks;
+    ok(rs[0].step == 6 && rs[0].idle_ms < 200, "a new step resets idle "
+        "(%lld ms)", (long long)rs[0].idle_ms);
+    proto_node_report_release(&rep);
+
+    proc_job_teardown(job);
+    RUN_UNTIL(&t.loop, job_ended(pt, 20) && job->done, 5000);
+    ok(job_ended(pt, 20), "torn down");
+    tagent_release(&t);
+    proto_launch_release(&l);
+}
+
+static void
+mkstep(const char *ck, const char *name, bool complete)
+{
+    char path[PATH_MAX + 64];
+
+    snprintf(path, sizeof(path), "%s/%s", ck, name);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/%s/data", ck, name);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/%s/sub", ck, name);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/%s/sub/more", ck, name);
+    write_file(path, "y", 1);
+    if (complete) {
+        snprintf(path, sizeof(path), "%s/%s/COMPLETE", ck, name);
+        write_file(path, "", 0);
+    }
+}
+
+static bool
+exists(const char *ck, const char *name)
+{
+    char path[PATH_MAX + 64];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", ck, name);
+    return lstat(path, &st) == 0;
+}
+
+/* Convention checkpoints: scan, report, prune. */
+static void
+test_ckpt(void)
+{
+    struct tagent t;
+    struct proc_table *pt;
+    struct proc_job *job;
+    struct proto_launch l;
+    struct proto_work w;
+    struct proto_node_report rep;
+    const char *argv[] = { "sleep", "1000", NULL };
+    char *ck = xasprintf("%s/ck", tmpdir), path[PATH_MAX + 64];
+    const char *names[] = { "step-1", "step-2", "step-3", "step-4",
+        "step-5", NULL };
+    size_t i;
+
+    mkdir(ck, 0755);
+    for (i = 0; names[i] != NULL; i++)
+        mkstep(ck, names[i], true);
+    mkstep(ck, "step-6", false);
+    mkstep(ck, "step-07", true);
+    mkstep(ck, "junk", true);
+    snprintf(path, sizeof(path), "%s/step-8", ck);
+    if (symlink("step-1", path) < 0)
+        diag("symlink: %s", strerror(errno));
+    snprintf(path, sizeof(path), "%s/step-9", ck);
+    write_file(path, "", 0);
+
+    tagent_init(&t, "ckpt");
+    pt = tagent_start(&t);
+    if (pt == NULL)
+        return;
+    launch_init(&l, 30, 1, argv, 1);
+    free(l.checkpoint_dir);
+    l.checkpoint_dir = xstrdup(ck);
+    free(l.resume_from);
+    l.resume_from = xasprintf("%s/step-1", ck);
+    l.resume_step = 1;
+    l.scan_checkpoints = true;
+    l.keep_checkpoints = 2;
+    work_one(&w, &l);
+    proc_apply(pt, &w);
+    job = find_job(pt, 30, 1);
+
+    /* The first report starts the scan; the deletion follows it. */
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    proto_node_report_release(&rep);
+    RUN_UNTIL(&t.loop, job->ckpt_op == NULL && job->nckpt_complete > 0
+        && !exists(ck, "step-3"), 5000);
+    RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
+    ok(!exists(ck, "step-2") && !exists(ck, "step-3"),
+        "complete checkpoints older than the 2 newest are deleted");
+    ok(exists(ck, "step-1"), "... but not the one resumed from");
+    ok(exists(ck, "step-4") && exists(ck, "step-5"), "the 2 newest stay");
+    ok(exists(ck, "step-6"), "an incomplete one stays");
+    ok(exists(ck, "step-07") && exists(ck, "junk") && exists(ck, "step-8")
+        && exists(ck, "step-9"), "anything else stays (step-07, junk, a "
+        "symbolic link, a file)");
+    snprintf(path, sizeof(path), "%s/step-1/COMPLETE", ck);
+    ok(access(path, F_OK) == 0, "the symbolic link's target is untouched");
+
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    ok(rep.jobs[0].ncheckpoints == 3 && rep.jobs[0].checkpoints[0] == 1
+        && rep.jobs[0].checkpoints[1] == 4
+        && rep.jobs[0].checkpoints[2] == 5,
+        "the report lists complete steps 1, 4, 5 (%zu)",
+        rep.jobs[0].ncheckpoints);
+    proto_node_report_release(&rep);
+
+    /* A new one completes: the next scans see it, and 4 goes. */
+    mkstep(ck, "step-10", true);
+    for (i = 0; i < 3; i++) {
+        memset(&rep, 0, sizeof(rep));
+        proc_fill_report(pt, &rep);
+        proto_node_report_release(&rep);
+        RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
+    }
+    ok(!exists(ck, "step-4") && exists(ck, "step-5")
+        && exists(ck, "step-10") && exists(ck, "step-1"),
+        "with step 10 complete, step 4 goes");
+
+    proc_job_teardown(job);
+    RUN_UNTIL(&t.loop, job_ended(pt, 30) && job->done, 5000);
+    tagent_release(&t);
+    proto_launch_release(&l);
+    free(ck);
+}
+
+/* Stack dumps: SIGUSR1 only to a process that catches it. */
+static void
+test_dump(void)
+{
+    struct tagent t;
+    struct proc_table *pt;
+    struct proc_job *job;
+    struct proto_launch l;
+    struct proto_work w;
+    struct proto_node_report rep;
+    uint64_t seq;
+    const char *argv[] = { "sh", "-c",
+        "if [ $RANK = 0 ]; then exec /usr/bin/python3 -c '"
+        "import faulthandler, json, os, signal, time\n"
+        "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+        "p = os.environ[\"LOCKSTEP_PROGRESS_FILE\"]\n"
+        "open(p + \".tmp\", \"w\").write(json.dumps({\"step\": 1, "
+        "\"attempt\": 1, \"time_ms\": 0, \"pid\": os.getpid()}))\n"
+        "os.rename(p + \".tmp\", p)\n"
+        "def deep_in_training():\n"
+        "    time.sleep(1000)\n"
+        "deep_in_training()\n'; fi; exec sleep 1000", NULL };
+    int64_t t0;
+
+    tagent_init(&t, "dump");
+    pt = tagent_start(&t);
+    if (pt == NULL)
+        return;
+    launch_init(&l, 40, 1, argv, 2);
+    work_one(&w, &l);
+    proc_apply(pt, &w);
+    job = find_job(pt, 40, 1);
+    RUN_UNTIL(&t.loop, job_running(pt, 40)
+        && access(job->ranks[0].progress_path, F_OK) == 0, 10000);
+    usleep(200000);
+
+    l.dump_seq = 1;
+    t0 = timeid_mono_ms();
+    proc_apply(pt, &w);
+    ok(job->dump_running, "dump_seq 1 starts a dump");
+    RUN_UNTIL(&t.loop, job->dump_seq_served == 1, 5000);
+    is_int(job->dump_seq_served, 1, "served after about 1 s (%lld ms)",
+        (long long)(timeid_mono_ms() - t0));
+    ok(job->ranks[0].dump != NULL
+        && strstr(job->ranks[0].dump, "most recent call first") != NULL
+        && strstr(job->ranks[0].dump, "deep_in_training") != NULL,
+        "rank 0 (SDK) dumped its Python stack");
+    ok(job->ranks[0].dump != NULL
+        && strstr(job->ranks[0].dump, "rank 0 pid ") != NULL
+        && strstr(job->ranks[0].dump, "kernel stack") != NULL,
+        "... with its /proc state");
+    ok(job->ranks[1].dump != NULL
+        && strstr(job->ranks[1].dump, "rank 1 pid ") != NULL,
+        "rank 1 (no SDK) gets its /proc evidence");
+    ok(kill(job->ranks[1].pid, 0) == 0
+        && job->ranks[1].state == PROTO_RANK_RUNNING
+        && job->ranks[0].state == PROTO_RANK_RUNNING,
+        "no rank died of SIGUSR1");
+    ok(strlen(job->ranks[0].dump) <= PROTO_DUMP_MAX, "a dump fits "
+        "PROTO_DUMP_MAX");
+
+    memset(&rep, 0, sizeof(rep));
+    seq = proc_fill_report(pt, &rep);
+    ok(rep.jobs[0].dump_seq == 1 && rep.jobs[0].ranks[0].dump != NULL
+        && rep.jobs[0].ranks[1].dump != NULL,
+        "the report carries dump_seq 1 and the dumps");
+    proto_node_report_release(&rep);
+    proc_apply(pt, &w);
+    ok(!job->dump_running, "the same dump_seq again asks nothing");
+    proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    ok(rep.jobs[0].dump_seq == 1 && rep.jobs[0].ranks[0].dump == NULL,
+        "once accepted, the dumps are not sent again");
+    proto_node_report_release(&rep);
+
+    proc_job_teardown(job);
+    RUN_UNTIL(&t.loop, job_ended(pt, 40) && job->done, 5000);
+    tagent_release(&t);
+    proto_launch_release(&l);
 }
 
 /* ---- curlx against a tiny HTTP server on the same loop ------------------- */
@@ -787,7 +1309,8 @@ test_curlx(void)
 int
 main(void)
 {
-    char cmd[PATH_MAX + 16];
+    char cmd[PATH_MAX + 16], exe[PATH_MAX], *slash;
+    ssize_t n;
 
     plan(NO_PLAN);
     log_init("test_agent", LOG_LEVEL_INFO, LOG_MODE_PLAIN);
@@ -795,6 +1318,17 @@ main(void)
      * test can reap them and check their process group is really empty
      * whatever PID 1 does. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* build/tests/test_agent -> build/agent/lockstep-supervisor */
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return 1;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    *slash = '\0';
+    slash = strrchr(exe, '/');
+    *slash = '\0';
+    snprintf(supervisor_path, sizeof(supervisor_path), "%s/agent/%s", exe,
+        SUPFILE_EXE);
     snprintf(tmpdir, sizeof(tmpdir), "%s/test_agent.XXXXXX",
         getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(tmpdir) == NULL) {
@@ -806,6 +1340,10 @@ main(void)
     test_labels();
     test_tail();
     test_loop();
+    test_adopt();
+    test_progress();
+    test_ckpt();
+    test_dump();
     test_curlx();
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

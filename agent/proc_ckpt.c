@@ -1,0 +1,498 @@
+/*
+ * proc_ckpt.c - checkpoints by directory convention: scan and prune
+ *
+ * A job with a checkpoint directory DIR writes each checkpoint to
+ * DIR/step-<N>/ and, last, a regular file DIR/step-<N>/COMPLETE
+ * (docs/fault-tolerance.md). The agent of node rank 0 (the launch says
+ * scan_checkpoints) reports the complete steps it finds, and with
+ * keep_checkpoints = K > 0 deletes the complete ones older than the K
+ * newest, never the one this attempt resumed from and never an incomplete
+ * one (it may be being written).
+ *
+ * Both run on libuv's thread pool, one operation per job at a time: DIR is
+ * the user's, usually on a network file system, and a stat that hangs
+ * there must not stop the loop (and with it every lease renewal on the
+ * node). A scan reads DIR once and stats only names it has not seen
+ * complete before. A deletion removes COMPLETE first, so a half-deleted
+ * checkpoint never looks complete, then the tree, with *at() calls that
+ * never follow a symbolic link: a link planted in DIR is removed, never its
+ * target. When the ranks run as their submitter, the worker thread takes
+ * that user's file-system identity (setfsuid(2) is per thread) for both,
+ * so the agent deletes nothing the user could not.
+ */
+#include "agent/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/sbuf.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+/* Entries of DIR looked at per scan; a directory with more is reported
+ * on what was seen, with a warning. */
+#define PROC_CKPT_SCAN_MAX 100000
+/* After a deletion that failed, the next one waits this long (each scan
+ * would otherwise retry, and warn, at every heartbeat). */
+#define PROC_CKPT_PRUNE_RETRY_MS 60000
+#define PROC_RMTREE_DEPTH_MAX 256
+#define PROC_RMTREE_PASSES 3
+
+struct proc_ckpt_op {
+    uv_work_t req;
+    struct proc_job *job;
+    bool prune;                 /* else a scan */
+    char *dir;
+    int64_t uid, gid;           /* file-system identity; -1 keep */
+    int64_t *in;                /* scan: known complete; prune: to delete */
+    size_t nin;
+    int64_t *out;               /* scan: complete found, ascending;
+                                 * prune: steps deleted */
+    size_t nout;
+    volatile int cancel;
+    int rc;                     /* scan: reading DIR; prune: first error */
+    bool truncated;             /* scan: DIR had too many entries */
+};
+
+static int
+proc_ckpt_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static bool
+proc_ckpt_has(const int64_t *v, size_t n, int64_t step)
+{
+    return n > 0 && bsearch(&step, v, n, sizeof(*v), proc_ckpt_cmp) != NULL;
+}
+
+/* "step-<N>", N decimal without leading zeros (the path the scheduler
+ * builds for LOCKSTEP_RESUME_FROM must name this very directory). */
+static bool
+proc_ckpt_parse(const char *name, int64_t *step)
+{
+    const char *p;
+    int64_t v = 0;
+
+    if (strncmp(name, "step-", 5) != 0)
+        return false;
+    p = name + 5;
+    if (*p == '\0' || (*p == '0' && p[1] != '\0'))
+        return false;
+    for (; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX / 2 - 9) / 10)
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    *step = v;
+    return true;
+}
+
+/* ---- removal ------------------------------------------------------------ */
+
+static int
+proc_rmtree_depth(int dirfd, const char *name, const volatile int *cancel,
+    int depth)
+{
+    struct dirent *de;
+    int fd, rc = 0, r, pass;
+    DIR *d;
+
+    if (cancel != NULL && *cancel)
+        return -ECANCELED;
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    if (depth >= PROC_RMTREE_DEPTH_MAX)
+        return -ELOOP;
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+        | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    /* Entries removed while reading may make some file systems skip
+     * others: read again while the directory is not empty. */
+    for (pass = 0; pass < PROC_RMTREE_PASSES; pass++) {
+        if (pass > 0)
+            rewinddir(d);
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..")
+                == 0)
+                continue;
+            r = proc_rmtree_depth(fd, de->d_name, cancel, depth + 1);
+            if (r == -ECANCELED) {
+                closedir(d);
+                return r;
+            }
+            if (r < 0 && rc == 0)
+                rc = r;
+        }
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+            closedir(d);
+            return rc;
+        }
+        if (errno != ENOTEMPTY && errno != EEXIST)
+            break;
+    }
+    if (rc == 0)
+        rc = -errno;
+    closedir(d);
+    return rc;
+}
+
+int
+proc_rmtree_at(int dirfd, const char *name, const volatile int *cancel)
+{
+    return proc_rmtree_depth(dirfd, name, cancel, 0);
+}
+
+/* ---- the thread pool side ----------------------------------------------- */
+
+static void
+proc_ckpt_scan_work(struct proc_ckpt_op *op)
+{
+    char sub[sizeof(((struct dirent *)0)->d_name) + 16];
+    struct dirent *de;
+    struct stat st;
+    size_t seen = 0, cap = 0;
+    int64_t step;
+    int dfd;
+    DIR *d;
+
+    d = opendir(op->dir);
+    if (d == NULL) {
+        op->rc = -errno;
+        return;
+    }
+    dfd = dirfd(d);
+    while ((de = readdir(d)) != NULL) {
+        if (++seen > PROC_CKPT_SCAN_MAX) {
+            op->truncated = true;
+            break;
+        }
+        if (!proc_ckpt_parse(de->d_name, &step)
+            || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+            continue;
+        if (!proc_ckpt_has(op->in, op->nin, step)) {
+            snprintf(sub, sizeof(sub), "%s/COMPLETE", de->d_name);
+            if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
+                || !S_ISDIR(st.st_mode)
+                || fstatat(dfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0
+                || !S_ISREG(st.st_mode))
+                continue;
+        }
+        if (op->nout == cap) {
+            cap = cap == 0 ? 64 : cap * 2;
+            op->out = xreallocarray(op->out, cap, sizeof(*op->out));
+        }
+        op->out[op->nout++] = step;
+    }
+    closedir(d);
+    if (op->nout > 0)
+        qsort(op->out, op->nout, sizeof(*op->out), proc_ckpt_cmp);
+}
+
+static void
+proc_ckpt_prune_work(struct proc_ckpt_op *op)
+{
+    char name[32];
+    size_t i;
+    int dfd, sfd, rc;
+
+    dfd = open(op->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        op->rc = -errno;
+        return;
+    }
+    op->out = xcalloc(op->nin + 1, sizeof(*op->out));
+    for (i = 0; i < op->nin && !op->cancel; i++) {
+        snprintf(name, sizeof(name), "step-%" PRId64, op->in[i]);
+        sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+            | O_CLOEXEC);
+        if (sfd < 0) {
+            if (errno != ENOENT && op->rc == 0)
+                op->rc = -errno;
+            continue;
+        }
+        /* It stops counting as complete before any of its data goes; if
+         * that fails, the data stays. */
+        rc = unlinkat(sfd, "COMPLETE", 0) < 0 && errno != ENOENT ? -errno
+                                                                 : 0;
+        close(sfd);
+        if (rc == 0)
+            rc = proc_rmtree_at(dfd, name, &op->cancel);
+        if (rc == 0)
+            op->out[op->nout++] = op->in[i];
+        else if (rc != -ECANCELED && op->rc == 0)
+            op->rc = rc;
+    }
+    close(dfd);
+}
+
+static void
+proc_ckpt_work_cb(uv_work_t *req)
+{
+    struct proc_ckpt_op *op = container_of(req, struct proc_ckpt_op, req);
+    int old_uid = -1, old_gid = -1;
+
+    /* Per thread: the other threads (and the loop) keep root's identity. */
+    if (op->uid >= 0) {
+        old_gid = setfsgid((gid_t)op->gid);
+        old_uid = setfsuid((uid_t)op->uid);
+    }
+    if (op->prune)
+        proc_ckpt_prune_work(op);
+    else
+        proc_ckpt_scan_work(op);
+    if (op->uid >= 0) {
+        setfsuid((uid_t)old_uid);
+        setfsgid((gid_t)old_gid);
+    }
+}
+
+/* ---- the loop side ------------------------------------------------------ */
+
+static void proc_ckpt_prune_maybe(struct proc_job *job);
+
+static void
+proc_ckpt_scan_done(struct proc_job *job, struct proc_ckpt_op *op)
+{
+    bool changed;
+
+    if (op->rc < 0 && op->rc != -ENOENT) {
+        char text[sizeof(job->ckpt_err)];
+
+        /* Kept as it was; logged once per distinct error. */
+        snprintf(text, sizeof(text), "%s", strerror(-op->rc));
+        if (strcmp(text, job->ckpt_err) != 0)
+            log_warn("job=%lld attempt=%d cannot scan checkpoint directory "
+                "'%s': %s", (long long)job->job, job->attempt, op->dir,
+                text);
+        snprintf(job->ckpt_err, sizeof(job->ckpt_err), "%s", text);
+        return;
+    }
+    if (job->ckpt_err[0] != '\0')
+        log_notice("job=%lld attempt=%d checkpoint directory '%s' readable "
+            "again", (long long)job->job, job->attempt, op->dir);
+    job->ckpt_err[0] = '\0';
+    if (op->truncated)
+        log_warn("job=%lld attempt=%d checkpoint directory '%s' has more "
+            "than %d entries; only those were scanned", (long long)job->job,
+            job->attempt, op->dir, PROC_CKPT_SCAN_MAX);
+    /* ENOENT: the job has not made its directory yet; nothing complete. */
+    changed = op->nout != job->nckpt_complete
+        || (op->nout > 0 && memcmp(op->out, job->ckpt_complete,
+                                op->nout * sizeof(*op->out)) != 0);
+    free(job->ckpt_complete);
+    job->ckpt_complete = op->out;
+    job->nckpt_complete = op->nout;
+    op->out = NULL;
+    if (changed) {
+        log_debug("job=%lld attempt=%d complete checkpoints=%zu",
+            (long long)job->job, job->attempt, job->nckpt_complete);
+        proc_notify(job->pt);
+    }
+    proc_ckpt_prune_maybe(job);
+}
+
+static void
+proc_ckpt_prune_done(struct proc_job *job, struct proc_ckpt_op *op)
+{
+    size_t i, k = 0;
+
+    if (op->rc < 0) {
+        log_warn("job=%lld attempt=%d deleted %zu of %zu old checkpoints in "
+            "'%s': %s (next try in %d s)", (long long)job->job,
+            job->attempt, op->nout, op->nin, op->dir, strerror(-op->rc),
+            PROC_CKPT_PRUNE_RETRY_MS / 1000);
+        job->ckpt_prune_after = timeid_mono_ms() + PROC_CKPT_PRUNE_RETRY_MS;
+    } else {
+        log_info("job=%lld attempt=%d deleted %zu old checkpoints in '%s'",
+            (long long)job->job, job->attempt, op->nout, op->dir);
+    }
+    /* Gone: no longer complete, whatever the next scan is yet to say. */
+    for (i = 0; i < job->nckpt_complete; i++) {
+        if (!proc_ckpt_has(op->out, op->nout, job->ckpt_complete[i]))
+            job->ckpt_complete[k++] = job->ckpt_complete[i];
+    }
+    job->nckpt_complete = k;
+    free(job->ckpt_deleting);
+    job->ckpt_deleting = NULL;
+    job->nckpt_deleting = 0;
+}
+
+static void
+proc_ckpt_after_cb(uv_work_t *req, int status)
+{
+    struct proc_ckpt_op *op = container_of(req, struct proc_ckpt_op, req);
+    struct proc_job *job = op->job;
+
+    job->ckpt_op = NULL;
+    /* A job released or an agent stopping meanwhile: only free. */
+    if (!job->closing && status == 0) {
+        if (op->prune)
+            proc_ckpt_prune_done(job, op);
+        else
+            proc_ckpt_scan_done(job, op);
+    }
+    free(op->dir);
+    free(op->in);
+    free(op->out);
+    free(op);
+    proc_job_handle_closed(job);
+}
+
+/* Start op on the thread pool; takes it over. */
+static void
+proc_ckpt_queue(struct proc_job *job, struct proc_ckpt_op *op)
+{
+    int rc;
+
+    op->job = job;
+    op->dir = xstrdup(job->checkpoint_dir);
+    op->uid = job->uid;
+    op->gid = job->gid;
+    rc = uv_queue_work(proc_loop(job->pt), &op->req, proc_ckpt_work_cb,
+        proc_ckpt_after_cb);
+    if (rc < 0) {
+        log_error("job=%lld attempt=%d cannot queue checkpoint work: %s",
+            (long long)job->job, job->attempt, uv_strerror(rc));
+        free(op->dir);
+        free(op->in);
+        free(op);
+        return;
+    }
+    job->ckpt_op = op;
+    job->open_handles++;
+}
+
+static bool
+proc_ckpt_is_resume(const struct proc_job *job, int64_t step)
+{
+    char *path;
+    bool same;
+
+    if (step == job->resume_step)
+        return true;
+    path = xasprintf("%s/step-%" PRId64, job->checkpoint_dir, step);
+    same = strcmp(path, job->resume_from) == 0;
+    free(path);
+    return same;
+}
+
+static void
+proc_ckpt_prune_maybe(struct proc_job *job)
+{
+    struct proc_ckpt_op *op;
+    struct sbuf list;
+    size_t i, old, n = 0;
+
+    if (job->ckpt_op != NULL || job->keep_checkpoints <= 0
+        || job->nckpt_complete <= (size_t)job->keep_checkpoints
+        || timeid_mono_ms() < job->ckpt_prune_after)
+        return;
+    old = job->nckpt_complete - (size_t)job->keep_checkpoints;
+    op = xcalloc(1, sizeof(*op));
+    op->prune = true;
+    op->in = xcalloc(old, sizeof(*op->in));
+    for (i = 0; i < old; i++) {
+        if (!proc_ckpt_is_resume(job, job->ckpt_complete[i]))
+            op->in[n++] = job->ckpt_complete[i];
+    }
+    op->nin = n;
+    if (n == 0) {
+        free(op->in);
+        free(op);
+        return;
+    }
+    sbuf_init(&list);
+    for (i = 0; i < n; i++)
+        sbuf_addf(&list, "%s%" PRId64, i > 0 ? "," : "", op->in[i]);
+    log_info("job=%lld attempt=%d deleting checkpoints older than the %d "
+        "newest: steps=%s", (long long)job->job, job->attempt,
+        job->keep_checkpoints, list.buf);
+    sbuf_release(&list);
+    free(job->ckpt_deleting);
+    job->ckpt_deleting = xcalloc(n, sizeof(*job->ckpt_deleting));
+    memcpy(job->ckpt_deleting, op->in, n * sizeof(*op->in));
+    job->nckpt_deleting = n;
+    proc_ckpt_queue(job, op);
+    if (job->ckpt_op == NULL) {
+        free(job->ckpt_deleting);
+        job->ckpt_deleting = NULL;
+        job->nckpt_deleting = 0;
+    }
+}
+
+void
+proc_ckpt_scan(struct proc_job *job)
+{
+    struct proc_ckpt_op *op;
+
+    if (!job->scan_checkpoints || job->checkpoint_dir[0] != '/'
+        || job->ckpt_op != NULL || job->closing)
+        return;
+    op = xcalloc(1, sizeof(*op));
+    if (job->nckpt_complete > 0) {
+        op->in = xcalloc(job->nckpt_complete, sizeof(*op->in));
+        memcpy(op->in, job->ckpt_complete,
+            job->nckpt_complete * sizeof(*op->in));
+        op->nin = job->nckpt_complete;
+    }
+    proc_ckpt_queue(job, op);
+}
+
+int64_t *
+proc_ckpt_report(const struct proc_job *job, size_t *n)
+{
+    int64_t *v;
+    size_t i, k = 0, skip = 0;
+
+    *n = 0;
+    if (job->nckpt_complete == 0)
+        return NULL;
+    v = xcalloc(job->nckpt_complete, sizeof(*v));
+    for (i = 0; i < job->nckpt_complete; i++) {
+        if (!proc_ckpt_has(job->ckpt_deleting, job->nckpt_deleting,
+                job->ckpt_complete[i]))
+            v[k++] = job->ckpt_complete[i];
+    }
+    if (k > PROTO_STEPS_MAX) {
+        skip = k - PROTO_STEPS_MAX;
+        memmove(v, v + skip, PROTO_STEPS_MAX * sizeof(*v));
+        k = PROTO_STEPS_MAX;
+    }
+    if (k == 0) {
+        free(v);
+        return NULL;
+    }
+    *n = k;
+    return v;
+}
+
+void
+proc_ckpt_cancel(struct proc_job *job)
+{
+    if (job->ckpt_op == NULL)
+        return;
+    job->ckpt_op->cancel = 1;
+    /* Not started yet: never runs (after_cb gets UV_ECANCELED). */
+    uv_cancel((uv_req_t *)&job->ckpt_op->req);
+}

@@ -1,0 +1,245 @@
+/*
+ * proc_dump.c - stack dumps of every rank of a job, on the scheduler's
+ * request
+ *
+ * Before it tears down an attempt it judges hung, the scheduler raises the
+ * launch's dump_seq (docs/fault-tolerance.md). The agent then:
+ *
+ *   1. sends SIGUSR1 to each running rank that uses the SDK: its progress
+ *      file exists, and the process (the one that wrote that file when it
+ *      is in the rank's process group, else the rank itself) catches
+ *      SIGUSR1 according to /proc/<pid>/status. The SDK registers Python's
+ *      faulthandler there, which writes every thread's stack to stderr. A
+ *      process without a handler would die of SIGUSR1, hence both checks;
+ *   2. waits PROC_DUMP_WAIT_MS on a timer (never on the loop) for the
+ *      stacks to land in the rank's stderr file;
+ *   3. records for each running rank its /proc state and wait channel, the
+ *      same for its threads, its kernel stack (readable as root only), and
+ *      the last lines of its stderr, as the rank's `dump` (at most
+ *      PROTO_DUMP_MAX bytes), and reports dump_seq as served.
+ *
+ * A dump stays in the reports until one that carried it is accepted.
+ */
+#include "agent/proc.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/sbuf.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+#define PROC_DUMP_WAIT_MS 1000
+#define PROC_DUMP_LINES 40
+#define PROC_DUMP_THREADS 64
+/* /proc evidence gets at most this much; the stderr tail the rest. */
+#define PROC_DUMP_HEADER_MAX (PROTO_DUMP_MAX / 2)
+
+/* Whether pid has a handler for sig (SigCgt in /proc/<pid>/status). */
+static bool
+proc_dump_catches(int pid, int sig)
+{
+    char path[64], *text = NULL, *p;
+    unsigned long long mask;
+    size_t len;
+    bool yes = false;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    if (supfile_read(path, 1 << 16, &text, &len) < 0)
+        return false;
+    p = strstr(text, "\nSigCgt:");
+    if (p != NULL) {
+        mask = strtoull(p + 8, NULL, 16);
+        yes = (mask >> (sig - 1)) & 1;
+    }
+    free(text);
+    return yes;
+}
+
+/* Text from /proc, kept to printable ASCII lines. */
+static void
+proc_dump_add_clean(struct sbuf *sb, const char *s)
+{
+    for (; *s != '\0'; s++)
+        sbuf_addch(sb, (*s == '\n' || (*s >= 0x20 && *s < 0x7f)) ? *s : '?');
+}
+
+static void
+proc_dump_add_wchan(struct sbuf *sb, int pid)
+{
+    char path[64], *text = NULL;
+    size_t len;
+
+    snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+    if (supfile_read(path, 256, &text, &len) == 0 && len > 0
+        && strcmp(text, "0") != 0)
+        proc_dump_add_clean(sb, text);
+    else
+        sbuf_addch(sb, '-');
+    free(text);
+}
+
+static void
+proc_dump_add_threads(struct sbuf *sb, int pid)
+{
+    char path[64];
+    struct dirent *de;
+    int tid, n = 0, more = 0;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    d = opendir(path);
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        if (n++ >= PROC_DUMP_THREADS) {
+            more++;
+            continue;
+        }
+        sbuf_addf(sb, "  thread %d state %c wchan ", tid,
+            supfile_pid_state(tid) != '\0' ? supfile_pid_state(tid) : '?');
+        proc_dump_add_wchan(sb, tid);
+        sbuf_addch(sb, '\n');
+    }
+    closedir(d);
+    if (more > 0)
+        sbuf_addf(sb, "  ... %d more threads\n", more);
+}
+
+char *
+proc_dump_collect(const struct proc_rank *r)
+{
+    struct sbuf sb;
+    char path[64], *text = NULL, *tail, *p;
+    size_t len, budget;
+    int rc, lines;
+    char state = supfile_pid_state(r->pid);
+
+    sbuf_init(&sb);
+    sbuf_addf(&sb, "rank %d pid %d state %c wchan ", r->rank, r->pid,
+        state != '\0' ? state : '?');
+    proc_dump_add_wchan(&sb, r->pid);
+    sbuf_addch(&sb, '\n');
+    proc_dump_add_threads(&sb, r->pid);
+    snprintf(path, sizeof(path), "/proc/%d/stack", r->pid);
+    rc = supfile_read(path, PROC_DUMP_HEADER_MAX, &text, &len);
+    if (rc == 0) {
+        sbuf_addstr(&sb, "kernel stack:\n");
+        proc_dump_add_clean(&sb, text);
+    } else {
+        sbuf_addf(&sb, "kernel stack: not readable (%s)\n", strerror(-rc));
+    }
+    free(text);
+    if (sb.len > PROC_DUMP_HEADER_MAX) {
+        /* Cut at a line end; everything so far is ASCII. */
+        sb.len = PROC_DUMP_HEADER_MAX;
+        while (sb.len > 0 && sb.buf[sb.len - 1] != '\n')
+            sb.len--;
+        sb.buf[sb.len] = '\0';
+    }
+
+    budget = PROTO_DUMP_MAX - sb.len - 64;
+    tail = proc_read_tail(r->err_path, budget);
+    /* The last PROC_DUMP_LINES lines: a Python traceback of every thread
+     * is about that long per thread, the newest last. */
+    len = strlen(tail);
+    p = tail + len;
+    lines = 0;
+    if (p > tail && p[-1] == '\n')
+        p--;
+    while (p > tail) {
+        if (p[-1] == '\n' && ++lines == PROC_DUMP_LINES)
+            break;
+        p--;
+    }
+    sbuf_addf(&sb, "stderr (last %d lines):\n", PROC_DUMP_LINES);
+    sbuf_addstr(&sb, p);
+    free(tail);
+    assert(sb.len <= PROTO_DUMP_MAX);
+    return sbuf_detach(&sb, NULL);
+}
+
+static void
+proc_dump_timer_cb(uv_timer_t *t)
+{
+    struct proc_job *job = t->data;
+    size_t i, n = 0;
+
+    for (i = 0; i < job->nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        if (r->state != PROTO_RANK_RUNNING || r->pid <= 0)
+            continue;
+        free(r->dump);
+        r->dump = proc_dump_collect(r);
+        r->dump_report = 0;
+        n++;
+    }
+    job->dump_seq_served = job->dump_seq_running;
+    job->dump_running = false;
+    log_info("job=%lld attempt=%d dump_seq=%llu served ranks=%zu",
+        (long long)job->job, job->attempt,
+        (unsigned long long)job->dump_seq_served, n);
+    proc_notify(job->pt);
+    if (job->dump_seq_want > job->dump_seq_served)
+        proc_dump_start(job, job->dump_seq_want);
+}
+
+void
+proc_dump_start(struct proc_job *job, uint64_t seq)
+{
+    int64_t now_mono = timeid_mono_ms(), now_ms = timeid_now_ms();
+    size_t i, sent = 0;
+    int target, rc;
+
+    if (seq > job->dump_seq_want)
+        job->dump_seq_want = seq;
+    if (job->dump_running || job->closing
+        || job->dump_seq_want <= job->dump_seq_served)
+        return;
+    job->dump_running = true;
+    job->dump_seq_running = job->dump_seq_want;
+    for (i = 0; i < job->nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        if (r->state != PROTO_RANK_RUNNING || r->pid <= 0)
+            continue;
+        proc_progress_sample(r, now_mono, now_ms);
+        if (!r->have_progress)
+            continue;
+        target = r->pid;
+        if (r->sdk_pid > 0 && r->sdk_pid != r->pid
+            && getpgid(r->sdk_pid) == r->pid)
+            target = r->sdk_pid;
+        if (!proc_dump_catches(target, SIGUSR1)) {
+            log_info("job=%lld attempt=%d rank=%d pid=%d does not catch "
+                "SIGUSR1: no Python stacks", (long long)job->job,
+                job->attempt, r->rank, target);
+            continue;
+        }
+        if (kill(target, SIGUSR1) == 0)
+            sent++;
+    }
+    log_info("job=%lld attempt=%d dump_seq=%llu stack dumps requested "
+        "ranks=%zu", (long long)job->job, job->attempt,
+        (unsigned long long)job->dump_seq_running, sent);
+    /* The wait counts from now, not from the start of this loop turn. */
+    uv_update_time(proc_loop(job->pt));
+    rc = uv_timer_start(&job->dump_timer, proc_dump_timer_cb,
+        sent > 0 ? PROC_DUMP_WAIT_MS : 0, 0);
+    if (rc < 0) {
+        log_error("job=%lld attempt=%d cannot start dump timer: %s",
+            (long long)job->job, job->attempt, uv_strerror(rc));
+        proc_dump_timer_cb(&job->dump_timer);
+    }
+}

@@ -1,0 +1,693 @@
+/*
+ * supervisor.c - start the ranks of one attempt, hold its lease, keep exits
+ *
+ * One loop: poll(2) on a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP
+ * blocked and read from it) with a timeout of at most SUPERVISOR_POLL_MS,
+ * shortened to the lease deadline and to the end of the kill grace. Every
+ * turn reaps what exited (WNOHANG, so coalesced SIGCHLDs lose nothing),
+ * checks the lease and the stop file, and rewrites status.json if
+ * anything changed. Time is CLOCK_MONOTONIC, the clock the agent writes
+ * the lease deadline in, so a wall-clock step can neither fence ranks
+ * early nor keep them alive late.
+ *
+ * Why a separate process rather than the agent: an agent that is
+ * partitioned from the scheduler, frozen or restarting must not leave ranks
+ * that race the scheduler's next attempt (the lease), and a restarted
+ * agent must still learn how the ranks ended (status.json). Both need a
+ * process that outlives the agent and stays simple enough not to fail.
+ */
+#include "agent/supervisor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/supfile.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+extern char **environ;
+
+/* Once every rank exited, how long leftover descendants (already sent
+ * SIGKILL) may take to die before the supervisor gives up on them. */
+#define SUPERVISOR_SWEEP_MS 10000
+#define SUPERVISOR_SWEEP_POLL_MS 20
+
+struct supervisor {
+    const char *dir;
+    char *stop_path;
+    struct supfile_spec spec;
+    struct supfile_status st;
+    int sigfd;
+    int64_t deadline;           /* lease, CLOCK_MONOTONIC ms */
+    int64_t next_lease_check;
+    int lease_err;              /* last lease read error logged; 0 none */
+    int gate[2];                /* ranks wait on it until recorded */
+    int64_t kill_at;            /* stopping: SIGKILL at this time */
+    bool killed;                /* SIGKILL sent after the grace */
+    size_t live;                /* ranks not yet reaped */
+    bool dirty;                 /* status.json is behind */
+    int save_err;               /* last save error logged; 0 none */
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* printf to a file descriptor, whole line or nothing useful lost; used
+ * in the child between fork and exec, where stdio buffers are not ours. */
+static void __attribute__((format(printf, 2, 3)))
+supervisor_fdprintf(int fd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    size_t off = 0;
+    ssize_t n;
+    int len;
+
+    va_start(ap, fmt);
+    len = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    if ((size_t)len >= sizeof(buf))
+        len = (int)sizeof(buf) - 1;
+    while (off < (size_t)len) {
+        n = write(fd, buf + off, (size_t)len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        off += (size_t)n;
+    }
+}
+
+/* The agent's descriptors must not leak into ranks (curl sockets, the
+ * agent's files): keep only stdin, stdout and stderr. */
+static void
+supervisor_close_fds(void)
+{
+    struct dirent *de;
+    DIR *d;
+    int fd, dfd;
+
+    d = opendir("/proc/self/fd");
+    if (d == NULL) {
+        for (fd = 3; fd < 1024; fd++)
+            close(fd);
+        return;
+    }
+    dfd = dirfd(d);
+    while ((de = readdir(d)) != NULL) {
+        fd = atoi(de->d_name);
+        if (fd > 2 && fd != dfd)
+            close(fd);
+    }
+    closedir(d);
+}
+
+static int
+supervisor_exit_code_for(int err)
+{
+    return err == ENOENT ? 127 : 126;
+}
+
+static void
+supervisor_save(struct supervisor *sv)
+{
+    int rc = supfile_status_save(sv->dir, &sv->st);
+
+    if (rc < 0) {
+        /* Logged once per distinct error; retried on the next turn. */
+        if (rc != sv->save_err)
+            log_error("job=%lld attempt=%d cannot write '%s/%s': %s",
+                (long long)sv->st.job, sv->st.attempt, sv->dir,
+                SUPFILE_STATUS, strerror(-rc));
+        sv->save_err = rc;
+        return;
+    }
+    if (sv->save_err != 0)
+        log_notice("job=%lld attempt=%d status.json written again",
+            (long long)sv->st.job, sv->st.attempt);
+    sv->save_err = 0;
+    sv->dirty = false;
+}
+
+static void
+supervisor_kill_group(const struct supervisor *sv, size_t i, int sig)
+{
+    const struct supfile_rank_status *rs = &sv->st.ranks[i];
+
+    if (rs->pid > 0 && kill(-rs->pid, sig) < 0 && errno != ESRCH)
+        log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal %d "
+            "to process group: %s", (long long)sv->st.job, sv->st.attempt,
+            rs->rank, rs->pid, sig, strerror(errno));
+}
+
+/* ---- starting ranks ----------------------------------------------------- */
+
+/* In the child: become the rank. Never returns. */
+static void __attribute__((noreturn))
+supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
+{
+    struct sigaction sa;
+    sigset_t none;
+    char go;
+    ssize_t n;
+    int fd, outfd, errfd, e, sig;
+
+    /* A fresh process: default dispositions, nothing blocked (the mask
+     * survives exec). */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    for (sig = 1; sig < NSIG; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &sa, NULL);
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Also done by the parent: whoever runs first, the group exists before
+     * anyone signals it. */
+    setpgid(0, 0);
+    /* Run nothing of the user's before status.json names this process: a
+     * supervisor that dies in between leaves no rank the agent cannot find
+     * and kill. EOF means it died before recording us. */
+    close(gate[1]);
+    do
+        n = read(gate[0], &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        _exit(125);
+
+    /* Until the rank's files are open, fd 2 is supervisor.log. */
+    if (r->gid >= 0) {
+        if (setgroups(r->ngroups, r->groups) < 0 || setgid((gid_t)r->gid)
+            < 0) {
+            supervisor_fdprintf(2, "rank %d: cannot switch to group %lld: "
+                "%s\n", r->rank, (long long)r->gid, strerror(errno));
+            _exit(126);
+        }
+    }
+    if (r->uid >= 0 && setuid((uid_t)r->uid) < 0) {
+        supervisor_fdprintf(2, "rank %d: cannot switch to user %lld: %s\n",
+            r->rank, (long long)r->uid, strerror(errno));
+        _exit(126);
+    }
+    /* Opened as the rank's user, without following a symbolic link: the
+     * files lie in a directory that user owns. */
+    outfd = open(r->out_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW
+        | O_NOCTTY, 0640);
+    errfd = outfd < 0 ? -1 : open(r->err_path, O_WRONLY | O_CREAT | O_APPEND
+        | O_NOFOLLOW | O_NOCTTY, 0640);
+    if (outfd < 0 || errfd < 0) {
+        e = errno;
+        supervisor_fdprintf(2, "rank %d: cannot open '%s': %s\n", r->rank,
+            outfd < 0 ? r->out_path : r->err_path, strerror(e));
+        _exit(126);
+    }
+    fd = open("/dev/null", O_RDONLY);
+    if (fd < 0 || dup2(fd, 0) < 0 || dup2(outfd, 1) < 0
+        || dup2(errfd, 2) < 0) {
+        e = errno;
+        supervisor_fdprintf(errfd, "cannot set up standard streams: %s\n",
+            strerror(e));
+        _exit(126);
+    }
+    if (fd > 2)
+        close(fd);
+    if (outfd > 2)
+        close(outfd);
+    if (errfd > 2)
+        close(errfd);
+
+    if (chdir(r->cwd) < 0) {
+        e = errno;
+        supervisor_fdprintf(2, "cannot change to working directory '%s': "
+            "%s\n", r->cwd, strerror(e));
+        _exit(supervisor_exit_code_for(e));
+    }
+    /* execvp searches the PATH of `environ`: the rank's own. */
+    environ = r->env;
+    execvp(r->argv[0], r->argv);
+    e = errno;
+    supervisor_fdprintf(2, "cannot execute '%s': %s\n", r->argv[0],
+        strerror(e));
+    _exit(supervisor_exit_code_for(e));
+}
+
+static void
+supervisor_rank_start(struct supervisor *sv, size_t i)
+{
+    const struct supfile_spec_rank *r = &sv->spec.ranks[i];
+    struct supfile_rank_status *rs = &sv->st.ranks[i];
+    pid_t pid;
+    int fd, e;
+
+    rs->rank = r->rank;
+    rs->start_ms = timeid_now_ms();
+    pid = r->argc > 0 ? fork() : -1;
+    if (pid == 0)
+        supervisor_child(r, sv->gate);
+    if (pid < 0) {
+        e = r->argc > 0 ? errno : EINVAL;
+        rs->exited = true;
+        rs->exit_code = 126;
+        rs->end_ms = rs->start_ms;
+        fd = open(r->err_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW
+            | O_NOCTTY | O_CLOEXEC, 0640);
+        if (fd >= 0) {
+            supervisor_fdprintf(fd, "cannot start rank %d: %s\n", r->rank,
+                r->argc > 0 ? strerror(e) : "empty command line");
+            close(fd);
+        }
+        log_error("job=%lld attempt=%d rank=%d cannot start: %s",
+            (long long)sv->st.job, sv->st.attempt, r->rank, strerror(e));
+        return;
+    }
+    if (setpgid(pid, pid) < 0 && errno != EACCES && errno != ESRCH)
+        log_warn("job=%lld attempt=%d rank=%d pid=%d setpgid: %s",
+            (long long)sv->st.job, sv->st.attempt, r->rank, (int)pid,
+            strerror(errno));
+    rs->pid = (int)pid;
+    rs->proc_start = supfile_pid_start_time((int)pid);
+    sv->live++;
+    log_info("job=%lld attempt=%d rank=%d pid=%d started",
+        (long long)sv->st.job, sv->st.attempt, r->rank, (int)pid);
+}
+
+/* One byte per started rank, then close: every rank reads its byte. */
+static void
+supervisor_open_gate(struct supervisor *sv)
+{
+    char go[256];
+    size_t i, n = 0, want;
+    ssize_t w;
+
+    for (i = 0; i < sv->st.nranks; i++) {
+        if (sv->st.ranks[i].pid > 0)
+            n++;
+    }
+    memset(go, 'g', sizeof(go));
+    while (n > 0) {
+        want = n < sizeof(go) ? n : sizeof(go);
+        w = write(sv->gate[1], go, want);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;              /* EPIPE: every rank died already */
+        n -= (size_t)w;
+    }
+    close(sv->gate[0]);
+    close(sv->gate[1]);
+    sv->gate[0] = sv->gate[1] = -1;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* Reap every exited child. Returns -ECHILD once there is no child left,
+ * else 0. */
+static int
+supervisor_reap(struct supervisor *sv)
+{
+    struct supfile_rank_status *rs;
+    siginfo_t si;
+    int status;
+    pid_t pid;
+    size_t i;
+
+    for (;;) {
+        /* Look before reaping: while an exited rank is a zombie, its pid,
+         * and so its process group id, cannot be reused. */
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == ECHILD ? -ECHILD : 0;
+        }
+        pid = si.si_pid;
+        if (pid == 0)
+            return 0;
+        for (i = 0; i < sv->st.nranks; i++) {
+            if (sv->st.ranks[i].pid == (int)pid && !sv->st.ranks[i].exited)
+                break;
+        }
+        /* Background children of the rank must not outlive it. */
+        if (i < sv->st.nranks)
+            supervisor_kill_group(sv, i, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        if (i == sv->st.nranks)
+            continue;           /* an orphaned descendant of a rank */
+        rs = &sv->st.ranks[i];
+        rs->exited = true;
+        rs->end_ms = timeid_now_ms();
+        if (WIFSIGNALED(status)) {
+            rs->exit_code = -1;
+            rs->signal = WTERMSIG(status);
+        } else {
+            rs->exit_code = WEXITSTATUS(status);
+            rs->signal = 0;
+        }
+        sv->live--;
+        sv->dirty = true;
+        if (rs->signal != 0)
+            log_info("job=%lld attempt=%d rank=%d pid=%d exited signal=%d",
+                (long long)sv->st.job, sv->st.attempt, rs->rank, rs->pid,
+                rs->signal);
+        else
+            log_info("job=%lld attempt=%d rank=%d pid=%d exited code=%d",
+                (long long)sv->st.job, sv->st.attempt, rs->rank, rs->pid,
+                rs->exit_code);
+    }
+}
+
+static void
+supervisor_stop(struct supervisor *sv, const char *why)
+{
+    int64_t now = timeid_mono_ms();
+    size_t i;
+
+    if (sv->st.stopping)
+        return;
+    sv->st.stopping = true;
+    sv->dirty = true;
+    log_info("job=%lld attempt=%d stopping (%s): SIGTERM to ranks=%zu "
+        "grace_ms=%lld", (long long)sv->st.job, sv->st.attempt, why,
+        sv->live, (long long)sv->spec.kill_grace_ms);
+    for (i = 0; i < sv->st.nranks; i++) {
+        if (!sv->st.ranks[i].exited)
+            supervisor_kill_group(sv, i, SIGTERM);
+    }
+    sv->kill_at = now + sv->spec.kill_grace_ms;
+}
+
+static void
+supervisor_fence(struct supervisor *sv, int64_t now)
+{
+    size_t i;
+
+    log_warn("job=%lld attempt=%d lease expired %lld ms ago: killing "
+        "ranks=%zu", (long long)sv->st.job, sv->st.attempt,
+        (long long)(now - sv->deadline), sv->live);
+    for (i = 0; i < sv->st.nranks; i++) {
+        if (sv->st.ranks[i].exited)
+            continue;
+        supervisor_kill_group(sv, i, SIGKILL);
+        sv->st.ranks[i].fenced = true;
+    }
+    sv->st.fenced = true;
+    sv->dirty = true;
+    /* Say so at once: the agent reports it before the reaping is done. */
+    supervisor_save(sv);
+}
+
+static void
+supervisor_check_lease(struct supervisor *sv, int64_t now)
+{
+    int64_t d;
+    int rc;
+
+    if (sv->st.fenced || sv->live == 0)
+        return;
+    if (now >= sv->next_lease_check || now > sv->deadline) {
+        /* A missing or damaged file keeps the last deadline: the agent
+         * writes it atomically, so this is an operator's doing, and the
+         * ranks must still die when that deadline passes. */
+        rc = supfile_lease_read(sv->dir, &d);
+        if (rc == 0) {
+            sv->deadline = d;
+            sv->lease_err = 0;
+        } else if (rc != sv->lease_err) {
+            log_warn("job=%lld attempt=%d cannot read lease: %s (keeping "
+                "the last deadline)", (long long)sv->st.job, sv->st.attempt,
+                strerror(-rc));
+            sv->lease_err = rc;
+        }
+        sv->next_lease_check = now + SUPERVISOR_POLL_MS;
+    }
+    if (now > sv->deadline)
+        supervisor_fence(sv, now);
+}
+
+static void
+supervisor_check_stop(struct supervisor *sv, int64_t now)
+{
+    size_t i;
+
+    if (sv->live == 0)
+        return;
+    if (!sv->st.stopping && access(sv->stop_path, F_OK) == 0)
+        supervisor_stop(sv, "stop file");
+    if (!sv->st.stopping || sv->killed || now < sv->kill_at)
+        return;
+    sv->killed = true;
+    log_info("job=%lld attempt=%d ranks=%zu still running after the grace "
+        "period, sending SIGKILL", (long long)sv->st.job, sv->st.attempt,
+        sv->live);
+    for (i = 0; i < sv->st.nranks; i++) {
+        if (!sv->st.ranks[i].exited)
+            supervisor_kill_group(sv, i, SIGKILL);
+    }
+}
+
+static void
+supervisor_read_signals(struct supervisor *sv)
+{
+    struct signalfd_siginfo si;
+    ssize_t n;
+
+    for (;;) {
+        n = read(sv->sigfd, &si, sizeof(si));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof(si))
+            return;
+        /* SIGTERM/SIGINT to the supervisor itself (a kill of the whole
+         * cgroup, an operator) mean the same as the stop file. SIGHUP is
+         * ignored: there is no terminal. SIGCHLD: reaped after this. */
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+            supervisor_stop(sv, si.ssi_signo == SIGTERM ? "SIGTERM"
+                                                         : "SIGINT");
+    }
+}
+
+/* Time until something is due, in ms for poll(2). */
+static int
+supervisor_timeout(const struct supervisor *sv, int64_t now)
+{
+    int64_t t = SUPERVISOR_POLL_MS;
+
+    if (sv->live > 0 && !sv->st.fenced) {
+        if (sv->next_lease_check - now < t)
+            t = sv->next_lease_check - now;
+        /* Wake just past the deadline: "now > deadline" fences. */
+        if (sv->deadline >= now && sv->deadline - now + 1 < t)
+            t = sv->deadline - now + 1;
+    }
+    if (sv->st.stopping && !sv->killed && sv->kill_at - now < t)
+        t = sv->kill_at - now;
+    return t < 0 ? 0 : (int)t;
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+/* SIGKILL every process whose parent we are (orphaned descendants of the
+ * ranks, reparented to us as the subreaper). Returns how many. */
+static int
+supervisor_kill_children(void)
+{
+    char path[64], buf[512], *p;
+    struct dirent *de;
+    int pid, ppid, n = 0, self = (int)getpid(), fd;
+    ssize_t got;
+    DIR *d;
+
+    d = opendir("/proc");
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL) {
+        pid = atoi(de->d_name);
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        got = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (got <= 0)
+            continue;
+        buf[got] = '\0';
+        p = strrchr(buf, ')');
+        /* ") S <ppid> ..." */
+        if (p == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1
+            || ppid != self)
+            continue;
+        if (kill(pid, SIGKILL) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void
+supervisor_finish(struct supervisor *sv)
+{
+    int64_t end = timeid_mono_ms() + SUPERVISOR_SWEEP_MS;
+    struct pollfd pfd = { .fd = sv->sigfd, .events = POLLIN };
+    int left = 0;
+
+    /* Leftovers must never survive the job. Each rank's group was killed
+     * when the rank exited (it could not be later: once the rank is
+     * reaped its pid may name someone else's group); what escaped its
+     * group (setsid) or was forked meanwhile is our descendant, and ends
+     * up our child: kill our children until none is left. */
+    while (supervisor_reap(sv) != -ECHILD) {
+        if (timeid_mono_ms() >= end) {
+            log_warn("job=%lld attempt=%d descendants=%d still alive %d ms "
+                "after SIGKILL; giving up on them", (long long)sv->st.job,
+                sv->st.attempt, left, SUPERVISOR_SWEEP_MS);
+            break;
+        }
+        left = supervisor_kill_children();
+        if (poll(&pfd, 1, SUPERVISOR_SWEEP_POLL_MS) > 0)
+            supervisor_read_signals(sv);
+    }
+    sv->st.done = true;
+    sv->dirty = true;
+    while (sv->dirty && timeid_mono_ms() < end + SUPERVISOR_SWEEP_MS) {
+        supervisor_save(sv);
+        if (sv->dirty)
+            poll(NULL, 0, SUPERVISOR_POLL_MS);
+    }
+    log_info("job=%lld attempt=%d done%s", (long long)sv->st.job,
+        sv->st.attempt, sv->st.fenced ? " (fenced)" : "");
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+static int
+supervisor_setup(struct supervisor *sv)
+{
+    struct err err = { 0 };
+    sigset_t mask;
+    char pid[32];
+    int n, rc;
+
+    if ((rc = supfile_spec_load(sv->dir, &sv->spec, &err)) < 0) {
+        log_error("cannot load '%s/%s': %s", sv->dir, SUPFILE_SPEC, err.msg);
+        return rc;
+    }
+    if ((rc = supfile_lease_read(sv->dir, &sv->deadline)) < 0) {
+        log_error("cannot read '%s/%s': %s", sv->dir, SUPFILE_LEASE,
+            strerror(-rc));
+        return rc;
+    }
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        rc = -errno;
+        log_error("cannot become a child subreaper: %s", strerror(errno));
+        return rc;
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    /* A write to the gate after its readers died must not kill us; ranks
+     * get the default back before exec. */
+    signal(SIGPIPE, SIG_IGN);
+    if (pipe2(sv->gate, O_CLOEXEC) < 0) {
+        rc = -errno;
+        log_error("cannot create a pipe: %s", strerror(errno));
+        return rc;
+    }
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0
+        || (sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC))
+            < 0) {
+        rc = -errno;
+        log_error("cannot watch signals: %s", strerror(errno));
+        return rc;
+    }
+    n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if ((rc = supfile_write_atomic(sv->dir, SUPFILE_PID, pid, (size_t)n,
+             0600)) < 0)
+        log_warn("cannot write '%s/%s': %s", sv->dir, SUPFILE_PID,
+            strerror(-rc));
+    return 0;
+}
+
+int
+supervisor_run(const char *dir)
+{
+    struct supervisor sv;
+    struct pollfd pfd;
+    int64_t now;
+    size_t i;
+    int n, status = 2;
+
+    memset(&sv, 0, sizeof(sv));
+    sv.dir = dir;
+    sv.sigfd = -1;
+    sv.gate[0] = sv.gate[1] = -1;
+    sv.stop_path = xasprintf("%s/%s", dir, SUPFILE_STOP);
+    supervisor_close_fds();
+    if (supervisor_setup(&sv) < 0)
+        goto out;
+
+    sv.st.job = sv.spec.job;
+    sv.st.attempt = sv.spec.attempt;
+    sv.st.pid = (int)getpid();
+    sv.st.nranks = sv.spec.nranks;
+    sv.st.ranks = xcalloc(sv.spec.nranks + 1, sizeof(*sv.st.ranks));
+    log_info("job=%lld attempt=%d ranks=%zu starting", (long long)sv.st.job,
+        sv.st.attempt, sv.st.nranks);
+    for (i = 0; i < sv.spec.nranks; i++)
+        supervisor_rank_start(&sv, i);
+    sv.next_lease_check = timeid_mono_ms() + SUPERVISOR_POLL_MS;
+    supervisor_save(&sv);
+    /* Recorded (or, if status.json cannot be written, as good as it gets:
+     * the lease still holds): let the ranks exec. */
+    supervisor_open_gate(&sv);
+
+    pfd.fd = sv.sigfd;
+    pfd.events = POLLIN;
+    for (;;) {
+        now = timeid_mono_ms();
+        supervisor_check_lease(&sv, now);
+        supervisor_check_stop(&sv, now);
+        if (sv.dirty)
+            supervisor_save(&sv);
+        if (sv.live == 0)
+            break;
+        n = poll(&pfd, 1, supervisor_timeout(&sv, timeid_mono_ms()));
+        if (n < 0 && errno != EINTR)
+            fatal("poll");
+        if (n > 0)
+            supervisor_read_signals(&sv);
+        supervisor_reap(&sv);
+    }
+    supervisor_finish(&sv);
+    status = 0;
+out:
+    if (sv.sigfd >= 0)
+        close(sv.sigfd);
+    if (sv.gate[0] >= 0)
+        close(sv.gate[0]);
+    if (sv.gate[1] >= 0)
+        close(sv.gate[1]);
+    supfile_status_release(&sv.st);
+    supfile_spec_release(&sv.spec);
+    free(sv.stop_path);
+    return status;
+}

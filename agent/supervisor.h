@@ -1,0 +1,46 @@
+/*
+ * supervisor.h - lockstep-supervisor: the ranks of one job attempt on a node
+ *
+ * The agent starts one supervisor per (job, attempt), detached in its own
+ * session, with the attempt's directory (supfile.h) as its only argument.
+ * The supervisor:
+ *
+ *   - starts every rank of spec.json as its child, each in its own process
+ *     group, as the user the spec names, with stdout/stderr appended to the
+ *     rank's files; a command that cannot be executed leaves "cannot
+ *     execute 'x': <reason>" in the rank's stderr and exit code 127
+ *     (ENOENT) or 126;
+ *   - is a child subreaper, so the ranks' orphaned descendants are its
+ *     children too and never escape to init;
+ *   - records every start and exit in status.json (atomically, on every
+ *     change), so exit codes survive the agent;
+ *   - holds the lease: it reads the `lease` file at least every 100 ms and
+ *     at the deadline; once CLOCK_MONOTONIC passes the deadline it SIGKILLs
+ *     every rank's process group at once and records "fenced": true;
+ *   - on the `stop` file (or SIGTERM/SIGINT to itself) sends SIGTERM to
+ *     every rank's group, and SIGKILL after kill_grace_ms;
+ *   - when a rank exits, SIGKILLs what is left of its process group
+ *     (before reaping it, while its pid cannot name another group); when
+ *     every rank has exited, SIGKILLs every remaining descendant (one that
+ *     left its group with setsid, say) until none is left, writes
+ *     status.json with "done": true and exits 0.
+ *
+ * It does not depend on the agent: a dead, frozen or restarting agent
+ * changes nothing but the lease renewals. Single-threaded, poll(2) on a
+ * signalfd; no libuv.
+ */
+#ifndef AGENT_SUPERVISOR_H
+#define AGENT_SUPERVISOR_H
+
+/* How often the lease and the stop file are read, at least. */
+#define SUPERVISOR_POLL_MS 100
+
+/*
+ * Run the supervisor of the attempt directory dir (absolute) until every
+ * rank ended. Returns the process exit status: 0 once done, 2 when it
+ * could not start (spec.json or lease unreadable, no subreaper, no
+ * signalfd; the reason is logged on stderr and no rank was started).
+ */
+int supervisor_run(const char *dir);
+
+#endif

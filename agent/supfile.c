@@ -1,0 +1,691 @@
+/*
+ * supfile.c - formats of the supervisor files, atomic writes, /proc probes
+ *
+ * spec.json and status.json are JSON objects with "version": 1, checked
+ * field by field with jsonx like every other message of lockstep: the
+ * agent and the supervisor may come from different builds during an
+ * upgrade, and a file damaged on disk must be refused, not half used.
+ * Unknown fields are tolerated so that a newer writer can add some.
+ */
+#include "agent/supfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/jsonx.h"
+#include "common/xalloc.h"
+
+/* ---- files -------------------------------------------------------------- */
+
+static int
+supfile_write_all(int fd, const char *p, size_t len)
+{
+    ssize_t n;
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int
+supfile_write_atomic(const char *dir, const char *name, const void *data,
+    size_t len, mode_t mode)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    char *tmp = xasprintf("%s/%s.tmp", dir, name);
+    int fd, rc;
+
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+        mode);
+    if (fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    rc = supfile_write_all(fd, data, len);
+    if (close(fd) < 0 && rc == 0 && errno != EINTR)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+out:
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+int
+supfile_read(const char *path, size_t max, char **text, size_t *len)
+{
+    struct stat st;
+    size_t got = 0, cap;
+    ssize_t n;
+    char *buf;
+    int fd, rc = 0;
+
+    *text = NULL;
+    *len = 0;
+    /* Some of these files are written by ranks: never follow a link, never
+     * block on a FIFO planted there. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    if (st.st_size > (off_t)max) {
+        close(fd);
+        return -EFBIG;
+    }
+    /* The file may grow between fstat and read: read to EOF, bounded. */
+    cap = (size_t)st.st_size + 1;
+    buf = xmalloc(cap + 1);
+    for (;;) {
+        if (got == cap) {
+            if (cap > max) {
+                rc = -EFBIG;
+                break;
+            }
+            cap *= 2;
+            buf = xrealloc(buf, cap + 1);
+        }
+        n = read(fd, buf + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (rc == 0 && got > max)
+        rc = -EFBIG;
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = got;
+    return 0;
+}
+
+static int
+supfile_load_json(const char *dir, const char *name, cJSON **root,
+    struct err *err)
+{
+    char *path = xasprintf("%s/%s", dir, name), *text = NULL;
+    size_t len;
+    int rc;
+
+    rc = supfile_read(path, SUPFILE_MAX_BYTES, &text, &len);
+    if (rc < 0)
+        err_set(err, rc, "cannot read '%s': %s", path, strerror(-rc));
+    else
+        rc = jsonx_parse(text, len, root, err);
+    free(text);
+    free(path);
+    return rc;
+}
+
+static int
+supfile_save_json(const char *dir, const char *name, cJSON *root)
+{
+    char *text = jsonx_print(root);
+    int rc;
+
+    cJSON_Delete(root);
+    rc = supfile_write_atomic(dir, name, text, strlen(text), 0600);
+    free(text);
+    return rc;
+}
+
+int
+supfile_stamp_get(const char *path, struct supfile_stamp *stamp)
+{
+    struct stat st;
+
+    if (stat(path, &st) < 0)
+        return -errno;
+    stamp->ino = (uint64_t)st.st_ino;
+    stamp->size = (int64_t)st.st_size;
+    stamp->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000
+        + st.st_mtim.tv_nsec;
+    return 0;
+}
+
+bool
+supfile_stamp_equal(const struct supfile_stamp *a,
+    const struct supfile_stamp *b)
+{
+    return a->ino == b->ino && a->size == b->size
+        && a->mtime_ns == b->mtime_ns;
+}
+
+/* ---- spec.json ---------------------------------------------------------- */
+
+static int
+supfile_get_gids(const cJSON *o, const char *key, gid_t **out, size_t *n,
+    struct err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, key), *item;
+    size_t i = 0, count;
+    gid_t *v;
+
+    *out = NULL;
+    *n = 0;
+    if (arr == NULL)
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return err_set(err, -EINVAL, "field '%s': must be an array", key);
+    count = (size_t)cJSON_GetArraySize(arr);
+    if (count > SUPFILE_GROUPS_MAX)
+        return err_set(err, -EINVAL, "field '%s': too many entries", key);
+    v = xcalloc(count + 1, sizeof(*v));
+    cJSON_ArrayForEach(item, arr) {
+        if (!cJSON_IsNumber(item) || item->valuedouble < 0
+            || item->valuedouble > 4294967294.0
+            || item->valuedouble != (double)(int64_t)item->valuedouble) {
+            free(v);
+            return err_set(err, -EINVAL, "field '%s[%zu]': must be a group "
+                "id", key, i);
+        }
+        v[i++] = (gid_t)item->valuedouble;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+static void
+supfile_spec_rank_release(struct supfile_spec_rank *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->argc; i++)
+        free(r->argv[i]);
+    free(r->argv);
+    for (i = 0; i < r->nenv; i++)
+        free(r->env[i]);
+    free(r->env);
+    free(r->cwd);
+    free(r->groups);
+    free(r->out_path);
+    free(r->err_path);
+    memset(r, 0, sizeof(*r));
+}
+
+static int
+supfile_spec_rank_from_json(const cJSON *o, struct supfile_spec_rank *r,
+    struct err *err)
+{
+    int64_t rank = 0, local_rank = 0;
+    int rc;
+
+    r->uid = r->gid = -1;
+    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err))
+        || (rc = jsonx_get_int(o, "local_rank", false, 0, INT32_MAX,
+                &local_rank, err))
+        || (rc = jsonx_get_str_array(o, "argv", true, 1024 * 1024,
+                SUPFILE_ENV_LEN_MAX, &r->argv, &r->argc, err))
+        || (rc = jsonx_get_str_array(o, "env", true, SUPFILE_ENV_MAX,
+                SUPFILE_ENV_LEN_MAX, &r->env, &r->nenv, err))
+        || (rc = jsonx_get_str(o, "cwd", true, PATH_MAX, &r->cwd, err))
+        || (rc = jsonx_get_int(o, "uid", false, -1, 4294967294LL, &r->uid,
+                err))
+        || (rc = jsonx_get_int(o, "gid", false, -1, 4294967294LL, &r->gid,
+                err))
+        || (rc = supfile_get_gids(o, "groups", &r->groups, &r->ngroups,
+                err))
+        || (rc = jsonx_get_str(o, "stdout", true, PATH_MAX, &r->out_path,
+                err))
+        || (rc = jsonx_get_str(o, "stderr", true, PATH_MAX, &r->err_path,
+                err)))
+        return rc;
+    r->rank = (int)rank;
+    r->local_rank = (int)local_rank;
+    return 0;
+}
+
+int
+supfile_spec_load(const char *dir, struct supfile_spec *spec,
+    struct err *err)
+{
+    const cJSON *ranks, *item;
+    cJSON *root = NULL;
+    int64_t job = 0, attempt = 0, grace = 0;
+    size_t i = 0;
+    int rc;
+
+    memset(spec, 0, sizeof(*spec));
+    if ((rc = supfile_load_json(dir, SUPFILE_SPEC, &root, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_version(root, 1, err))
+        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
+        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
+                &attempt, err))
+        || (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000,
+                &grace, err)))
+        goto out;
+    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
+    if (!cJSON_IsArray(ranks)) {
+        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
+        goto out;
+    }
+    spec->job = job;
+    spec->attempt = (int)attempt;
+    spec->kill_grace_ms = grace;
+    spec->nranks = (size_t)cJSON_GetArraySize(ranks);
+    spec->ranks = xcalloc(spec->nranks + 1, sizeof(*spec->ranks));
+    cJSON_ArrayForEach(item, ranks) {
+        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i], err))
+            < 0)
+            goto out;
+        i++;
+    }
+out:
+    cJSON_Delete(root);
+    if (rc < 0)
+        supfile_spec_release(spec);
+    return rc;
+}
+
+int
+supfile_spec_save(const char *dir, const struct supfile_spec *spec)
+{
+    cJSON *root = cJSON_CreateObject(), *ranks, *o, *groups;
+    size_t i, g;
+
+    jsonx_add_int(root, "version", 1);
+    jsonx_add_int(root, "job", spec->job);
+    jsonx_add_int(root, "attempt", spec->attempt);
+    jsonx_add_int(root, "kill_grace_ms", spec->kill_grace_ms);
+    ranks = cJSON_AddArrayToObject(root, "ranks");
+    for (i = 0; i < spec->nranks; i++) {
+        const struct supfile_spec_rank *r = &spec->ranks[i];
+
+        o = cJSON_CreateObject();
+        jsonx_add_int(o, "rank", r->rank);
+        jsonx_add_int(o, "local_rank", r->local_rank);
+        jsonx_add_str_array(o, "argv", r->argv, r->argc);
+        jsonx_add_str_array(o, "env", r->env, r->nenv);
+        jsonx_add_str(o, "cwd", r->cwd);
+        jsonx_add_int(o, "uid", r->uid);
+        jsonx_add_int(o, "gid", r->gid);
+        groups = cJSON_AddArrayToObject(o, "groups");
+        for (g = 0; g < r->ngroups; g++)
+            cJSON_AddItemToArray(groups,
+                cJSON_CreateNumber((double)r->groups[g]));
+        jsonx_add_str(o, "stdout", r->out_path);
+        jsonx_add_str(o, "stderr", r->err_path);
+        cJSON_AddItemToArray(ranks, o);
+    }
+    return supfile_save_json(dir, SUPFILE_SPEC, root);
+}
+
+void
+supfile_spec_release(struct supfile_spec *spec)
+{
+    size_t i;
+
+    for (i = 0; i < spec->nranks; i++)
+        supfile_spec_rank_release(&spec->ranks[i]);
+    free(spec->ranks);
+    memset(spec, 0, sizeof(*spec));
+}
+
+/* ---- status.json -------------------------------------------------------- */
+
+static int
+supfile_rank_status_from_json(const cJSON *o, struct supfile_rank_status *r,
+    struct err *err)
+{
+    int64_t rank = 0, pid = 0, start = 0, code = 0, sig = 0;
+    int64_t start_ms = 0, end_ms = 0;
+    char *state = NULL;
+    int rc;
+
+    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err))
+        || (rc = jsonx_get_int(o, "pid", true, 0, INT32_MAX, &pid, err))
+        || (rc = jsonx_get_int(o, "proc_start", false, 0, INT64_MAX, &start,
+                err))
+        || (rc = jsonx_get_str(o, "state", true, 16, &state, err))
+        || (rc = jsonx_get_int(o, "exit_code", false, -1, 255, &code, err))
+        || (rc = jsonx_get_int(o, "signal", false, 0, 128, &sig, err))
+        || (rc = jsonx_get_int(o, "start_ms", false, 0, INT64_MAX,
+                &start_ms, err))
+        || (rc = jsonx_get_int(o, "end_ms", false, 0, INT64_MAX, &end_ms,
+                err))
+        || (rc = jsonx_get_bool(o, "fenced", false, &r->fenced, err)))
+        goto out;
+    if (strcmp(state, "running") != 0 && strcmp(state, "exited") != 0) {
+        rc = err_set(err, -EINVAL, "field 'state': unknown state '%s'",
+            state);
+        goto out;
+    }
+    r->rank = (int)rank;
+    r->pid = (int)pid;
+    r->proc_start = (uint64_t)start;
+    r->exited = strcmp(state, "exited") == 0;
+    r->exit_code = (int)code;
+    r->signal = (int)sig;
+    r->start_ms = start_ms;
+    r->end_ms = end_ms;
+out:
+    free(state);
+    return rc;
+}
+
+int
+supfile_status_load(const char *dir, struct supfile_status *st,
+    struct err *err)
+{
+    const cJSON *ranks, *item;
+    cJSON *root = NULL;
+    int64_t job = 0, attempt = 0, pid = 0;
+    size_t i = 0;
+    int rc;
+
+    memset(st, 0, sizeof(*st));
+    if ((rc = supfile_load_json(dir, SUPFILE_STATUS, &root, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_version(root, 1, err))
+        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
+        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
+                &attempt, err))
+        || (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err))
+        || (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err))
+        || (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err))
+        || (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
+        goto out;
+    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
+    if (!cJSON_IsArray(ranks)) {
+        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
+        goto out;
+    }
+    st->job = job;
+    st->attempt = (int)attempt;
+    st->pid = (int)pid;
+    st->nranks = (size_t)cJSON_GetArraySize(ranks);
+    st->ranks = xcalloc(st->nranks + 1, sizeof(*st->ranks));
+    cJSON_ArrayForEach(item, ranks) {
+        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i], err))
+            < 0)
+            goto out;
+        i++;
+    }
+out:
+    cJSON_Delete(root);
+    if (rc < 0)
+        supfile_status_release(st);
+    return rc;
+}
+
+int
+supfile_status_save(const char *dir, const struct supfile_status *st)
+{
+    cJSON *root = cJSON_CreateObject(), *ranks, *o;
+    size_t i;
+
+    jsonx_add_int(root, "version", 1);
+    jsonx_add_int(root, "job", st->job);
+    jsonx_add_int(root, "attempt", st->attempt);
+    jsonx_add_int(root, "pid", st->pid);
+    cJSON_AddBoolToObject(root, "fenced", st->fenced);
+    cJSON_AddBoolToObject(root, "stopping", st->stopping);
+    cJSON_AddBoolToObject(root, "done", st->done);
+    ranks = cJSON_AddArrayToObject(root, "ranks");
+    for (i = 0; i < st->nranks; i++) {
+        const struct supfile_rank_status *r = &st->ranks[i];
+
+        o = cJSON_CreateObject();
+        jsonx_add_int(o, "rank", r->rank);
+        jsonx_add_int(o, "pid", r->pid);
+        jsonx_add_int(o, "proc_start", (int64_t)r->proc_start);
+        jsonx_add_str(o, "state", r->exited ? "exited" : "running");
+        jsonx_add_int(o, "exit_code", r->exit_code);
+        jsonx_add_int(o, "signal", r->signal);
+        jsonx_add_int(o, "start_ms", r->start_ms);
+        jsonx_add_int(o, "end_ms", r->end_ms);
+        cJSON_AddBoolToObject(o, "fenced", r->fenced);
+        cJSON_AddItemToArray(ranks, o);
+    }
+    return supfile_save_json(dir, SUPFILE_STATUS, root);
+}
+
+void
+supfile_status_release(struct supfile_status *st)
+{
+    free(st->ranks);
+    memset(st, 0, sizeof(*st));
+}
+
+/* ---- lease -------------------------------------------------------------- */
+
+int
+supfile_lease_write(const char *dir, int64_t deadline_ms)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", deadline_ms);
+
+    return supfile_write_atomic(dir, SUPFILE_LEASE, buf, (size_t)n, 0600);
+}
+
+int
+supfile_lease_read(const char *dir, int64_t *deadline_ms)
+{
+    char *path = xasprintf("%s/%s", dir, SUPFILE_LEASE), *text = NULL, *end;
+    long long v;
+    size_t len;
+    int rc;
+
+    rc = supfile_read(path, 64, &text, &len);
+    free(path);
+    if (rc < 0)
+        return rc;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    while (*end == '\n' || *end == ' ' || *end == '\r' || *end == '\t')
+        end++;
+    if (errno != 0 || end == text || *end != '\0' || v < 0)
+        rc = -EINVAL;
+    else
+        *deadline_ms = (int64_t)v;
+    free(text);
+    return rc;
+}
+
+/* ---- /proc -------------------------------------------------------------- */
+
+/* Fields 3 (state) and 22 (start time) of /proc/<pid>/stat. */
+static int
+supfile_pid_stat(int pid, char *state, uint64_t *start)
+{
+    char path[64], buf[1024], *p, *tok, *save = NULL;
+    ssize_t n;
+    int fd, field;
+
+    *state = '\0';
+    *start = 0;
+    if (pid <= 0)
+        return -ESRCH;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -ESRCH;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: the
+     * fields we want follow the last ')'. */
+    p = strrchr(buf, ')');
+    if (p == NULL)
+        return -EINVAL;
+    for (field = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL;
+         field++, tok = strtok_r(NULL, " ", &save)) {
+        if (field == 3)
+            *state = tok[0];
+        if (field == 22) {
+            *start = strtoull(tok, NULL, 10);
+            break;
+        }
+    }
+    return 0;
+}
+
+char
+supfile_pid_state(int pid)
+{
+    uint64_t start;
+    char state;
+
+    supfile_pid_stat(pid, &state, &start);
+    return state;
+}
+
+uint64_t
+supfile_pid_start_time(int pid)
+{
+    uint64_t start;
+    char state;
+
+    if (supfile_pid_stat(pid, &state, &start) < 0 || state == 'Z'
+        || state == 'X')
+        return 0;
+    return start;
+}
+
+bool
+supfile_pid_is_supervisor(int pid, const char *dir)
+{
+    char path[64], exe[PATH_MAX + 1], *base, *text = NULL;
+    char state = supfile_pid_state(pid);
+    size_t len, n;
+    ssize_t got;
+    bool ok = false;
+
+    if (state == '\0' || state == 'Z' || state == 'X')
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+    got = readlink(path, exe, sizeof(exe) - 1);
+    if (got <= 0)
+        return false;
+    exe[got] = '\0';
+    base = strrchr(exe, '/');
+    base = base != NULL ? base + 1 : exe;
+    /* An upgrade that replaced the binary leaves "<name> (deleted)". */
+    n = strlen(SUPFILE_EXE);
+    if (strncmp(base, SUPFILE_EXE, n) != 0
+        || (base[n] != '\0' && base[n] != ' '))
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+    if (supfile_read(path, 1 << 16, &text, &len) < 0)
+        return false;
+    /* argv[0] NUL argv[1] NUL ... */
+    n = strnlen(text, len);
+    if (n < len && strcmp(text + n + 1, dir) == 0)
+        ok = true;
+    free(text);
+    return ok;
+}
+
+/* Whether the environment of pid holds LOCKSTEP_JOB_ID=job and
+ * LOCKSTEP_ATTEMPT=attempt. */
+static bool
+supfile_pid_env_is(int pid, int64_t job, int attempt)
+{
+    char path[64], want_job[48], want_att[48], *text = NULL, *p;
+    size_t len;
+    int found = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+    snprintf(want_job, sizeof(want_job), "LOCKSTEP_JOB_ID=%" PRId64, job);
+    snprintf(want_att, sizeof(want_att), "LOCKSTEP_ATTEMPT=%d", attempt);
+    if (supfile_read(path, 4u << 20, &text, &len) < 0)
+        return false;
+    for (p = text; p < text + len; p += strlen(p) + 1) {
+        if (strcmp(p, want_job) == 0 || strcmp(p, want_att) == 0)
+            found++;
+    }
+    free(text);
+    return found >= 2;
+}
+
+bool
+supfile_group_is_ours(int pgid, uint64_t proc_start, int64_t job,
+    int attempt)
+{
+    char path[64], buf[512], *p;
+    struct dirent *de;
+    uint64_t start;
+    int pid, grp;
+    bool ours = false;
+    char state;
+    ssize_t n;
+    DIR *d;
+    int fd;
+
+    if (pgid <= 0)
+        return false;
+    if (supfile_pid_stat(pgid, &state, &start) == 0 && state != '\0')
+        return proc_start == 0 || start == proc_start;
+    if (kill(-pgid, 0) < 0 && errno != EPERM)
+        return false;           /* nothing left to kill */
+    /* The leader is gone, the group is not: ours only if its members are
+     * (a reused pid could lead a group that outlived its leader too). */
+    d = opendir("/proc");
+    if (d == NULL)
+        return false;
+    while (!ours && (de = readdir(d)) != NULL) {
+        pid = atoi(de->d_name);
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* ") S <ppid> <pgrp> ..." */
+        p = strrchr(buf, ')');
+        if (p == NULL || sscanf(p + 1, " %*c %*d %d", &grp) != 1
+            || grp != pgid)
+            continue;
+        ours = supfile_pid_env_is(pid, job, attempt);
+        break;
+    }
+    closedir(d);
+    return ours;
+}

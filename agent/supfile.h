@@ -1,0 +1,171 @@
+/*
+ * supfile.h - the files lockstep-agent and lockstep-supervisor share
+ *
+ * One directory per job attempt on a node, <state_dir>/jobs/<job>.<attempt>/
+ * (docs/fault-tolerance.md, "Supervisor files"):
+ *
+ *   spec.json       agent, before it spawns the supervisor: what to run
+ *   lease           agent: CLOCK_MONOTONIC deadline in ms, as text
+ *   stop            agent: present = tear the ranks down
+ *   supervisor.pid  supervisor: its pid
+ *   supervisor.log  the supervisor's stderr
+ *   status.json     supervisor: per rank pid, state, exit status; fenced;
+ *                   done
+ *   sdk/            the ranks' SDK files (rank-<r>.progress, rank-<r>.ckpt),
+ *                   owned by the user the ranks run as
+ *
+ * Every file but `stop` and the SDK's is replaced atomically (a temporary
+ * file, then rename), so a reader sees the old or the new content, never
+ * half of one. This module holds their formats and the small /proc
+ * helpers both processes need. It uses neither libuv nor the loop: the
+ * supervisor links it alone. Nothing here logs.
+ */
+#ifndef AGENT_SUPFILE_H
+#define AGENT_SUPFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define SUPFILE_SPEC "spec.json"
+#define SUPFILE_STATUS "status.json"
+#define SUPFILE_LEASE "lease"
+#define SUPFILE_STOP "stop"
+#define SUPFILE_PID "supervisor.pid"
+#define SUPFILE_LOG "supervisor.log"
+#define SUPFILE_SDK_DIR "sdk"
+/* The supervisor's executable name (also how a live one is recognised in
+ * /proc/<pid>/exe). */
+#define SUPFILE_EXE "lockstep-supervisor"
+
+/* Bounds the readers enforce (a spec holds a full environment per rank). */
+#define SUPFILE_MAX_BYTES (64u << 20)
+#define SUPFILE_ENV_MAX 65536
+#define SUPFILE_ENV_LEN_MAX (256u << 10)
+#define SUPFILE_GROUPS_MAX 65536
+
+/* One rank of spec.json. uid/gid -1: keep the supervisor's. */
+struct supfile_spec_rank {
+    int rank;
+    int local_rank;
+    char **argv;                /* argc entries, NULL-terminated */
+    size_t argc;
+    char **env;                 /* "K=V", nenv entries, NULL-terminated */
+    size_t nenv;
+    char *cwd;
+    int64_t uid;
+    int64_t gid;
+    gid_t *groups;              /* supplementary groups (when gid >= 0) */
+    size_t ngroups;
+    char *out_path;             /* stdout, opened O_APPEND */
+    char *err_path;             /* stderr, opened O_APPEND */
+};
+
+struct supfile_spec {
+    int64_t job;
+    int attempt;
+    int64_t kill_grace_ms;      /* stop: SIGTERM, this long, SIGKILL */
+    struct supfile_spec_rank *ranks;
+    size_t nranks;
+};
+
+/* One rank of status.json. */
+struct supfile_rank_status {
+    int rank;
+    int pid;                    /* also its process group id; 0 never ran */
+    uint64_t proc_start;        /* start time of pid (identity) */
+    bool exited;                /* else running */
+    int exit_code;              /* -1 when signalled */
+    int signal;
+    int64_t start_ms;
+    int64_t end_ms;
+    bool fenced;                /* killed because the lease ran out */
+};
+
+struct supfile_status {
+    int64_t job;
+    int attempt;
+    int pid;                    /* the supervisor */
+    bool fenced;                /* the lease ran out */
+    bool stopping;              /* a stop was requested */
+    bool done;                  /* every rank ended and was reaped */
+    struct supfile_rank_status *ranks;
+    size_t nranks;
+};
+
+/* The identity of a file's current version (changes on each rename). */
+struct supfile_stamp {
+    uint64_t ino;
+    int64_t size;
+    int64_t mtime_ns;
+};
+
+/*
+ * Load dir/spec.json into a zeroed spec. Errors: the errno of the read,
+ * or -EINVAL with err naming the field. Nothing to free on failure.
+ */
+int supfile_spec_load(const char *dir, struct supfile_spec *spec,
+    struct err *err);
+/* Write dir/spec.json (mode 0600, atomic). Returns 0 or -errno. */
+int supfile_spec_save(const char *dir, const struct supfile_spec *spec);
+void supfile_spec_release(struct supfile_spec *spec);
+
+/* Load dir/status.json into a zeroed status; like supfile_spec_load. */
+int supfile_status_load(const char *dir, struct supfile_status *st,
+    struct err *err);
+int supfile_status_save(const char *dir, const struct supfile_status *st);
+void supfile_status_release(struct supfile_status *st);
+
+/* Write or read the lease deadline (CLOCK_MONOTONIC ms). Read errors:
+ * the errno of the read, -EINVAL for a file that is not one integer. */
+int supfile_lease_write(const char *dir, int64_t deadline_ms);
+int supfile_lease_read(const char *dir, int64_t *deadline_ms);
+
+/*
+ * Replace dir/name with len bytes of data: write dir/name.tmp (mode,
+ * O_NOFOLLOW; EINTR and short writes handled), then rename. Returns 0 or
+ * -errno; the temporary file is removed on failure.
+ */
+int supfile_write_atomic(const char *dir, const char *name,
+    const void *data, size_t len, mode_t mode);
+
+/*
+ * Read a whole regular file of at most max bytes into a new NUL-terminated
+ * buffer (caller frees). A symbolic link or anything but a regular file is
+ * refused (-ELOOP, -EINVAL) without blocking. Errors: -errno, -EFBIG when
+ * longer than max.
+ */
+int supfile_read(const char *path, size_t max, char **text, size_t *len);
+
+/* Stamp of path; -errno when it cannot be stat'ed. */
+int supfile_stamp_get(const char *path, struct supfile_stamp *stamp);
+bool supfile_stamp_equal(const struct supfile_stamp *a,
+    const struct supfile_stamp *b);
+
+/* /proc/<pid>/stat: the state letter (field 3, '\0' when pid is gone)
+ * and the start time (field 22, 0 when gone or a zombie). */
+char supfile_pid_state(int pid);
+uint64_t supfile_pid_start_time(int pid);
+
+/*
+ * Whether pid is the live supervisor of dir: the process exists, is not a
+ * zombie, its executable is named SUPFILE_EXE (also after an upgrade
+ * replaced the file) and its first argument is dir.
+ */
+bool supfile_pid_is_supervisor(int pid, const char *dir);
+
+/*
+ * Whether the process group pgid is still the one of rank whose leader
+ * started at proc_start (0: unknown), of job `job` attempt `attempt`: its
+ * leader is alive (or a zombie) with that start time, or the leader is
+ * gone and a member of the group has LOCKSTEP_JOB_ID=job and
+ * LOCKSTEP_ATTEMPT=attempt in its environment. A pid that names a
+ * process group no longer ours (it was reused) is never killed.
+ */
+bool supfile_group_is_ours(int pgid, uint64_t proc_start, int64_t job,
+    int attempt);
+
+#endif
