@@ -25,6 +25,7 @@ enum api_route_flags {
     API_PUBLIC = (1 << 0),      /* no credential */
     API_AGENT = (1 << 1),       /* an agent's credential */
     API_OPERATOR = (1 << 2),    /* a user with the operator role */
+    API_AGENT_TOO = (1 << 3),   /* a user's or an agent's credential */
 };
 
 struct api_route {
@@ -42,6 +43,9 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
+    { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint,
+        API_AGENT_TOO },
+    { "GET", "/v1/stats", api_stats_get, 0 },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },
@@ -182,7 +186,9 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
         return;
     }
     r.arg = segment[0] ? segment : NULL;
-    if (route->flags & API_AGENT)
+    if ((route->flags & API_AGENT) ||
+        ((route->flags & API_AGENT_TOO) && req->authorization &&
+            strncmp(req->authorization, "Agent ", 6) == 0))
         rc = auth_agent(sd, req, &r.who, &err);
     else if (route->flags & API_PUBLIC)
         rc = 0;

@@ -27,6 +27,7 @@
 
 #include "common/err.h"
 #include "common/proto.h"
+#include "scheduler/goodput.h"
 #include "scheduler/http.h"
 #include "scheduler/schedd.h"
 
@@ -92,6 +93,22 @@ int api_job_load_visible(struct schedd *sd, const struct api_req *r,
 
 int api_logs_get(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err);
+
+/* POST /v1/jobs/ID/checkpoints: the job's owner, an operator or an agent
+ * commits a checkpoint step for one rank (409 stale_attempt for an attempt
+ * that is not the job's current one). */
+int api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err);
+
+/* ---- api_stats.c -------------------------------------------------------- */
+
+/* GET /v1/stats: cluster-wide goodput and failure counts. */
+int api_stats_get(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err);
+/* One job's goodput, from the database. Returns 0 or a negative errno. */
+int api_goodput_job(struct schedd *sd, int64_t job_id, struct goodput *out);
+/* The job object's "goodput" (docs/api.md). Caller owns it. */
+cJSON *api_goodput_json(const struct goodput *g, int world_size);
 
 /* ---- api_nodes.c -------------------------------------------------------- */
 

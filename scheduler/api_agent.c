@@ -80,8 +80,14 @@ work_json(const struct node *node)
         l->master_addr = a->master_addr;
         l->master_port = a->master_port;
         l->checkpoint_dir = job->spec.checkpoint_dir;
-        l->resume_from = "";
-        l->resume_step = -1;
+        l->resume_from = a->resume_from;
+        l->resume_step = a->resume_step;
+        l->keep_checkpoints = job->spec.keep_checkpoints;
+        /* Node rank 0 scans the directory for the convention's COMPLETE
+         * markers (and prunes beyond keep_checkpoints). */
+        l->scan_checkpoints = p->node_rank == 0 &&
+                              job->spec.checkpoint_dir[0] != '\0';
+        l->dump_seq = a->dump_seq;
         l->nranks = (size_t)a->ranks_per_node;
         l->ranks = xcalloc(l->nranks, sizeof(*l->ranks));
         for (int lr = 0; lr < a->ranks_per_node; lr++) {
@@ -228,6 +234,24 @@ report_lists(const struct proto_node_report *rep, const struct attempt *a)
             return true;
     }
     return false;
+}
+
+/* Whether a job status carries checkpoint or progress data (what fencing
+ * rejects from an attempt that is not the job's latest). */
+static const char *
+status_payload(const struct proto_job_status *js)
+{
+    if (js->ncheckpoints > 0)
+        return "checkpoint scan";
+    for (size_t i = 0; i < js->nranks; i++) {
+        if (js->ranks[i].nckpt_steps > 0)
+            return "checkpoint commits";
+    }
+    for (size_t i = 0; i < js->nranks; i++) {
+        if (js->ranks[i].state == PROTO_RANK_RUNNING)
+            return "progress";
+    }
+    return NULL;
 }
 
 static struct placement *
@@ -382,7 +406,7 @@ api_agent_status(struct schedd *sd, const struct api_req *r,
 
             if (attempt_state_active(p->attempt->state) && p->gen <= seen &&
                 !report_lists(&rep, p->attempt))
-                rc = schedd_placement_lost(sd, p,
+                rc = schedd_placement_lost(sd, p, POLICY_KIND_LOST_RANKS,
                     "the node's agent does not hold it");
         }
         if (!node->reconciled)
@@ -402,10 +426,21 @@ api_agent_status(struct schedd *sd, const struct api_req *r,
         struct placement *p = node_hold_find(node, rep.jobs[i].job,
             rep.jobs[i].attempt);
         struct proto_job_status *js = &rep.jobs[i];
+        const struct job *job;
+        const char *what;
         size_t keep = 0;
 
-        if (p == NULL)
+        if (p == NULL) {
+            /* Fencing: what an older attempt of a live job (on a node
+             * whose placements were given up, e.g. a partition that
+             * healed) still says is ignored, and said so once. */
+            job = job_table_find(&sd->jobs, js->job);
+            what = status_payload(js);
+            if (job && js->attempt < job->attempt && what)
+                rc = schedd_stale_report(sd, node, js->job, js->attempt,
+                    what);
             continue;
+        }
         /* Only the ranks that run on this node count as its evidence. */
         for (size_t k = 0; k < js->nranks; k++) {
             if (js->ranks[k].rank / p->attempt->ranks_per_node ==
@@ -420,7 +455,7 @@ api_agent_status(struct schedd *sd, const struct api_req *r,
             struct proto_job_status view = *js;
 
             view.nranks = keep;
-            rc = schedd_attempt_report(sd, p->attempt, &view);
+            rc = schedd_attempt_report(sd, p, &view);
         }
     }
     if (rc < 0)
@@ -444,6 +479,8 @@ api_agent_status(struct schedd *sd, const struct api_req *r,
     jsonx_add_int(o, "version", PROTO_VERSION);
     jsonx_add_int(o, "heartbeat_ms", sd->heartbeat_ms);
     jsonx_add_int(o, "gen", (int64_t)node->gen);
+    /* The agent renews every supervisor's lease to now + lease_ms. */
+    jsonx_add_int(o, "lease_ms", sd->lease_ms);
     http_resp_json(resp, 200, o);
 out:
     proto_node_report_release(&rep);

@@ -1,5 +1,5 @@
 /*
- * api_jobs.c - submit, list, show and cancel jobs
+ * api_jobs.c - submit, list, show and cancel jobs; commit checkpoints
  *
  * Views are built from the database (which includes the iteration's
  * uncommitted changes, and every reply waits for the commit), so a job
@@ -8,6 +8,10 @@
  * every scheduling pass and kept in memory only (writing it would cost a
  * row update per queued job per pass), so the in-memory reason is shown
  * for jobs the model holds.
+ *
+ * The full view (GET /v1/jobs/ID) adds what costs more than a row: every
+ * attempt with its failure evidence, the complete checkpoints and the
+ * goodput (api_stats.c computes it from the same rows as GET /v1/stats).
  */
 #include "scheduler/api.h"
 
@@ -22,6 +26,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/goodput.h"
 
 #define API_JOB_EVENTS 50
 
@@ -49,6 +54,21 @@ attempt_json(const struct attempt *a)
     jsonx_add_str(o, "reason", a->reason);
     jsonx_add_str(o, "master_addr", a->master_addr);
     jsonx_add_int(o, "master_port", a->master_port);
+    jsonx_add_int(o, "resume_step", a->resume_step);
+    jsonx_add_str(o, "resume_from", a->resume_from);
+    jsonx_add_int(o, "running_ms", a->running_ms);
+    jsonx_add_int(o, "failed_ms", a->failed_ms);
+    jsonx_add_int(o, "detected_ms", a->detected_ms);
+    jsonx_add_int(o, "released_ms", a->released_ms);
+    {
+        cJSON *f = a->has_failure && a->failure ? cJSON_Parse(a->failure)
+                                                : NULL;
+
+        if (f)
+            cJSON_AddItemToObject(o, "failure", f);
+        else
+            cJSON_AddNullToObject(o, "failure");
+    }
     nodes = cJSON_AddArrayToObject(o, "nodes");
     for (int k = 0; k < a->nnodes; k++) {
         const struct placement *p = &a->placements[k];
@@ -104,6 +124,11 @@ job_json(struct schedd *sd, const struct job *job)
         cJSON_AddStringToObject(env, s->env[i].key, s->env[i].value);
     jsonx_add_str(o, "workdir", s->workdir);
     jsonx_add_int(o, "max_restarts", s->max_restarts);
+    jsonx_add_int(o, "max_infra_restarts", s->max_infra_restarts);
+    jsonx_add_int(o, "hang_timeout_s", s->hang_timeout_s);
+    jsonx_add_int(o, "keep_checkpoints", s->keep_checkpoints);
+    jsonx_add_int(o, "restarts", job->restarts);
+    jsonx_add_int(o, "infra_restarts", job->infra_restarts);
     jsonx_add_str(o, "checkpoint_dir", s->checkpoint_dir);
     jsonx_add_int(o, "submit_ms", job->submit_ms);
     jsonx_add_int(o, "start_ms", job->start_ms);
@@ -117,14 +142,31 @@ job_json(struct schedd *sd, const struct job *job)
     return o;
 }
 
-/* The full view: job object, its attempts and its newest events. */
+static int
+checkpoint_add(const struct db_checkpoint *c, void *arg)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "step", c->step);
+    jsonx_add_int(o, "attempt", c->attempt);
+    jsonx_add_str(o, "path", c->path);
+    jsonx_add_int(o, "complete_ms", c->complete_ms);
+    jsonx_add_str(o, "source", c->source);
+    cJSON_AddItemToArray(arg, o);
+    return 0;
+}
+
+/* The full view: job object, its checkpoints, goodput, attempts and its
+ * newest events. */
 static int
 job_view(struct schedd *sd, const struct job *job, cJSON **out)
 {
     struct attempt **atts = NULL;
+    struct goodput g;
     size_t n = 0;
+    int world = job->spec.nodes * job->spec.ranks_per_node;
     char subject[32];
-    cJSON *o, *arr;
+    cJSON *o, *arr, *cks;
     int rc;
 
     *out = NULL;
@@ -132,6 +174,18 @@ job_view(struct schedd *sd, const struct job *job, cJSON **out)
     if (rc < 0)
         return rc;
     o = job_json(sd, job);
+    cks = cJSON_AddArrayToObject(o, "checkpoints");
+    rc = db_checkpoints_foreach(sd->db, job->id, checkpoint_add, cks);
+    if (rc == 0)
+        rc = api_goodput_job(sd, job->id, &g);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++)
+            attempt_destroy(atts[i]);
+        free(atts);
+        cJSON_Delete(o);
+        return rc;
+    }
+    cJSON_AddItemToObject(o, "goodput", api_goodput_json(&g, world));
     arr = cJSON_AddArrayToObject(o, "attempts");
     for (size_t i = 0; i < n; i++) {
         cJSON_AddItemToArray(arr, attempt_json(atts[i]));
@@ -237,6 +291,14 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     log_info("job=%lld submitted by %s name=%s nodes=%d", (long long)job->id,
         job->user, job->spec.name, job->spec.nodes);
     o = job_json(sd, job);
+    {
+        struct goodput none;
+
+        memset(&none, 0, sizeof(none));
+        cJSON_AddArrayToObject(o, "checkpoints");
+        cJSON_AddItemToObject(o, "goodput", api_goodput_json(&none,
+            job->spec.nodes * job->spec.ranks_per_node));
+    }
     cJSON_AddArrayToObject(o, "attempts");
     http_resp_json(resp, 201, o);
     return 0;
@@ -321,6 +383,106 @@ api_jobs_get(struct schedd *sd, const struct api_req *r,
     job_destroy(job);
     if (rc < 0)
         return rc;
+    http_resp_json(resp, 200, o);
+    return 0;
+}
+
+/* The job's latest attempt if it is still live (active, or failed and
+ * tearing down), else NULL. */
+static struct attempt *
+latest_attempt(struct schedd *sd, const struct job *job)
+{
+    if (job->cur)
+        return job->cur;
+    for (struct attempt *a = sd->attempts; a; a = a->next) {
+        if (a->job_id == job->id && a->num == job->attempt)
+            return a;
+    }
+    return NULL;
+}
+
+int
+api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    static const char *const keys[] = { "version", "attempt", "step", "rank",
+        NULL };
+    struct job *live, *stored = NULL;
+    struct attempt *a;
+    int64_t id, attempt = 0, step = 0, rank = 0;
+    int committed = 0;
+    cJSON *json = NULL, *o;
+    int rc;
+
+    if ((rc = api_job_id_parse(r->arg, &id, err)) < 0)
+        return rc;
+    if ((rc = api_body_json(r->http, &json, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_keys(json, keys, err)) < 0 ||
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
+        (rc = jsonx_get_int(json, "attempt", true, 1, INT32_MAX, &attempt,
+             err)) < 0 ||
+        (rc = jsonx_get_int(json, "step", true, 0, INT64_MAX / 2, &step,
+             err)) < 0 ||
+        (rc = jsonx_get_int(json, "rank", true, 0, INT32_MAX, &rank,
+             err)) < 0) {
+        cJSON_Delete(json);
+        return rc;
+    }
+    cJSON_Delete(json);
+    live = job_table_find(&sd->jobs, id);
+    if (live == NULL) {
+        /* Unknown (404), not yours (403), or finished: nothing counts. */
+        if (r->who.agent)
+            rc = db_job_get(sd->db, id, &stored) == 0
+                     ? 0
+                     : err_set(err, -ENOENT, "no job %lld", (long long)id);
+        else
+            rc = api_job_load_visible(sd, r, id, &stored, err);
+        job_destroy(stored);
+        if (rc < 0)
+            return rc;
+        return err_set(err, -EEXIST, "job %lld is finished", (long long)id);
+    }
+    if (!r->who.agent && !job_visible(r, live->user))
+        return err_set(err, -EPERM, "job %lld belongs to another user",
+            (long long)id);
+    a = latest_attempt(sd, live);
+    if (attempt != live->attempt || a == NULL) {
+        char subject[32];
+        cJSON *detail = cJSON_CreateObject();
+
+        snprintf(subject, sizeof(subject), "job/%lld", (long long)id);
+        jsonx_add_int(detail, "attempt", attempt);
+        jsonx_add_int(detail, "current", live->attempt);
+        jsonx_add_int(detail, "step", step);
+        jsonx_add_int(detail, "rank", rank);
+        jsonx_add_str(detail, "ignored", "checkpoint commit");
+        rc = schedd_event(sd, r->who.agent ? r->who.node : r->who.user,
+            subject, "stale_attempt_rejected", detail);
+        if (rc < 0)
+            return rc;
+        http_resp_error(resp, 409, "stale_attempt", "attempt %lld is not "
+            "the current attempt of job %lld (%d)%s", (long long)attempt,
+            (long long)id, live->attempt,
+            a == NULL && attempt == live->attempt ? ", which has ended"
+                                                  : "");
+        return 0;
+    }
+    if ((size_t)rank >= a->nranks)
+        return err_set(err, -EINVAL, "field 'rank': must be between 0 and "
+            "%zu (the world size is %zu)", a->nranks - 1, a->nranks);
+    rc = schedd_ckpt_commit(sd, live, a, (int)rank, step, "api",
+        &committed);
+    if (rc < 0)
+        return rc;
+    o = cJSON_CreateObject();
+    jsonx_add_int(o, "step", step);
+    jsonx_add_int(o, "committed", committed);
+    jsonx_add_int(o, "world_size", (int64_t)a->nranks);
+    /* True also when a later step is complete: this one can no longer
+     * matter for a resume. */
+    cJSON_AddBoolToObject(o, "complete", step <= live->ckpt_step);
     http_resp_json(resp, 200, o);
     return 0;
 }

@@ -5,7 +5,10 @@
  * resources and held jobs exist only there). Cordoning is a flag next to
  * the node's other facts (lost, unhealthy); the state people see is
  * derived from them (node.h), so a cordoned node that gets lost and comes
- * back is still cordoned.
+ * back is still cordoned. An automatic exclusion (blame) is another flag
+ * with its own reason; only an operator's uncordon clears it. `cordon`
+ * with "evict": true also restarts the jobs running there elsewhere
+ * (recovery.c, failure kind node_excluded, not counted as blame).
  */
 #include "scheduler/api.h"
 
@@ -41,6 +44,8 @@ node_json(const struct node *node)
         jsonx_add_str(o, "reason", buf);
     } else if (node->cordoned) {
         jsonx_add_str(o, "reason", node->reason);
+    } else if (node->unhealthy) {
+        jsonx_add_str(o, "reason", node->health_reason);
     } else if (node->state == NODE_STATE_UP && !node->reconciled) {
         jsonx_add_str(o, "reason",
             "no status since the scheduler started; no new work until then");
@@ -148,15 +153,19 @@ api_nodes_get(struct schedd *sd, const struct api_req *r,
     return 0;
 }
 
-/* Parse {"version":1,"reason":"..."}; *reason: caller frees. */
+/* Parse {"version":1,"reason":"...","evict":false}; *reason: caller
+ * frees. */
 static int
-cordon_body(const struct api_req *r, char **reason, struct err *err)
+cordon_body(const struct api_req *r, char **reason, bool *evict,
+    struct err *err)
 {
-    static const char *const keys[] = { "version", "reason", NULL };
+    static const char *const keys[] = { "version", "reason", "evict",
+        NULL };
     cJSON *json = NULL;
     int rc;
 
     *reason = NULL;
+    *evict = false;
     /* No body at all means no reason given. */
     if (r->http->body_len == 0) {
         *reason = xstrdup("");
@@ -166,7 +175,8 @@ cordon_body(const struct api_req *r, char **reason, struct err *err)
         (rc = jsonx_check_keys(json, keys, err)) < 0 ||
         (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
         (rc = jsonx_get_str(json, "reason", false, API_REASON_MAX, reason,
-             err)) < 0) {
+             err)) < 0 ||
+        (rc = jsonx_get_bool(json, "evict", false, evict, err)) < 0) {
         cJSON_Delete(json);
         free(*reason);
         *reason = NULL;
@@ -187,15 +197,26 @@ node_set_cordon(struct schedd *sd, const struct api_req *r,
     char *reason = NULL;
     char subject[PROTO_NODE_NAME_MAX + 8];
     cJSON *o, *detail;
+    bool evict = false;
     int rc;
 
     if ((rc = node_find(sd, r, &node, err)) < 0 ||
-        (rc = cordon_body(r, &reason, err)) < 0)
+        (rc = cordon_body(r, &reason, &evict, err)) < 0)
         return rc;
+    if (evict && !cordon) {
+        free(reason);
+        return err_set(err, -EINVAL,
+            "field 'evict': only a cordon can evict");
+    }
     before = node->state;
     node->cordoned = cordon;
-    if (!cordon)
-        node->unhealthy = false;    /* an operator vouches for it */
+    if (!cordon) {
+        /* An operator vouches for it: this clears an automatic exclusion
+         * too (which never reverses by itself). */
+        node->unhealthy = false;
+        free(node->health_reason);
+        node->health_reason = xstrdup("");
+    }
     free(node->reason);
     node->reason = cordon ? reason : xstrdup("");
     if (!cordon) {
@@ -220,8 +241,12 @@ node_set_cordon(struct schedd *sd, const struct api_req *r,
         if (rc < 0)
             return rc;
     }
-    log_info("node=%s %s by %s", node->name,
-        cordon ? "cordoned" : "uncordoned", r->who.user);
+    log_info("node=%s %s by %s%s", node->name,
+        cordon ? "cordoned" : "uncordoned", r->who.user,
+        evict ? " (evicting its jobs)" : "");
+    if (evict && (rc = schedd_node_exclude(sd, node, r->who.user,
+                      SCHEDD_EXCLUDE_OPERATOR, node->reason, NULL)) < 0)
+        return rc;
     if ((rc = node_view(sd, node, &o)) < 0)
         return rc;
     http_resp_json(resp, 200, o);

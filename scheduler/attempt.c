@@ -23,6 +23,8 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
     a->state = ATTEMPT_STATE_STARTING;
     a->reason = xstrdup("");
     a->master_addr = xstrdup("");
+    a->resume_step = -1;
+    a->resume_from = xstrdup("");
     a->nnodes = nnodes;
     a->ranks_per_node = ranks_per_node;
     a->placements = xcalloc((size_t)nnodes, sizeof(*a->placements));
@@ -38,6 +40,9 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
         a->ranks[r].local_rank = (int)(r % (size_t)ranks_per_node);
         a->ranks[r].state = PROTO_RANK_PENDING;
         a->ranks[r].stderr_tail = xstrdup("");
+        a->ranks[r].dump = xstrdup("");
+        a->ranks[r].step = -1;
+        a->ranks[r].ckpt_max = -1;
     }
     return a;
 }
@@ -52,11 +57,16 @@ attempt_destroy(struct attempt *a)
         free(a->placements[k].gpus);
     }
     free(a->placements);
-    for (size_t r = 0; r < a->nranks; r++)
+    for (size_t r = 0; r < a->nranks; r++) {
         free(a->ranks[r].stderr_tail);
+        free(a->ranks[r].dump);
+    }
     free(a->ranks);
     free(a->reason);
     free(a->master_addr);
+    free(a->resume_from);
+    free(a->failure);
+    free(a->tallies);
     free(a);
 }
 
@@ -67,6 +77,55 @@ attempt_set_reason(struct attempt *a, const char *reason)
 
     free(a->reason);
     a->reason = copy;
+}
+
+void
+attempt_set_failure(struct attempt *a, enum policy_kind kind,
+    const char *json)
+{
+    char *copy = json ? xstrdup(json) : NULL;
+
+    free(a->failure);
+    a->failure = copy;
+    a->has_failure = json != NULL;
+    a->failure_kind = kind;
+}
+
+void
+attempt_set_resume(struct attempt *a, int64_t step, const char *path)
+{
+    char *copy = xstrdup(path ? path : "");
+
+    free(a->resume_from);
+    a->resume_from = copy;
+    a->resume_step = step;
+}
+
+int
+attempt_tally_add(struct attempt *a, int64_t step)
+{
+    for (size_t i = 0; i < a->ntallies; i++) {
+        if (a->tallies[i].step == step)
+            return ++a->tallies[i].committed;
+    }
+    a->tallies = xreallocarray(a->tallies, a->ntallies + 1,
+        sizeof(*a->tallies));
+    a->tallies[a->ntallies].step = step;
+    a->tallies[a->ntallies].committed = 1;
+    a->ntallies++;
+    return 1;
+}
+
+void
+attempt_tally_prune(struct attempt *a, int64_t step)
+{
+    size_t keep = 0;
+
+    for (size_t i = 0; i < a->ntallies; i++) {
+        if (a->tallies[i].step > step)
+            a->tallies[keep++] = a->tallies[i];
+    }
+    a->ntallies = keep;
 }
 
 struct placement *

@@ -21,6 +21,7 @@
 
 #include "common/proto.h"
 #include "scheduler/job.h"
+#include "scheduler/policy.h"
 
 struct node;
 
@@ -35,6 +36,8 @@ struct placement {
     int64_t memory_mb;          /* held */
     uint64_t gen;               /* node generation that first carried it */
     bool released;
+    uint64_t dump_acked;        /* the last dump request its agent served
+                                 * (in memory; reports repeat it) */
 };
 
 struct attempt_rank {
@@ -49,6 +52,22 @@ struct attempt_rank {
     int exit_code;
     int signal;
     char *stderr_tail;          /* never NULL */
+    bool fenced;                /* its supervisor's lease ran out */
+    int64_t step;               /* last step reported; -1 none */
+    char *dump;                 /* stack dump (hang evidence); never NULL */
+
+    /* In memory only: progress as last reported, for the watchdog. */
+    int64_t idle_ms;            /* the agent's measure at seen_mono */
+    enum proto_progress progress;
+    int64_t seen_mono;          /* when that report arrived; 0 never */
+    int64_t ckpt_max;           /* highest SDK commit counted; -1 none */
+};
+
+/* Ranks that committed one (not yet complete) checkpoint step through the
+ * SDK or the API in this attempt. */
+struct attempt_tally {
+    int64_t step;
+    int committed;
 };
 
 struct attempt {
@@ -62,6 +81,22 @@ struct attempt {
     int ranks_per_node;
     char *master_addr;
     int master_port;
+
+    /* Fault tolerance (docs/fault-tolerance.md). */
+    int64_t resume_step;        /* the checkpoint it resumed from; -1 */
+    char *resume_from;          /* its path; never NULL */
+    int64_t running_ms;         /* every rank reported running; 0 not yet */
+    int64_t failed_ms;          /* when the evidence says it failed */
+    int64_t detected_ms;        /* when the scheduler decided it had */
+    int64_t released_ms;        /* every node released it */
+    bool has_failure;
+    enum policy_kind failure_kind;
+    char *failure;              /* JSON evidence; NULL when none */
+    uint64_t dump_seq;          /* stack-dump requests sent so far */
+    int64_t dump_deadline_ms;   /* a hang waiting for its dumps (failure
+                                 * holds its evidence); 0 none */
+    struct attempt_tally *tallies;  /* incomplete checkpoint steps */
+    size_t ntallies;
 
     struct placement *placements;   /* nnodes, by node rank */
     struct attempt_rank *ranks;     /* nnodes * ranks_per_node, by rank */
@@ -78,6 +113,17 @@ struct attempt *attempt_create(int64_t job_id, int num, int nnodes,
 /* Frees everything the attempt owns. Accepts NULL. */
 void attempt_destroy(struct attempt *a);
 void attempt_set_reason(struct attempt *a, const char *reason);
+/* Replace the failure evidence (JSON text, copied; NULL clears it). */
+void attempt_set_failure(struct attempt *a, enum policy_kind kind,
+    const char *json);
+void attempt_set_resume(struct attempt *a, int64_t step, const char *path);
+
+/* Count a checkpoint commit of `step` by a rank not counted for it yet
+ * (the caller makes sure of that). Returns how many ranks committed it so
+ * far. */
+int attempt_tally_add(struct attempt *a, int64_t step);
+/* Forget the tallies of steps <= step (they can no longer matter). */
+void attempt_tally_prune(struct attempt *a, int64_t step);
 
 /* The placement on node `name`; NULL if none. */
 struct placement *attempt_placement_by_node(struct attempt *a,

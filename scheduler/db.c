@@ -62,6 +62,19 @@ struct db {
     sqlite3_stmt *events_subject;
     sqlite3_stmt *token_insert;
     sqlite3_stmt *token_lookup;
+    sqlite3_stmt *checkpoint_insert;
+    sqlite3_stmt *checkpoints_job;
+    sqlite3_stmt *commit_insert;
+    sqlite3_stmt *commits_attempt;
+    sqlite3_stmt *blame_insert;
+    sqlite3_stmt *blame_withdraw;
+    sqlite3_stmt *failure_unblame;
+    sqlite3_stmt *blame_node;
+    sqlite3_stmt *blame_job;
+    sqlite3_stmt *failures_job;
+    sqlite3_stmt *placement_nodes;
+    sqlite3_stmt *goodput_all;
+    sqlite3_stmt *goodput_job;
 };
 
 /* ---- errors and statement helpers --------------------------------------- */
@@ -314,15 +327,16 @@ db_schema_version(struct db *db)
 
 static const char sql_node_insert[] =
     "INSERT INTO nodes (name, state, reason, cordoned, addr, cpus, "
-    "memory_mb, gpus, labels, agent_id, registered_ms, last_seen_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    "memory_mb, gpus, labels, agent_id, unhealthy, health_reason, "
+    "registered_ms, last_seen_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 static const char sql_node_update[] =
     "UPDATE nodes SET state = ?2, reason = ?3, cordoned = ?4, addr = ?5, "
-    "cpus = ?6, memory_mb = ?7, gpus = ?8, labels = ?9, agent_id = ?10 "
-    "WHERE name = ?1";
+    "cpus = ?6, memory_mb = ?7, gpus = ?8, labels = ?9, agent_id = ?10, "
+    "unhealthy = ?11, health_reason = ?12 WHERE name = ?1";
 
-/* Bind the columns shared by insert and update (?1..?10). */
+/* Bind the columns shared by insert and update (?1..?12). */
 static void
 node_bind(sqlite3_stmt *st, const struct node *node)
 {
@@ -339,6 +353,8 @@ node_bind(sqlite3_stmt *st, const struct node *node)
     bind_text(st, 8, gpus);
     bind_text(st, 9, labels);
     bind_text(st, 10, node->agent_id);
+    sqlite3_bind_int(st, 11, node->unhealthy);
+    bind_text(st, 12, node->health_reason);
     free(gpus);
     free(labels);
 }
@@ -351,8 +367,8 @@ db_node_insert(struct db *db, const struct node *node)
     if (rc < 0)
         return rc;
     node_bind(db->node_insert, node);
-    sqlite3_bind_int64(db->node_insert, 11, node->registered_ms);
-    sqlite3_bind_int64(db->node_insert, 12, node->last_seen_ms);
+    sqlite3_bind_int64(db->node_insert, 13, node->registered_ms);
+    sqlite3_bind_int64(db->node_insert, 14, node->last_seen_ms);
     return db_exec(db, db->node_insert, "node insert");
 }
 
@@ -384,7 +400,8 @@ db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
 
 static const char sql_nodes_all[] =
     "SELECT name, state, reason, cordoned, addr, cpus, memory_mb, gpus, "
-    "labels, agent_id, registered_ms, last_seen_ms FROM nodes ORDER BY name";
+    "labels, agent_id, registered_ms, last_seen_ms, unhealthy, "
+    "health_reason FROM nodes ORDER BY name";
 
 int
 db_nodes_load(struct db *db, struct node_table *t)
@@ -398,7 +415,9 @@ db_nodes_load(struct db *db, struct node_table *t)
 
         node_state_parse(col_text(st, 1), &state);
         node->lost = state == NODE_STATE_LOST;
-        node->unhealthy = state == NODE_STATE_UNHEALTHY;
+        node->unhealthy = sqlite3_column_int(st, 12) != 0;
+        free(node->health_reason);
+        node->health_reason = col_strdup(st, 13);
         free(node->reason);
         node->reason = col_strdup(st, 2);
         node->cordoned = sqlite3_column_int(st, 3) != 0;
@@ -434,14 +453,18 @@ db_nodes_load(struct db *db, struct node_table *t)
     "id, name, user, state, reason, priority, nodes, ranks_per_node, "      \
     "gpus_per_node, cpus_per_rank, memory_mb_per_node, argv, env, "         \
     "workdir, max_restarts, checkpoint_dir, submit_ms, start_ms, end_ms, "  \
-    "attempt, failed_rank, exit_code, signal, stderr_tail"
+    "attempt, failed_rank, exit_code, signal, stderr_tail, "                \
+    "max_infra_restarts, hang_timeout_s, keep_checkpoints, restarts, "      \
+    "infra_restarts, fail_streak, not_before_ms, reserved, "                \
+    "(SELECT max(step) FROM checkpoints c WHERE c.job_id = jobs.id)"
 
 static const char sql_job_insert[] =
     "INSERT INTO jobs (name, user, state, reason, priority, nodes, "
     "ranks_per_node, gpus_per_node, cpus_per_rank, memory_mb_per_node, "
-    "argv, env, workdir, max_restarts, checkpoint_dir, submit_ms) "
+    "argv, env, workdir, max_restarts, checkpoint_dir, submit_ms, "
+    "max_infra_restarts, hang_timeout_s, keep_checkpoints) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-    "?15, ?16)";
+    "?15, ?16, ?17, ?18, ?19)";
 
 int
 db_job_insert(struct db *db, struct job *job)
@@ -471,6 +494,9 @@ db_job_insert(struct db *db, struct job *job)
     sqlite3_bind_int(st, 14, s->max_restarts);
     bind_text(st, 15, s->checkpoint_dir);
     sqlite3_bind_int64(st, 16, job->submit_ms);
+    sqlite3_bind_int(st, 17, s->max_infra_restarts);
+    sqlite3_bind_int(st, 18, s->hang_timeout_s);
+    sqlite3_bind_int(st, 19, s->keep_checkpoints);
     free(argv);
     free(env);
     rc = db_exec(db, st, "job insert");
@@ -482,12 +508,14 @@ db_job_insert(struct db *db, struct job *job)
 static const char sql_job_update[] =
     "UPDATE jobs SET state = ?2, reason = ?3, start_ms = ?4, end_ms = ?5, "
     "attempt = ?6, failed_rank = ?7, exit_code = ?8, signal = ?9, "
-    "stderr_tail = ?10 WHERE id = ?1";
+    "stderr_tail = ?10, restarts = ?11, infra_restarts = ?12, "
+    "fail_streak = ?13, not_before_ms = ?14, reserved = ?15 WHERE id = ?1";
 
 int
 db_job_update(struct db *db, const struct job *job)
 {
     sqlite3_stmt *st = db->job_update;
+    char *reserved;
     int rc = db_txn_begin(db);
 
     if (rc < 0)
@@ -506,6 +534,13 @@ db_job_update(struct db *db, const struct job *job)
         sqlite3_bind_int(st, 8, job->exit_code);
         sqlite3_bind_int(st, 9, job->signal);
     }
+    sqlite3_bind_int(st, 11, job->restarts);
+    sqlite3_bind_int(st, 12, job->infra_restarts);
+    sqlite3_bind_int(st, 13, job->fail_streak);
+    sqlite3_bind_int64(st, 14, job->not_before_ms);
+    reserved = json_strv(job->reserved, job->nreserved);
+    bind_text(st, 15, reserved);
+    free(reserved);
     return db_exec(db, st, "job update");
 }
 
@@ -542,9 +577,20 @@ job_from_row(sqlite3_stmt *st)
         job->exit_code = sqlite3_column_int(st, 21);
         job->signal = sqlite3_column_int(st, 22);
     }
+    s->max_infra_restarts = sqlite3_column_int(st, 24);
+    s->hang_timeout_s = sqlite3_column_int(st, 25);
+    s->keep_checkpoints = sqlite3_column_int(st, 26);
+    job->restarts = sqlite3_column_int(st, 27);
+    job->infra_restarts = sqlite3_column_int(st, 28);
+    job->fail_streak = sqlite3_column_int(st, 29);
+    job->not_before_ms = sqlite3_column_int64(st, 30);
+    job->ckpt_step = sqlite3_column_type(st, 32) == SQLITE_NULL
+                         ? -1
+                         : sqlite3_column_int64(st, 32);
     if (job_state_parse(col_text(st, 3), &job->state) < 0 ||
         unjson_strv(col_text(st, 11), &s->argv, &s->argc) < 0 ||
-        unjson_kv(col_text(st, 12), &s->env, &s->nenv) < 0) {
+        unjson_kv(col_text(st, 12), &s->env, &s->nenv) < 0 ||
+        unjson_strv(col_text(st, 31), &job->reserved, &job->nreserved) < 0) {
         log_error("database: job %lld has a malformed row",
             (long long)job->id);
         job_destroy(job);
@@ -666,8 +712,9 @@ db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
 
 static const char sql_attempt_insert[] =
     "INSERT INTO attempts (job_id, attempt, state, reason, start_ms, "
-    "end_ms, nodes, ranks_per_node, master_addr, master_port) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    "end_ms, nodes, ranks_per_node, master_addr, master_port, resume_step, "
+    "resume_from, dump_seq) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
 static const char sql_placement_insert[] =
     "INSERT INTO placements (job_id, attempt, node_rank, node, gpus, cpus, "
@@ -676,8 +723,10 @@ static const char sql_placement_insert[] =
 
 static const char sql_rank_insert[] =
     "INSERT INTO ranks (job_id, attempt, rank, node, local_rank, state, "
-    "pid, start_ms, end_ms, exit_code, signal, stderr_tail) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    "pid, start_ms, end_ms, exit_code, signal, stderr_tail, step, fenced, "
+    "dump) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+    "?15)";
 
 static void
 rank_bind(sqlite3_stmt *st, const struct attempt_rank *r, int first)
@@ -691,6 +740,9 @@ rank_bind(sqlite3_stmt *st, const struct attempt_rank *r, int first)
         sqlite3_bind_int(st, first + 5, r->signal);
     }
     bind_text(st, first + 6, r->stderr_tail);
+    sqlite3_bind_int64(st, first + 7, r->step);
+    sqlite3_bind_int(st, first + 8, r->fenced);
+    bind_text(st, first + 9, r->dump);
 }
 
 int
@@ -711,6 +763,9 @@ db_attempt_insert(struct db *db, const struct attempt *a)
     sqlite3_bind_int(st, 8, a->ranks_per_node);
     bind_text(st, 9, a->master_addr);
     sqlite3_bind_int(st, 10, a->master_port);
+    sqlite3_bind_int64(st, 11, a->resume_step);
+    bind_text(st, 12, a->resume_from);
+    sqlite3_bind_int64(st, 13, (sqlite3_int64)a->dump_seq);
     if ((rc = db_exec(db, st, "attempt insert")) < 0)
         return rc;
     st = db->placement_insert;
@@ -748,8 +803,10 @@ db_attempt_insert(struct db *db, const struct attempt *a)
 }
 
 static const char sql_attempt_update[] =
-    "UPDATE attempts SET state = ?3, reason = ?4, end_ms = ?5 "
-    "WHERE job_id = ?1 AND attempt = ?2";
+    "UPDATE attempts SET state = ?3, reason = ?4, end_ms = ?5, "
+    "running_ms = ?6, failed_ms = ?7, detected_ms = ?8, released_ms = ?9, "
+    "failure_kind = ?10, failure = ?11, dump_seq = ?12, "
+    "dump_deadline_ms = ?13 WHERE job_id = ?1 AND attempt = ?2";
 
 int
 db_attempt_update(struct db *db, const struct attempt *a)
@@ -764,12 +821,23 @@ db_attempt_update(struct db *db, const struct attempt *a)
     bind_text(st, 3, attempt_state_str(a->state));
     bind_text(st, 4, a->reason);
     sqlite3_bind_int64(st, 5, a->end_ms);
+    sqlite3_bind_int64(st, 6, a->running_ms);
+    sqlite3_bind_int64(st, 7, a->failed_ms);
+    sqlite3_bind_int64(st, 8, a->detected_ms);
+    sqlite3_bind_int64(st, 9, a->released_ms);
+    bind_text(st, 10, a->has_failure ? policy_kind_str(a->failure_kind)
+                                     : "");
+    if (a->failure)
+        bind_text(st, 11, a->failure);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)a->dump_seq);
+    sqlite3_bind_int64(st, 13, a->dump_deadline_ms);
     return db_exec(db, st, "attempt update");
 }
 
 static const char sql_rank_update[] =
     "UPDATE ranks SET state = ?4, pid = ?5, start_ms = ?6, end_ms = ?7, "
-    "exit_code = ?8, signal = ?9, stderr_tail = ?10 "
+    "exit_code = ?8, signal = ?9, stderr_tail = ?10, step = ?11, "
+    "fenced = ?12, dump = ?13 "
     "WHERE job_id = ?1 AND attempt = ?2 AND rank = ?3";
 
 int
@@ -808,7 +876,9 @@ db_placement_release(struct db *db, const struct placement *p)
 
 #define ATTEMPT_COLUMNS                                                     \
     "job_id, attempt, state, reason, start_ms, end_ms, nodes, "             \
-    "ranks_per_node, master_addr, master_port"
+    "ranks_per_node, master_addr, master_port, resume_step, resume_from, "  \
+    "running_ms, failed_ms, detected_ms, released_ms, failure_kind, "       \
+    "failure, dump_seq, dump_deadline_ms"
 
 static const char sql_placements_of[] =
     "SELECT node_rank, node, gpus, cpus, memory_mb, gen, released "
@@ -816,8 +886,8 @@ static const char sql_placements_of[] =
 
 static const char sql_ranks_of[] =
     "SELECT rank, state, pid, start_ms, end_ms, exit_code, signal, "
-    "stderr_tail FROM ranks WHERE job_id = ?1 AND attempt = ?2 "
-    "ORDER BY rank";
+    "stderr_tail, step, fenced, dump FROM ranks "
+    "WHERE job_id = ?1 AND attempt = ?2 ORDER BY rank";
 
 /* Fill a's placements and ranks from their tables. */
 static int
@@ -873,6 +943,10 @@ attempt_load_children(struct db *db, struct attempt *a)
         rk->signal = sqlite3_column_int(st, 6);
         free(rk->stderr_tail);
         rk->stderr_tail = col_strdup(st, 7);
+        rk->step = sqlite3_column_int64(st, 8);
+        rk->fenced = sqlite3_column_int(st, 9) != 0;
+        free(rk->dump);
+        rk->dump = col_strdup(st, 10);
     }
     db_done(st);
     if (rc != SQLITE_DONE)
@@ -903,6 +977,26 @@ attempt_from_row(sqlite3_stmt *st)
     free(a->master_addr);
     a->master_addr = col_strdup(st, 8);
     a->master_port = sqlite3_column_int(st, 9);
+    attempt_set_resume(a, sqlite3_column_int64(st, 10), col_text(st, 11));
+    a->running_ms = sqlite3_column_int64(st, 12);
+    a->failed_ms = sqlite3_column_int64(st, 13);
+    a->detected_ms = sqlite3_column_int64(st, 14);
+    a->released_ms = sqlite3_column_int64(st, 15);
+    if (col_text(st, 16)[0] != '\0') {
+        enum policy_kind kind = POLICY_KIND_RANK_EXIT;
+
+        policy_kind_parse(col_text(st, 16), &kind);
+        attempt_set_failure(a, kind, sqlite3_column_type(st, 17) ==
+                                             SQLITE_NULL
+                                         ? "{}"
+                                         : col_text(st, 17));
+    } else if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
+        /* A hang's evidence, waiting for its dumps. */
+        attempt_set_failure(a, POLICY_KIND_HANG, col_text(st, 17));
+        a->has_failure = false;
+    }
+    a->dump_seq = (uint64_t)sqlite3_column_int64(st, 18);
+    a->dump_deadline_ms = sqlite3_column_int64(st, 19);
     return a;
 }
 
@@ -1035,6 +1129,384 @@ db_attempts_load_live(struct db *db, db_attempt_fn *fn, void *arg)
 {
     return attempts_collect(db, db->attempts_live, "live attempts load", fn,
         arg);
+}
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+static const char sql_checkpoint_insert[] =
+    "INSERT INTO checkpoints (job_id, step, attempt, path, committed, "
+    "complete_ms, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+    "ON CONFLICT (job_id, step) DO NOTHING";
+
+int
+db_checkpoint_insert(struct db *db, const struct db_checkpoint *c)
+{
+    sqlite3_stmt *st = db->checkpoint_insert;
+    int rc = db_txn_begin(db);
+
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, c->job_id);
+    sqlite3_bind_int64(st, 2, c->step);
+    sqlite3_bind_int(st, 3, c->attempt);
+    bind_text(st, 4, c->path);
+    sqlite3_bind_int(st, 5, c->committed);
+    sqlite3_bind_int64(st, 6, c->complete_ms);
+    bind_text(st, 7, c->source);
+    rc = db_exec(db, st, "checkpoint insert");
+    if (rc < 0)
+        return rc;
+    return sqlite3_changes(db->sq) > 0 ? 1 : 0;
+}
+
+static const char sql_checkpoints_job[] =
+    "SELECT job_id, step, attempt, path, committed, complete_ms, source "
+    "FROM checkpoints WHERE job_id = ?1 ORDER BY step";
+
+int
+db_checkpoints_foreach(struct db *db, int64_t job_id, db_checkpoint_fn *fn,
+    void *arg)
+{
+    sqlite3_stmt *st = db->checkpoints_job;
+    int rc;
+
+    sqlite3_bind_int64(st, 1, job_id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct db_checkpoint c = {
+            .job_id = sqlite3_column_int64(st, 0),
+            .step = sqlite3_column_int64(st, 1),
+            .attempt = sqlite3_column_int(st, 2),
+            .path = col_text(st, 3),
+            .committed = sqlite3_column_int(st, 4),
+            .complete_ms = sqlite3_column_int64(st, 5),
+            .source = col_text(st, 6),
+        };
+        int frc = fn(&c, arg);
+
+        if (frc != 0) {
+            db_done(st);
+            return frc;
+        }
+    }
+    db_done(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(db, "checkpoints list", rc);
+    return 0;
+}
+
+static const char sql_commit_insert[] =
+    "INSERT INTO checkpoint_commits (job_id, attempt, step, rank, time_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5) "
+    "ON CONFLICT (job_id, attempt, step, rank) DO NOTHING";
+
+int
+db_commit_insert(struct db *db, int64_t job_id, int attempt, int64_t step,
+    int rank, int64_t time_ms)
+{
+    sqlite3_stmt *st = db->commit_insert;
+    int rc = db_txn_begin(db);
+
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int(st, 2, attempt);
+    sqlite3_bind_int64(st, 3, step);
+    sqlite3_bind_int(st, 4, rank);
+    sqlite3_bind_int64(st, 5, time_ms);
+    rc = db_exec(db, st, "checkpoint commit insert");
+    if (rc < 0)
+        return rc;
+    return sqlite3_changes(db->sq) > 0 ? 1 : 0;
+}
+
+static const char sql_commits_attempt[] =
+    "SELECT rank, step FROM checkpoint_commits "
+    "WHERE job_id = ?1 AND attempt = ?2 AND step > ?3 ORDER BY step, rank";
+
+int
+db_commits_foreach(struct db *db, int64_t job_id, int attempt,
+    int64_t above, db_commit_fn *fn, void *arg)
+{
+    sqlite3_stmt *st = db->commits_attempt;
+    int rc;
+
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int(st, 2, attempt);
+    sqlite3_bind_int64(st, 3, above);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int frc = fn(sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
+            arg);
+
+        if (frc != 0) {
+            db_done(st);
+            return frc;
+        }
+    }
+    db_done(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(db, "checkpoint commits load", rc);
+    return 0;
+}
+
+/* ---- blame -------------------------------------------------------------- */
+
+static const char sql_blame_insert[] =
+    "INSERT INTO blame (node, job_id, attempt, time_ms, kind, evidence, "
+    "withdrawn) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+int
+db_blame_insert(struct db *db, const char *node, int64_t job_id, int attempt,
+    int64_t time_ms, const char *kind, const char *evidence, bool withdrawn)
+{
+    sqlite3_stmt *st = db->blame_insert;
+    int rc = db_txn_begin(db);
+
+    if (rc < 0)
+        return rc;
+    bind_text(st, 1, node);
+    sqlite3_bind_int64(st, 2, job_id);
+    sqlite3_bind_int(st, 3, attempt);
+    sqlite3_bind_int64(st, 4, time_ms);
+    bind_text(st, 5, kind);
+    bind_text(st, 6, evidence ? evidence : "{}");
+    sqlite3_bind_int(st, 7, withdrawn);
+    return db_exec(db, st, "blame insert");
+}
+
+static const char sql_blame_withdraw[] =
+    "UPDATE blame SET withdrawn = 1 WHERE job_id = ?1 AND attempt = ?2";
+
+/* The attempt's evidence says so too: "blamed" becomes "blame_withdrawn". */
+static const char sql_failure_unblame[] =
+    "UPDATE attempts SET failure = json_remove(json_set(failure, "
+    "'$.blame_withdrawn', json_extract(failure, '$.blamed')), '$.blamed') "
+    "WHERE job_id = ?1 AND attempt = ?2 AND json_valid(failure) "
+    "AND json_extract(failure, '$.blamed') IS NOT NULL";
+
+int
+db_blame_withdraw(struct db *db, int64_t job_id, int attempt)
+{
+    sqlite3_stmt *st = db->blame_withdraw;
+    int rc = db_txn_begin(db);
+
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int(st, 2, attempt);
+    if ((rc = db_exec(db, st, "blame withdraw")) < 0)
+        return rc;
+    st = db->failure_unblame;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int(st, 2, attempt);
+    return db_exec(db, st, "failure unblame");
+}
+
+static const char sql_blame_node[] =
+    "SELECT node, job_id, attempt, time_ms, kind, evidence FROM blame "
+    "WHERE node = ?1 AND withdrawn = 0 AND time_ms >= ?2 ORDER BY time_ms";
+
+static const char sql_blame_job[] =
+    "SELECT node, job_id, attempt, time_ms, kind, evidence FROM blame "
+    "WHERE job_id = ?1 AND withdrawn = 0 AND time_ms >= ?2 ORDER BY id";
+
+static int
+blame_walk(struct db *db, sqlite3_stmt *st, const char *label,
+    db_blame_fn *fn, void *arg)
+{
+    int rc;
+
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct db_blame b = {
+            .node = col_text(st, 0),
+            .job_id = sqlite3_column_int64(st, 1),
+            .attempt = sqlite3_column_int(st, 2),
+            .time_ms = sqlite3_column_int64(st, 3),
+            .kind = col_text(st, 4),
+            .evidence = col_text(st, 5),
+        };
+        int frc = fn(&b, arg);
+
+        if (frc != 0) {
+            db_done(st);
+            return frc;
+        }
+    }
+    db_done(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(db, label, rc);
+    return 0;
+}
+
+int
+db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
+    db_blame_fn *fn, void *arg)
+{
+    bind_text(db->blame_node, 1, node);
+    sqlite3_bind_int64(db->blame_node, 2, since_ms);
+    return blame_walk(db, db->blame_node, "blame by node", fn, arg);
+}
+
+int
+db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
+    db_blame_fn *fn, void *arg)
+{
+    sqlite3_bind_int64(db->blame_job, 1, job_id);
+    sqlite3_bind_int64(db->blame_job, 2, since_ms);
+    return blame_walk(db, db->blame_job, "blame by job", fn, arg);
+}
+
+/* ---- failure history ---------------------------------------------------- */
+
+/* Every failed attempt of a job, with how one rank ended in it. */
+static const char sql_failures_job[] =
+    "SELECT a.attempt, a.failure_kind, a.failure, a.resume_step, "
+    "r.state, r.exit_code, r.signal, r.step, r.end_ms, a.detected_ms "
+    "FROM attempts a LEFT JOIN ranks r ON r.job_id = a.job_id "
+    "AND r.attempt = a.attempt AND r.rank = ?2 "
+    "WHERE a.job_id = ?1 AND a.failure_kind != '' ORDER BY a.attempt";
+
+static const char sql_placement_nodes[] =
+    "SELECT attempt, node FROM placements WHERE job_id = ?1 "
+    "ORDER BY attempt, node_rank";
+
+void
+db_failure_rows_free(struct db_failure_row *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].failure);
+        for (size_t k = 0; k < v[i].nnodes; k++)
+            free(v[i].nodes[k]);
+        free(v[i].nodes);
+    }
+    free(v);
+}
+
+int
+db_job_failures(struct db *db, int64_t job_id, int rank,
+    struct db_failure_row **out, size_t *n)
+{
+    sqlite3_stmt *st = db->failures_job;
+    struct db_failure_row *v = NULL;
+    size_t cnt = 0;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int(st, 2, rank);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct db_failure_row *f;
+
+        v = xreallocarray(v, cnt + 1, sizeof(*v));
+        f = &v[cnt++];
+        memset(f, 0, sizeof(*f));
+        f->attempt = sqlite3_column_int(st, 0);
+        if (policy_kind_parse(col_text(st, 1), &f->kind) < 0)
+            f->kind = POLICY_KIND_RANK_EXIT;
+        f->failure = col_strdup(st, 2);
+        f->resume_step = sqlite3_column_int64(st, 3);
+        f->rank_known = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        if (f->rank_known)
+            proto_rank_state_parse(col_text(st, 4), &f->rank_state);
+        f->rank_has_exit = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        f->rank_exit_code = sqlite3_column_int(st, 5);
+        f->rank_signal = sqlite3_column_int(st, 6);
+        f->rank_step = f->rank_known ? sqlite3_column_int64(st, 7) : -1;
+        f->rank_end_ms = sqlite3_column_int64(st, 8);
+        f->detected_ms = sqlite3_column_int64(st, 9);
+    }
+    db_done(st);
+    if (rc != SQLITE_DONE) {
+        db_failure_rows_free(v, cnt);
+        return db_fail(db, "failure history", rc);
+    }
+    st = db->placement_nodes;
+    sqlite3_bind_int64(st, 1, job_id);
+    while (cnt > 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int num = sqlite3_column_int(st, 0);
+
+        for (size_t i = 0; i < cnt; i++) {
+            struct db_failure_row *f = &v[i];
+
+            if (f->attempt != num)
+                continue;
+            f->nodes = xreallocarray(f->nodes, f->nnodes + 1,
+                sizeof(*f->nodes));
+            f->nodes[f->nnodes++] = col_strdup(st, 1);
+            break;
+        }
+    }
+    db_done(st);
+    if (cnt > 0 && rc != SQLITE_DONE) {
+        db_failure_rows_free(v, cnt);
+        return db_fail(db, "failure history nodes", rc);
+    }
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+/* ---- goodput ------------------------------------------------------------ */
+
+#define GOODPUT_SELECT                                                      \
+    "SELECT a.job_id, a.attempt, a.state, a.start_ms, a.running_ms, "       \
+    "a.end_ms, a.failed_ms, a.failure_kind, a.resume_step, "                \
+    "c.attempt, c.complete_ms, j.state, j.end_ms, "                         \
+    "j.nodes * j.ranks_per_node, "                                          \
+    "(SELECT attempt FROM checkpoints l WHERE l.job_id = a.job_id "         \
+    " ORDER BY step DESC LIMIT 1), "                                        \
+    "(SELECT complete_ms FROM checkpoints l WHERE l.job_id = a.job_id "     \
+    " ORDER BY step DESC LIMIT 1) "                                         \
+    "FROM attempts a JOIN jobs j ON j.id = a.job_id "                       \
+    "LEFT JOIN checkpoints c ON c.job_id = a.job_id "                       \
+    "AND c.step = a.resume_step "
+
+static const char sql_goodput_all[] =
+    GOODPUT_SELECT "ORDER BY a.job_id, a.attempt";
+static const char sql_goodput_job[] =
+    GOODPUT_SELECT "WHERE a.job_id = ?1 ORDER BY a.attempt";
+
+int
+db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn,
+    void *arg)
+{
+    sqlite3_stmt *st = job_id > 0 ? db->goodput_job : db->goodput_all;
+    int rc;
+
+    if (job_id > 0)
+        sqlite3_bind_int64(st, 1, job_id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct db_goodput_row r;
+        int frc;
+
+        memset(&r, 0, sizeof(r));
+        r.job_id = sqlite3_column_int64(st, 0);
+        r.attempt = sqlite3_column_int(st, 1);
+        attempt_state_parse(col_text(st, 2), &r.state);
+        r.start_ms = sqlite3_column_int64(st, 3);
+        r.running_ms = sqlite3_column_int64(st, 4);
+        r.end_ms = sqlite3_column_int64(st, 5);
+        r.failed_ms = sqlite3_column_int64(st, 6);
+        r.has_failure =
+            policy_kind_parse(col_text(st, 7), &r.failure_kind) == 0;
+        r.resume_step = sqlite3_column_int64(st, 8);
+        r.resumed_ckpt_attempt = sqlite3_column_int(st, 9);
+        r.resumed_ckpt_ms = sqlite3_column_int64(st, 10);
+        job_state_parse(col_text(st, 11), &r.job_state);
+        r.job_end_ms = sqlite3_column_int64(st, 12);
+        r.world_size = sqlite3_column_int(st, 13);
+        r.last_ckpt_attempt = sqlite3_column_int(st, 14);
+        r.last_ckpt_ms = sqlite3_column_int64(st, 15);
+        frc = fn(&r, arg);
+        if (frc != 0) {
+            db_done(st);
+            return frc;
+        }
+    }
+    db_done(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(db, "goodput rows", rc);
+    return 0;
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -1183,6 +1655,19 @@ static const struct db_stmt_def db_stmts[] = {
     STMT(events_subject, sql_events_subject),
     STMT(token_insert, sql_token_insert),
     STMT(token_lookup, sql_token_lookup),
+    STMT(checkpoint_insert, sql_checkpoint_insert),
+    STMT(checkpoints_job, sql_checkpoints_job),
+    STMT(commit_insert, sql_commit_insert),
+    STMT(commits_attempt, sql_commits_attempt),
+    STMT(blame_insert, sql_blame_insert),
+    STMT(blame_withdraw, sql_blame_withdraw),
+    STMT(failure_unblame, sql_failure_unblame),
+    STMT(blame_node, sql_blame_node),
+    STMT(blame_job, sql_blame_job),
+    STMT(failures_job, sql_failures_job),
+    STMT(placement_nodes, sql_placement_nodes),
+    STMT(goodput_all, sql_goodput_all),
+    STMT(goodput_job, sql_goodput_job),
 };
 
 static sqlite3_stmt **

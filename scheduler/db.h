@@ -31,6 +31,7 @@
 #include "scheduler/attempt.h"
 #include "scheduler/job.h"
 #include "scheduler/node.h"
+#include "scheduler/policy.h"
 
 struct db;
 struct sqlite3;
@@ -113,6 +114,116 @@ int db_attempts_load_job(struct db *db, int64_t job_id,
  * of each. */
 typedef int db_attempt_fn(struct attempt *a, void *arg);
 int db_attempts_load_live(struct db *db, db_attempt_fn *fn, void *arg);
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+/* A complete checkpoint (a row of the registry). Strings are borrowed:
+ * for the call (insert) or for the callback (foreach). */
+struct db_checkpoint {
+    int64_t job_id;
+    int64_t step;
+    int attempt;
+    const char *path;
+    int committed;
+    int64_t complete_ms;
+    const char *source;         /* convention sdk api */
+};
+
+/* Record a complete checkpoint. Returns 1 when recorded, 0 when the job
+ * already had that step (nothing changes), or a negative errno. */
+int db_checkpoint_insert(struct db *db, const struct db_checkpoint *c);
+typedef int db_checkpoint_fn(const struct db_checkpoint *c, void *arg);
+/* A job's complete checkpoints, lowest step first. */
+int db_checkpoints_foreach(struct db *db, int64_t job_id,
+    db_checkpoint_fn *fn, void *arg);
+
+/* Record that `rank` committed `step` in the attempt. Returns 1 when new,
+ * 0 when it had been recorded, or a negative errno. */
+int db_commit_insert(struct db *db, int64_t job_id, int attempt,
+    int64_t step, int rank, int64_t time_ms);
+typedef int db_commit_fn(int rank, int64_t step, void *arg);
+/* The recorded commits of an attempt for steps above `above`. */
+int db_commits_foreach(struct db *db, int64_t job_id, int attempt,
+    int64_t above, db_commit_fn *fn, void *arg);
+
+/* ---- blame -------------------------------------------------------------- */
+
+int db_blame_insert(struct db *db, const char *node, int64_t job_id,
+    int attempt, int64_t time_ms, const char *kind, const char *evidence,
+    bool withdrawn);
+/* Withdraw the blame an attempt's failure put on nodes (its evidence's
+ * "blamed" becomes "blame_withdrawn"). */
+int db_blame_withdraw(struct db *db, int64_t job_id, int attempt);
+
+/* A blame row; strings borrowed for the callback. */
+struct db_blame {
+    const char *node;
+    int64_t job_id;
+    int attempt;
+    int64_t time_ms;
+    const char *kind;
+    const char *evidence;
+};
+typedef int db_blame_fn(const struct db_blame *b, void *arg);
+/* Blame of a node (not withdrawn) since since_ms, oldest first. */
+int db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
+    db_blame_fn *fn, void *arg);
+/* Blame a job put on nodes (not withdrawn) since since_ms. */
+int db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
+    db_blame_fn *fn, void *arg);
+
+/* ---- failure history (crash loops) -------------------------------------- */
+
+struct db_failure_row {
+    int attempt;
+    enum policy_kind kind;
+    char *failure;              /* its evidence, JSON */
+    int64_t resume_step;
+    /* How the asked-for rank ended in that attempt. */
+    bool rank_known;
+    enum proto_rank_state rank_state;
+    bool rank_has_exit;
+    int rank_exit_code;
+    int rank_signal;
+    int64_t rank_step;
+    int64_t rank_end_ms;
+    int64_t detected_ms;        /* when that attempt's failure was seen */
+    char **nodes;               /* the nodes it ran on, by node rank */
+    size_t nnodes;
+};
+
+/* Every failed attempt of a job, oldest first, with how `rank` ended in
+ * each. *out: free with db_failure_rows_free. */
+int db_job_failures(struct db *db, int64_t job_id, int rank,
+    struct db_failure_row **out, size_t *n);
+void db_failure_rows_free(struct db_failure_row *v, size_t n);
+
+/* ---- goodput ------------------------------------------------------------ */
+
+/* One attempt with what goodput needs of its job and checkpoints. */
+struct db_goodput_row {
+    int64_t job_id;
+    int attempt;
+    enum attempt_state state;
+    int64_t start_ms;
+    int64_t running_ms;
+    int64_t end_ms;
+    int64_t failed_ms;
+    bool has_failure;
+    enum policy_kind failure_kind;
+    int64_t resume_step;
+    int resumed_ckpt_attempt;   /* the checkpoint it resumed from: the */
+    int64_t resumed_ckpt_ms;    /* attempt that completed it and when */
+    int last_ckpt_attempt;      /* the job's highest complete checkpoint */
+    int64_t last_ckpt_ms;
+    enum job_state job_state;
+    int64_t job_end_ms;
+    int world_size;
+};
+typedef int db_goodput_fn(const struct db_goodput_row *r, void *arg);
+/* Every attempt of job_id (all jobs when 0), by job then attempt. */
+int db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn,
+    void *arg);
 
 /* ---- events ------------------------------------------------------------- */
 

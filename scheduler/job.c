@@ -171,6 +171,7 @@ job_create(void)
     proto_job_spec_init(&job->spec);
     job->reason = xstrdup("");
     job->failed_rank = -1;
+    job->ckpt_step = -1;
     return job;
 }
 
@@ -182,6 +183,8 @@ job_destroy(struct job *job)
     free(job->user);
     free(job->reason);
     free(job->stderr_tail);
+    job_set_reserved(job, NULL, 0);
+    free(job->restart_reason);
     proto_job_spec_release(&job->spec);
     free(job);
 }
@@ -205,6 +208,22 @@ job_set_failure(struct job *job, int rank, bool has_exit, int exit_code,
     job->has_exit = has_exit;
     job->exit_code = has_exit ? exit_code : 0;
     job->signal = has_exit ? signal : 0;
+}
+
+void
+job_set_reserved(struct job *job, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < job->nreserved; i++)
+        free(job->reserved[i]);
+    free(job->reserved);
+    job->reserved = NULL;
+    job->nreserved = 0;
+    if (n == 0)
+        return;
+    job->reserved = xcalloc(n + 1, sizeof(*job->reserved));
+    for (size_t i = 0; i < n; i++)
+        job->reserved[i] = xstrdup(names[i]);
+    job->nreserved = n;
 }
 
 /* ---- table -------------------------------------------------------------- */

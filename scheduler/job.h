@@ -65,8 +65,23 @@ struct job {
     int signal;
     char *stderr_tail;          /* may be NULL */
 
+    /* Recovery (docs/fault-tolerance.md). */
+    int restarts;               /* spent from spec.max_restarts */
+    int infra_restarts;         /* spent from spec.max_infra_restarts */
+    int fail_streak;            /* consecutive failures (backoff) */
+    int64_t not_before_ms;      /* RESTARTING: no next attempt before this */
+    char **reserved;            /* RESTARTING: nodes kept for the next
+                                 * attempt, in node-rank order */
+    size_t nreserved;
+    int64_t ckpt_step;          /* highest complete checkpoint; -1 none */
+    char *restart_reason;       /* RESTARTING: why (the failure and the
+                                 * restart decision); the scheduling pass
+                                 * adds what it waits for. NULL otherwise */
+
     /* In-memory model only. */
     struct attempt *cur;        /* borrowed: the live attempt, or NULL */
+    bool draining;              /* scheduling pass: an earlier attempt
+                                 * still holds resources somewhere */
     struct job *hnext;          /* job_table bucket chain */
     struct job *prev, *next;    /* job_table list, in id order */
 };
@@ -102,6 +117,8 @@ void job_set_reason(struct job *job, const char *reason);
 /* Record failure evidence (stderr_tail copied; NULL allowed). */
 void job_set_failure(struct job *job, int rank, bool has_exit, int exit_code,
     int signal, const char *stderr_tail);
+/* Replace the reserved node names (copied; n may be 0). */
+void job_set_reserved(struct job *job, const char *const *names, size_t n);
 
 /* ---- the table of unfinished jobs, by id -------------------------------- */
 

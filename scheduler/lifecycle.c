@@ -12,9 +12,15 @@
  * (schedd_db_error): it will be rolled back and the model reloaded, so the
  * in-memory changes made after the failure do not outlive it.
  *
+ * Failures are recorded and decided in recovery.c; this file turns the
+ * agents' reports into evidence (attempt_decide, schedd_placement_lost)
+ * and hands it over.
+ *
  * Invariants: a->job is set only while attempt a is active, and then
  * a->job->cur == a. An attempt stays in the live list while it is active
- * or any of its placements is unreleased.
+ * or any of its placements is unreleased. A job's next attempt is placed
+ * only once every placement of its previous one is released (schedd.c),
+ * so two attempts of a job never run at the same time.
  */
 #include "scheduler/schedd.h"
 
@@ -44,33 +50,49 @@ db_check(struct schedd *sd, int rc)
     return rc < 0 ? schedd_db_error(sd, rc) : 0;
 }
 
-static int
-job_save(struct schedd *sd, struct job *job)
+int
+schedd_job_save(struct schedd *sd, struct job *job)
 {
     return db_check(sd, db_job_update(sd->db, job));
 }
 
-/* Remove a finished job from the model. */
-static void
-job_finish(struct schedd *sd, struct job *job)
+int
+schedd_attempt_save(struct schedd *sd, struct attempt *a)
+{
+    return db_check(sd, db_attempt_update(sd->db, a));
+}
+
+void
+schedd_job_finish(struct schedd *sd, struct job *job)
 {
     if (job->cur)
         job->cur->job = NULL;
     job->cur = NULL;
     job_table_remove(&sd->jobs, job);
     job_destroy(job);
+    /* Its reservation (if any) is gone: others may use those nodes. */
+    schedd_sched_trigger(sd);
 }
 
-/* Take attempt a out of every node's desired state: its agents tear it
- * down. (Its master port stays taken until the attempt is dropped: rank 0
- * may still listen on it while it is being killed.) */
-static void
-attempt_withdraw(struct schedd *sd, struct attempt *a)
+struct job *
+schedd_attempt_job(struct schedd *sd, const struct attempt *a)
+{
+    if (a->job)
+        return a->job;
+    return job_table_find(&sd->jobs, a->job_id);
+}
+
+/* A new generation for every node of attempt a: a withdrawn attempt is
+ * torn down, a changed launch (dump_seq) is seen. (A withdrawn attempt's
+ * master port stays taken until the attempt is dropped: rank 0 may still
+ * listen on it while it is being killed.) */
+void
+schedd_attempt_wake_nodes(struct schedd *sd, struct attempt *a)
 {
     for (int k = 0; k < a->nnodes; k++) {
         struct placement *p = &a->placements[k];
 
-        if (p->node)
+        if (p->node && !p->released)
             schedd_node_changed(sd, p->node);
     }
 }
@@ -86,7 +108,7 @@ attempt_set_state(struct schedd *sd, struct attempt *a,
         a->end_ms = timeid_now_ms();
     if (reason)
         attempt_set_reason(a, reason);
-    return db_check(sd, db_attempt_update(sd->db, a));
+    return schedd_attempt_save(sd, a);
 }
 
 void
@@ -120,6 +142,40 @@ attempt_maybe_drop(struct schedd *sd, struct attempt *a)
 
 /* ---- placing ------------------------------------------------------------ */
 
+/* The job_placed event: where, and for a restart what it resumes from and
+ * which nodes it kept. */
+static cJSON *
+placed_detail(const struct job *job, const struct attempt *a,
+    struct node **nodes)
+{
+    cJSON *detail = cJSON_CreateObject();
+    cJSON *names = cJSON_AddArrayToObject(detail, "nodes");
+
+    jsonx_add_int(detail, "attempt", a->num);
+    for (int k = 0; k < a->nnodes; k++)
+        cJSON_AddItemToArray(names, cJSON_CreateString(nodes[k]->name));
+    jsonx_add_str(detail, "master_addr", a->master_addr);
+    jsonx_add_int(detail, "master_port", a->master_port);
+    if (a->resume_step >= 0) {
+        jsonx_add_int(detail, "resume_step", a->resume_step);
+        jsonx_add_str(detail, "resume_from", a->resume_from);
+    }
+    if (job->nreserved > 0) {
+        cJSON *kept = cJSON_AddArrayToObject(detail, "kept");
+
+        for (int k = 0; k < a->nnodes; k++) {
+            for (size_t i = 0; i < job->nreserved; i++) {
+                if (strcmp(job->reserved[i], nodes[k]->name) == 0) {
+                    cJSON_AddItemToArray(kept,
+                        cJSON_CreateString(nodes[k]->name));
+                    break;
+                }
+            }
+        }
+    }
+    return detail;
+}
+
 int
 schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
     const int *gpus, int port)
@@ -127,7 +183,7 @@ schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
     const struct proto_job_spec *s = &job->spec;
     struct attempt *a;
     char subject[32];
-    cJSON *detail, *names;
+    cJSON *detail;
     int rc;
 
     if (!job_transition_ok(job->state, JOB_STATE_PLACED))
@@ -138,6 +194,14 @@ schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
     free(a->master_addr);
     a->master_addr = xstrdup(nodes[0]->addr);
     a->master_port = port;
+    /* Resume from the highest complete checkpoint; never from one that
+     * not every rank committed (those are not in the registry). */
+    if (job->ckpt_step >= 0) {
+        char *path = schedd_ckpt_path(job, job->ckpt_step);
+
+        attempt_set_resume(a, job->ckpt_step, path);
+        free(path);
+    }
     for (int k = 0; k < s->nodes; k++) {
         struct placement *p = &a->placements[k];
 
@@ -157,19 +221,17 @@ schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
     }
 
     rc = db_check(sd, db_attempt_insert(sd->db, a));
+    detail = placed_detail(job, a, nodes);
     job->state = JOB_STATE_PLACED;
     job->attempt = a->num;
+    job->not_before_ms = 0;
+    job_set_reserved(job, NULL, 0);
+    free(job->restart_reason);
+    job->restart_reason = NULL;
     job_set_reason(job, "");
     if (rc == 0)
-        rc = job_save(sd, job);
+        rc = schedd_job_save(sd, job);
     subject_job(subject, sizeof(subject), job->id);
-    detail = cJSON_CreateObject();
-    jsonx_add_int(detail, "attempt", a->num);
-    names = cJSON_AddArrayToObject(detail, "nodes");
-    for (int k = 0; k < s->nodes; k++)
-        cJSON_AddItemToArray(names, cJSON_CreateString(nodes[k]->name));
-    jsonx_add_str(detail, "master_addr", a->master_addr);
-    jsonx_add_int(detail, "master_port", port);
     if (rc == 0)
         rc = schedd_event(sd, ACTOR_SCHEDULER, subject, "job_placed", detail);
     else
@@ -187,8 +249,9 @@ schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
         node_hold_add(nodes[k], &a->placements[k]);
         api_agent_wake(sd, nodes[k]);
     }
-    log_info("job=%lld attempt=%d placed on %d node(s) master=%s:%d",
-        (long long)job->id, a->num, s->nodes, a->master_addr, port);
+    log_info("job=%lld attempt=%d placed on %d node(s) master=%s:%d%s",
+        (long long)job->id, a->num, s->nodes, a->master_addr, port,
+        a->resume_step >= 0 ? " (resuming)" : "");
     return rc;
 }
 
@@ -202,10 +265,15 @@ attempt_succeed(struct schedd *sd, struct attempt *a)
     cJSON *detail;
     int rc;
 
+    a->dump_deadline_ms = 0;
+    if (a->failure && !a->has_failure)
+        attempt_set_failure(a, POLICY_KIND_HANG, NULL);
+    if (a->running_ms == 0)
+        a->running_ms = a->start_ms;
     rc = attempt_set_state(sd, a, ATTEMPT_STATE_SUCCEEDED, "");
     if (rc < 0)
         return rc;
-    attempt_withdraw(sd, a);
+    schedd_attempt_wake_nodes(sd, a);
     a->job = NULL;
     if (job == NULL)
         return 0;
@@ -216,7 +284,7 @@ attempt_succeed(struct schedd *sd, struct attempt *a)
     if (job->start_ms == 0)
         job->start_ms = a->start_ms;
     job_set_reason(job, "");
-    rc = job_save(sd, job);
+    rc = schedd_job_save(sd, job);
     subject_job(subject, sizeof(subject), job->id);
     detail = cJSON_CreateObject();
     jsonx_add_int(detail, "attempt", a->num);
@@ -226,7 +294,7 @@ attempt_succeed(struct schedd *sd, struct attempt *a)
     else
         cJSON_Delete(detail);
     log_info("job=%lld attempt=%d succeeded", (long long)job->id, a->num);
-    job_finish(sd, job);
+    schedd_job_finish(sd, job);
     return rc;
 }
 
@@ -238,14 +306,15 @@ attempt_running(struct schedd *sd, struct attempt *a)
     cJSON *detail;
     int rc;
 
+    a->running_ms = timeid_now_ms();
     rc = attempt_set_state(sd, a, ATTEMPT_STATE_RUNNING, NULL);
     if (rc < 0 || job == NULL)
         return rc;
     if (job_transition(job, JOB_STATE_RUNNING) < 0)
         return 0;
     if (job->start_ms == 0)
-        job->start_ms = timeid_now_ms();
-    rc = job_save(sd, job);
+        job->start_ms = a->running_ms;
+    rc = schedd_job_save(sd, job);
     subject_job(subject, sizeof(subject), job->id);
     detail = cJSON_CreateObject();
     jsonx_add_int(detail, "attempt", a->num);
@@ -258,74 +327,90 @@ attempt_running(struct schedd *sd, struct attempt *a)
     return rc;
 }
 
-int
-schedd_attempt_fail(struct schedd *sd, struct attempt *a,
-    const struct attempt_rank *r, const char *reason)
+/*
+ * The evidence a failed rank gives. A rank its supervisor fenced (the
+ * lease ran out) says its node was cut off from the scheduler: that is a
+ * lost node, not the job's doing - unless the lease ran out because this
+ * scheduler itself was down (it expired before we were back for a whole
+ * lease), which blames no node. A rank the agent reports lost is a lost
+ * rank.
+ */
+static int
+attempt_rank_failed(struct schedd *sd, struct attempt *a,
+    const struct attempt_rank *r)
 {
-    struct job *job = a->job;
     const struct placement *p = &a->placements[r->node_rank];
-    char subject[32];
-    char *text;
-    cJSON *detail;
-    bool restart;
-    int rc;
+    struct schedd_failure f;
+    char reason[200];
 
-    if (!attempt_state_active(a->state))
-        return 0;
-    rc = attempt_set_state(sd, a, ATTEMPT_STATE_FAILED, reason);
-    if (rc < 0)
-        return rc;
-    attempt_withdraw(sd, a);
-    a->job = NULL;
-    if (job == NULL)
-        return 0;
-    job->cur = NULL;
-    job_set_failure(job, r->rank, r->has_exit, r->exit_code, r->signal,
-        r->stderr_tail);
-    /* Restarts used so far are a->num - 1. */
-    restart = a->num <= job->spec.max_restarts;
-    if (restart) {
-        text = xasprintf("attempt %d failed: %s; restarting (restart %d of "
-            "%d)", a->num, reason, a->num, job->spec.max_restarts);
-        rc = job_transition(job, JOB_STATE_RESTARTING);
+    attempt_rank_failure_str(a, r, reason, sizeof(reason));
+    if (r->state == PROTO_RANK_LOST) {
+        schedd_failure_init(&f, POLICY_KIND_LOST_RANKS);
+        f.blame = true;
+    } else if (r->fenced) {
+        schedd_failure_init(&f, POLICY_KIND_NODE_LOST);
+        f.fenced = true;
+        f.blame = r->end_ms <= 0 ||
+                  r->end_ms > sd->started_ms + sd->lease_ms;
+        snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason),
+            " (fenced: node %s was cut off from the scheduler)",
+            p->node_name);
     } else {
-        text = xstrdup(reason);
-        rc = job_transition(job, JOB_STATE_FAILED);
-        job->end_ms = a->end_ms;
+        schedd_failure_init(&f, POLICY_KIND_RANK_EXIT);
+        f.blame = true;
+        f.node_suspect = p->node && (p->node->lost || p->node->unhealthy);
     }
-    if (rc < 0) {
-        free(text);
-        return rc;
-    }
-    job_set_reason(job, text);
-    free(text);
-    rc = job_save(sd, job);
+    f.node = p->node_name;
+    f.rank = r->rank;
+    f.has_exit = r->has_exit;
+    f.exit_code = r->exit_code;
+    f.signal = r->signal;
+    f.stderr_tail = r->stderr_tail;
+    f.last_step = r->step;
+    f.failed_ms = r->end_ms;
+    f.reason = reason;
+    if (p->node)
+        f.last_heartbeat_ms = p->node->last_seen_ms;
+    return schedd_attempt_failed(sd, a, &f);
+}
 
-    subject_job(subject, sizeof(subject), job->id);
-    detail = cJSON_CreateObject();
-    jsonx_add_int(detail, "attempt", a->num);
-    jsonx_add_str(detail, "reason", reason);
-    jsonx_add_int(detail, "rank", r->rank);
-    jsonx_add_str(detail, "node", p->node_name);
-    if (r->has_exit) {
-        jsonx_add_int(detail, "exit_code", r->exit_code);
-        jsonx_add_int(detail, "signal", r->signal);
+/*
+ * Whether another node of attempt a (not the one of rank r) has gone
+ * silent: its agent's connection closed, or no status for two heartbeats.
+ *
+ * When a node is cut off, its supervisors' lease runs out and they kill
+ * its ranks; the ranks on the healthy nodes then fail in the next
+ * collective, and their agents report that at once - well before the
+ * silent node can be declared lost. Deciding then would blame a healthy
+ * node and charge the job's own budget. So a rank exit waits while a peer
+ * node is silent: either it reports again (and the exit is decided with
+ * its evidence) or the node-loss timer fails the attempt as node_lost,
+ * which it is. Detection then takes what node loss takes anyway.
+ */
+bool
+schedd_node_silent(const struct schedd *sd, const struct node *node,
+    int64_t mono)
+{
+    return !node->lost &&
+           (node->agent_gone ||
+               mono - node->last_seen_mono > 2 * (int64_t)sd->heartbeat_ms);
+}
+
+static const struct node *
+attempt_silent_peer(const struct schedd *sd, const struct attempt *a,
+    const struct attempt_rank *r)
+{
+    int64_t mono = timeid_mono_ms();
+
+    for (int k = 0; k < a->nnodes; k++) {
+        const struct node *node = a->placements[k].node;
+
+        if (k == r->node_rank || node == NULL || a->placements[k].released)
+            continue;
+        if (schedd_node_silent(sd, node, mono))
+            return node;
     }
-    if (rc == 0)
-        rc = schedd_event(sd, ACTOR_SCHEDULER, subject,
-            restart ? "job_restarting" : "job_failed", detail);
-    else
-        cJSON_Delete(detail);
-    if (restart) {
-        log_notice("job=%lld attempt=%d failed (%s); restarting",
-            (long long)job->id, a->num, reason);
-        schedd_sched_trigger(sd);
-    } else {
-        log_notice("job=%lld attempt=%d failed (%s)", (long long)job->id,
-            a->num, reason);
-        job_finish(sd, job);
-    }
-    return rc;
+    return NULL;
 }
 
 /* Decide what the ranks' states mean for an active attempt. */
@@ -333,15 +418,28 @@ static int
 attempt_decide(struct schedd *sd, struct attempt *a)
 {
     const struct attempt_rank *bad;
-    char reason[160];
+    const struct node *silent;
 
     if (!attempt_state_active(a->state))
         return 0;
-    bad = attempt_first_failure(a);
-    if (bad) {
-        attempt_rank_failure_str(a, bad, reason, sizeof(reason));
-        return schedd_attempt_fail(sd, a, bad, reason);
+    if (a->dump_deadline_ms > 0) {
+        /* A hang is being documented: ranks dying now (SIGUSR1 without
+         * a handler, the stopped rank) are part of it, not new evidence.
+         * Only a clean finish overrules the watchdog. */
+        if (attempt_all_succeeded(a))
+            return attempt_succeed(sd, a);
+        return 0;
     }
+    bad = attempt_first_failure(a);
+    if (bad && bad->state == PROTO_RANK_EXITED && !bad->fenced &&
+        (silent = attempt_silent_peer(sd, a, bad)) != NULL) {
+        log_debug("job=%lld attempt=%d rank=%d failed while node=%s is "
+            "silent; waiting for it before deciding", (long long)a->job_id,
+            a->num, bad->rank, silent->name);
+        return 0;
+    }
+    if (bad)
+        return attempt_rank_failed(sd, a, bad);
     if (attempt_all_succeeded(a))
         return attempt_succeed(sd, a);
     if (a->state == ATTEMPT_STATE_STARTING && attempt_all_started(a))
@@ -355,52 +453,102 @@ rank_final(enum proto_rank_state s)
     return s == PROTO_RANK_EXITED || s == PROTO_RANK_LOST;
 }
 
+/* Apply one rank's status; *dirty when its row must be written. */
+static void
+rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
+    int64_t mono, bool *dirty)
+{
+    bool exited;
+
+    /* Progress, for the watchdog (in memory: it changes every report). */
+    rk->idle_ms = in->idle_ms;
+    rk->progress = in->progress;
+    rk->seen_mono = mono;
+    if (in->step >= 0)
+        rk->step = in->step;
+    if (in->dump && strcmp(in->dump, rk->dump) != 0) {
+        free(rk->dump);
+        rk->dump = xstrdup(in->dump);
+        *dirty = true;
+    }
+    /* The first final state is the evidence; later reports of a final
+     * rank change nothing. A pending report never moves a rank
+     * backwards. */
+    if (rank_final(rk->state) || in->state == PROTO_RANK_PENDING)
+        return;
+    exited = in->state == PROTO_RANK_EXITED;
+    if (rk->state == in->state && rk->pid == in->pid && !exited)
+        return;
+    rk->state = in->state;
+    rk->pid = in->pid;
+    rk->start_ms = in->start_ms;
+    rk->end_ms = in->end_ms;
+    rk->has_exit = exited;
+    rk->exit_code = exited ? in->exit_code : 0;
+    rk->signal = exited ? in->signal : 0;
+    rk->fenced = in->fenced;
+    if (in->state == PROTO_RANK_LOST && rk->end_ms == 0)
+        rk->end_ms = timeid_now_ms();
+    free(rk->stderr_tail);
+    rk->stderr_tail = xstrdup(in->stderr_tail ? in->stderr_tail : "");
+    *dirty = true;
+}
+
 int
-schedd_attempt_report(struct schedd *sd, struct attempt *a,
+schedd_attempt_report(struct schedd *sd, struct placement *p,
     const struct proto_job_status *st)
 {
+    struct attempt *a = p->attempt;
+    struct job *job = schedd_attempt_job(sd, a);
+    /* Checkpoints count for the job's latest attempt only (fencing). A
+     * failed latest attempt still tearing down may finish committing a
+     * checkpoint: its data is as good as when it was running. */
+    bool latest = job && job->attempt == a->num;
+    int64_t mono = timeid_mono_ms();
+    int rc;
+
     for (size_t i = 0; i < st->nranks; i++) {
         const struct proto_rank_status *in = &st->ranks[i];
         struct attempt_rank *rk;
-        bool exited;
-        int rc;
+        bool dirty = false;
 
         if (in->rank < 0 || (size_t)in->rank >= a->nranks)
             continue;
         rk = &a->ranks[in->rank];
-        /* The first final state is the evidence; later reports of a
-         * final rank change nothing. A pending report never moves a rank
-         * backwards. */
-        if (rank_final(rk->state) || in->state == PROTO_RANK_PENDING)
-            continue;
-        exited = in->state == PROTO_RANK_EXITED;
-        if (rk->state == in->state && rk->pid == in->pid && !exited)
-            continue;
-        rk->state = in->state;
-        rk->pid = in->pid;
-        rk->start_ms = in->start_ms;
-        rk->end_ms = in->end_ms;
-        rk->has_exit = exited;
-        rk->exit_code = exited ? in->exit_code : 0;
-        rk->signal = exited ? in->signal : 0;
-        if (in->state == PROTO_RANK_LOST && rk->end_ms == 0)
-            rk->end_ms = timeid_now_ms();
-        free(rk->stderr_tail);
-        rk->stderr_tail = xstrdup(in->stderr_tail ? in->stderr_tail : "");
-        rc = db_check(sd, db_rank_update(sd->db, a, rk));
-        if (rc < 0)
+        rank_apply(rk, in, mono, &dirty);
+        if (dirty && (rc = db_check(sd, db_rank_update(sd->db, a, rk))) < 0)
             return rc;
+        for (size_t c = 0; latest && c < in->nckpt_steps; c++) {
+            int64_t step = in->ckpt_steps[c];
+
+            if (step <= rk->ckpt_max || step <= job->ckpt_step)
+                continue;
+            rc = schedd_ckpt_commit(sd, job, a, rk->rank, step, "sdk", NULL);
+            if (rc < 0)
+                return rc;
+            if (step > rk->ckpt_max)
+                rk->ckpt_max = step;
+        }
     }
+    if (latest && p->node_rank == 0 && st->ncheckpoints > 0 &&
+        (rc = schedd_ckpt_scan(sd, job, a, st->checkpoints,
+             st->ncheckpoints)) < 0)
+        return rc;
+    p->dump_acked = st->dump_seq;
+    if (attempt_state_active(a->state) && a->dump_deadline_ms > 0 &&
+        (rc = schedd_watchdog_dumps(sd, a)) < 0)
+        return rc;
     return attempt_decide(sd, a);
 }
 
 int
 schedd_placement_lost(struct schedd *sd, struct placement *p,
-    const char *why)
+    enum policy_kind kind, const char *why)
 {
     struct attempt *a = p->attempt;
     const struct attempt_rank *first = NULL;
-    char reason[160];
+    struct schedd_failure f;
+    char reason[200];
     int rpn = a->ranks_per_node;
 
     for (int l = 0; l < rpn; l++) {
@@ -417,15 +565,28 @@ schedd_placement_lost(struct schedd *sd, struct placement *p,
         if (first == NULL)
             first = rk;
     }
-    if (first == NULL || !attempt_state_active(a->state))
+    if (!attempt_state_active(a->state))
         return 0;
+    if (first == NULL)
+        first = &a->ranks[p->node_rank * rpn];
     attempt_rank_failure_str(a, first, reason, sizeof(reason));
     if (why && *why) {
         size_t n = strlen(reason);
 
         snprintf(reason + n, sizeof(reason) - n, " (%s)", why);
     }
-    return schedd_attempt_fail(sd, a, first, reason);
+    schedd_failure_init(&f, kind);
+    f.node = p->node_name;
+    f.rank = first->rank;
+    f.last_step = first->step;
+    f.blame = true;
+    f.reason = reason;
+    if (p->node)
+        f.last_heartbeat_ms = p->node->last_seen_ms;
+    /* A lost node failed when it was last heard from; lost ranks when
+     * the agent came back without them. */
+    f.failed_ms = kind == POLICY_KIND_NODE_LOST ? f.last_heartbeat_ms : 0;
+    return schedd_attempt_failed(sd, a, &f);
 }
 
 int
@@ -447,6 +608,12 @@ schedd_placement_release(struct schedd *sd, struct placement *p)
     }
     log_debug("job=%lld attempt=%d node=%s released", (long long)a->job_id,
         a->num, p->node_name);
+    if (rc == 0 && attempt_fully_released(a) && a->released_ms == 0) {
+        a->released_ms = timeid_now_ms();
+        rc = schedd_attempt_save(sd, a);
+        log_info("job=%lld attempt=%d released by every node",
+            (long long)a->job_id, a->num);
+    }
     schedd_sched_trigger(sd);
     attempt_maybe_drop(sd, a);
     return rc;
@@ -469,20 +636,25 @@ schedd_job_cancel(struct schedd *sd, struct job *job, const char *actor)
         return -EINVAL;
     reason = xasprintf("cancelled by %s", actor);
     if (a && attempt_state_active(a->state)) {
+        a->dump_deadline_ms = 0;
+        if (a->failure && !a->has_failure)
+            attempt_set_failure(a, POLICY_KIND_HANG, NULL);
         rc = attempt_set_state(sd, a, ATTEMPT_STATE_CANCELLED, reason);
         if (rc < 0) {
             free(reason);
             return rc;
         }
-        attempt_withdraw(sd, a);
+        schedd_attempt_wake_nodes(sd, a);
         a->job = NULL;
         job->cur = NULL;
     }
     job->state = JOB_STATE_CANCELLED;
     job->end_ms = timeid_now_ms();
+    job->not_before_ms = 0;
+    job_set_reserved(job, NULL, 0);
     job_set_reason(job, reason);
     free(reason);
-    rc = job_save(sd, job);
+    rc = schedd_job_save(sd, job);
     subject_job(subject, sizeof(subject), job->id);
     detail = cJSON_CreateObject();
     if (a)
@@ -492,10 +664,9 @@ schedd_job_cancel(struct schedd *sd, struct job *job, const char *actor)
     else
         cJSON_Delete(detail);
     log_info("job=%lld cancelled by %s", (long long)job->id, actor);
-    job_finish(sd, job);
+    schedd_job_finish(sd, job);
     if (a)
         attempt_maybe_drop(sd, a);
-    schedd_sched_trigger(sd);
     return rc;
 }
 
@@ -558,14 +729,23 @@ schedd_node_lost(struct schedd *sd, struct node *node)
     snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
     node->lost = true;
     rc = schedd_node_refresh(sd, node, ACTOR_SCHEDULER, why);
-    /* Failing an attempt withdraws it but leaves the hold: the node's
-     * agent may still run its ranks, and only its report frees them. */
     for (size_t i = 0; i < node->nholds && rc == 0; i++) {
         struct placement *p = node->holds[i];
 
         if (attempt_state_active(p->attempt->state))
-            rc = schedd_placement_lost(sd, p, "node lost");
+            rc = schedd_placement_lost(sd, p, POLICY_KIND_NODE_LOST,
+                "node lost");
     }
+    /*
+     * Release everything the node held. Its agent cannot say so, but it
+     * need not: every supervisor there renews its lease only through a
+     * status exchange, and lease_ms < node_timeout_ms (main.c refuses
+     * anything else), so by now each one has SIGKILLed its ranks. The
+     * next attempt of those jobs may therefore start at once, and still
+     * never overlaps the ranks it replaces.
+     */
+    while (rc == 0 && node->nholds > 0)
+        rc = schedd_placement_release(sd, node->holds[0]);
     schedd_sched_trigger(sd);
     return rc;
 }

@@ -56,6 +56,25 @@ static const struct config_key lockstepd_keys[] = {
         "size of the MASTER_PORT range" },
     { "db_synchronous", CONFIG_STR, "full", 0, 0,
         "SQLite synchronous: full or normal" },
+    { "lease_ms", CONFIG_INT, "5000", 100, 3600000,
+        "job supervisors' lease, renewed by each status exchange; must be "
+        "below node_timeout_ms" },
+    { "dump_timeout_ms", CONFIG_INT, "5000", 0, 600000,
+        "how long a hang waits for the ranks' stack dumps before teardown" },
+    { "restart_backoff_ms", CONFIG_INT, "500", 0, 3600000,
+        "delay before restarting after a failure, doubled per consecutive "
+        "failure" },
+    { "restart_backoff_max_ms", CONFIG_INT, "60000", 0, 86400000,
+        "the cap of that delay" },
+    { "crash_loop_threshold", CONFIG_INT, "2", 2, 1000,
+        "the same failure on this many attempts on different nodes is the "
+        "job's own deterministic bug" },
+    { "blame_threshold", CONFIG_INT, "3", 1, 1000,
+        "a node blamed for failures of this many different jobs within "
+        "blame_window_ms is excluded" },
+    { "blame_window_ms", CONFIG_INT, "3600000", 1000, 2592000000,
+        "the window of blame_threshold; also how long a job avoids nodes "
+        "blamed for its failures" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
 
@@ -163,6 +182,27 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c,
     if (o->master_port_base + o->master_port_count - 1 > 65535)
         return err_set(err, -EINVAL, "master_port_base + master_port_count "
             "goes past port 65535");
+    o->lease_ms = (int)config_int(cfg, "lease_ms");
+    /* A node is declared lost only after its supervisors' leases have run
+     * out (and they killed their ranks): only then may the next attempt
+     * start without waiting for anything else. */
+    if (o->lease_ms >= o->node_timeout_ms)
+        return err_set(err, -EINVAL, "lease_ms (%d) must be below "
+            "node_timeout_ms (%d): ranks cut off from the scheduler must be "
+            "dead before their node is declared lost", o->lease_ms,
+            o->node_timeout_ms);
+    o->dump_timeout_ms = (int)config_int(cfg, "dump_timeout_ms");
+    o->policy.backoff_ms = config_int(cfg, "restart_backoff_ms");
+    o->policy.backoff_max_ms = config_int(cfg, "restart_backoff_max_ms");
+    if (o->policy.backoff_max_ms < o->policy.backoff_ms)
+        return err_set(err, -EINVAL, "restart_backoff_max_ms (%lld) is "
+            "below restart_backoff_ms (%lld)",
+            (long long)o->policy.backoff_max_ms,
+            (long long)o->policy.backoff_ms);
+    o->policy.crash_loop_threshold =
+        (int)config_int(cfg, "crash_loop_threshold");
+    o->policy.blame_threshold = (int)config_int(cfg, "blame_threshold");
+    o->policy.blame_window_ms = config_int(cfg, "blame_window_ms");
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
         &secret_len, err);
     if (rc < 0)

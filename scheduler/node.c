@@ -49,6 +49,7 @@ node_create(const char *name)
 
     node->name = xstrdup(name);
     node->reason = xstrdup("");
+    node->health_reason = xstrdup("");
     node->addr = xstrdup("");
     node->agent_id = xstrdup("");
     node->state = NODE_STATE_UP;
@@ -62,6 +63,7 @@ node_destroy(struct node *node)
         return;
     free(node->name);
     free(node->reason);
+    free(node->health_reason);
     free(node->addr);
     free(node->agent_id);
     free(node->gpus);

@@ -41,7 +41,8 @@ struct node {
     enum node_state state;      /* derived: node_state_compute() */
     char *reason;               /* the operator's cordon reason; never NULL */
     bool cordoned;
-    bool unhealthy;
+    bool unhealthy;             /* excluded automatically (blame) */
+    char *health_reason;        /* why it is unhealthy; never NULL */
     bool lost;
 
     char *addr;                 /* never NULL */
@@ -73,6 +74,10 @@ struct node {
 
     /* Long polls waiting for gen to change (api_agent.c). */
     struct api_waiter *waiters;
+
+    size_t pass_idx;            /* its index in a scheduling pass's array */
+    int64_t stale_job;          /* the last stale (job, attempt) report */
+    int stale_attempt;          /* noted as an event (api_agent.c) */
 
     struct node *hnext;
     struct node *prev, *next;

@@ -13,6 +13,11 @@
  * job needs, which resource is short and how many nodes qualify ("needs 4
  * nodes with 8 free GPUs, 2 match"; for a job that can never fit, "needs
  * 4 nodes with 8 GPUs, only 2 match in the whole cluster").
+ *
+ * Restarting jobs (restart in place) come first. A job's own view of the
+ * nodes is kept in ctx->mark while it is examined: its preferred nodes
+ * (with their order in ctx->pos) and its excluded ones; nodes reserved for
+ * another restarting job are never candidates.
  */
 #include "scheduler/sched_pass.h"
 
@@ -40,10 +45,21 @@ struct sched_shape {
     char reason[SCHED_REASON_MAX];
 };
 
+/* ctx->mark values: the examined job's view of each node. */
+enum sched_mark {
+    SCHED_MARK_NONE,
+    SCHED_MARK_PREFER,
+    SCHED_MARK_EXCLUDE,
+};
+
 struct sched_pass_ctx {
     const struct sched_policy *policy;
     struct sched_node *nodes;
     size_t nnodes;
+    unsigned char *mark;        /* enum sched_mark per node */
+    size_t *pos;                /* SCHED_MARK_PREFER: its order */
+    bool soft;                  /* the examined job may use its excluded
+                                 * nodes, last */
     struct sched_shape *shapes;
     size_t nshapes;             /* used slots */
     size_t shapes_cap;          /* a power of two */
@@ -103,16 +119,38 @@ sched_describe(char *buf, size_t len, const struct sched_need *need,
             first ? " with " : " and ", (long long)need->memory_mb, adj);
 }
 
+/* Whether node i may be used for job at all in this pass. */
+static bool
+sched_node_allowed(const struct sched_pass_ctx *ctx, size_t i,
+    const struct sched_job *job, size_t *reserved, size_t *excluded)
+{
+    const struct sched_node *n = &ctx->nodes[i];
+
+    if (n->reserved_for != 0 && n->reserved_for != job->id) {
+        if (reserved)
+            (*reserved)++;
+        return false;
+    }
+    if (ctx->mark[i] == SCHED_MARK_EXCLUDE && !ctx->soft) {
+        if (excluded)
+            (*excluded)++;
+        return false;
+    }
+    return true;
+}
+
 /*
  * Count nodes meeting each part of need (using totals when `empty`, free
  * resources otherwise) and write the explanation of a shortfall. Returns
- * the number of nodes meeting all of it.
+ * the number of nodes meeting all of it. With a job (only when not
+ * `empty`), only the nodes that job may use count.
  */
 static size_t
 sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
-    bool empty, char *reason, size_t len)
+    bool empty, const struct sched_job *job, char *reason, size_t len)
 {
     size_t all = 0, by_gpu = 0, by_cpu = 0, by_mem = 0;
+    size_t reserved = 0, excluded = 0, off;
     int only = 0;
     char what[96];
 
@@ -124,6 +162,8 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
         bool g, c, m;
 
         if (!n->schedulable)
+            continue;
+        if (job && !sched_node_allowed(ctx, i, job, &reserved, &excluded))
             continue;
         g = gpus >= need->gpus;
         c = cpus >= need->cpus;
@@ -144,11 +184,20 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
         only = 3;
     sched_describe(what, sizeof(what), need, only, empty ? "" : "free ");
     if (empty)
-        snprintf(reason, len, "needs %s, only %d %s in the whole cluster",
-            what, (int)all, plural((int64_t)all, "matches", "match"));
-    else
-        snprintf(reason, len, "needs %s, %d %s", what, (int)all,
+        off = (size_t)snprintf(reason, len, "needs %s, only %d %s in the "
+            "whole cluster", what, (int)all,
             plural((int64_t)all, "matches", "match"));
+    else
+        off = (size_t)snprintf(reason, len, "needs %s, %d %s", what,
+            (int)all, plural((int64_t)all, "matches", "match"));
+    if (excluded > 0 && off < len)
+        off += (size_t)snprintf(reason + off, len - off, " (not counting "
+            "%zu %s blamed for its failures)", excluded,
+            plural((int64_t)excluded, "node", "nodes"));
+    if (reserved > 0 && off < len)
+        snprintf(reason + off, len - off, " (%zu %s reserved for "
+            "restarting jobs)", reserved,
+            plural((int64_t)reserved, "node", "nodes"));
     return all;
 }
 
@@ -210,8 +259,8 @@ sched_shape_get(struct sched_pass_ctx *ctx, const struct sched_need *need)
         return s;
     s->used = true;
     s->need = *need;
-    s->fits = sched_count(ctx, need, true, s->reason, sizeof(s->reason)) >=
-              (size_t)need->nodes;
+    s->fits = sched_count(ctx, need, true, NULL, s->reason,
+                  sizeof(s->reason)) >= (size_t)need->nodes;
     ctx->nshapes++;
     return s;
 }
@@ -258,12 +307,33 @@ sched_never_fits_cheap(struct sched_pass_ctx *ctx,
     return true;
 }
 
+/* Preferred nodes first (in their order), then the others, then the
+ * excluded ones (used at all only when soft); the policy decides among
+ * equals. */
+static int
+sched_node_class(const struct sched_pass_ctx *ctx, size_t i)
+{
+    switch (ctx->mark[i]) {
+    case SCHED_MARK_PREFER:
+        return 0;
+    case SCHED_MARK_EXCLUDE:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
 static int
 sched_node_idx_cmp(const void *a, const void *b, void *arg)
 {
     const struct sched_pass_ctx *ctx = arg;
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int cx = sched_node_class(ctx, x), cy = sched_node_class(ctx, y);
 
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
+    if (cx == 0 && ctx->pos[x] != ctx->pos[y])
+        return ctx->pos[x] < ctx->pos[y] ? -1 : 1;
     return ctx->policy->node_cmp(&ctx->nodes[x], &ctx->nodes[y]);
 }
 
@@ -274,7 +344,44 @@ sched_job_ptr_cmp(const void *a, const void *b, void *arg)
     const struct sched_job *x = *(const struct sched_job *const *)a;
     const struct sched_job *y = *(const struct sched_job *const *)b;
 
+    /* Restart in place: a restarting job does not queue behind anyone. */
+    if (x->restarting != y->restarting)
+        return x->restarting ? -1 : 1;
     return policy->job_cmp(x, y);
+}
+
+/* Set (on) or clear the job's marks; with on, also decide whether its
+ * excluded nodes are a last resort (soft): when the schedulable nodes it
+ * may use could not hold it even if they were empty. */
+static void
+sched_job_marks(struct sched_pass_ctx *ctx, const struct sched_job *job,
+    const struct sched_need *need, bool on)
+{
+    size_t fit = 0;
+
+    for (size_t k = 0; k < job->nprefer; k++) {
+        if (job->prefer[k] < ctx->nnodes) {
+            ctx->mark[job->prefer[k]] = on ? SCHED_MARK_PREFER
+                                           : SCHED_MARK_NONE;
+            ctx->pos[job->prefer[k]] = k;
+        }
+    }
+    for (size_t k = 0; k < job->nexclude; k++) {
+        if (job->exclude[k] < ctx->nnodes)
+            ctx->mark[job->exclude[k]] = on ? SCHED_MARK_EXCLUDE
+                                            : SCHED_MARK_NONE;
+    }
+    ctx->soft = false;
+    if (!on || job->nexclude == 0)
+        return;
+    for (size_t i = 0; i < ctx->nnodes; i++) {
+        const struct sched_node *n = &ctx->nodes[i];
+
+        fit += n->schedulable && ctx->mark[i] != SCHED_MARK_EXCLUDE &&
+               n->cpus >= need->cpus && (int64_t)n->ngpus >= need->gpus &&
+               n->memory_mb >= need->memory_mb;
+    }
+    ctx->soft = fit < (size_t)need->nodes;
 }
 
 /* Try to place job now; true on success (resources consumed). */
@@ -287,6 +394,8 @@ sched_try_place(struct sched_pass_ctx *ctx, struct sched_job *job,
     for (size_t i = 0; i < ctx->nnodes; i++) {
         const struct sched_node *node = &ctx->nodes[i];
 
+        if (!sched_node_allowed(ctx, i, job, NULL, NULL))
+            continue;
         if (node->schedulable && node->free_cpus >= need->cpus &&
             (int64_t)node->nfree_gpus >= need->gpus &&
             node->free_memory_mb >= need->memory_mb)
@@ -332,6 +441,8 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
     ctx->policy = policy;
     ctx->nodes = nodes;
     ctx->nnodes = nnodes;
+    ctx->mark = xcalloc(nnodes + 1, sizeof(*ctx->mark));
+    ctx->pos = xcalloc(nnodes + 1, sizeof(*ctx->pos));
     for (size_t i = 0; i < nnodes; i++) {
         if (!nodes[i].schedulable)
             continue;
@@ -375,13 +486,19 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
             snprintf(job->reason, sizeof(job->reason), "%s", shape->reason);
             continue;
         }
+        sched_job_marks(ctx, job, &need, true);
         if (sched_try_place(ctx, job, &need, cand)) {
+            sched_job_marks(ctx, job, &need, false);
             placed++;
             continue;
         }
-        sched_count(ctx, &need, false, job->reason, sizeof(job->reason));
+        sched_count(ctx, &need, false, job, job->reason,
+            sizeof(job->reason));
+        sched_job_marks(ctx, job, &need, false);
         blocker = job;
     }
+    free(ctx->mark);
+    free(ctx->pos);
     free(ctx->shapes);
     free(cand);
     free(order);

@@ -17,7 +17,17 @@
  *    empty does not block anyone (it waits for the cluster to change);
  *  - a job that would fit on the empty cluster but not now blocks every
  *    job after it in the order, so big jobs are not starved by a stream
- *    of small ones; those get the reason "waiting behind job N".
+ *    of small ones; those get the reason "waiting behind job N";
+ *  - restart in place: a restarting job goes before every other job (it
+ *    does not go back to the end of the queue); the nodes reserved for it
+ *    (sched_node.reserved_for) are used by no other job, and it takes its
+ *    preferred nodes first, in their order (its healthy nodes keep their
+ *    node ranks);
+ *  - a job's excluded nodes (blamed for its recent failures) are not used
+ *    for it - unless the cluster has too few other schedulable nodes for
+ *    it to fit even when empty, then they are used last, so a small
+ *    cluster still recovers. A job that cannot fit for lack of
+ *    non-excluded nodes that are merely busy waits (and blocks).
  *
  * (Named sched_pass.h, not sched.h: meson puts this directory on the
  * include path, where a sched.h would shadow the system's <sched.h>.)
@@ -46,6 +56,8 @@ struct sched_node {
     int *free_gpus;             /* ascending ids (caller's array); the pass
                                  * removes the ids it assigns */
     size_t nfree_gpus;
+    int64_t reserved_for;       /* a restarting job's id: no other job may
+                                 * use it; 0: none */
     void *data;                 /* the caller's node */
 };
 
@@ -57,6 +69,11 @@ struct sched_job {
     int gpus_per_node;
     int cpus_per_rank;
     int64_t memory_mb_per_node;
+    bool restarting;            /* restart in place: goes first */
+    const size_t *prefer;       /* node indices to use first, in order */
+    size_t nprefer;
+    const size_t *exclude;      /* node indices blamed for its failures */
+    size_t nexclude;
     void *data;                 /* the caller's job */
 
     /* Results, set by sched_pass. */

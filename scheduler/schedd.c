@@ -20,6 +20,16 @@
  * SCHEDD_PERSIST_MS, batched in one transaction, so a heartbeat costs no
  * fsync. At start-up every node's last_seen counts as "now", giving agents
  * node_timeout_ms to come back after a scheduler restart.
+ *
+ * Restarts: a RESTARTING job enters the pass only once its backoff has
+ * passed and every placement of its previous attempt is released (or its
+ * node LOST, whose supervisors' leases have expired): an attempt never
+ * starts while ranks of the one before may still run anywhere. Until then
+ * its reserved nodes are marked so that no other job takes them; in the
+ * pass it goes first, prefers those nodes and avoids the nodes blamed for
+ * its recent failures (sched.c). All of that is in SQLite (the job's
+ * not_before_ms and reserved, the attempts' placements, the blame table),
+ * so a restarted scheduler continues exactly where it stopped.
  */
 #include "scheduler/schedd.h"
 
@@ -48,6 +58,9 @@
 #define SCHEDD_PASS_SPACING_MS 10
 /* How often last_seen is written to the database. */
 #define SCHEDD_PERSIST_MS 5000
+/* How often an unplaced restarting job is tried again (see
+ * schedd_restart_retry). */
+#define SCHEDD_RESTART_RETRY_MS 5000
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -154,6 +167,18 @@ schedd_attempt_load_cb(struct attempt *a, void *arg)
                 a->num);
         }
     }
+    {
+        struct job *job = job_table_find(&sd->jobs, a->job_id);
+        int rc;
+
+        /* SDK commits of the job's latest attempt that are not complete
+         * yet keep counting where they stopped. */
+        if (job && job->attempt == a->num &&
+            (rc = schedd_ckpt_load(sd, job, a)) < 0) {
+            attempt_destroy(a);
+            return rc;
+        }
+    }
     schedd_port_mark(sd, a->master_port, true);
     a->next = sd->attempts;
     if (sd->attempts)
@@ -202,6 +227,10 @@ schedd_model_load(struct schedd *sd, struct err *err)
         return err_set(err, rc, "cannot load nodes from the database");
     if ((rc = db_jobs_load_unfinished(sd->db, &sd->jobs)) < 0)
         return err_set(err, rc, "cannot load jobs from the database");
+    for (struct job *job = sd->jobs.head; job; job = job->next) {
+        if (job->state == JOB_STATE_RESTARTING)
+            job->restart_reason = xstrdup(job->reason);
+    }
     if ((rc = db_attempts_load_live(sd->db, schedd_attempt_load_cb, sd)) < 0)
         return err_set(err, rc, "cannot load attempts from the database");
     for (struct node *node = sd->nodes.head; node; node = node->next) {
@@ -278,6 +307,109 @@ schedd_commit_check_cb(uv_check_t *c)
 
 /* ---- the scheduling pass ------------------------------------------------ */
 
+/*
+ * When to look at an unplaced restarting job again without any event.
+ * The backoff timer and the events that change what fits (releases, nodes
+ * coming up, submits) normally trigger the pass; but what keeps a restart
+ * from fitting can also lapse silently (the blame window of the nodes it
+ * avoids), and a restart must never be forgotten. So the tick retries it:
+ * at its backoff deadline, else every SCHEDD_RESTART_RETRY_MS.
+ */
+static void
+schedd_restart_retry(struct schedd *sd, int64_t at)
+{
+    if (sd->restart_retry_ms == 0 || at < sd->restart_retry_ms)
+        sd->restart_retry_ms = at;
+}
+
+/* Mark the jobs whose earlier attempt still holds a placement. */
+static void
+schedd_mark_draining(struct schedd *sd)
+{
+    for (struct job *job = sd->jobs.head; job; job = job->next)
+        job->draining = false;
+    for (struct attempt *a = sd->attempts; a; a = a->next) {
+        struct job *job;
+
+        if (attempt_state_active(a->state) || attempt_fully_released(a))
+            continue;
+        job = job_table_find(&sd->jobs, a->job_id);
+        if (job)
+            job->draining = true;
+    }
+}
+
+/* Why a restarting job is not in this pass, or NULL when it is. */
+static char *
+schedd_restart_wait(const struct schedd *sd, const struct job *job,
+    int64_t now)
+{
+    const char *base = job->restart_reason ? job->restart_reason : "";
+
+    if (job->draining)
+        return xasprintf("%s; waiting for attempt %d to stop on every node",
+            base, job->attempt);
+    if (job->not_before_ms > now)
+        return xasprintf("%s; next attempt in %lld ms", base,
+            (long long)(job->not_before_ms - now));
+    (void)sd;
+    return NULL;
+}
+
+struct blamed_ctx {
+    struct schedd *sd;
+    size_t *idx;
+    size_t n;
+    size_t cap;
+};
+
+static int
+schedd_blamed_add(const struct db_blame *b, void *arg)
+{
+    struct blamed_ctx *ctx = arg;
+    struct node *node = node_table_find(&ctx->sd->nodes, b->node);
+
+    if (node == NULL)
+        return 0;
+    for (size_t i = 0; i < ctx->n; i++) {
+        if (ctx->idx[i] == node->pass_idx)
+            return 0;
+    }
+    if (ctx->n == ctx->cap) {
+        ctx->cap = ctx->cap ? 2 * ctx->cap : 4;
+        ctx->idx = xreallocarray(ctx->idx, ctx->cap, sizeof(*ctx->idx));
+    }
+    ctx->idx[ctx->n++] = node->pass_idx;
+    return 0;
+}
+
+/* A restarting job's view for the pass: its reserved nodes (preferred, in
+ * node-rank order) and the nodes blamed for its recent failures. */
+static int
+schedd_restart_view(struct schedd *sd, struct job *job, struct sched_job *j,
+    int64_t now)
+{
+    struct blamed_ctx ctx = { sd, NULL, 0, 0 };
+    size_t *prefer = xcalloc(job->nreserved + 1, sizeof(*prefer));
+    size_t np = 0;
+    int rc;
+
+    for (size_t i = 0; i < job->nreserved; i++) {
+        struct node *node = node_table_find(&sd->nodes, job->reserved[i]);
+
+        if (node)
+            prefer[np++] = node->pass_idx;
+    }
+    j->restarting = true;
+    j->prefer = prefer;
+    j->nprefer = np;
+    rc = db_blame_job_foreach(sd->db, job->id,
+        now - sd->policy.blame_window_ms, schedd_blamed_add, &ctx);
+    j->exclude = ctx.idx;
+    j->nexclude = ctx.n;
+    return rc;
+}
+
 static void
 schedd_sched_run(struct schedd *sd)
 {
@@ -286,36 +418,24 @@ schedd_sched_run(struct schedd *sd)
     struct node **chosen = NULL;
     int *gpu_pool = NULL;
     size_t nn = 0, nj = 0, ngpus = 0, off = 0;
+    int64_t now = timeid_now_ms();
     int rc = 0;
 
+    sd->restart_retry_ms = 0;
+    schedd_mark_draining(sd);
     for (struct job *job = sd->jobs.head; job; job = job->next)
         nj += job_state_queued(job->state);
     if (nj == 0)
         return;
-    sj = xcalloc(nj, sizeof(*sj));
-    nj = 0;
-    for (struct job *job = sd->jobs.head; job; job = job->next) {
-        struct sched_job *j;
 
-        if (!job_state_queued(job->state))
-            continue;
-        j = &sj[nj++];
-        j->id = job->id;
-        j->priority = job->spec.priority;
-        j->nodes = job->spec.nodes;
-        j->ranks_per_node = job->spec.ranks_per_node;
-        j->gpus_per_node = job->spec.gpus_per_node;
-        j->cpus_per_rank = job->spec.cpus_per_rank;
-        j->memory_mb_per_node = job->spec.memory_mb_per_node;
-        j->data = job;
-    }
     sn = xcalloc(sd->nodes.count + 1, sizeof(*sn));
     for (struct node *node = sd->nodes.head; node; node = node->next)
         ngpus += node->ngpus;
     gpu_pool = xcalloc(ngpus + 1, sizeof(*gpu_pool));
     for (struct node *node = sd->nodes.head; node; node = node->next) {
-        struct sched_node *n = &sn[nn++];
+        struct sched_node *n = &sn[nn];
 
+        node->pass_idx = nn++;
         n->name = node->name;
         n->schedulable = node_schedulable(node);
         n->cpus = node->cpus;
@@ -329,6 +449,49 @@ schedd_sched_run(struct schedd *sd)
         n->data = node;
     }
 
+    sj = xcalloc(nj, sizeof(*sj));
+    nj = 0;
+    for (struct job *job = sd->jobs.head; job; job = job->next) {
+        struct sched_job *j;
+
+        if (!job_state_queued(job->state))
+            continue;
+        if (job->state == JOB_STATE_RESTARTING) {
+            char *wait = schedd_restart_wait(sd, job, now);
+
+            /* Restart in place: nobody else gets its nodes meanwhile. */
+            for (size_t i = 0; i < job->nreserved; i++) {
+                struct node *node = node_table_find(&sd->nodes,
+                    job->reserved[i]);
+
+                if (node)
+                    sn[node->pass_idx].reserved_for = job->id;
+            }
+            if (wait) {
+                job_set_reason(job, wait);
+                free(wait);
+                if (!job->draining)
+                    schedd_restart_retry(sd, job->not_before_ms);
+                continue;
+            }
+        }
+        j = &sj[nj++];
+        j->id = job->id;
+        j->priority = job->spec.priority;
+        j->nodes = job->spec.nodes;
+        j->ranks_per_node = job->spec.ranks_per_node;
+        j->gpus_per_node = job->spec.gpus_per_node;
+        j->cpus_per_rank = job->spec.cpus_per_rank;
+        j->memory_mb_per_node = job->spec.memory_mb_per_node;
+        j->data = job;
+        if (job->state == JOB_STATE_RESTARTING && rc == 0)
+            rc = schedd_restart_view(sd, job, j, now);
+    }
+    if (rc < 0) {
+        schedd_db_error(sd, rc);
+        goto out;
+    }
+
     sched_pass(&sched_policy_fifo, sn, nn, sj, nj,
         (size_t)schedd_ports_free(sd));
 
@@ -338,27 +501,41 @@ schedd_sched_run(struct schedd *sd)
         int port;
 
         if (!j->placed || rc < 0) {
-            if (!j->placed)
+            if (!j->placed && job->state == JOB_STATE_RESTARTING) {
+                char *why = xasprintf("%s; %s", job->restart_reason
+                                                    ? job->restart_reason
+                                                    : "restarting",
+                    j->reason);
+
+                job_set_reason(job, why);
+                free(why);
+                schedd_restart_retry(sd, now + SCHEDD_RESTART_RETRY_MS);
+            } else if (!j->placed) {
                 job_set_reason(job, j->reason);
-            sched_job_release(j);
+            }
             continue;
         }
         port = schedd_port_alloc(sd);
         if (port < 0) {
             job_set_reason(job, "no free master port");
-            sched_job_release(j);
             continue;
         }
         chosen = xreallocarray(chosen, (size_t)j->nodes, sizeof(*chosen));
         for (int k = 0; k < j->nodes; k++)
             chosen[k] = sn[j->node_idx[k]].data;
         rc = schedd_place(sd, job, chosen, j->gpus, port);
-        sched_job_release(j);
+    }
+out:
+    for (size_t i = 0; i < nj; i++) {
+        free((void *)sj[i].prefer);
+        free((void *)sj[i].exclude);
+        sched_job_release(&sj[i]);
     }
     free(chosen);
     free(gpu_pool);
     free(sn);
     free(sj);
+    schedd_backoff_arm(sd);
 }
 
 static void
@@ -376,6 +553,35 @@ schedd_sched_timer_cb(uv_timer_t *t)
     sd->last_pass_ms = timeid_mono_ms() - start;
     if (sd->last_pass_ms > 100)
         log_info("scheduling pass took %lld ms", (long long)sd->last_pass_ms);
+}
+
+static void
+schedd_backoff_cb(uv_timer_t *t)
+{
+    struct schedd *sd = container_of(t, struct schedd, backoff_timer);
+
+    schedd_sched_trigger(sd);
+}
+
+void
+schedd_backoff_arm(struct schedd *sd)
+{
+    int64_t now = timeid_now_ms(), next = 0;
+    int rc;
+
+    if (sd->stopping || sd->nhandles == 0)
+        return;
+    for (struct job *job = sd->jobs.head; job; job = job->next) {
+        if (job->state == JOB_STATE_RESTARTING && job->not_before_ms > now &&
+            (next == 0 || job->not_before_ms < next))
+            next = job->not_before_ms;
+    }
+    if (next == 0)
+        return;
+    rc = uv_timer_start(&sd->backoff_timer, schedd_backoff_cb,
+        (uint64_t)(next - now), 0);
+    if (rc < 0)
+        log_error("cannot arm the backoff timer: %s", uv_strerror(rc));
 }
 
 void
@@ -440,6 +646,11 @@ schedd_tick_cb(uv_timer_t *t)
         sd->last_persist_mono = mono;
         schedd_persist_last_seen(sd);
     }
+    schedd_watchdog_tick(sd);
+    if (sd->restart_retry_ms > 0 && timeid_now_ms() >= sd->restart_retry_ms) {
+        sd->restart_retry_ms = 0;
+        schedd_sched_trigger(sd);
+    }
 }
 
 /* ---- create / start / stop / destroy ------------------------------------ */
@@ -495,6 +706,10 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
     sd->port_base = opts->master_port_base;
     sd->port_count = opts->master_port_count;
     sd->ports_used = xcalloc((size_t)sd->port_count + 1, 1);
+    sd->lease_ms = opts->lease_ms;
+    sd->dump_timeout_ms = opts->dump_timeout_ms;
+    sd->policy = opts->policy;
+    sd->started_ms = timeid_now_ms();
     schedd_parse_operators(sd, opts->operators);
 
     if (schedd_mkdir(sd->state_dir, err) < 0 || schedd_lock(sd, err) < 0)
@@ -515,8 +730,9 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
     uv_timer_init(loop, &sd->sched_timer);
     uv_timer_init(loop, &sd->tick_timer);
     uv_timer_init(loop, &sd->reload_timer);
+    uv_timer_init(loop, &sd->backoff_timer);
     uv_check_init(loop, &sd->commit_check);
-    sd->nhandles = 4;
+    sd->nhandles = 5;
     sd->last_persist_mono = timeid_mono_ms();
     return sd;
 fail:
@@ -615,6 +831,7 @@ schedd_close_handles(struct schedd *sd)
         (uv_handle_t *)&sd->sched_timer,
         (uv_handle_t *)&sd->tick_timer,
         (uv_handle_t *)&sd->reload_timer,
+        (uv_handle_t *)&sd->backoff_timer,
         (uv_handle_t *)&sd->commit_check,
     };
 
@@ -640,6 +857,7 @@ schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
     uv_timer_stop(&sd->sched_timer);
     uv_timer_stop(&sd->tick_timer);
     uv_timer_stop(&sd->reload_timer);
+    uv_timer_stop(&sd->backoff_timer);
     if (!sd->failed)
         schedd_persist_last_seen(sd);
     schedd_commit(sd);

@@ -15,9 +15,12 @@
  * from the database on the next iteration.
  *
  * Files: schedd.c (context, load, commit, the scheduling trigger and
- * pass), lifecycle.c (placing, failing, finishing, cancelling attempts,
- * releasing resources, node state changes), api*.c (HTTP handlers),
- * auth.c (identity).
+ * pass), lifecycle.c (placing, finishing, cancelling attempts, rank
+ * reports, releasing resources, node state changes), recovery.c (failures:
+ * evidence, blame, exclusion, the restart decision), watchdog.c (hangs and
+ * their stack dumps), checkpoint.c (the checkpoint registry), api*.c (HTTP
+ * handlers), auth.c (identity). The decisions themselves are pure:
+ * policy.c, goodput.c, sched.c.
  *
  * Threading: everything runs on the loop thread.
  */
@@ -36,6 +39,7 @@
 #include "scheduler/attempt.h"
 #include "scheduler/job.h"
 #include "scheduler/node.h"
+#include "scheduler/policy.h"
 
 struct db;
 struct http_server;
@@ -58,6 +62,9 @@ struct schedd_opts {
     int master_port_base;
     int master_port_count;
     bool db_sync_full;
+    int lease_ms;               /* < node_timeout_ms (main checks) */
+    int dump_timeout_ms;
+    struct policy_config policy;
 };
 
 struct schedd {
@@ -76,6 +83,10 @@ struct schedd {
     int port_base;
     int port_count;
     int lock_fd;                /* flock on state_dir/lockstepd.lock */
+    int lease_ms;               /* supervisors' lease, sent to agents */
+    int dump_timeout_ms;        /* how long a hang waits for stack dumps */
+    struct policy_config policy;
+    int64_t started_ms;         /* wall clock at start-up */
 
     struct db *db;
     struct http_server *http;
@@ -93,12 +104,16 @@ struct schedd {
     uv_timer_t sched_timer;     /* deferred, coalesced scheduling pass */
     uv_timer_t tick_timer;      /* node timeouts, lazy last_seen writes */
     uv_timer_t reload_timer;    /* model reload after a failed commit */
+    uv_timer_t backoff_timer;   /* the next restart backoff to expire */
     uv_check_t commit_check;    /* commit what no reply flushed */
     int nhandles;               /* still open */
     bool sched_armed;
     int64_t last_pass_mono;
     int64_t last_pass_ms;       /* how long the last pass took */
     int64_t last_persist_mono;
+    int64_t restart_retry_ms;   /* wall clock: a restarting job the last
+                                 * pass left unplaced is tried again from
+                                 * then (the tick); 0 none */
 
     bool failed;                /* a write or commit failed this iteration */
     bool rolled_back;           /* work was rolled back since the last
@@ -157,17 +172,15 @@ bool schedd_is_operator_name(const struct schedd *sd, const char *user);
 int schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
     const int *gpus, int port);
 
-/* Apply a rank report for attempt a from `node` (the ranks on that node):
- * persist changes, then decide (fail, succeed, running). */
-int schedd_attempt_report(struct schedd *sd, struct attempt *a,
+/* Apply a job status from the agent of placement p's node (only the ranks
+ * that run there): persist rank changes, record progress, stack dumps and
+ * checkpoint commits, then decide (fail, succeed, running). */
+int schedd_attempt_report(struct schedd *sd, struct placement *p,
     const struct proto_job_status *st);
-/* Fail an active attempt: r is the failed rank (evidence), reason the
- * text. Restarts the job if its budget allows, else fails it. */
-int schedd_attempt_fail(struct schedd *sd, struct attempt *a,
-    const struct attempt_rank *r, const char *reason);
-/* Mark the ranks of placement p lost and fail its attempt (if active). */
+/* Mark the ranks of placement p lost and fail its attempt (if active) with
+ * `kind` (POLICY_KIND_NODE_LOST or POLICY_KIND_LOST_RANKS). */
 int schedd_placement_lost(struct schedd *sd, struct placement *p,
-    const char *why);
+    enum policy_kind kind, const char *why);
 /* The agent of p's node no longer holds p's attempt: free its resources
  * (persisted), and drop the attempt once nothing holds it. */
 int schedd_placement_release(struct schedd *sd, struct placement *p);
@@ -191,5 +204,113 @@ int schedd_ports_free(const struct schedd *sd);
 
 /* Unlink and free an attempt that is neither active nor held. */
 void schedd_attempt_drop(struct schedd *sd, struct attempt *a);
+/* Remove a finished job from the model (and free it). */
+void schedd_job_finish(struct schedd *sd, struct job *job);
+/* Write the job's row (state, reason, budgets, reservation, evidence). */
+int schedd_job_save(struct schedd *sd, struct job *job);
+/* Write the attempt's row. */
+int schedd_attempt_save(struct schedd *sd, struct attempt *a);
+/* Take attempt a out of every node's desired state: its agents tear it
+ * down (or, for a dump request, see the new dump_seq). */
+void schedd_attempt_wake_nodes(struct schedd *sd, struct attempt *a);
+/* The job of a live attempt, active or not (NULL once it finished). */
+struct job *schedd_attempt_job(struct schedd *sd, const struct attempt *a);
+/* Arm the backoff timer for the earliest pending restart (if any). */
+void schedd_backoff_arm(struct schedd *sd);
+/* Whether node (not LOST yet) has gone silent: its agent's connection
+ * closed, or no status for two heartbeats. What its ranks' peers do
+ * meanwhile is no evidence of their own. */
+bool schedd_node_silent(const struct schedd *sd, const struct node *node,
+    int64_t mono);
+
+/* ---- recovery.c --------------------------------------------------------- */
+
+/* The evidence of one failure (docs/fault-tolerance.md §Failure kinds).
+ * Strings are borrowed for the call; fields that do not apply stay at
+ * their "none" values. */
+struct schedd_failure {
+    enum policy_kind kind;
+    const char *node;           /* where the evidence points; NULL none */
+    int rank;                   /* -1: none */
+    bool has_exit;
+    int exit_code;
+    int signal;
+    const char *stderr_tail;    /* NULL: none */
+    bool fenced;                /* the rank's supervisor fenced it */
+    int64_t last_step;          /* -1: none */
+    int64_t last_heartbeat_ms;  /* 0: none */
+    int64_t idle_ms;            /* hang: no progress for this long */
+    const char *source;         /* hang: "step" or "output" */
+    const char *actor;          /* node_excluded: who excluded the node */
+    bool blame;                 /* the failure is `node`'s fault */
+    bool node_suspect;          /* rank_exit: the node was suspect */
+    int64_t failed_ms;          /* when, by the evidence; 0: now */
+    cJSON *dumps;               /* hang: [{rank, dump}]; taken (freed) */
+    const char *reason;         /* the attempt's reason; NULL: derived */
+};
+
+/* A failure with no evidence yet: rank -1, steps -1. */
+void schedd_failure_init(struct schedd_failure *f, enum policy_kind kind);
+
+/*
+ * Record the failure of active attempt a and recover: end the attempt
+ * (FAILED, failed_ms, detected_ms, the evidence), withdraw it from its
+ * nodes, blame the node (excluding it when it crosses the threshold),
+ * then decide: a crash loop or a spent budget ends the job FAILED, else
+ * the job is RESTARTING with its healthy nodes reserved and a backoff.
+ * One job_failure event carries the evidence. An attempt that is not
+ * active is left alone (f->dumps is still freed). While a hang waits for
+ * its stack dumps, any other failure of the attempt ends the hang instead
+ * (it came first).
+ */
+int schedd_attempt_failed(struct schedd *sd, struct attempt *a,
+    struct schedd_failure *f);
+
+enum schedd_exclude {
+    SCHEDD_EXCLUDE_BLAME,       /* blamed too often: UNHEALTHY, counted */
+    SCHEDD_EXCLUDE_OPERATOR,    /* cordon --evict: not counted as blame */
+};
+
+/*
+ * The one way a node leaves UP under running jobs. BLAME marks it
+ * UNHEALTHY with `reason` (event node_excluded with `evidence`, taken);
+ * OPERATOR expects the caller to have cordoned it already. Either way
+ * every active attempt with ranks there fails with kind node_excluded.
+ */
+int schedd_node_exclude(struct schedd *sd, struct node *node,
+    const char *actor, enum schedd_exclude how, const char *reason,
+    cJSON *evidence);
+
+/* ---- watchdog.c --------------------------------------------------------- */
+
+/* From the tick: detect hangs in running attempts (asking their agents
+ * for stack dumps) and end hangs whose dump wait ran out. */
+void schedd_watchdog_tick(struct schedd *sd);
+/* After a report: end a's hang if every node has sent its dumps. */
+int schedd_watchdog_dumps(struct schedd *sd, struct attempt *a);
+/* End a's pending hang now with the dumps received so far. */
+int schedd_watchdog_finish(struct schedd *sd, struct attempt *a);
+
+/* ---- checkpoint.c ------------------------------------------------------- */
+
+/* The path of a job's checkpoint step: "<checkpoint_dir>/step-<N>", or ""
+ * without a checkpoint directory. Caller frees. */
+char *schedd_ckpt_path(const struct job *job, int64_t step);
+/* Complete steps found by the convention scan of attempt a (its node rank
+ * 0 agent): record the new ones. */
+int schedd_ckpt_scan(struct schedd *sd, struct job *job, struct attempt *a,
+    const int64_t *steps, size_t n);
+/* Rank `rank` of attempt a committed `step` (SDK or API; source says
+ * which). Records it and completes the checkpoint when every rank has.
+ * *committed (may be NULL): ranks that committed it so far (the world
+ * size once complete). */
+int schedd_ckpt_commit(struct schedd *sd, struct job *job, struct attempt *a,
+    int rank, int64_t step, const char *source, int *committed);
+/* Rebuild a live attempt's commit tallies from the database (start-up). */
+int schedd_ckpt_load(struct schedd *sd, struct job *job, struct attempt *a);
+/* Note (once per node and attempt) that a report of an old attempt was
+ * ignored: event stale_attempt_rejected. */
+int schedd_stale_report(struct schedd *sd, struct node *node, int64_t job,
+    int attempt, const char *what);
 
 #endif

@@ -177,6 +177,216 @@ test_fresh(void)
     job_destroy(job);
 }
 
+static int
+count_ckpt(const struct db_checkpoint *c, void *arg)
+{
+    int64_t *last = arg;
+
+    *last = c->step;
+    return 0;
+}
+
+static int
+count_blame(const struct db_blame *b, void *arg)
+{
+    (void)b;
+    (*(int *)arg)++;
+    return 0;
+}
+
+struct gp_seen {
+    int rows;
+    int64_t resumed_ckpt_ms;
+    int last_ckpt_attempt;
+    int world;
+};
+
+static int
+goodput_row(const struct db_goodput_row *r, void *arg)
+{
+    struct gp_seen *g = arg;
+
+    g->rows++;
+    if (r->attempt == 2)
+        g->resumed_ckpt_ms = r->resumed_ckpt_ms;
+    g->last_ckpt_attempt = r->last_ckpt_attempt;
+    g->world = r->world_size;
+    return 0;
+}
+
+/* Schema 2: restart budgets, attempt evidence, checkpoints, blame. */
+static void
+test_fault_tolerance(void)
+{
+    struct err err;
+    struct db *db;
+    struct job *job, *got = NULL;
+    struct attempt *a1, *a2, *ga = NULL;
+    struct node *node;
+    struct db_checkpoint c;
+    struct db_failure_row *rows = NULL;
+    struct gp_seen gp = { 0, 0, 0, 0 };
+    const char *reserved[] = { "n1" };
+    int64_t last = -1;
+    size_t nrows = 0;
+    int nblame = 0;
+
+    err_clear(&err);
+    db = db_open(path, true, &err);
+    ok(db != NULL, "open for the fault-tolerance rows: %s", err.msg);
+    if (db == NULL)
+        return;
+    node = node_create("n9");
+    node->registered_ms = 1;
+    node->unhealthy = true;
+    free(node->health_reason);
+    node->health_reason = xstrdup("blamed for failures of 3 jobs");
+    node->state = NODE_STATE_UNHEALTHY;
+    is_int(db_node_insert(db, node), 0, "insert an excluded node");
+    node->cordoned = true;
+    node->state = NODE_STATE_CORDONED;
+    is_int(db_node_update(db, node), 0, "cordon it too");
+    node_destroy(node);
+
+    job = sample_job();
+    job->spec.max_infra_restarts = 7;
+    job->spec.hang_timeout_s = 60;
+    job->spec.keep_checkpoints = 2;
+    free(job->spec.checkpoint_dir);
+    job->spec.checkpoint_dir = xstrdup("/ck");
+    is_int(db_job_insert(db, job), 0, "insert a job with the new fields");
+    a1 = attempt_create(job->id, 1, 1, 2);
+    a1->placements[0].node_name = xstrdup("n9");
+    a1->start_ms = 100;
+    is_int(db_attempt_insert(db, a1), 0, "insert attempt 1");
+    a1->state = ATTEMPT_STATE_FAILED;
+    a1->running_ms = 150;
+    a1->failed_ms = 900;
+    a1->detected_ms = 950;
+    a1->released_ms = 990;
+    a1->end_ms = 950;
+    a1->dump_seq = 2;
+    attempt_set_failure(a1, POLICY_KIND_HANG,
+        "{\"kind\":\"hang\",\"rank\":1,\"last_step\":12}");
+    is_int(db_attempt_update(db, a1), 0, "record its failure");
+    a1->ranks[1].state = PROTO_RANK_EXITED;
+    a1->ranks[1].has_exit = true;
+    a1->ranks[1].exit_code = 1;
+    a1->ranks[1].step = 12;
+    a1->ranks[1].end_ms = 940;
+    free(a1->ranks[1].dump);
+    a1->ranks[1].dump = xstrdup("rank 1 pid 7 state T");
+    is_int(db_rank_update(db, a1, &a1->ranks[1]), 0, "a rank's end");
+
+    memset(&c, 0, sizeof(c));
+    c.job_id = job->id;
+    c.step = 10;
+    c.attempt = 1;
+    c.path = "/ck/step-10";
+    c.committed = 2;
+    c.complete_ms = 500;
+    c.source = "sdk";
+    is_int(db_checkpoint_insert(db, &c), 1, "a complete checkpoint");
+    c.complete_ms = 600;
+    is_int(db_checkpoint_insert(db, &c), 0, "the same step again: no change");
+    is_int(db_commit_insert(db, job->id, 1, 20, 0, 700), 1, "a commit");
+    is_int(db_commit_insert(db, job->id, 1, 20, 0, 701), 0,
+        "the same rank again: not counted twice");
+
+    a2 = attempt_create(job->id, 2, 1, 2);
+    a2->placements[0].node_name = xstrdup("n9");
+    a2->start_ms = 1000;
+    attempt_set_resume(a2, 10, "/ck/step-10");
+    is_int(db_attempt_insert(db, a2), 0, "insert attempt 2 (resuming)");
+    job->state = JOB_STATE_RESTARTING;
+    job->attempt = 2;
+    job->infra_restarts = 1;
+    job->fail_streak = 2;
+    job->not_before_ms = 4242;
+    job_set_reserved(job, reserved, 1);
+    is_int(db_job_update(db, job), 0, "a restarting job's state");
+    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}", false),
+        0, "blame a node");
+    is_int(db_txn_commit(db), 0, "commit");
+
+    is_int(db_job_get(db, job->id, &got), 0, "read the job back");
+    if (got) {
+        is_int(got->spec.max_infra_restarts, 7, "max_infra_restarts");
+        is_int(got->spec.hang_timeout_s, 60, "hang_timeout_s");
+        is_int(got->spec.keep_checkpoints, 2, "keep_checkpoints");
+        is_int(got->infra_restarts, 1, "infra restarts spent");
+        is_int(got->fail_streak, 2, "failure streak");
+        is_int(got->not_before_ms, 4242, "backoff deadline");
+        ok(got->nreserved == 1 && strcmp(got->reserved[0], "n1") == 0,
+            "reserved nodes");
+        is_int(got->ckpt_step, 10, "the highest complete checkpoint");
+    }
+    job_destroy(got);
+    is_int(db_attempt_get(db, job->id, 1, &ga), 0, "read attempt 1 back");
+    if (ga) {
+        ok(ga->has_failure && ga->failure_kind == POLICY_KIND_HANG,
+            "its failure kind");
+        is_int(ga->failed_ms, 900, "failed_ms");
+        is_int(ga->released_ms, 990, "released_ms");
+        is_int((long long)ga->dump_seq, 2, "dump_seq");
+        is_int(ga->ranks[1].step, 12, "a rank's last step");
+        is_str(ga->ranks[1].dump, "rank 1 pid 7 state T", "a rank's dump");
+    }
+    attempt_destroy(ga);
+    ga = NULL;
+    is_int(db_attempt_get(db, job->id, 2, &ga), 0, "read attempt 2 back");
+    if (ga) {
+        is_int(ga->resume_step, 10, "resume step");
+        is_str(ga->resume_from, "/ck/step-10", "resume path");
+        ok(!ga->has_failure, "no failure yet");
+    }
+    attempt_destroy(ga);
+    is_int(db_checkpoints_foreach(db, job->id, count_ckpt, &last), 0,
+        "list checkpoints");
+    is_int(last, 10, "the checkpoint is listed");
+    is_int(db_blame_node_foreach(db, "n9", 0, count_blame, &nblame), 0,
+        "blame of the node");
+    is_int(nblame, 1, "one blame row");
+    is_int(db_blame_withdraw(db, job->id, 1), 0, "withdraw it");
+    nblame = 0;
+    db_blame_job_foreach(db, job->id, 0, count_blame, &nblame);
+    is_int(nblame, 0, "withdrawn blame no longer counts");
+    is_int(db_job_failures(db, job->id, 1, &rows, &nrows), 0,
+        "failure history");
+    ok(nrows == 1 && rows[0].attempt == 1 && rows[0].rank_has_exit &&
+           rows[0].rank_exit_code == 1 && rows[0].rank_step == 12 &&
+           rows[0].nnodes == 1 && strcmp(rows[0].nodes[0], "n9") == 0,
+        "attempt 1's failure with rank 1's end and its nodes");
+    db_failure_rows_free(rows, nrows);
+    is_int(db_goodput_foreach(db, job->id, goodput_row, &gp), 0,
+        "goodput rows");
+    ok(gp.rows == 2 && gp.resumed_ckpt_ms == 500 && gp.last_ckpt_attempt == 1
+           && gp.world == 4,
+        "with the resumed checkpoint and the world size");
+    db_txn_commit(db);
+    db_close(db);
+    attempt_destroy(a1);
+    attempt_destroy(a2);
+    job_destroy(job);
+
+    /* The node's exclusion survives a reopen, cordoned or not. */
+    db = db_open(path, true, &err);
+    if (db) {
+        struct node_table t;
+        struct node *n9;
+
+        node_table_init(&t);
+        is_int(db_nodes_load(db, &t), 0, "load nodes");
+        n9 = node_table_find(&t, "n9");
+        ok(n9 && n9->unhealthy && n9->cordoned,
+            "excluded and cordoned both kept");
+        is_str(n9 ? n9->health_reason : NULL,
+            "blamed for failures of 3 jobs", "the exclusion's reason");
+        node_table_release(&t);
+        db_close(db);
+    }
+}
+
 static void
 test_newer_refused(void)
 {
@@ -209,6 +419,7 @@ main(void)
     }
     snprintf(path, sizeof(path), "%s/lockstep.db", dir);
     test_fresh();
+    test_fault_tolerance();
     test_newer_refused();
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -338,6 +338,97 @@ test_rank_gpus(void)
     is_int(attempt_rank_gpus(&p, 2, 0, out), 0, "no GPUs: empty list");
 }
 
+static void
+test_restart_in_place(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[3];
+    size_t prefer[2], exclude[1];
+
+    /* Job 7 ran on n3 (node rank 0) and n1 (node rank 1); n1 was blamed.
+     * It keeps n3 (reserved for it) and gets a replacement; n2 is the best
+     * fit otherwise but n3 comes first, as node rank 0 again. */
+    add_node(&c, "n1", 8, 1000, 0);
+    add_node(&c, "n2", 8, 1000, 0);
+    add_node(&c, "n3", 8, 1000, 0);
+    add_node(&c, "n4", 8, 1000, 0);
+    c.nodes[2].reserved_for = 7;
+    prefer[0] = 2;
+    exclude[0] = 0;
+    jobs[0] = mkjob(1, 100, 1, 8, 0, 1);    /* pending, high priority */
+    jobs[1] = mkjob(7, 0, 2, 1, 0, 1);      /* restarting */
+    jobs[1].restarting = true;
+    jobs[1].prefer = prefer;
+    jobs[1].nprefer = 1;
+    jobs[1].exclude = exclude;
+    jobs[1].nexclude = 1;
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(jobs[1].placed, "restart in place: the restarting job is placed");
+    is_str(placed_on(&c, &jobs[1], 0), "n3",
+        "its kept node first, keeping node rank 0");
+    is_str(placed_on(&c, &jobs[1], 1), "n2",
+        "the replacement is not the blamed node");
+    ok(jobs[0].placed, "the pending job gets what is left");
+    is_str(placed_on(&c, &jobs[0], 0), "n1",
+        "... but not the reserved node (the blamed node is fine for it)");
+    release(jobs, 2);
+
+    /* A reserved node is nobody else's, even while its job waits. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "n1", 8, 1000, 0);
+    add_node(&c, "n2", 8, 1000, 0);
+    c.nodes[0].reserved_for = 7;
+    jobs[0] = mkjob(1, 0, 2, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    ok(!jobs[0].placed, "a reserved node is not used by another job");
+    is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (1 node "
+        "reserved for restarting jobs)", "the reason says so");
+    release(jobs, 1);
+
+    /* Excluded nodes are a last resort only when too few others exist. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "n1", 8, 1000, 0);
+    add_node(&c, "n2", 8, 1000, 0);
+    exclude[0] = 0;
+    jobs[0] = mkjob(7, 0, 2, 1, 0, 1);
+    jobs[0].restarting = true;
+    jobs[0].exclude = exclude;
+    jobs[0].nexclude = 1;
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    ok(jobs[0].placed, "a 2-node cluster: the blamed node is used anyway");
+    is_str(placed_on(&c, &jobs[0], 1), "n1", "... last (node rank 1)");
+    release(jobs, 1);
+
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "n1", 8, 1000, 0);
+    add_node(&c, "n2", 8, 1000, 0);
+    add_node(&c, "n3", 8, 1000, 0);
+    c.nodes[2].free_cpus = 0;               /* busy, but it exists */
+    jobs[0] = mkjob(7, 0, 2, 1, 0, 1);
+    jobs[0].restarting = true;
+    jobs[0].exclude = exclude;
+    jobs[0].nexclude = 1;
+    jobs[1] = mkjob(8, 0, 1, 1, 0, 1);
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(!jobs[0].placed, "enough other nodes exist: it waits for them");
+    is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (not "
+        "counting 1 node blamed for its failures)",
+        "the reason names the exclusion");
+    ok(!jobs[1].placed, "and it blocks the queue like any head job");
+    release(jobs, 2);
+
+    /* Restarting jobs go before higher-priority pending ones. */
+    memset(&c, 0, sizeof(c));
+    add_node(&c, "n1", 1, 1000, 0);
+    jobs[0] = mkjob(1, 1000, 1, 1, 0, 1);
+    jobs[1] = mkjob(9, 0, 1, 1, 0, 1);
+    jobs[1].restarting = true;
+    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    ok(jobs[1].placed && !jobs[0].placed,
+        "a restarting job does not go back to the end of the queue");
+    release(jobs, 2);
+}
+
 int
 main(void)
 {
@@ -350,5 +441,6 @@ main(void)
     test_gpu_ids();
     test_many_shapes();
     test_rank_gpus();
+    test_restart_in_place();
     return done_testing();
 }

@@ -1,0 +1,194 @@
+/*
+ * policy.h - what to do about a failure (pure decisions)
+ *
+ * docs/fault-tolerance.md §Recovery and §Blame. Every decision the
+ * failure handling takes is a function here over plain values, so unit
+ * tests (tests/unit/test_policy.c) check them without a loop, a database
+ * or a clock: which budget a failure spends, whether the job is in a
+ * crash loop (its own deterministic bug), how long to back off, which
+ * rank hung, whether a node has been blamed often enough to exclude it,
+ * and which nodes a restarting job keeps.
+ *
+ * Pure: no I/O, no clock, no globals. Strings are borrowed for the call.
+ */
+#ifndef SCHEDULER_POLICY_H
+#define SCHEDULER_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The failure kinds, as the API and the database spell them. */
+enum policy_kind {
+    POLICY_KIND_RANK_EXIT,      /* a rank exited non-zero or by a signal */
+    POLICY_KIND_NODE_LOST,      /* no agent status for node_timeout_ms */
+    POLICY_KIND_HANG,           /* a rank made no progress in time */
+    POLICY_KIND_NODE_EXCLUDED,  /* the node left UP under the job */
+    POLICY_KIND_LOST_RANKS,     /* the agent no longer holds the ranks */
+};
+#define POLICY_KIND_COUNT 5
+
+const char *policy_kind_str(enum policy_kind k);
+int policy_kind_parse(const char *s, enum policy_kind *out);
+
+/* The two restart budgets. */
+enum policy_budget {
+    POLICY_BUDGET_JOB,          /* max_restarts: the job's own failures */
+    POLICY_BUDGET_INFRA,        /* max_infra_restarts */
+};
+
+/* Scheduler-wide settings (docs/config.md). */
+struct policy_config {
+    int crash_loop_threshold;   /* >= 2 */
+    int64_t backoff_ms;         /* after the first failure */
+    int64_t backoff_max_ms;     /* the cap; also "a run this long is not
+                                 * part of a loop" */
+    int blame_threshold;        /* distinct jobs */
+    int64_t blame_window_ms;
+};
+
+/*
+ * A rank exit is the job's own failure unless its node is suspect for
+ * other reasons (it was fenced, lost, excluded); every other kind is the
+ * infrastructure's.
+ */
+enum policy_budget policy_classify(enum policy_kind kind, bool node_suspect);
+
+/* ---- crash loops -------------------------------------------------------- */
+
+/* A failure's signature. */
+struct policy_sig {
+    enum policy_kind kind;
+    int rank;                   /* -1: none */
+    int64_t rel_step;           /* last step minus the resumed step; -1
+                                 * when the rank reported no step */
+    bool has_exit;              /* exit_code and signal are known */
+    int exit_code;
+    int signal;
+};
+
+/* An earlier failed attempt of the same job, as the crash-loop test needs
+ * it: its own failure evidence, and rank_end, how the rank of the
+ * *current* failure ended in that attempt (its own exit, at its own
+ * relative step) when that is known. When every rank of a data-parallel
+ * job crashes at the same step, which of them is reported first is a
+ * race; so a past attempt repeats the failure when that rank failed the
+ * same way there, or when its evidence is the same exit at the same
+ * known relative step (any rank; without a step, the same rank). */
+struct policy_past {
+    int attempt;
+    struct policy_sig failure;  /* that attempt's own evidence */
+    bool rank_known;
+    struct policy_sig rank_end; /* kind unused */
+    const char *const *nodes;   /* the nodes it ran on */
+    size_t nnodes;
+};
+
+/*
+ * Whether failure `now`, of an attempt that ran on nodes[0..nnodes), is a
+ * crash loop: the same signature (kind, rank, relative step, exit code,
+ * signal; see struct policy_past for how ranks compare) occurred on
+ * `threshold` attempts in all (this one included),
+ * and those attempts did not all run on the same set of nodes. Only rank
+ * exits and hangs can loop; node loss, exclusion and lost ranks are never
+ * the job's deterministic bug. matched[i] (room for npast, may be NULL)
+ * is set for each past attempt that repeats the signature.
+ */
+bool policy_crash_loop(const struct policy_sig *now,
+    const char *const *nodes, size_t nnodes, const struct policy_past *past,
+    size_t npast, int threshold, bool *matched);
+
+/* "rank 0 exited with code 1 at step 4 after its resume point" into buf. */
+void policy_sig_str(const struct policy_sig *s, char *buf, size_t len);
+
+/* ---- restart decision --------------------------------------------------- */
+
+struct policy_budgets {
+    int restarts;               /* spent from max_restarts */
+    int max_restarts;
+    int infra_restarts;         /* spent from max_infra_restarts */
+    int max_infra_restarts;
+};
+
+enum policy_action {
+    POLICY_RESTART,
+    POLICY_FAIL_BUDGET,         /* the budget it would spend is spent */
+    POLICY_FAIL_DETERMINISTIC,  /* a crash loop */
+};
+
+struct policy_decision {
+    enum policy_action action;
+    enum policy_budget budget;
+    int streak;                 /* consecutive failures, this one included */
+    int64_t backoff_ms;         /* RESTART: delay before the next attempt */
+};
+
+/*
+ * The consecutive-failure count after a failure: an attempt that made
+ * progress (ran at least backoff_max_ms, or completed a checkpoint) starts
+ * a new streak at 1, else the streak grows.
+ */
+int policy_streak(const struct policy_config *c, int prev, int64_t ran_ms,
+    bool new_checkpoint);
+
+/*
+ * restart_backoff_ms × 2^(streak-1), capped at backoff_max_ms; the first
+ * infrastructure failure of a streak restarts at once (a lost node is no
+ * reason to wait; the replacement is ready).
+ */
+int64_t policy_backoff_ms(const struct policy_config *c, int streak,
+    enum policy_budget budget);
+
+/* Crash loop first (FAIL_DETERMINISTIC), then the budget of `budget`
+ * (FAIL_BUDGET when spent), else RESTART with its backoff. */
+void policy_decide(const struct policy_config *c, enum policy_budget budget,
+    bool crash_loop, const struct policy_budgets *b, int streak,
+    struct policy_decision *out);
+
+/* ---- blame -------------------------------------------------------------- */
+
+/* One (non-withdrawn) blame row of a node. */
+struct policy_blame {
+    int64_t job_id;
+    int64_t time_ms;
+};
+
+/* How many distinct jobs blamed the node within the window ending at
+ * now. */
+size_t policy_blame_jobs(const struct policy_blame *v, size_t n, int64_t now,
+    int64_t window_ms);
+/* Whether that reaches blame_threshold: the node is to be excluded. */
+bool policy_blame_exceeds(const struct policy_config *c,
+    const struct policy_blame *v, size_t n, int64_t now);
+
+/* ---- hangs and restart placement ---------------------------------------- */
+
+/*
+ * The hung rank, or -1 when no rank's idle_ms[i] passed its limit_ms[i]
+ * (a negative idle: not watched). Once one did, the pick among all
+ * watched ranks is the one furthest behind: the lowest step (when both
+ * steps are known, >= 0), then the longest idle. Its peers block in the
+ * next collective waiting for it, so their idle time grows too: the
+ * straggler is the evidence and its node is blamed.
+ */
+long policy_hang_pick(const int64_t *idle_ms, const int64_t *step,
+    const int64_t *limit_ms, size_t n);
+
+/*
+ * Whether a rank's stack dump (as agents report it: a first line "rank R
+ * pid P state S wchan ...", from /proc) shows a process that cannot be
+ * running its own code: stopped (T, t) or in uninterruptible sleep (D,
+ * typically a driver or a dead filesystem). Such a rank is the better
+ * culprit of a hang than peers merely waiting (S) in a collective.
+ */
+bool policy_dump_stuck(const char *dump);
+
+/*
+ * Which nodes of a failed attempt a restarting job keeps reserved:
+ * keep[k] is set for node rank k when usable[k] (its node is UP) and it
+ * is not the blamed node (NULL: none). Returns how many are kept.
+ */
+size_t policy_keep_nodes(const char *const *nodes, const bool *usable,
+    size_t n, const char *blamed, bool *keep);
+
+#endif

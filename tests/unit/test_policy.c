@@ -1,0 +1,301 @@
+/*
+ * test_policy.c - the failure decisions of scheduler/policy.c
+ *
+ * Pure functions over plain values: which budget a failure spends, crash
+ * loops (same failure on different nodes), backoff, the restart decision,
+ * blame thresholds, which rank hung, and which nodes a restart keeps.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/policy.h"
+#include "tests/tap.h"
+
+static const struct policy_config cfg = {
+    .crash_loop_threshold = 2,
+    .backoff_ms = 500,
+    .backoff_max_ms = 60000,
+    .blame_threshold = 3,
+    .blame_window_ms = 3600000,
+};
+
+static void
+test_kinds(void)
+{
+    enum policy_kind k;
+
+    for (int i = 0; i < POLICY_KIND_COUNT; i++) {
+        ok(policy_kind_parse(policy_kind_str((enum policy_kind)i), &k) == 0 &&
+               k == (enum policy_kind)i,
+            "kind %s round-trips", policy_kind_str((enum policy_kind)i));
+    }
+    ok(policy_kind_parse("bogus", &k) < 0, "an unknown kind is refused");
+    is_str(policy_kind_str(POLICY_KIND_NODE_LOST), "node_lost",
+        "the API's word");
+}
+
+static void
+test_classify(void)
+{
+    ok(policy_classify(POLICY_KIND_RANK_EXIT, false) == POLICY_BUDGET_JOB,
+        "a rank exit is the job's own failure");
+    ok(policy_classify(POLICY_KIND_RANK_EXIT, true) == POLICY_BUDGET_INFRA,
+        "... unless its node is suspect for other reasons");
+    ok(policy_classify(POLICY_KIND_NODE_LOST, false) == POLICY_BUDGET_INFRA,
+        "node loss is the infrastructure's");
+    ok(policy_classify(POLICY_KIND_HANG, false) == POLICY_BUDGET_INFRA,
+        "a hang is the infrastructure's");
+    ok(policy_classify(POLICY_KIND_NODE_EXCLUDED, false) ==
+           POLICY_BUDGET_INFRA, "an exclusion is the infrastructure's");
+    ok(policy_classify(POLICY_KIND_LOST_RANKS, false) == POLICY_BUDGET_INFRA,
+        "lost ranks are the infrastructure's");
+}
+
+static struct policy_sig
+exit_sig(int rank, int64_t rel, int code, int sig)
+{
+    struct policy_sig s = {
+        .kind = POLICY_KIND_RANK_EXIT,
+        .rank = rank,
+        .rel_step = rel,
+        .has_exit = true,
+        .exit_code = code,
+        .signal = sig,
+    };
+
+    return s;
+}
+
+static void
+test_crash_loop(void)
+{
+    static const char *const ab[] = { "a", "b" };
+    static const char *const ba[] = { "b", "a" };
+    static const char *const bc[] = { "b", "c" };
+    static const char *const cd[] = { "c", "d" };
+    struct policy_sig now = exit_sig(0, 4, 1, 0);
+    struct policy_past past[2];
+    bool matched[2];
+
+    memset(past, 0, sizeof(past));
+    past[0].attempt = 1;
+    past[0].failure = exit_sig(2, 4, 1, 0);
+    past[0].nodes = ab;
+    past[0].nnodes = 2;
+    ok(!policy_crash_loop(&now, ab, 2, past, 0, 2, NULL),
+        "a first failure is never a loop");
+    ok(policy_crash_loop(&now, bc, 2, past, 1, 2, matched),
+        "same exit at the same step on other nodes: a loop");
+    ok(matched[0], "attempt 1 is named as a repeat");
+    ok(!policy_crash_loop(&now, ba, 2, past, 1, 2, NULL),
+        "the same failure on the same set of nodes is not (maybe the "
+        "nodes)");
+    ok(!policy_crash_loop(&now, bc, 2, past, 1, 3, NULL),
+        "below the threshold it is not");
+
+    past[0].failure = exit_sig(2, 5, 1, 0);
+    ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
+        "another step is another failure");
+    past[0].failure = exit_sig(2, 4, 2, 0);
+    ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
+        "another exit code is another failure");
+    past[0].failure = exit_sig(0, 4, 0, 9);
+    ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
+        "a signal is not an exit code");
+
+    /* Without a step the rank must match. */
+    now = exit_sig(1, -1, 3, 0);
+    past[0].failure = exit_sig(0, -1, 3, 0);
+    ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
+        "no step: a different rank is a different failure");
+    past[0].failure = exit_sig(1, -1, 3, 0);
+    ok(policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
+        "no step: the same rank and code elsewhere is a loop");
+
+    /* How the current rank ended in the earlier attempt counts too. */
+    now = exit_sig(3, -1, 1, 0);
+    past[0].failure = exit_sig(0, -1, 1, 0);
+    past[0].rank_known = true;
+    past[0].rank_end = exit_sig(3, -1, 1, 0);
+    ok(policy_crash_loop(&now, cd, 2, past, 1, 2, NULL),
+        "rank 3 also exited 1 there: a loop even though rank 0 was "
+        "reported first");
+    past[0].rank_end = exit_sig(3, -1, 0, 15);
+    ok(!policy_crash_loop(&now, cd, 2, past, 1, 2, NULL),
+        "rank 3 was torn down there (SIGTERM): no evidence");
+
+    /* Hangs and infrastructure kinds. */
+    now.kind = POLICY_KIND_HANG;
+    now.rank = 1;
+    now.rel_step = 7;
+    past[0].rank_known = false;
+    past[0].failure.kind = POLICY_KIND_HANG;
+    past[0].failure.rank = 2;
+    past[0].failure.rel_step = 7;
+    ok(policy_crash_loop(&now, cd, 2, past, 1, 2, NULL),
+        "a hang at the same step elsewhere is a loop");
+    now.kind = POLICY_KIND_NODE_LOST;
+    past[0].failure.kind = POLICY_KIND_NODE_LOST;
+    ok(!policy_crash_loop(&now, cd, 2, past, 1, 2, NULL),
+        "node loss never is");
+
+    /* Threshold 3 needs two repeats. */
+    now = exit_sig(0, 4, 1, 0);
+    past[0].failure = exit_sig(0, 4, 1, 0);
+    past[0].rank_known = false;
+    past[1] = past[0];
+    past[1].attempt = 2;
+    past[1].nodes = bc;
+    ok(policy_crash_loop(&now, cd, 2, past, 2, 3, matched) && matched[0] &&
+           matched[1], "threshold 3: three occurrences on different nodes");
+}
+
+static void
+test_sig_str(void)
+{
+    struct policy_sig s = exit_sig(0, 4, 1, 0);
+    char buf[160];
+
+    policy_sig_str(&s, buf, sizeof(buf));
+    is_str(buf, "rank 0 exited with code 1 at step 4 after its resume point",
+        "an exit at a step");
+    s = exit_sig(3, -1, -1, 9);
+    policy_sig_str(&s, buf, sizeof(buf));
+    is_str(buf, "rank 3 killed by signal 9 before reporting any step",
+        "a signal without a step");
+}
+
+static void
+test_backoff(void)
+{
+    is_int(policy_backoff_ms(&cfg, 1, POLICY_BUDGET_INFRA), 0,
+        "the first infrastructure failure restarts at once");
+    is_int(policy_backoff_ms(&cfg, 1, POLICY_BUDGET_JOB), 500,
+        "the first own failure waits restart_backoff_ms");
+    is_int(policy_backoff_ms(&cfg, 2, POLICY_BUDGET_JOB), 1000, "doubles");
+    is_int(policy_backoff_ms(&cfg, 3, POLICY_BUDGET_INFRA), 2000,
+        "doubles for infrastructure too after the first");
+    is_int(policy_backoff_ms(&cfg, 20, POLICY_BUDGET_JOB), 60000,
+        "capped at restart_backoff_max_ms");
+    is_int(policy_backoff_ms(&cfg, 1000, POLICY_BUDGET_JOB), 60000,
+        "no overflow for a long streak");
+
+    is_int(policy_streak(&cfg, 0, 10, false), 1, "a first failure");
+    is_int(policy_streak(&cfg, 3, 10, false), 4, "a quick failure grows it");
+    is_int(policy_streak(&cfg, 3, 60000, false), 1,
+        "a long run starts a new streak");
+    is_int(policy_streak(&cfg, 3, 10, true), 1,
+        "a new checkpoint starts a new streak");
+}
+
+static void
+test_decide(void)
+{
+    struct policy_budgets b = { 0, 3, 0, 20 };
+    struct policy_decision d;
+
+    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 1, &d);
+    ok(d.action == POLICY_RESTART && d.backoff_ms == 500,
+        "budget left: restart after the backoff");
+    b.restarts = 3;
+    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 4, &d);
+    ok(d.action == POLICY_FAIL_BUDGET, "own budget spent: FAILED");
+    policy_decide(&cfg, POLICY_BUDGET_INFRA, false, &b, 1, &d);
+    ok(d.action == POLICY_RESTART && d.backoff_ms == 0,
+        "the other budget is separate");
+    b.infra_restarts = 20;
+    policy_decide(&cfg, POLICY_BUDGET_INFRA, false, &b, 1, &d);
+    ok(d.action == POLICY_FAIL_BUDGET, "infrastructure budget spent");
+    b.restarts = 0;
+    policy_decide(&cfg, POLICY_BUDGET_JOB, true, &b, 2, &d);
+    ok(d.action == POLICY_FAIL_DETERMINISTIC,
+        "a crash loop ends the job whatever the budget");
+    b.max_restarts = 0;
+    b.restarts = 0;
+    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 1, &d);
+    ok(d.action == POLICY_FAIL_BUDGET, "max_restarts 0: no restart");
+}
+
+static void
+test_blame(void)
+{
+    struct policy_blame v[] = {
+        { 1, 1000 }, { 1, 2000 }, { 2, 3000 }, { 3, 4000 }, { 4, 10 },
+    };
+    int64_t now = 5000;
+    struct policy_config c = cfg;
+
+    c.blame_window_ms = 4500;
+    is_int(policy_blame_jobs(v, 5, now, c.blame_window_ms), 3,
+        "distinct jobs within the window (job 4 is too old)");
+    ok(policy_blame_exceeds(&c, v, 5, now), "3 jobs reach the threshold");
+    ok(!policy_blame_exceeds(&c, v, 3, now),
+        "two failures of one job and one of another do not");
+    c.blame_window_ms = 100;
+    ok(!policy_blame_exceeds(&c, v, 5, now), "outside the window: not");
+}
+
+static void
+test_hang(void)
+{
+    int64_t idle[] = { 500, 5000, 4900, -1 };
+    int64_t step[] = { 10, 10, 9, 3 };
+    int64_t limit[] = { 4000, 4000, 4000, 4000 };
+    int64_t nostep[] = { -1, -1, -1, -1 };
+
+    is_int(policy_hang_pick(idle, step, limit, 4), 2,
+        "the rank furthest behind (lowest step) among the watched ones");
+    is_int(policy_hang_pick(idle, nostep, limit, 4), 1,
+        "without steps: the longest idle");
+    idle[1] = 3000;
+    idle[2] = 3900;
+    is_int(policy_hang_pick(idle, step, limit, 4), -1,
+        "nobody past the limit: no hang");
+    limit[2] = 3000;
+    is_int(policy_hang_pick(idle, step, limit, 4), 2,
+        "per-rank limits");
+    idle[3] = 999999;
+    limit[3] = 1000000;
+    ok(policy_hang_pick(idle, step, limit, 4) == 3,
+        "a rank under its own limit can still be the one behind");
+
+    ok(policy_dump_stuck("rank 1 pid 42 state T wchan do_signal_stop\n"),
+        "a stopped rank is stuck");
+    ok(policy_dump_stuck("rank 1 pid 42 state D wchan nv_wait\nmore"),
+        "uninterruptible sleep is stuck");
+    ok(!policy_dump_stuck("rank 1 pid 42 state S wchan futex_wait\n"
+                          "  thread 43 state T wchan x\n"),
+        "a rank waiting in a collective is not (threads do not count)");
+    ok(!policy_dump_stuck(""), "no dump");
+    ok(!policy_dump_stuck(NULL), "NULL");
+}
+
+static void
+test_keep(void)
+{
+    static const char *const nodes[] = { "n1", "n2", "n3" };
+    bool usable[] = { true, true, false };
+    bool keep[3];
+
+    is_int(policy_keep_nodes(nodes, usable, 3, "n2", keep), 1,
+        "keep the usable nodes but the blamed one");
+    ok(keep[0] && !keep[1] && !keep[2], "n1 kept, n2 blamed, n3 down");
+    is_int(policy_keep_nodes(nodes, usable, 3, NULL, keep), 2,
+        "no blame: every usable node is kept");
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    test_kinds();
+    test_classify();
+    test_crash_loop();
+    test_sig_str();
+    test_backoff();
+    test_decide();
+    test_blame();
+    test_hang();
+    test_keep();
+    return done_testing();
+}
