@@ -410,6 +410,12 @@ proc_release_done(struct proc_table *pt)
         if (job->desired || !job->done || !proc_job_all_ended(job)
             || (job->has_process && !job->sv_gone))
             continue;
+        /* Once the agent reports at all, a job stays listed until the
+         * scheduler has accepted a report with its ranks' final states:
+         * otherwise a torn-down attempt's exit codes and signals would
+         * never reach it (it would show the ranks as still running). */
+        if (pt->report_seq > 0 && !job->final_acked)
+            continue;
         late = timeid_mono_ms() - job->finished_ms >= PROC_FLUSH_MAX_MS;
         if (!proc_job_logs_settled(job, late))
             continue;
@@ -748,6 +754,8 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
                     r->dump_report = seq;
             }
         }
+        if (job->final_report == 0 && job->done && proc_job_all_ended(job))
+            job->final_report = seq;
     }
     rep->njobs = n;
     return seq;
@@ -765,6 +773,8 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
         log_info("lease_ms=%lld", (long long)lease_ms);
     pt->lease_ms = lease_ms;
     for (job = pt->jobs; job != NULL; job = job->next) {
+        if (job->final_report != 0 && job->final_report <= seq)
+            job->final_acked = true;
         for (i = 0; i < job->nranks; i++) {
             struct proc_rank *r = &job->ranks[i];
 
@@ -783,6 +793,9 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
             log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));
     }
+    /* What the scheduler now knows the end of can go. */
+    if (proc_release_done(pt) > 0)
+        proc_notify(pt);
 }
 
 static void

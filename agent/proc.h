@@ -126,6 +126,9 @@ struct proc_job {
     bool desired;               /* listed in the latest desired state */
     bool stopping;              /* the stop file was created */
     int64_t finished_ms;        /* monotonic time the last rank ended */
+    uint64_t final_report;      /* first status report carrying the final
+                                 * rank states; 0 before */
+    bool final_acked;           /* the scheduler accepted that report */
 
     /* checkpoints by convention (proc_ckpt.c), from the launch */
     char *checkpoint_dir;       /* "" none */

@@ -32,10 +32,14 @@ for line in lines:
         elif re.match(r"^not ok \d+", o):
             failed += 1
             nok += 1
+    ok_result = t.get("result") in ("OK", "SKIP", "EXPECTEDFAIL")
     # A test that crashed, leaked or timed out without a failing case
-    # still counts as one failure.
-    if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and nok == 0:
+    # still counts as one failure; a passing test that is not TAP (an
+    # exit-code test such as the SDK's pytest run) counts as one pass.
+    if not ok_result and nok == 0:
         failed += 1
+    elif ok_result and not any(re.match(r"^(not )?ok \d+", o) for o in out):
+        passed += 1
 line = "%d passed, %d failed" % (passed, failed)
 if skipped:
     line += ", %d skipped" % skipped

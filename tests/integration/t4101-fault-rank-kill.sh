@@ -39,6 +39,7 @@ test_expect_success 'the failure is recorded with its evidence' '
     test "$(jget "j[\"attempts\"][0][\"failure\"][\"rank\"]" <show.json)" = 3 &&
     test "$(jget "j[\"attempts\"][0][\"failure\"][\"signal\"]" <show.json)" = 9 &&
     test "$(jget "j[\"restarts\"] + j[\"infra_restarts\"]" <show.json)" = 1 &&
+    test "$(jget "sorted(set(r[\"state\"] for r in j[\"attempts\"][0][\"ranks\"]))" <show.json)" = "[\"exited\"]" &&
     db_events job/$(cat job) | grep -q "job_failure"
 '
 

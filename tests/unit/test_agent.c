@@ -354,6 +354,22 @@ job_running(struct proc_table *pt, int64_t id)
             uv_run((loop), UV_RUN_ONCE);                                    \
     } while (0)
 
+/* Play the scheduler accepting a status report: what the agent holds is
+ * reported and acknowledged, so finished jobs may be released. Returns
+ * true so it can sit in a RUN_UNTIL condition. */
+static bool
+ack_reports(struct proc_table *pt)
+{
+    struct proto_node_report rep;
+    uint64_t seq;
+
+    memset(&rep, 0, sizeof(rep));
+    seq = proc_fill_report(pt, &rep);
+    proto_node_report_release(&rep);
+    proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
+    return true;
+}
+
 /* Reap zombies of group pgid (we are their subreaper) and tell whether
  * the group is gone. */
 static bool
@@ -450,6 +466,7 @@ test_loop(void)
     struct proto_launch l1, l2, l3;
     struct proto_work w, empty = { 0 };
     struct proto_node_report rep;
+    uint64_t seq;
     const char *argv1[] = { "sh", "-c", "sleep 1000 & echo hi; exit 3",
         NULL };
     const char *argv2[] = { "sh", "-c",
@@ -500,7 +517,7 @@ test_loop(void)
     ok(job->done && job->sv_gone, "the supervisor is done and gone");
 
     memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    seq = proc_fill_report(pt, &rep);
     ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1
         && rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED
         && rep.jobs[0].ranks[0].exit_code == 3
@@ -509,8 +526,14 @@ test_loop(void)
         "the report lists the finished job while it is desired");
     proto_node_report_release(&rep);
 
-    /* 2. the job leaves the desired state: released, never restarted */
+    /* 2. the job leaves the desired state: kept until the scheduler has
+     * accepted a report carrying its final rank states, then released,
+     * never restarted */
     proc_apply(pt, &empty);
+    RUN_UNTIL(&t.loop, find_job(pt, 7, 1) == NULL, 300);
+    ok(find_job(pt, 7, 1) != NULL, "a finished job is held until the "
+        "scheduler accepted its final states");
+    proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     RUN_UNTIL(&t.loop, find_job(pt, 7, 1) == NULL, 2000);
     ok(find_job(pt, 7, 1) == NULL, "a finished job absent from the desired "
         "state is released");
@@ -533,7 +556,7 @@ test_loop(void)
             "cannot execute '/nonexistent/foo': No such file or directory\n",
             "... with a clear stderr tail");
     proc_apply(pt, &empty);
-    RUN_UNTIL(&t.loop, find_job(pt, 8, 1) == NULL, 2000);
+    RUN_UNTIL(&t.loop, ack_reports(pt) && find_job(pt, 8, 1) == NULL, 2000);
     ok(find_job(pt, 8, 1) == NULL, "... and released");
 
     /* 3b. a launch that cannot start at all: no supervisor, and a record
@@ -712,7 +735,7 @@ test_adopt(void)
     /* The scheduler keeps job 10 only. */
     work_one(&w, &l1);
     proc_apply(pt, &w);
-    RUN_UNTIL(&t.loop, find_job(pt, 11, 1) == NULL
+    RUN_UNTIL(&t.loop, ack_reports(pt) && find_job(pt, 11, 1) == NULL
         && find_job(pt, 12, 1) == NULL, 3000);
     ok(find_job(pt, 11, 1) == NULL && find_job(pt, 12, 1) == NULL,
         "the finished ones are released");
@@ -738,8 +761,9 @@ test_adopt(void)
 
     /* 3. the adopted one is torn down when the scheduler drops it */
     proc_apply(pt, &empty);
-    RUN_UNTIL(&t.loop, (waitpid(sv1, NULL, WNOHANG), find_job(pt, 10, 1)
-        == NULL && find_job(pt, 13, 1) == NULL), 5000);
+    RUN_UNTIL(&t.loop, (waitpid(sv1, NULL, WNOHANG), ack_reports(pt)
+        && find_job(pt, 10, 1) == NULL && find_job(pt, 13, 1) == NULL),
+        5000);
     ok(find_job(pt, 10, 1) == NULL, "the adopted job is torn down and "
         "released when the scheduler no longer wants it");
     ok(wait_group_gone(pid, 5000), "its rank is gone");
