@@ -179,9 +179,11 @@ wait_for() {
 
 # --- daemons --------------------------------------------------------------
 
-# Each test's jobs get MASTER_PORTs from their own range, so DDP jobs of
-# tests running in parallel do not collide.
-MASTER_PORT_BASE=$((20000 + (RANDOM % 200) * 200))
+# Each test's jobs get MASTER_PORTs from their own range of 20, so DDP
+# jobs of tests running in parallel do not collide; all of it below the
+# kernel's ephemeral ports (32768 and up), where any outgoing connection
+# could already hold the port (EADDRINUSE at rendezvous).
+MASTER_PORT_BASE=$((20000 + (RANDOM % 600) * 20))
 
 CLUSTER_SECRET=$TEST_DIR/cluster.secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$CLUSTER_SECRET"
@@ -204,7 +206,7 @@ start_scheduler() {
         -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
         -o heartbeat_ms="${HEARTBEAT_MS:-500}" \
         ${LEASE_MS:+-o lease_ms="$LEASE_MS"} \
-        -o master_port_base="$MASTER_PORT_BASE" -o master_port_count=200 \
+        -o master_port_base="$MASTER_PORT_BASE" -o master_port_count=20 \
         "$@" >>"$d/log" 2>&1 &
     SCHED_PID=$!
     export LOCKSTEP_SERVER=$d/sock
