@@ -284,9 +284,6 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     }
     cJSON_Delete(root);
 
-    /* The scheduler heard from us: every supervisor's lease moves on. */
-    proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
-        lease);
     report_log_recovery(rp->status_err, "sending status");
     rp->status_backoff_ms = 0;
     if (hb != rp->heartbeat_ms)
@@ -312,6 +309,12 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         rp->status_dirty || rp->need_register ? 0
                                               : report_status_interval(rp));
     rp->status_dirty = false;
+    /* The scheduler heard from us: every supervisor's lease moves on, and
+     * jobs whose final states it now has are released. Last, so that the
+     * release's report_kick (the scheduler must learn of it now, not a
+     * heartbeat later) is not overridden by the timer set above. */
+    proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
+        lease);
 }
 
 /* Whether the output of every rank that ended lately is shipped. */

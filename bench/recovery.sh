@@ -63,6 +63,16 @@ second_running() {
     [ "$(job_json "$1" 'len(j["attempts"]) >= 2 and j["attempts"][1]["running_ms"] > 0')" = True ]
 }
 
+# Every trial blames a node; three trials on the same node exclude it
+# (UNHEALTHY), as designed. Between trials the benchmark puts excluded
+# nodes back, the way an operator would after injected faults.
+restore_nodes() {
+    local n
+    for n in $(ls_cli nodes --json | jget '" ".join(x["name"] for x in j if x["state"] == "UNHEALTHY")'); do
+        ls_cli uncordon "$n" --reason "benchmark: fault was injected" >/dev/null
+    done
+}
+
 summary() { # LABEL FILE
     "$PY" - "$1" "$2" <<'PY'
 import statistics, sys
@@ -92,6 +102,7 @@ for i in $(seq 1 "$TRIALS"); do
     fi
     ls_cli cancel "$id" >/dev/null
     wait_until 30 nodes_idle
+    restore_nodes
 done
 summary "rank crash" "$TEST_DIR/crash.txt"
 
@@ -113,6 +124,7 @@ for i in $(seq 1 "$TRIALS"); do
     if [ "$(node_state "$victim")" != UP ]; then
         ls_cli uncordon "$victim" --reason "benchmark: agent restarted" >/dev/null
     fi
+    restore_nodes
     wait_for 30 "test \$(node_state $victim) = UP"
     wait_until 30 nodes_idle
 done
