@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PACKAGES := build-essential meson ninja-build pkg-config python3 \
 	libuv1-dev libsqlite3-dev libcurl4-openssl-dev libcjson-dev \
 	libhttp-parser-dev libssl-dev libpmix-dev \
-	sqlite3 curl procps python3-torch python3-numpy
+	sqlite3 curl procps python3-torch python3-numpy python3-pytest
 
 .PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean
 
