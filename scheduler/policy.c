@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,13 @@ policy_crash_loop(const struct policy_sig *now, const char *const *nodes,
     if (matched)
         memset(matched, 0, npast * sizeof(*matched));
     if (now->kind != POLICY_KIND_RANK_EXIT && now->kind != POLICY_KIND_HANG)
+        return false;
+    /* SIGKILL cannot be sent by a program's own bug: it comes from the
+     * OOM killer, an operator or a fault injector. Random kills that
+     * happened to hit the same rank on different nodes (likely when no
+     * step is reported) must not end a healthy job as "deterministic". */
+    if (now->kind == POLICY_KIND_RANK_EXIT && now->has_exit &&
+        now->signal == SIGKILL)
         return false;
     mine = sorted_names(nodes, nnodes);
     for (size_t i = 0; i < npast; i++) {

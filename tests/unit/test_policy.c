@@ -96,6 +96,19 @@ test_crash_loop(void)
     past[0].failure = exit_sig(2, 5, 1, 0);
     ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
         "another step is another failure");
+    {
+        struct policy_sig killed = exit_sig(0, -1, -1, 9);
+        struct policy_past kp = past[0];
+
+        kp.failure = exit_sig(0, -1, -1, 9);
+        ok(!policy_crash_loop(&killed, bc, 2, &kp, 1, 2, NULL),
+            "SIGKILL on the same rank on other nodes is not a loop: it "
+            "comes from outside the program (OOM killer, operator)");
+        killed.signal = 11;
+        kp.failure.signal = 11;
+        ok(policy_crash_loop(&killed, bc, 2, &kp, 1, 2, NULL),
+            "SIGSEGV on the same rank on other nodes is");
+    }
     past[0].failure = exit_sig(2, 4, 2, 0);
     ok(!policy_crash_loop(&now, bc, 2, past, 1, 2, NULL),
         "another exit code is another failure");
