@@ -1,0 +1,586 @@
+/*
+ * http_conn.c - one HTTP connection: reading, writing, closing
+ *
+ * A connection reads into the server's shared buffer and hands the bytes
+ * to the parser (http_parse.c), keeps its responses in a queue in request
+ * order, and writes the head of that queue once the check phase has
+ * settled it (http_server.c). Its timer is the idle timeout while it is
+ * open and the linger timeout once its sending side is shut down; a
+ * deferred response stops it. Backpressure pauses the parser and keeps
+ * the unparsed rest until the queue drains (see http_int.h).
+ */
+#include "scheduler/http_int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+
+/* A write request owns the bytes it writes; freed in its callback. */
+struct http_write {
+    uv_write_t req;
+    char *head;
+    char *body;
+};
+
+static void conn_timer_cb(uv_timer_t *timer);
+static void conn_read_start(struct http_conn *conn);
+
+/* --- response queue ------------------------------------------------------ */
+
+void
+http_conn_enqueue(struct http_conn *conn, struct http_out *out)
+{
+    out->next = NULL;
+    if (conn->out_tail)
+        conn->out_tail->next = out;
+    else
+        conn->out_head = out;
+    conn->out_tail = out;
+    conn->nout++;
+}
+
+static struct http_out *
+conn_dequeue(struct http_conn *conn)
+{
+    struct http_out *out = conn->out_head;
+
+    if (out == NULL)
+        return NULL;
+    conn->out_head = out->next;
+    if (conn->out_head == NULL)
+        conn->out_tail = NULL;
+    conn->nout--;
+    out->next = NULL;
+    return out;
+}
+
+bool
+http_conn_should_pause(const struct http_conn *conn)
+{
+    return conn->nout >= HTTP_PIPELINE_MAX ||
+        conn->h.stream.write_queue_size > HTTP_WRITE_HIGH;
+}
+
+/* --- lifetime ------------------------------------------------------------ */
+
+void
+http_conn_timer_restart(struct http_conn *conn)
+{
+    int rc;
+
+    if (conn->closing || conn->lingering)
+        return;
+    if (conn->ndeferred > 0) {
+        uv_timer_stop(&conn->timer);
+        return;
+    }
+    /* The loop's clock was read before this iteration's callbacks; a
+     * slow handler or commit must not shorten the timeout. */
+    uv_update_time(conn->srv->loop);
+    conn->timer_wq = conn->h.stream.write_queue_size;
+    rc = uv_timer_start(&conn->timer, conn_timer_cb, conn->srv->idle_ms, 0);
+    if (rc < 0)
+        log_warn("conn=%lu cannot start timer: %s", conn->id,
+            uv_strerror(rc));
+}
+
+static void
+conn_destroy(struct http_conn *conn)
+{
+    assert(conn->out_head == NULL);
+    sbuf_release(&conn->url);
+    sbuf_release(&conn->hname);
+    sbuf_release(&conn->hval);
+    sbuf_release(&conn->body);
+    sbuf_release(&conn->inbuf);
+    free(conn->authorization);
+    free(conn->content_type);
+    free(conn);
+}
+
+static void
+conn_handle_closed(struct http_conn *conn)
+{
+    struct http_server *srv = conn->srv;
+
+    if (--conn->nhandles == 0)
+        conn_destroy(conn);
+    http_server_handle_closed(srv);
+}
+
+static void
+conn_stream_close_cb(uv_handle_t *handle)
+{
+    conn_handle_closed(container_of(handle, struct http_conn, h.handle));
+}
+
+static void
+conn_timer_close_cb(uv_handle_t *handle)
+{
+    conn_handle_closed(container_of((uv_timer_t *)handle, struct http_conn,
+        timer));
+}
+
+void
+http_conn_close(struct http_conn *conn)
+{
+    struct http_out *out;
+
+    if (conn->closing)
+        return;
+    conn->closing = true;
+    http_list_remove(&conn->node);
+    http_list_remove(&conn->dirty);
+    conn->is_dirty = false;
+    conn->srv->nconns--;
+    log_debug("conn=%lu closed", conn->id);
+    /* Each deferred response is either finished or cancelled, once. A
+     * cancel callback may finish others of this queue; those are then
+     * simply dropped. */
+    while ((out = conn_dequeue(conn)) != NULL) {
+        if (out->state == HTTP_OUT_DEFERRED) {
+            out->state = HTTP_OUT_CANCELLED;
+            conn->ndeferred--;
+            if (out->d.cancel)
+                out->d.cancel(&out->d, out->d.arg);
+        }
+        http_out_destroy(out);
+    }
+    uv_close(&conn->h.handle, conn_stream_close_cb);
+    uv_close((uv_handle_t *)&conn->timer, conn_timer_close_cb);
+}
+
+static void
+conn_timer_cb(uv_timer_t *timer)
+{
+    struct http_conn *conn = container_of(timer, struct http_conn, timer);
+    size_t wq = conn->h.stream.write_queue_size;
+
+    /* A large response to a slow reader completes its write request only
+     * at the very end; the peer is not idle while the unsent part
+     * shrinks. */
+    if (!conn->lingering && wq > 0 && wq < conn->timer_wq) {
+        http_conn_timer_restart(conn);
+        return;
+    }
+    if (!conn->lingering)
+        log_debug("conn=%lu idle timeout", conn->id);
+    http_conn_close(conn);
+}
+
+static void
+conn_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    struct http_conn *conn = container_of(req, struct http_conn,
+        shutdown_req);
+    int rc;
+
+    if (status == UV_ECANCELED || conn->closing)
+        return;
+    if (status < 0 || conn->peer_eof) {
+        http_conn_close(conn);
+        return;
+    }
+    /* Read and drop what the peer still sends until it closes too. */
+    conn->lingering = true;
+    rc = uv_timer_start(&conn->timer, conn_timer_cb, HTTP_LINGER_MS, 0);
+    if (rc < 0) {
+        http_conn_close(conn);
+        return;
+    }
+    conn_read_start(conn);
+}
+
+static void
+conn_shutdown(struct http_conn *conn)
+{
+    int rc;
+
+    if (conn->shut || conn->closing)
+        return;
+    conn->shut = true;
+    conn->close_after = true;
+    rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream, conn_shutdown_cb);
+    if (rc < 0) {
+        log_debug("conn=%lu cannot shut down: %s", conn->id,
+            uv_strerror(rc));
+        http_conn_close(conn);
+    }
+}
+
+/* --- input --------------------------------------------------------------- */
+
+static void
+conn_alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    struct http_conn *conn = container_of(handle, struct http_conn,
+        h.handle);
+
+    (void)suggested;
+    *buf = uv_buf_init(conn->srv->rbuf, sizeof(conn->srv->rbuf));
+}
+
+static void
+conn_eof(struct http_conn *conn)
+{
+    conn->peer_eof = true;
+    http_conn_read_stop(conn);
+    if (conn->shut) {
+        /* Shut down already: close now if that completed, else when it
+         * does (conn_shutdown_cb sees peer_eof). */
+        if (conn->lingering)
+            http_conn_close(conn);
+        return;
+    }
+    if (conn->ndeferred > 0) {
+        /* A long poller went away: nobody waits for its answer. */
+        http_conn_close(conn);
+        return;
+    }
+    /* The peer may only have shut down its sending side: answer what it
+     * asked, then close. A partly received request is dropped. */
+    conn->close_after = true;
+    if (conn->out_tail != NULL)
+        conn->out_tail->keep_alive = false;
+    else
+        conn_shutdown(conn);
+}
+
+static void
+conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct http_conn *conn = container_of(stream, struct http_conn,
+        h.stream);
+
+    if (conn->closing || nread == 0)
+        return;
+    if (nread < 0) {
+        if (nread == UV_EOF) {
+            conn_eof(conn);
+        } else {
+            log_debug("conn=%lu read failed: %s", conn->id,
+                uv_strerror((int)nread));
+            http_conn_close(conn);
+        }
+        return;
+    }
+    http_conn_timer_restart(conn);
+    /* After the last request, input is read only to notice the close. */
+    if (conn->close_after)
+        return;
+    http_conn_parse(conn, buf->base, (size_t)nread);
+}
+
+static void
+conn_read_start(struct http_conn *conn)
+{
+    int rc;
+
+    if (conn->reading || conn->closing || conn->peer_eof)
+        return;
+    rc = uv_read_start(&conn->h.stream, conn_alloc_cb, conn_read_cb);
+    if (rc < 0) {
+        log_debug("conn=%lu cannot read: %s", conn->id, uv_strerror(rc));
+        http_conn_close(conn);
+        return;
+    }
+    conn->reading = true;
+}
+
+void
+http_conn_read_stop(struct http_conn *conn)
+{
+    if (!conn->reading)
+        return;
+    uv_read_stop(&conn->h.stream);
+    conn->reading = false;
+}
+
+/* Parse what was held back while paused, once the queue has drained. */
+static void
+conn_resume(struct http_conn *conn)
+{
+    char *buf;
+    size_t len;
+
+    if (!conn->paused || conn->closing || http_conn_should_pause(conn))
+        return;
+    conn->paused = false;
+    log_debug("conn=%lu resumed", conn->id);
+    http_parser_pause(&conn->parser, 0);
+    buf = sbuf_detach(&conn->inbuf, &len);
+    if (!conn->close_after)
+        http_conn_parse(conn, buf, len);
+    free(buf);
+    if (!conn->closing && !conn->paused)
+        conn_read_start(conn);
+}
+
+/* --- output -------------------------------------------------------------- */
+
+static void
+conn_write_cb(uv_write_t *req, int status)
+{
+    struct http_write *w = container_of(req, struct http_write, req);
+    struct http_conn *conn = container_of(req->handle, struct http_conn,
+        h.stream);
+
+    free(w->head);
+    free(w->body);
+    free(w);
+    if (status == UV_ECANCELED || conn->closing)
+        return;
+    if (status < 0) {
+        log_debug("conn=%lu write failed: %s", conn->id,
+            uv_strerror(status));
+        http_conn_close(conn);
+        return;
+    }
+    http_conn_timer_restart(conn);
+    /* The kernel took more bytes: reading may go on. */
+    conn_resume(conn);
+}
+
+int
+http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
+    size_t blen)
+{
+    struct http_write *w = xmalloc(sizeof(*w));
+    uv_buf_t bufs[2];
+    unsigned n = 0;
+    int rc;
+
+    w->head = head;
+    w->body = body;
+    bufs[n++] = uv_buf_init(head, (unsigned)hlen);
+    if (body != NULL && blen > 0)
+        bufs[n++] = uv_buf_init(body, (unsigned)blen);
+    rc = uv_write(&w->req, &conn->h.stream, bufs, n, conn_write_cb);
+    if (rc < 0) {
+        free(w->head);
+        free(w->body);
+        free(w);
+    }
+    return rc;
+}
+
+static int
+conn_write_out(struct http_conn *conn, struct http_out *out)
+{
+    struct http_resp *resp = &out->resp;
+    struct sbuf head;
+    const char *reason;
+    char *h, *b = NULL;
+    size_t hlen, blen = 0;
+
+    reason = http_status_str((enum http_status)resp->status);
+    sbuf_init(&head);
+    sbuf_addf(&head,
+        "HTTP/1.1 %d %s\r\n"
+        "Content-Type: %s\r\n"
+        "Content-Length: %zu\r\n"
+        "%s"
+        "Connection: %s\r\n"
+        "\r\n",
+        resp->status, reason,
+        resp->content_type ? resp->content_type : "application/json",
+        resp->body.len, resp->headers.buf,
+        out->keep_alive ? "keep-alive" : "close");
+    log_debug("conn=%lu %s status=%d", conn->id, out->what, resp->status);
+    h = sbuf_detach(&head, &hlen);
+    if (!out->head)
+        b = sbuf_detach(&resp->body, &blen);
+    return http_conn_write(conn, h, hlen, b, blen);
+}
+
+/* Decide the outcome of every response that became ready since the last
+ * flush: a durable one stands only if that flush committed. */
+static void
+conn_settle(struct http_conn *conn, int flush_rc)
+{
+    for (struct http_out *out = conn->out_head; out; out = out->next) {
+        if (out->state != HTTP_OUT_READY || out->settled)
+            continue;
+        if (flush_rc < 0 && out->resp.durable) {
+            sbuf_reset(&out->resp.headers);
+            http_resp_error(&out->resp, 503, "unavailable",
+                "cannot commit: %s", strerror(-flush_rc));
+            out->resp.durable = false;
+        }
+        out->settled = true;
+    }
+}
+
+/* Write settled responses from the head of the queue, stopping at one
+ * that is not ready (a deferred response keeps the order). */
+static void
+conn_write_ready(struct http_conn *conn)
+{
+    struct http_out *out;
+    bool keep;
+    int rc;
+
+    while (!conn->closing && (out = conn->out_head) != NULL &&
+        out->state == HTTP_OUT_READY && out->settled) {
+        conn_dequeue(conn);
+        keep = out->keep_alive;
+        rc = conn_write_out(conn, out);
+        http_out_destroy(out);
+        if (rc < 0) {
+            log_debug("conn=%lu cannot write: %s", conn->id,
+                uv_strerror(rc));
+            http_conn_close(conn);
+            return;
+        }
+        if (!keep) {
+            /* The last response: nothing was parsed after it. */
+            assert(conn->out_head == NULL);
+            conn_shutdown(conn);
+            return;
+        }
+        /* Idle time counts from the last response, not the request. */
+        http_conn_timer_restart(conn);
+    }
+}
+
+void
+http_conn_flushed(struct http_conn *conn, int flush_rc)
+{
+    conn_settle(conn, flush_rc);
+    conn_write_ready(conn);
+    if (!conn->closing)
+        conn_resume(conn);
+}
+
+void
+http_conn_reject(struct http_conn *conn, int status, const char *code,
+    const char *msg)
+{
+    struct http_out *out;
+
+    log_debug("conn=%lu rejected status=%d: %s", conn->id, status, msg);
+    out = http_out_create(conn, xstrdup("(rejected)"));
+    http_resp_error(&out->resp, status, code, "%s%s",
+        status == 400 && strcmp(code, "bad_request") == 0 ?
+        "malformed HTTP request: " : "", msg);
+    out->keep_alive = false;
+    out->state = HTTP_OUT_READY;
+    http_conn_enqueue(conn, out);
+    conn->close_after = true;
+    http_conn_mark_dirty(conn);
+}
+
+/* --- accepting ----------------------------------------------------------- */
+
+/* A new connection with its handles open and counted by the server, or
+ * NULL (logged) when its stream cannot be initialised. */
+static struct http_conn *
+conn_create(struct http_server *srv, bool is_unix)
+{
+    struct http_conn *conn = xcalloc(1, sizeof(*conn));
+    int rc;
+
+    conn->srv = srv;
+    conn->id = ++srv->next_id;
+    conn->is_unix = is_unix;
+    /* Meaningless over TCP, and never root should a handler forget to
+     * look at is_unix. */
+    conn->uid = (uid_t)-1;
+    conn->gid = (gid_t)-1;
+    conn->pid = -1;
+    http_list_init(&conn->node);
+    http_list_init(&conn->dirty);
+    sbuf_init(&conn->url);
+    sbuf_init(&conn->hname);
+    sbuf_init(&conn->hval);
+    sbuf_init(&conn->body);
+    sbuf_init(&conn->inbuf);
+    http_parser_init(&conn->parser, HTTP_REQUEST);
+    conn->parser.data = conn;
+
+    rc = is_unix ? uv_pipe_init(srv->loop, &conn->h.pipe, 0)
+                 : uv_tcp_init(srv->loop, &conn->h.tcp);
+    if (rc < 0) {
+        log_warn("cannot accept a connection: %s", uv_strerror(rc));
+        conn_destroy(conn);
+        return NULL;
+    }
+    rc = uv_timer_init(srv->loop, &conn->timer);
+    assert(rc == 0);    /* uv_timer_init cannot fail */
+    conn->nhandles = 2;
+    srv->nhandles += 2;
+    http_list_add_tail(&srv->conns, &conn->node);
+    srv->nconns++;
+    return conn;
+}
+
+/* Record who is on the other end of a Unix socket. */
+static int
+conn_peer_unix(struct http_conn *conn)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    uv_os_fd_t fd;
+    int rc;
+
+    rc = uv_fileno(&conn->h.handle, &fd);
+    if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        log_warn("cannot get peer credentials: %s", strerror(-rc));
+        return rc;
+    }
+    conn->uid = cred.uid;
+    conn->gid = cred.gid;
+    conn->pid = cred.pid;
+    log_debug("conn=%lu accepted unix uid=%ld pid=%ld", conn->id,
+        (long)cred.uid, (long)cred.pid);
+    return 0;
+}
+
+static void
+conn_peer_tcp(struct http_conn *conn)
+{
+    int rc;
+
+    /* Small responses are written whole; do not let Nagle hold the last
+     * segment of one back waiting for an ACK. */
+    rc = uv_tcp_nodelay(&conn->h.tcp, 1);
+    if (rc < 0)
+        log_debug("conn=%lu cannot set TCP_NODELAY: %s", conn->id,
+            uv_strerror(rc));
+    log_debug("conn=%lu accepted tcp", conn->id);
+}
+
+void
+http_conn_accept(struct http_server *srv, uv_stream_t *listener,
+    bool is_unix)
+{
+    struct http_conn *conn;
+    int rc;
+
+    conn = conn_create(srv, is_unix);
+    if (conn == NULL)
+        return;
+    rc = uv_accept(listener, &conn->h.stream);
+    if (rc < 0) {
+        log_warn("cannot accept a connection: %s", uv_strerror(rc));
+        http_conn_close(conn);
+        return;
+    }
+    if (is_unix) {
+        if (conn_peer_unix(conn) < 0) {
+            http_conn_close(conn);
+            return;
+        }
+    } else {
+        conn_peer_tcp(conn);
+    }
+    http_conn_timer_restart(conn);
+    conn_read_start(conn);
+}

@@ -1,0 +1,294 @@
+/*
+ * http_int.h - the HTTP server's private structures, shared by http_*.c
+ *
+ * Each connection owns an http_parser, the request being parsed, and an
+ * output queue with one entry (struct http_out) per request, in request
+ * order. The handler fills an entry; the entry is written only after the
+ * server's uv_check callback has run flush_fn (group commit) and decided
+ * whether a durable response still stands. Entries behind an unfinished
+ * deferred response (a long poll) wait in the queue, so responses always
+ * leave in request order.
+ *
+ * Pipelined requests behind a pending deferred response are parsed and
+ * handled at once; only their responses wait. Reading pauses (the parser
+ * is paused and the unparsed rest is kept) when a connection has
+ * HTTP_PIPELINE_MAX unwritten responses or HTTP_WRITE_HIGH bytes the
+ * kernel has not taken yet, and resumes as they drain. That bounds the
+ * memory one peer can cost without stopping the reads that notice a long
+ * poller going away.
+ *
+ * A connection that must close after a response (an error, "Connection:
+ * close", HTTP/1.0, end of input) writes it, shuts down its sending side,
+ * and then reads and discards until the peer closes or HTTP_LINGER_MS
+ * passes. Closing at once could reset the connection with unread input
+ * and destroy the reply before the peer has read it (a 413 answered while
+ * the body is still arriving).
+ *
+ * Lifetime: a connection is freed only from the close callback of the
+ * last of its two handles (stream and timer). Everything that ends a
+ * connection goes through http_conn_close(), which marks it closing,
+ * cancels its deferred responses and calls uv_close(); callbacks on the
+ * stack check `closing` and return.
+ *
+ * The files: http_server.c (the server, its listeners and the group
+ * commit), http_conn.c (one connection's I/O and lifetime), http_parse.c
+ * (http_parser callbacks and limits), http_resp.c (responses and deferred
+ * responses), http_url.c (path decoding and query strings).
+ *
+ * Threading: everything runs on the loop thread.
+ */
+#ifndef SCHEDULER_HTTP_INT_H
+#define SCHEDULER_HTTP_INT_H
+
+#include "scheduler/http.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+#include <uv.h>
+
+#include "common/sbuf.h"
+
+#define HTTP_MAX_HEADER         16384
+#define HTTP_MAX_HEADER_STR     "16384"
+#define HTTP_DEFAULT_MAX_BODY   (1024 * 1024)
+#define HTTP_DEFAULT_IDLE_MS    60000
+#define HTTP_LINGER_MS          2000
+#define HTTP_PIPELINE_MAX       32
+#define HTTP_WRITE_HIGH         (4 * 1024 * 1024)
+#define HTTP_READ_BUF           (64 * 1024)
+#define HTTP_BACKLOG            511
+
+/* A minimal intrusive circular list. A node that is in no list points to
+ * itself, so removing it again is harmless. */
+struct http_list {
+    struct http_list *prev;
+    struct http_list *next;
+};
+
+enum http_out_state {
+    HTTP_OUT_HANDLER,       /* the handler is filling it */
+    HTTP_OUT_DEFERRED,      /* waiting for http_deferred_finish() */
+    HTTP_OUT_READY,         /* complete; written once settled */
+    HTTP_OUT_CANCELLED,     /* its connection closed before it finished */
+};
+
+struct http_deferred {
+    http_cancel_fn *cancel;
+    void *arg;
+};
+
+/* One response slot per request, queued on its connection in order. */
+struct http_out {
+    struct http_out *next;
+    struct http_conn *conn;
+    enum http_out_state state;
+    bool deferred;          /* http_resp_defer() called, not yet finished */
+    bool settled;           /* a flush ran after it became ready */
+    bool keep_alive;        /* the connection stays open after it */
+    bool head;              /* HEAD request: no body on the wire */
+    char *what;             /* "GET /v1/jobs" for the log */
+    struct http_resp resp;
+    struct http_deferred d;
+};
+
+union http_stream {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+};
+
+struct http_listener {
+    struct http_list node;      /* in srv->listeners */
+    struct http_server *srv;
+    union http_stream h;
+    bool is_unix;
+    char *path;                 /* the socket file we created, or NULL */
+};
+
+struct http_conn {
+    struct http_list node;      /* in srv->conns until it starts closing */
+    struct http_list dirty;     /* in srv->dirty while it has news */
+    struct http_server *srv;
+    union http_stream h;
+    uv_timer_t timer;           /* idle timeout, then linger timeout */
+    uv_shutdown_t shutdown_req;
+    int nhandles;               /* open handles; freed when 0 */
+    unsigned long id;
+    http_parser parser;
+
+    bool is_unix;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+
+    /* The request being parsed. */
+    struct sbuf url;
+    struct sbuf hname;
+    struct sbuf hval;
+    bool in_value;
+    char *authorization;
+    char *content_type;
+    bool expect_continue;
+    struct sbuf body;
+    int fail_status;            /* set by a parser callback that failed */
+    const char *fail_code;
+    char fail_msg[128];
+
+    /* Responses in request order. */
+    struct http_out *out_head;
+    struct http_out *out_tail;
+    size_t nout;
+    size_t ndeferred;
+    size_t timer_wq;            /* unsent bytes when the idle timer began */
+
+    struct sbuf inbuf;          /* unparsed input while paused */
+    bool reading;
+    bool paused;                /* parser paused for backpressure */
+    bool close_after;           /* no more requests; close after the last */
+    bool shut;                  /* uv_shutdown() issued */
+    bool lingering;             /* shut down; discarding input */
+    bool peer_eof;
+    bool closing;
+    bool is_dirty;
+};
+
+struct http_server {
+    uv_loop_t *loop;
+    size_t max_body;
+    uint64_t idle_ms;
+    http_handler_fn *handler;
+    http_flush_fn *flush;
+    void *arg;
+
+    uv_check_t check;
+    uv_idle_t idle;
+    struct http_list listeners;
+    struct http_list conns;
+    struct http_list dirty;     /* conns with responses to settle */
+    size_t nconns;
+    unsigned nhandles;          /* every open handle, ours and conns' */
+    unsigned long next_id;
+
+    bool closing;
+    void (*done)(void *);
+    void *done_arg;
+
+    /* Every read is parsed (or copied) before the next one starts, so
+     * one buffer serves all connections. */
+    char rbuf[HTTP_READ_BUF];
+};
+
+/* --- lists --------------------------------------------------------------- */
+
+static inline void
+http_list_init(struct http_list *l)
+{
+    l->prev = l;
+    l->next = l;
+}
+
+static inline bool
+http_list_empty(const struct http_list *l)
+{
+    return l->next == l;
+}
+
+static inline void
+http_list_add_tail(struct http_list *head, struct http_list *n)
+{
+    n->prev = head->prev;
+    n->next = head;
+    head->prev->next = n;
+    head->prev = n;
+}
+
+static inline void
+http_list_remove(struct http_list *n)
+{
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    http_list_init(n);
+}
+
+/* Move every node of from to the (empty) list to. */
+static inline void
+http_list_move(struct http_list *from, struct http_list *to)
+{
+    http_list_init(to);
+    if (http_list_empty(from))
+        return;
+    to->next = from->next;
+    to->prev = from->prev;
+    to->next->prev = to;
+    to->prev->next = to;
+    http_list_init(from);
+}
+
+/* --- http_server.c ------------------------------------------------------- */
+
+/* One of the server's handles (its own or a connection's) finished
+ * closing; the last one after http_server_close() frees the server and
+ * runs its done callback. */
+void http_server_handle_closed(struct http_server *srv);
+/* Put conn on the list of connections the next check phase flushes and
+ * writes, and keep the loop from blocking until then. No-op while conn or
+ * the server closes. */
+void http_conn_mark_dirty(struct http_conn *conn);
+
+/* --- http_conn.c --------------------------------------------------------- */
+
+/* Accept a pending connection from listener and start reading from it.
+ * Failures are logged and cost only that connection. */
+void http_conn_accept(struct http_server *srv, uv_stream_t *listener,
+    bool is_unix);
+/* Cancel conn's deferred responses, drop its queue and close its handles;
+ * conn is freed from the last close callback. Idempotent. */
+void http_conn_close(struct http_conn *conn);
+/* Append out to conn's response queue; conn owns it from here. */
+void http_conn_enqueue(struct http_conn *conn, struct http_out *out);
+/* Whether conn has enough unwritten output to stop parsing its input. */
+bool http_conn_should_pause(const struct http_conn *conn);
+/* Start the idle timeout anew (stopped while a deferred response waits). */
+void http_conn_timer_restart(struct http_conn *conn);
+/* Write head (and body, when not NULL); takes ownership of both, also on
+ * failure. Returns 0 or a negative libuv error. */
+int http_conn_write(struct http_conn *conn, char *head, size_t hlen,
+    char *body, size_t blen);
+/* Queue an error response the server makes itself (a malformed request, a
+ * limit) and close the connection after it. */
+void http_conn_reject(struct http_conn *conn, int status, const char *code,
+    const char *msg);
+/* A flush returned flush_rc (0 or a negative errno): settle the responses
+ * that became ready before it, write what may go, and resume reading if
+ * the queue drained. conn may be closing when this returns. */
+void http_conn_flushed(struct http_conn *conn, int flush_rc);
+/* Stop reading (idempotent). */
+void http_conn_read_stop(struct http_conn *conn);
+
+/* --- http_parse.c -------------------------------------------------------- */
+
+/* Feed input to conn's parser, running the handler for every complete
+ * request. Pauses (keeping the rest in conn->inbuf) under backpressure;
+ * rejects malformed or oversized input. conn may be closing on return. */
+void http_conn_parse(struct http_conn *conn, const char *data, size_t len);
+
+/* --- http_resp.c --------------------------------------------------------- */
+
+/* A response slot for conn in state HTTP_OUT_HANDLER with a 200 default;
+ * takes ownership of what (the request for the log). */
+struct http_out *http_out_create(struct http_conn *conn, char *what);
+/* Free out (not queued anywhere); accepts NULL. */
+void http_out_destroy(struct http_out *out);
+
+/* --- http_url.c ---------------------------------------------------------- */
+
+/* Append the %XX-decoded path s[0..n) to out. Returns -EINVAL on a bad
+ * escape or a control character, which no route and no log line should
+ * ever see (out then holds a partial result). */
+int http_path_decode(const char *s, size_t n, struct sbuf *out);
+
+#endif
