@@ -192,15 +192,38 @@ listener_close(struct http_listener *l)
     uv_close(&l->h.handle, listener_close_cb);
 }
 
-static struct http_listener *
-listener_create(struct http_server *srv, bool is_unix)
+/* A listener whose handle is initialised and counted by the server, in
+ * *lp. Errors name the address as where: "cannot listen on <where>: ...". */
+static int
+listener_open(struct http_server *srv, bool is_unix, const char *where,
+    struct http_listener **lp, struct err *err)
 {
     struct http_listener *l = xcalloc(1, sizeof(*l));
+    int rc;
 
     l->srv = srv;
     l->is_unix = is_unix;
     http_list_init(&l->node);
-    return l;
+    rc = is_unix ? uv_pipe_init(srv->loop, &l->h.pipe, 0)
+                 : uv_tcp_init(srv->loop, &l->h.tcp);
+    if (rc < 0) {
+        free(l);
+        return err_set(err, rc, "cannot listen on %s: %s", where,
+            uv_strerror(rc));
+    }
+    srv->nhandles++;
+    *lp = l;
+    return 0;
+}
+
+/* Close l after a libuv call failed with rc; returns rc. */
+static int
+listener_fail(struct http_listener *l, int rc, const char *where,
+    struct err *err)
+{
+    listener_close(l);
+    return err_set(err, rc, "cannot listen on %s: %s", where,
+        uv_strerror(rc));
 }
 
 static void
@@ -266,26 +289,19 @@ http_server_listen_tcp(struct http_server *srv, const char *host, int port,
     if (rc < 0)
         return rc;
 
-    l = listener_create(srv, false);
-    rc = uv_tcp_init(srv->loop, &l->h.tcp);
+    rc = listener_open(srv, false, addr, &l, err);
     if (rc < 0) {
         freeaddrinfo(res);
-        free(l);
-        return err_set(err, rc, "cannot listen on %s: %s", addr,
-            uv_strerror(rc));
+        return rc;
     }
-    srv->nhandles++;
     rc = uv_tcp_bind(&l->h.tcp, res->ai_addr, 0);
     freeaddrinfo(res);
     if (rc == 0)
         rc = uv_listen(&l->h.stream, HTTP_BACKLOG, listener_connection_cb);
     if (rc == 0)
         rc = uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &sslen);
-    if (rc < 0) {
-        listener_close(l);
-        return err_set(err, rc, "cannot listen on %s: %s", addr,
-            uv_strerror(rc));
-    }
+    if (rc < 0)
+        return listener_fail(l, rc, addr, err);
     if (ss.ss_family == AF_INET6)
         port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     else
@@ -350,6 +366,7 @@ http_server_listen_unix(struct http_server *srv, const char *path,
 {
     struct sockaddr_un sa;
     struct http_listener *l;
+    char where[sizeof(sa.sun_path) + 2];
     int rc;
 
     if (srv->closing)
@@ -363,20 +380,13 @@ http_server_listen_unix(struct http_server *srv, const char *path,
     if (rc < 0)
         return rc;
 
-    l = listener_create(srv, true);
-    rc = uv_pipe_init(srv->loop, &l->h.pipe, 0);
-    if (rc < 0) {
-        free(l);
-        return err_set(err, rc, "cannot listen on '%s': %s", path,
-            uv_strerror(rc));
-    }
-    srv->nhandles++;
+    snprintf(where, sizeof(where), "'%s'", path);
+    rc = listener_open(srv, true, where, &l, err);
+    if (rc < 0)
+        return rc;
     rc = uv_pipe_bind(&l->h.pipe, path);
-    if (rc < 0) {
-        listener_close(l);
-        return err_set(err, rc, "cannot listen on '%s': %s", path,
-            uv_strerror(rc));
-    }
+    if (rc < 0)
+        return listener_fail(l, rc, where, err);
     /* From here on closing the listener removes the file. */
     l->path = xstrdup(path);
     /* Anyone may connect: identity comes from SO_PEERCRED. */
@@ -387,11 +397,8 @@ http_server_listen_unix(struct http_server *srv, const char *path,
             strerror(-rc));
     }
     rc = uv_listen(&l->h.stream, HTTP_BACKLOG, listener_connection_cb);
-    if (rc < 0) {
-        listener_close(l);
-        return err_set(err, rc, "cannot listen on '%s': %s", path,
-            uv_strerror(rc));
-    }
+    if (rc < 0)
+        return listener_fail(l, rc, where, err);
     http_list_add_tail(&srv->listeners, &l->node);
     log_debug("listening on '%s'", path);
     return 0;
