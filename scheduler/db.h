@@ -1,9 +1,9 @@
 /*
  * db.h - every SQL statement of the scheduler, behind typed functions
  *
- * Only db.c and db_migrate.c include sqlite3.h. The database is opened in
- * WAL mode with foreign keys on; every statement is prepared once in
- * db_open.
+ * Only the store's own files (scheduler/db*.c, split by concern behind
+ * the private db_int.h) include sqlite3.h. The database is opened in WAL
+ * mode with foreign keys on; every statement is prepared once in db_open.
  *
  * Group commit: mutating functions begin a transaction lazily (BEGIN
  * IMMEDIATE) if none is open; db_txn_commit() ends it. The scheduler

@@ -4,8 +4,9 @@
  * A fresh database in a mkdtemp directory (WAL and reopen exercised, not
  * :memory:): migrate, insert and load a job and its attempt, reopen, and
  * refuse a database whose schema is newer than the binary. The test does
- * not include sqlite3.h (only db.c may); it sets PRAGMA user_version by
- * writing the database header (offset 60, big-endian) directly.
+ * not include sqlite3.h (only the store's scheduler/db*.c files may); it
+ * sets PRAGMA user_version by writing the database header (offset 60,
+ * big-endian) directly.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -387,6 +388,91 @@ test_fault_tolerance(void)
     }
 }
 
+struct walk_seen {
+    int rows;
+    int stop_at;                /* return 7 on this row (1-based); 0: never */
+    int64_t first_id;
+};
+
+static int
+walk_event(const struct db_event *ev, void *arg)
+{
+    struct walk_seen *w = arg;
+
+    if (w->rows++ == 0)
+        w->first_id = ev->id;
+    return w->rows == w->stop_at ? 7 : 0;
+}
+
+static int
+walk_job(struct job *job, void *arg)
+{
+    struct walk_seen *w = arg;
+
+    if (w->rows++ == 0)
+        w->first_id = job->id;
+    return w->rows == w->stop_at ? 7 : 0;
+}
+
+/* The row loop: a non-zero return stops a walk and comes back unchanged,
+ * and the statement is whole again for the next call, as it is after a
+ * failed write. */
+static void
+test_walks(void)
+{
+    struct walk_seen w = { 0, 1, 0 };
+    struct db_job_filter all = { .all = true };
+    struct err err;
+    struct db *db;
+    char *user = NULL, *role = NULL;
+
+    err_clear(&err);
+    db = db_open(path, true, &err);
+    ok(db != NULL, "open for the walks: %s", err.msg);
+    if (db == NULL)
+        return;
+    for (int i = 1; i <= 3; i++)
+        is_int(db_event_insert(db, 10 + i, "test", "job/9", "walked", NULL),
+            0, "insert event %d", i);
+    is_int(db_events_foreach(db, "job/9", 10, walk_event, &w), 7,
+        "a walk stopped by its callback returns what it returned");
+    is_int(w.rows, 1, "and saw no row after it");
+    memset(&w, 0, sizeof(w));
+    is_int(db_events_foreach(db, "job/9", 10, walk_event, &w), 0,
+        "the next walk of the same query runs");
+    is_int(w.rows, 3, "over every row");
+    memset(&w, 0, sizeof(w));
+    is_int(db_events_foreach(db, "job/9", 2, walk_event, &w), 0,
+        "a limited walk");
+    is_int(w.rows, 2, "sees only the limit");
+
+    memset(&w, 0, sizeof(w));
+    w.stop_at = 1;
+    is_int(db_jobs_foreach(db, &all, walk_job, &w), 7,
+        "a job walk stopped on its first row");
+    memset(&w, 0, sizeof(w));
+    is_int(db_jobs_foreach(db, &all, walk_job, &w), 0, "then walked whole");
+    is_int(w.rows, 2, "both jobs listed");
+    is_int(w.first_id, 2, "newest first");
+
+    is_int(db_token_insert(db, "abc", "eve", "user", 6), -EEXIST,
+        "a duplicate token is -EEXIST");
+    is_int(db_token_insert(db, "def", "carol", "user", 7), 0,
+        "the statement works after the failure");
+    is_int(db_txn_commit(db), 0, "commit");
+    is_int(db_token_lookup(db, "def", &user, &role), 0, "look it up");
+    is_str(user, "carol", "its own values, none left from the failure");
+    free(user);
+    free(role);
+    user = role = NULL;
+    is_int(db_token_lookup(db, "abc", &user, &role), 0,
+        "the first token is unchanged");
+    is_str(user, "bob", "its user kept");
+    free(user);
+    free(role);
+    db_close(db);
+}
+
 static void
 test_newer_refused(void)
 {
@@ -420,6 +506,7 @@ main(void)
     snprintf(path, sizeof(path), "%s/lockstep.db", dir);
     test_fresh();
     test_fault_tolerance();
+    test_walks();
     test_newer_refused();
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -1,0 +1,117 @@
+/*
+ * db_event.c - the store's event log and API tokens
+ *
+ * Events are the append-only audit log of what happened to a job or a
+ * node, with who did it and why; a state change and its event commit in
+ * the same transaction. Tokens are kept by hash only, with the user and
+ * role they stand for.
+ */
+#include "scheduler/db.h"
+#include "scheduler/db_int.h"
+
+#include <sqlite3.h>
+
+/* ---- events ------------------------------------------------------------- */
+
+static const char sql_event_insert[] =
+    "INSERT INTO events (time_ms, actor, subject, kind, detail) "
+    "VALUES (?1, ?2, ?3, ?4, ?5)";
+
+int
+db_event_insert(struct db *db, int64_t time_ms, const char *actor,
+    const char *subject, const char *kind, const char *detail)
+{
+    sqlite3_stmt *st = db->event_insert;
+
+    sqlite3_bind_int64(st, 1, time_ms);
+    db_bind_text(st, 2, actor);
+    db_bind_text(st, 3, subject);
+    db_bind_text(st, 4, kind);
+    db_bind_text(st, 5, detail ? detail : "{}");
+    return db_write(db, st, "event insert");
+}
+
+static const char sql_events_subject[] =
+    "SELECT id, time_ms, actor, subject, kind, detail FROM events "
+    "WHERE subject = ?1 ORDER BY id DESC LIMIT ?2";
+
+static int
+event_row(sqlite3_stmt *st, void *arg)
+{
+    struct db_walk *w = arg;
+    struct db_event ev = {
+        .id = sqlite3_column_int64(st, 0),
+        .time_ms = sqlite3_column_int64(st, 1),
+        .actor = db_col_text(st, 2),
+        .subject = db_col_text(st, 3),
+        .kind = db_col_text(st, 4),
+        .detail = db_col_text(st, 5),
+    };
+
+    return w->fn.event(&ev, w->arg);
+}
+
+int
+db_events_foreach(struct db *db, const char *subject, int limit,
+    db_event_fn *fn, void *arg)
+{
+    struct db_walk w = { .fn.event = fn, .arg = arg };
+
+    db_bind_text(db->events_subject, 1, subject);
+    sqlite3_bind_int(db->events_subject, 2, limit);
+    return db_rows(db, db->events_subject, "events list", event_row, &w);
+}
+
+/* ---- tokens ------------------------------------------------------------- */
+
+static const char sql_token_insert[] =
+    "INSERT INTO tokens (hash, user, role, created_ms) "
+    "VALUES (?1, ?2, ?3, ?4)";
+
+int
+db_token_insert(struct db *db, const char *hash, const char *user,
+    const char *role, int64_t created_ms)
+{
+    sqlite3_stmt *st = db->token_insert;
+
+    db_bind_text(st, 1, hash);
+    db_bind_text(st, 2, user);
+    db_bind_text(st, 3, role);
+    sqlite3_bind_int64(st, 4, created_ms);
+    return db_write(db, st, "token insert");
+}
+
+static const char sql_token_lookup[] =
+    "SELECT user, role FROM tokens WHERE hash = ?1";
+
+struct token_found {
+    char **user;
+    char **role;
+};
+
+static int
+token_row(sqlite3_stmt *st, void *arg)
+{
+    struct token_found *t = arg;
+
+    *t->user = db_col_strdup(st, 0);
+    *t->role = db_col_strdup(st, 1);
+    return 0;
+}
+
+int
+db_token_lookup(struct db *db, const char *hash, char **user, char **role)
+{
+    struct token_found t = { user, role };
+
+    db_bind_text(db->token_lookup, 1, hash);
+    return db_lookup(db, db->token_lookup, "token lookup", token_row, &t);
+}
+
+const struct db_stmt_def db_event_stmts[] = {
+    DB_STMT(event_insert, sql_event_insert),
+    DB_STMT(events_subject, sql_events_subject),
+    DB_STMT(token_insert, sql_token_insert),
+    DB_STMT(token_lookup, sql_token_lookup),
+    DB_STMT_END,
+};

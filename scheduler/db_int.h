@@ -1,0 +1,202 @@
+/*
+ * db_int.h - the store's private interface, shared by its files only
+ *
+ * The store (db.h) is split by concern, one file each:
+ *
+ *   db.c          open, close, pragmas, transactions, the statement
+ *                 table, the error mapper and the generic row loops
+ *   db_col.c      values in and out of columns: text binds, column
+ *                 copies, and the JSON text that lists and maps are
+ *                 stored as
+ *   db_node.c     nodes
+ *   db_job.c      jobs
+ *   db_attempt.c  attempts with their placements and ranks
+ *   db_ckpt.c     complete checkpoints and per-rank commits
+ *   db_blame.c    blame put on nodes, and its withdrawal
+ *   db_history.c  failure history (crash loops) and goodput rows
+ *   db_event.c    the event log and API tokens
+ *   db_migrate.c  schema migrations (needs none of this header)
+ *
+ * Only these files include sqlite3.h, and each does so itself: this header
+ * names SQLite's types by their struct tags, so nothing outside the store
+ * can reach SQLite through it. No file but the store's includes it.
+ *
+ * Every statement is prepared once in db_open, from the tables each
+ * concern file exports below, into a named slot of struct db; db_close
+ * finalizes them. A function uses a statement through these helpers, so
+ * that every exit resets it and clears its bindings (db_exec, db_write,
+ * db_rows, db_lookup, or db_done by hand).
+ *
+ * Threading: the loop thread only, like db.h.
+ */
+#ifndef SCHEDULER_DB_INT_H
+#define SCHEDULER_DB_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler/db.h"
+
+struct sqlite3_stmt;
+
+struct db {
+    struct sqlite3 *sq;
+    char *path;
+    bool in_txn;
+
+    /* db.c */
+    struct sqlite3_stmt *begin;
+    struct sqlite3_stmt *commit;
+    struct sqlite3_stmt *rollback;
+    struct sqlite3_stmt *user_version;
+    /* db_node.c */
+    struct sqlite3_stmt *node_insert;
+    struct sqlite3_stmt *node_update;
+    struct sqlite3_stmt *node_touch;
+    struct sqlite3_stmt *nodes_all;
+    /* db_job.c */
+    struct sqlite3_stmt *job_insert;
+    struct sqlite3_stmt *job_update;
+    struct sqlite3_stmt *job_get;
+    struct sqlite3_stmt *jobs_unfinished;
+    struct sqlite3_stmt *jobs_all;
+    struct sqlite3_stmt *jobs_live;
+    struct sqlite3_stmt *jobs_state;
+    struct sqlite3_stmt *jobs_user_all;
+    struct sqlite3_stmt *jobs_user_live;
+    struct sqlite3_stmt *jobs_user_state;
+    /* db_attempt.c */
+    struct sqlite3_stmt *attempt_insert;
+    struct sqlite3_stmt *placement_insert;
+    struct sqlite3_stmt *rank_insert;
+    struct sqlite3_stmt *attempt_update;
+    struct sqlite3_stmt *rank_update;
+    struct sqlite3_stmt *placement_release;
+    struct sqlite3_stmt *attempt_get;
+    struct sqlite3_stmt *attempts_job;
+    struct sqlite3_stmt *attempts_live;
+    struct sqlite3_stmt *placements_of;
+    struct sqlite3_stmt *ranks_of;
+    /* db_ckpt.c */
+    struct sqlite3_stmt *checkpoint_insert;
+    struct sqlite3_stmt *checkpoints_job;
+    struct sqlite3_stmt *commit_insert;
+    struct sqlite3_stmt *commits_attempt;
+    /* db_blame.c */
+    struct sqlite3_stmt *blame_insert;
+    struct sqlite3_stmt *blame_withdraw;
+    struct sqlite3_stmt *failure_unblame;
+    struct sqlite3_stmt *blame_node;
+    struct sqlite3_stmt *blame_job;
+    /* db_history.c */
+    struct sqlite3_stmt *failures_job;
+    struct sqlite3_stmt *placement_nodes;
+    struct sqlite3_stmt *goodput_all;
+    struct sqlite3_stmt *goodput_job;
+    /* db_event.c */
+    struct sqlite3_stmt *event_insert;
+    struct sqlite3_stmt *events_subject;
+    struct sqlite3_stmt *token_insert;
+    struct sqlite3_stmt *token_lookup;
+};
+
+/* ---- the statement table ------------------------------------------------ */
+
+/* One prepared statement: where it lives in struct db and its SQL text
+ * (a static const char[] next to the function that uses it). */
+struct db_stmt_def {
+    size_t offset;
+    const char *sql;
+};
+
+#define DB_STMT(field, text) { offsetof(struct db, field), text }
+#define DB_STMT_END { 0, NULL }
+
+/* Each concern file's statements, ended by DB_STMT_END; db_open prepares
+ * them all. */
+extern const struct db_stmt_def db_node_stmts[];
+extern const struct db_stmt_def db_job_stmts[];
+extern const struct db_stmt_def db_attempt_stmts[];
+extern const struct db_stmt_def db_ckpt_stmts[];
+extern const struct db_stmt_def db_blame_stmts[];
+extern const struct db_stmt_def db_history_stmts[];
+extern const struct db_stmt_def db_event_stmts[];
+
+/* ---- errors and stepping (db.c) ----------------------------------------- */
+
+/* Log a failure once, with its call-site label, sqlite3_errmsg and the
+ * extended code, and map rc to a negative errno as db.h says. */
+int db_fail(struct db *db, const char *label, int rc);
+
+/* Reset st and clear its bindings (a reset alone keeps them). */
+void db_done(struct sqlite3_stmt *st);
+
+/* Step a statement that returns no rows, then db_done it. 0, or
+ * db_fail's errno. */
+int db_exec(struct db *db, struct sqlite3_stmt *st, const char *label);
+
+/* A write: begin the iteration's transaction if none is open, then
+ * db_exec. The values may be bound before the call; st is reset and its
+ * bindings cleared on every path, a failed begin included. */
+int db_write(struct db *db, struct sqlite3_stmt *st, const char *label);
+
+/* Called with st on a row. Column text is valid only for the call: copy
+ * what is kept. A non-zero return stops the walk and is returned. */
+typedef int db_row_fn(struct sqlite3_stmt *st, void *arg);
+
+/* The one row loop. Step st (bound already) and call row for each row,
+ * until the rows end (0), row returns non-zero (that value) or a step
+ * fails (db_fail's errno, logged with label). st is reset and its
+ * bindings cleared on every path. */
+int db_rows(struct db *db, struct sqlite3_stmt *st, const char *label,
+    db_row_fn *row, void *arg);
+
+/* A lookup: like db_rows but for the first row only; -ENOENT, not
+ * logged, when there is none. */
+int db_lookup(struct db *db, struct sqlite3_stmt *st, const char *label,
+    db_row_fn *row, void *arg);
+
+/* A caller's callback and its argument, carried through db_rows (as its
+ * arg) to the row function that decodes each row and calls the member of
+ * fn that matches the query. */
+struct db_walk {
+    union {
+        db_job_fn *job;
+        db_checkpoint_fn *checkpoint;
+        db_commit_fn *commit;
+        db_blame_fn *blame;
+        db_goodput_fn *goodput;
+        db_event_fn *event;
+    } fn;
+    void *arg;
+};
+
+/* ---- values in and out of columns (db_col.c) ---------------------------- */
+
+/* Bind s as text ("" for NULL), copied. */
+void db_bind_text(struct sqlite3_stmt *st, int i, const char *s);
+/* Bind ?first and ?first+1 to an attempt's key (job id, attempt). */
+void db_bind_attempt_key(struct sqlite3_stmt *st, int first, int64_t job_id,
+    int attempt);
+
+/* The column's text, borrowed until the next step or reset ("" for
+ * NULL). */
+const char *db_col_text(struct sqlite3_stmt *st, int i);
+/* The column's text as a new string ("" for NULL); caller frees. */
+char *db_col_strdup(struct sqlite3_stmt *st, int i);
+bool db_col_is_null(struct sqlite3_stmt *st, int i);
+
+/* Lists and maps as JSON text. The encoders return a new string (caller
+ * frees). The decoders set *out to a new array with one spare zeroed
+ * element (so string vectors are NULL-terminated; caller frees it and,
+ * for strings, each element) and *n to its length; -EIO, with *out
+ * untouched, when text is not the expected JSON container. */
+char *db_json_int_array(const int *v, size_t n);
+char *db_json_kv(const struct proto_kv *kv, size_t n);
+char *db_json_strv(char *const *v, size_t n);
+int db_unjson_int_array(const char *text, int **out, size_t *n);
+int db_unjson_kv(const char *text, struct proto_kv **out, size_t *n);
+int db_unjson_strv(const char *text, char ***out, size_t *n);
+
+#endif

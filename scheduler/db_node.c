@@ -1,0 +1,139 @@
+/*
+ * db_node.c - the store's nodes
+ *
+ * A node row keeps what the scheduler must remember of a node across a
+ * restart: its resources, labels, cordon and reason, and health verdict.
+ * On load the node's state is computed again from those; of the stored
+ * state only "lost" is taken. last_seen_ms has its own statement, since
+ * a heartbeat writes nothing else.
+ */
+#include "scheduler/db.h"
+#include "scheduler/db_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <sqlite3.h>
+
+#include "common/log.h"
+
+static const char sql_node_insert[] =
+    "INSERT INTO nodes (name, state, reason, cordoned, addr, cpus, "
+    "memory_mb, gpus, labels, agent_id, unhealthy, health_reason, "
+    "registered_ms, last_seen_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+static const char sql_node_update[] =
+    "UPDATE nodes SET state = ?2, reason = ?3, cordoned = ?4, addr = ?5, "
+    "cpus = ?6, memory_mb = ?7, gpus = ?8, labels = ?9, agent_id = ?10, "
+    "unhealthy = ?11, health_reason = ?12 WHERE name = ?1";
+
+/* Bind the columns shared by insert and update (?1..?12). */
+static void
+node_bind(sqlite3_stmt *st, const struct node *node)
+{
+    char *gpus = db_json_int_array(node->gpus, node->ngpus);
+    char *labels = db_json_kv(node->labels, node->nlabels);
+
+    db_bind_text(st, 1, node->name);
+    db_bind_text(st, 2, node_state_str(node->state));
+    db_bind_text(st, 3, node->reason);
+    sqlite3_bind_int(st, 4, node->cordoned);
+    db_bind_text(st, 5, node->addr);
+    sqlite3_bind_int(st, 6, node->cpus);
+    sqlite3_bind_int64(st, 7, node->memory_mb);
+    db_bind_text(st, 8, gpus);
+    db_bind_text(st, 9, labels);
+    db_bind_text(st, 10, node->agent_id);
+    sqlite3_bind_int(st, 11, node->unhealthy);
+    db_bind_text(st, 12, node->health_reason);
+    free(gpus);
+    free(labels);
+}
+
+int
+db_node_insert(struct db *db, const struct node *node)
+{
+    node_bind(db->node_insert, node);
+    sqlite3_bind_int64(db->node_insert, 13, node->registered_ms);
+    sqlite3_bind_int64(db->node_insert, 14, node->last_seen_ms);
+    return db_write(db, db->node_insert, "node insert");
+}
+
+int
+db_node_update(struct db *db, const struct node *node)
+{
+    node_bind(db->node_update, node);
+    return db_write(db, db->node_update, "node update");
+}
+
+static const char sql_node_touch[] =
+    "UPDATE nodes SET last_seen_ms = ?2 WHERE name = ?1";
+
+int
+db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
+{
+    db_bind_text(db->node_touch, 1, name);
+    sqlite3_bind_int64(db->node_touch, 2, last_seen_ms);
+    return db_write(db, db->node_touch, "node touch");
+}
+
+static const char sql_nodes_all[] =
+    "SELECT name, state, reason, cordoned, addr, cpus, memory_mb, gpus, "
+    "labels, agent_id, registered_ms, last_seen_ms, unhealthy, "
+    "health_reason FROM nodes ORDER BY name";
+
+/* Replace *field, a string node_create set, with column i. */
+static void
+node_col_str(sqlite3_stmt *st, int i, char **field)
+{
+    free(*field);
+    *field = db_col_strdup(st, i);
+}
+
+/* A node from a row of sql_nodes_all, added to the table (arg). */
+static int
+node_row(sqlite3_stmt *st, void *arg)
+{
+    struct node *node = node_create(db_col_text(st, 0));
+    enum node_state state = NODE_STATE_UP;
+
+    node_state_parse(db_col_text(st, 1), &state);
+    node->lost = state == NODE_STATE_LOST;
+    node->unhealthy = sqlite3_column_int(st, 12) != 0;
+    node_col_str(st, 13, &node->health_reason);
+    node_col_str(st, 2, &node->reason);
+    node->cordoned = sqlite3_column_int(st, 3) != 0;
+    node_col_str(st, 4, &node->addr);
+    node->cpus = sqlite3_column_int(st, 5);
+    node->memory_mb = sqlite3_column_int64(st, 6);
+    node_col_str(st, 9, &node->agent_id);
+    node->registered_ms = sqlite3_column_int64(st, 10);
+    node->last_seen_ms = sqlite3_column_int64(st, 11);
+    node->last_seen_saved_ms = node->last_seen_ms;
+    if (db_unjson_int_array(db_col_text(st, 7), &node->gpus,
+            &node->ngpus) < 0 ||
+        db_unjson_kv(db_col_text(st, 8), &node->labels, &node->nlabels) < 0) {
+        log_error("database: node '%s' has malformed gpus or labels",
+            node->name);
+        node_destroy(node);
+        return -EIO;
+    }
+    node->state = node_state_compute(node);
+    node_table_add(arg, node);
+    return 0;
+}
+
+int
+db_nodes_load(struct db *db, struct node_table *t)
+{
+    return db_rows(db, db->nodes_all, "nodes load", node_row, t);
+}
+
+const struct db_stmt_def db_node_stmts[] = {
+    DB_STMT(node_insert, sql_node_insert),
+    DB_STMT(node_update, sql_node_update),
+    DB_STMT(node_touch, sql_node_touch),
+    DB_STMT(nodes_all, sql_nodes_all),
+    DB_STMT_END,
+};
