@@ -88,6 +88,44 @@ int proto_job_spec_validate(const struct proto_job_spec *spec,
     struct err *err);
 void proto_job_spec_release(struct proto_job_spec *spec);
 
+/* ---- states (proto_state.c) -------------------------------------------- */
+
+/* A job's state (docs/api.md "Job lifecycle"); the names are uppercase. */
+enum proto_job_state {
+    PROTO_JOB_PENDING,
+    PROTO_JOB_PLACED,
+    PROTO_JOB_RUNNING,
+    PROTO_JOB_RESTARTING,
+    PROTO_JOB_SUCCEEDED,
+    PROTO_JOB_FAILED,
+    PROTO_JOB_CANCELLED,
+};
+#define PROTO_JOB_STATE_COUNT 7
+
+/* One start of a job. */
+enum proto_attempt_state {
+    PROTO_ATTEMPT_STARTING,
+    PROTO_ATTEMPT_RUNNING,
+    PROTO_ATTEMPT_SUCCEEDED,
+    PROTO_ATTEMPT_FAILED,
+    PROTO_ATTEMPT_CANCELLED,
+};
+#define PROTO_ATTEMPT_STATE_COUNT 5
+
+/* "PENDING", ... exactly as the API and the database spell them;
+ * "UNKNOWN" out of range. _parse: 0, or -EINVAL for an unknown name. */
+const char *proto_job_state_str(enum proto_job_state s);
+int proto_job_state_parse(const char *s, enum proto_job_state *out);
+/* SUCCEEDED, FAILED and CANCELLED are final. */
+bool proto_job_state_finished(enum proto_job_state s);
+/* PENDING or RESTARTING: waiting in the queue for a placement. */
+bool proto_job_state_queued(enum proto_job_state s);
+
+const char *proto_attempt_state_str(enum proto_attempt_state s);
+int proto_attempt_state_parse(const char *s, enum proto_attempt_state *out);
+/* STARTING or RUNNING. */
+bool proto_attempt_state_active(enum proto_attempt_state s);
+
 /* ---- rank status: part of the node report ----------------------------- */
 
 enum proto_rank_state {
@@ -110,6 +148,8 @@ int proto_progress_parse(const char *s, enum proto_progress *out);
 
 const char *proto_rank_state_str(enum proto_rank_state s);
 int proto_rank_state_parse(const char *s, enum proto_rank_state *out);
+/* EXITED or LOST: the rank's end is known. */
+bool proto_rank_state_final(enum proto_rank_state s);
 
 struct proto_rank_status {
     int rank;
@@ -163,6 +203,28 @@ int proto_node_report_from_json(const cJSON *json,
     struct proto_node_report *rep, struct err *err);
 cJSON *proto_node_report_to_json(const struct proto_node_report *rep);
 void proto_node_report_release(struct proto_node_report *rep);
+
+/* ---- the scheduler's reply to a node report ----------------------------- */
+
+/* The lease the scheduler may grant supervisors (milliseconds). */
+#define PROTO_LEASE_MIN_MS 100
+#define PROTO_LEASE_MAX_MS 3600000
+#define PROTO_HEARTBEAT_MIN_MS 100
+#define PROTO_HEARTBEAT_MAX_MS 60000
+
+struct proto_status_reply {
+    int64_t heartbeat_ms;       /* the status interval to keep */
+    uint64_t gen;               /* the node's desired-state generation */
+    int64_t lease_ms;           /* every supervisor's lease, from the send */
+};
+
+/* Includes "version". */
+cJSON *proto_status_reply_to_json(const struct proto_status_reply *r);
+/* Unknown fields are tolerated (a newer scheduler may add some); gen is
+ * required; an absent heartbeat_ms or lease_ms leaves r's value (the
+ * caller's default) as it is. */
+int proto_status_reply_from_json(const cJSON *json,
+    struct proto_status_reply *r, struct err *err);
 
 /* ---- launch and work: GET /v1/agent/work ------------------------------ */
 

@@ -1,0 +1,157 @@
+/*
+ * proto_state.c - the states of jobs, attempts and ranks, by name
+ *
+ * The names are the ones the API, the database and the CLI use (docs/
+ * api.md); the scheduler's transition tables (scheduler/job.c) and the
+ * CLI's formatting both work from these, so a state is spelled in one
+ * place.
+ */
+#include "proto.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+static const char *const job_state_names[PROTO_JOB_STATE_COUNT] = {
+    [PROTO_JOB_PENDING] = "PENDING",
+    [PROTO_JOB_PLACED] = "PLACED",
+    [PROTO_JOB_RUNNING] = "RUNNING",
+    [PROTO_JOB_RESTARTING] = "RESTARTING",
+    [PROTO_JOB_SUCCEEDED] = "SUCCEEDED",
+    [PROTO_JOB_FAILED] = "FAILED",
+    [PROTO_JOB_CANCELLED] = "CANCELLED",
+};
+
+static const char *const attempt_state_names[PROTO_ATTEMPT_STATE_COUNT] = {
+    [PROTO_ATTEMPT_STARTING] = "STARTING",
+    [PROTO_ATTEMPT_RUNNING] = "RUNNING",
+    [PROTO_ATTEMPT_SUCCEEDED] = "SUCCEEDED",
+    [PROTO_ATTEMPT_FAILED] = "FAILED",
+    [PROTO_ATTEMPT_CANCELLED] = "CANCELLED",
+};
+
+/* Index of s in names[0..n), or -EINVAL. */
+static int
+name_index(const char *const *names, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0)
+            return (int)i;
+    }
+    return -EINVAL;
+}
+
+const char *
+proto_job_state_str(enum proto_job_state s)
+{
+    if ((unsigned)s >= PROTO_JOB_STATE_COUNT)
+        return "UNKNOWN";
+    return job_state_names[s];
+}
+
+int
+proto_job_state_parse(const char *s, enum proto_job_state *out)
+{
+    int i = name_index(job_state_names, PROTO_JOB_STATE_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum proto_job_state)i;
+    return 0;
+}
+
+bool
+proto_job_state_finished(enum proto_job_state s)
+{
+    return s == PROTO_JOB_SUCCEEDED || s == PROTO_JOB_FAILED ||
+           s == PROTO_JOB_CANCELLED;
+}
+
+bool
+proto_job_state_queued(enum proto_job_state s)
+{
+    return s == PROTO_JOB_PENDING || s == PROTO_JOB_RESTARTING;
+}
+
+const char *
+proto_attempt_state_str(enum proto_attempt_state s)
+{
+    if ((unsigned)s >= PROTO_ATTEMPT_STATE_COUNT)
+        return "UNKNOWN";
+    return attempt_state_names[s];
+}
+
+int
+proto_attempt_state_parse(const char *s, enum proto_attempt_state *out)
+{
+    int i = name_index(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum proto_attempt_state)i;
+    return 0;
+}
+
+bool
+proto_attempt_state_active(enum proto_attempt_state s)
+{
+    return s == PROTO_ATTEMPT_STARTING || s == PROTO_ATTEMPT_RUNNING;
+}
+
+static const char *const rank_state_names[] = {
+    [PROTO_RANK_PENDING] = "pending",
+    [PROTO_RANK_RUNNING] = "running",
+    [PROTO_RANK_EXITED] = "exited",
+    [PROTO_RANK_LOST] = "lost",
+};
+
+const char *
+proto_rank_state_str(enum proto_rank_state s)
+{
+    if ((size_t)s >= ARRAY_SIZE(rank_state_names))
+        return "unknown";
+    return rank_state_names[s];
+}
+
+int
+proto_rank_state_parse(const char *s, enum proto_rank_state *out)
+{
+    int i = name_index(rank_state_names, ARRAY_SIZE(rank_state_names), s);
+
+    if (i < 0)
+        return i;
+    *out = (enum proto_rank_state)i;
+    return 0;
+}
+
+bool
+proto_rank_state_final(enum proto_rank_state s)
+{
+    return s == PROTO_RANK_EXITED || s == PROTO_RANK_LOST;
+}
+
+static const char *const progress_names[] = {
+    [PROTO_PROGRESS_NONE] = "none",
+    [PROTO_PROGRESS_STEP] = "step",
+    [PROTO_PROGRESS_OUTPUT] = "output",
+};
+
+const char *
+proto_progress_str(enum proto_progress p)
+{
+    if ((size_t)p >= ARRAY_SIZE(progress_names))
+        return "unknown";
+    return progress_names[p];
+}
+
+int
+proto_progress_parse(const char *s, enum proto_progress *out)
+{
+    int i = name_index(progress_names, ARRAY_SIZE(progress_names), s);
+
+    if (i < 0)
+        return i;
+    *out = (enum proto_progress)i;
+    return 0;
+}
