@@ -1,12 +1,5 @@
 /*
- * api.c - route table, authentication and error mapping for the HTTP API
- *
- * A request is matched against the table by path pattern ("{}" matches one
- * non-empty segment, handed to the handler as r->arg), then by method: a
- * known path with another method is 405, an unknown path 404. The route's
- * flags say which credential it needs (none, a user's, an operator's, an
- * agent's). The handler returns 0 or a negative errno with a message, and
- * api_error() is the one place that maps errno to an HTTP status.
+ * api.c - route table, authentication, listeners (api.h)
  */
 #include "scheduler/api.h"
 
@@ -15,11 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "scheduler/api_agent.h"
+#include "scheduler/api_jobs.h"
+#include "scheduler/api_logs.h"
+#include "scheduler/api_nodes.h"
+#include "scheduler/api_req.h"
+#include "scheduler/api_stats.h"
+#include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
-#include "scheduler/db.h"
 
 enum api_route_flags {
     API_PUBLIC = (1 << 0),      /* no credential */
@@ -56,6 +54,12 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/agent/logs", api_agent_logs, API_AGENT },
 };
 
+struct api_close_ctx {
+    struct api *api;
+    void (*done)(void *);
+    void *arg;
+};
+
 /* Match path against pattern; the {} segment (at most one) goes to arg. */
 static bool
 api_match(const char *pattern, const char *path, char *arg, size_t arglen)
@@ -84,209 +88,232 @@ api_match(const char *pattern, const char *path, char *arg, size_t arglen)
     return *pattern == '\0' && *path == '\0';
 }
 
-/* The stable code word for a 400 from the validator's message. */
-static const char *
-api_bad_request_word(const char *msg)
+/* The route of req, or NULL with resp set to 404 or 405. */
+static const struct api_route *
+api_route_find(const struct http_req *req, struct http_resp *resp,
+    char *segment, size_t len)
 {
-    if (strncmp(msg, "invalid JSON", 12) == 0)
-        return "invalid_json";
-    if (strncmp(msg, "unknown field", 13) == 0)
-        return "unknown_field";
-    if (strncmp(msg, "missing field", 13) == 0)
-        return "missing_field";
-    if (strncmp(msg, "field ", 6) == 0)
-        return "invalid_field";
-    return "bad_request";
-}
+    bool path_known = false;
 
-void
-api_error(struct http_resp *resp, int rc, const struct err *err)
-{
-    const char *msg = err && err->msg[0] ? err->msg : NULL;
-
-    switch (rc) {
-    case -EINVAL:
-        http_resp_error(resp, 400, api_bad_request_word(msg ? msg : ""),
-            "%s", msg ? msg : "bad request");
-        break;
-    case -EACCES:
-        http_resp_error(resp, 401, "unauthorized", "%s",
-            msg ? msg : "no or bad credential");
-        break;
-    case -EPERM:
-        http_resp_error(resp, 403, "forbidden", "%s",
-            msg ? msg : "not allowed");
-        break;
-    case -ENOENT:
-        http_resp_error(resp, 404, "not_found", "%s",
-            msg ? msg : "not found");
-        break;
-    case -EEXIST:
-    case -EALREADY:
-        http_resp_error(resp, 409, "conflict", "%s", msg ? msg : "conflict");
-        break;
-    case -E2BIG:
-    case -EMSGSIZE:
-        http_resp_error(resp, 413, "too_large", "%s",
-            msg ? msg : "request too large");
-        break;
-    case -EIO:
-    case -ENOSPC:
-    case -EROFS:
-    case -EBUSY:
-    case -EAGAIN:
-        http_resp_error(resp, 503, "unavailable",
-            "the database cannot accept changes now; nothing was accepted");
-        break;
-    default:
-        http_resp_error(resp, 500, "internal", "%s",
-            msg ? msg : "internal error");
-        break;
+    for (size_t i = 0; i < ARRAY_SIZE(api_routes); i++) {
+        if (!api_match(api_routes[i].path, req->path, segment, len))
+            continue;
+        path_known = true;
+        if (strcmp(api_routes[i].method, req->method) == 0)
+            return &api_routes[i];
     }
+    if (path_known)
+        http_resp_error(resp, 405, "method_not_allowed",
+            "%s is not allowed on %s", req->method, req->path);
+    else
+        http_resp_error(resp, 404, "not_found", "no such endpoint: %s",
+            req->path);
+    return NULL;
 }
 
-void
+/* Identify the requester as the route requires. */
+static int
+api_authenticate(struct schedd *sd, const struct api_route *route,
+    struct api_req *r, struct err *err)
+{
+    const struct http_req *req = r->http;
+    int rc;
+
+    if ((route->flags & API_AGENT) ||
+        ((route->flags & API_AGENT_TOO) && req->authorization &&
+            strncmp(req->authorization, "Agent ", 6) == 0))
+        rc = auth_agent(sd, req, &r->who, err);
+    else if (route->flags & API_PUBLIC)
+        rc = 0;
+    else
+        rc = auth_user(sd, req, &r->who, err);
+    if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator)
+        rc = err_set(err, -EPERM, "this needs the operator role");
+    return rc;
+}
+
+static void
 api_handle(struct http_req *req, struct http_resp *resp, void *arg)
 {
-    struct schedd *sd = arg;
-    const struct api_route *route = NULL;
-    struct api_req r;
+    struct api *api = arg;
+    struct schedd *sd = api->sd;
+    const struct api_route *route;
+    struct api_req r = { .api = api, .http = req };
     struct err err;
     char segment[256];
-    bool path_known = false;
     int rc;
 
     err_clear(&err);
-    memset(&r, 0, sizeof(r));
-    r.http = req;
-    /* Every reply waits for the iteration's commit (see api.h). */
+    /* Every reply waits for the iteration's commit (api_req.h). */
     resp->durable = true;
-    for (size_t i = 0; i < ARRAY_SIZE(api_routes); i++) {
-        if (!api_match(api_routes[i].path, req->path, segment,
-                sizeof(segment)))
-            continue;
-        path_known = true;
-        if (strcmp(api_routes[i].method, req->method) == 0) {
-            route = &api_routes[i];
-            break;
-        }
-    }
-    if (route == NULL) {
-        if (path_known)
-            http_resp_error(resp, 405, "method_not_allowed",
-                "%s is not allowed on %s", req->method, req->path);
-        else
-            http_resp_error(resp, 404, "not_found", "no such endpoint: %s",
-                req->path);
+    if ((route = api_route_find(req, resp, segment, sizeof(segment))) == NULL)
         return;
-    }
     if (!schedd_available(sd)) {
         http_resp_error(resp, 503, "unavailable",
             "the scheduler is reloading its state; retry");
         return;
     }
     r.arg = segment[0] ? segment : NULL;
-    if ((route->flags & API_AGENT) ||
-        ((route->flags & API_AGENT_TOO) && req->authorization &&
-            strncmp(req->authorization, "Agent ", 6) == 0))
-        rc = auth_agent(sd, req, &r.who, &err);
-    else if (route->flags & API_PUBLIC)
-        rc = 0;
-    else
-        rc = auth_user(sd, req, &r.who, &err);
-    if (rc == 0 && (route->flags & API_OPERATOR) && !r.who.operator)
-        rc = err_set(&err, -EPERM, "this needs the operator role");
-    if (rc == 0)
+    if ((rc = api_authenticate(sd, route, &r, &err)) == 0)
         rc = route->handler(sd, &r, resp, &err);
-    if (rc < 0) {
-        /* A handler that wrote to the database and then failed leaves the
-         * iteration failed (schedd_db_error); its reply is the 503. */
-        if (!schedd_available(sd) && rc != -EINVAL)
-            rc = -EIO;
-        api_error(resp, rc, &err);
-        if (resp->status >= 500)
-            log_warn("%s %s: %s", req->method, req->path, err.msg);
-        else
-            log_debug("%s %s: %d %s", req->method, req->path, resp->status,
-                err.msg);
-    }
-}
-
-int
-api_flush(void *arg)
-{
-    return schedd_flush(arg);
-}
-
-int
-api_body_json(const struct http_req *req, cJSON **out, struct err *err)
-{
-    int rc = jsonx_parse(req->body, req->body_len, out, err);
-
-    if (rc < 0)
-        return rc;
-    if (!cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        return err_set(err, -EINVAL,
-            "invalid JSON: the body must be a JSON object");
-    }
-    return 0;
-}
-
-int
-api_query_int(const struct http_req *req, const char *key, int64_t min,
-    int64_t max, int64_t *out, struct err *err)
-{
-    char buf[32];
-    char *end = NULL;
-    long long v;
-
-    if (http_query_get(req, key, buf, sizeof(buf)) == NULL) {
-        /* Absent, or too long to be a number we accept. */
-        char big[1024];
-
-        if (http_query_get(req, key, big, sizeof(big)) == NULL)
-            return -ENOENT;
-        return err_set(err, -EINVAL,
-            "query parameter '%s': '%.20s...' is not an integer", key, big);
-    }
-    errno = 0;
-    v = strtoll(buf, &end, 10);
-    if (buf[0] == '\0' || errno != 0 || *end != '\0')
-        return err_set(err, -EINVAL,
-            "query parameter '%s': '%s' is not an integer", key, buf);
-    if (v < min || v > max)
-        return err_set(err, -EINVAL,
-            "query parameter '%s': must be between %lld and %lld", key,
-            (long long)min, (long long)max);
-    *out = v;
-    return 0;
+    if (rc == 0)
+        return;
+    /* A handler that wrote to the database and then failed leaves the
+     * iteration failed (schedd_db_error); its reply is the 503. */
+    if (!schedd_available(sd) && rc != -EINVAL)
+        rc = -EIO;
+    api_req_error(resp, rc, &err);
+    if (resp->status >= 500)
+        log_warn("%s %s: %s", req->method, req->path, err.msg);
+    else
+        log_debug("%s %s: %d %s", req->method, req->path, resp->status,
+            err.msg);
 }
 
 static int
-api_event_add(const struct db_event *ev, void *arg)
+api_flush(void *arg)
 {
-    cJSON *arr = arg;
-    cJSON *o = cJSON_CreateObject();
-    cJSON *detail = cJSON_Parse(ev->detail);
+    struct api *api = arg;
 
-    jsonx_add_int(o, "id", ev->id);
-    jsonx_add_int(o, "time_ms", ev->time_ms);
-    jsonx_add_str(o, "actor", ev->actor);
-    jsonx_add_str(o, "subject", ev->subject);
-    jsonx_add_str(o, "kind", ev->kind);
-    cJSON_AddItemToObject(o, "detail",
-        detail ? detail : cJSON_CreateObject());
-    cJSON_AddItemToArray(arr, o);
+    return schedd_flush(api->sd);
+}
+
+/* ---- hooks -------------------------------------------------------------- */
+
+static void
+api_node_changed_hook(struct schedd *sd, struct node *node, void *arg)
+{
+    (void)sd;
+    api_agent_wake(arg, node);
+}
+
+static void
+api_model_reset_hook(struct schedd *sd, void *arg)
+{
+    (void)sd;
+    api_agent_abort_all(arg);
+}
+
+/* ---- create / close ----------------------------------------------------- */
+
+/* Write the bound port to path atomically (readers poll for the file). */
+static int
+api_write_port_file(const char *path, int port, struct err *err)
+{
+    char *tmp = xasprintf("%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = 0;
+
+    if (f == NULL) {
+        rc = err_set(err, -errno, "cannot write port file '%s': %s", tmp,
+            strerror(errno));
+    } else {
+        fprintf(f, "%d\n", port);
+        if (fclose(f) != 0)
+            rc = err_set(err, -EIO, "cannot write port file '%s'", tmp);
+        else if (rename(tmp, path) < 0)
+            rc = err_set(err, -errno, "cannot rename '%s' to '%s': %s", tmp,
+                path, strerror(errno));
+    }
+    free(tmp);
+    return rc;
+}
+
+static bool
+opt_set(const char *s)
+{
+    return s && s[0];
+}
+
+static int
+api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
+{
+    int bound = 0, rc;
+
+    if (opt_set(opts->socket_path) &&
+        (rc = http_server_listen_unix(api->http, opts->socket_path, err)) < 0)
+        return rc;
+    if (opt_set(opts->listen_host)) {
+        rc = http_server_listen_tcp(api->http, opts->listen_host,
+            opts->listen_port, &bound, err);
+        if (rc < 0)
+            return rc;
+        if (opt_set(opts->port_file) &&
+            (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
+            return rc;
+    }
+    log_notice("lockstepd started: tcp=%s:%d socket=%s state_dir=%s",
+        opt_set(opts->listen_host) ? opts->listen_host : "-", bound,
+        opt_set(opts->socket_path) ? opts->socket_path : "-",
+        api->sd->state_dir);
     return 0;
 }
 
-cJSON *
-api_events_json(struct schedd *sd, const char *subject, int limit, int *rc)
+static void
+api_free(struct api *api)
 {
-    cJSON *arr = cJSON_CreateArray();
+    if (api->sd->hooks.arg == api) {
+        api->sd->hooks.node_changed = NULL;
+        api->sd->hooks.model_reset = NULL;
+        api->sd->hooks.arg = NULL;
+    }
+    free(api->waiters);
+    free(api);
+}
 
-    *rc = db_events_foreach(sd->db, subject, limit, api_event_add, arr);
-    return arr;
+static void
+api_abandon_cb(void *arg)
+{
+    api_free(arg);
+}
+
+struct api *
+api_create(struct schedd *sd, const struct schedd_opts *opts,
+    struct err *err)
+{
+    struct http_server_opts hopts = {
+        .max_body = opts->max_body,
+        .idle_timeout_ms = 0,
+    };
+    struct api *api = xcalloc(1, sizeof(*api));
+
+    api->sd = sd;
+    api->http = http_server_create(sd->loop, &hopts, api_handle, api_flush,
+        api, err);
+    if (api->http == NULL) {
+        free(api);
+        return NULL;
+    }
+    if (api_listen(api, opts, err) < 0) {
+        http_server_close(api->http, api_abandon_cb, api);
+        return NULL;
+    }
+    sd->hooks.node_changed = api_node_changed_hook;
+    sd->hooks.model_reset = api_model_reset_hook;
+    sd->hooks.arg = api;
+    return api;
+}
+
+static void
+api_closed_cb(void *arg)
+{
+    struct api_close_ctx *ctx = arg;
+    void (*done)(void *) = ctx->done;
+    void *done_arg = ctx->arg;
+
+    api_free(ctx->api);
+    free(ctx);
+    if (done)
+        done(done_arg);
+}
+
+void
+api_close(struct api *api, void (*done)(void *), void *arg)
+{
+    struct api_close_ctx *ctx = xcalloc(1, sizeof(*ctx));
+
+    ctx->api = api;
+    ctx->done = done;
+    ctx->arg = arg;
+    http_server_close(api->http, api_closed_cb, ctx);
 }

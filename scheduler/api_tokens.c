@@ -1,21 +1,14 @@
 /*
- * api_tokens.c - health, whoami and bearer tokens
- *
- * Tokens are shown once, at creation; only their SHA-256 is stored, so a
- * stolen database does not hand out credentials.
+ * api_tokens.c - health, whoami and bearer tokens (api_tokens.h)
  */
-#include "scheduler/api.h"
+#include "scheduler/api_tokens.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cred.h"
 #include "common/jsonx.h"
-#include "common/log.h"
-#include "common/timeid.h"
 #include "common/xalloc.h"
-#include "scheduler/db.h"
 #include "version.h"
 
 int
@@ -42,65 +35,56 @@ api_whoami_get(struct schedd *sd, const struct api_req *r,
     return 0;
 }
 
+/* {"version":1,"user":"...","role":"user|operator"}; caller frees. */
+static int
+token_body(const struct api_req *r, char **user, char **role,
+    struct err *err)
+{
+    static const char *const keys[] = { "version", "user", "role", NULL };
+    cJSON *json = NULL;
+    int rc;
+
+    if ((rc = api_req_body(r, &json, err)) < 0 ||
+        (rc = jsonx_check_keys(json, keys, err)) < 0 ||
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
+        (rc = jsonx_get_str(json, "user", true, AUTH_USER_MAX, user,
+             err)) < 0 ||
+        (rc = jsonx_get_str(json, "role", false, 16, role, err)) < 0) {
+        cJSON_Delete(json);
+        return rc;
+    }
+    cJSON_Delete(json);
+    if (!proto_valid_name(*user, AUTH_USER_MAX))
+        return err_set(err, -EINVAL, "field 'user': '%.40s' is not a valid "
+            "user name", *user);
+    if (*role == NULL)
+        *role = xstrdup("user");
+    if (strcmp(*role, "user") != 0 && strcmp(*role, "operator") != 0)
+        return err_set(err, -EINVAL,
+            "field 'role': must be \"user\" or \"operator\", got '%s'", *role);
+    return 0;
+}
+
 int
 api_tokens_create(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
-    static const char *const keys[] = { "version", "user", "role", NULL };
-    char hash[CRED_HEX_LEN + 1];
     char *user = NULL, *role = NULL, *token = NULL;
-    char subject[API_USER_MAX + 8];
-    cJSON *json = NULL, *o, *detail;
+    cJSON *o;
     int rc;
 
-    if ((rc = api_body_json(r->http, &json, err)) < 0 ||
-        (rc = jsonx_check_keys(json, keys, err)) < 0 ||
-        (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
-        (rc = jsonx_get_str(json, "user", true, API_USER_MAX, &user,
-             err)) < 0 ||
-        (rc = jsonx_get_str(json, "role", false, 16, &role, err)) < 0)
-        goto out;
-    if (!proto_valid_name(user, API_USER_MAX)) {
-        rc = err_set(err, -EINVAL, "field 'user': '%.40s' is not a valid "
-            "user name", user);
-        goto out;
-    }
-    if (role == NULL)
-        role = xstrdup("user");
-    if (strcmp(role, "user") != 0 && strcmp(role, "operator") != 0) {
-        rc = err_set(err, -EINVAL,
-            "field 'role': must be \"user\" or \"operator\", got '%s'", role);
-        goto out;
-    }
-    token = cred_token_new();
-    if (token == NULL) {
-        rc = err_set(err, -EIO, "cannot generate a token");
-        goto out;
-    }
-    cred_sha256_hex(token, hash);
-    rc = db_token_insert(sd->db, hash, user, role, timeid_now_ms());
-    if (rc < 0) {
-        schedd_db_error(sd, rc);
-        goto out;
-    }
-    snprintf(subject, sizeof(subject), "user/%s", user);
-    detail = cJSON_CreateObject();
-    jsonx_add_str(detail, "role", role);
-    rc = schedd_event(sd, r->who.user, subject, "token_created", detail);
-    if (rc < 0)
-        goto out;
-    log_info("token created user=%s role=%s by=%s", user, role, r->who.user);
-    o = cJSON_CreateObject();
-    jsonx_add_str(o, "token", token);
-    jsonx_add_str(o, "user", user);
-    jsonx_add_str(o, "role", role);
-    http_resp_json(resp, 201, o);
-out:
-    if (token)
+    if ((rc = token_body(r, &user, &role, err)) == 0 &&
+        (rc = auth_token_create(sd, user, role, r->who.user, &token,
+             err)) == 0) {
+        o = cJSON_CreateObject();
+        jsonx_add_str(o, "token", token);
+        jsonx_add_str(o, "user", user);
+        jsonx_add_str(o, "role", role);
+        http_resp_json(resp, 201, o);
         explicit_bzero(token, strlen(token));
+    }
     free(token);
     free(user);
     free(role);
-    cJSON_Delete(json);
     return rc;
 }

@@ -20,7 +20,7 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
 
     a->job_id = job_id;
     a->num = num;
-    a->state = ATTEMPT_STATE_STARTING;
+    a->state = PROTO_ATTEMPT_STARTING;
     a->reason = xstrdup("");
     a->master_addr = xstrdup("");
     a->resume_step = -1;

@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "common/proto.h"
-#include "scheduler/job.h"
 #include "scheduler/policy.h"
 
+struct job;
 struct node;
 
 struct placement {
@@ -73,7 +73,7 @@ struct attempt_tally {
 struct attempt {
     int64_t job_id;
     int num;                    /* attempt number, 1-based */
-    enum attempt_state state;
+    enum proto_attempt_state state;
     char *reason;               /* never NULL */
     int64_t start_ms;
     int64_t end_ms;

@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "common/cred.h"
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
 #include "common/proto.h"
 #include "scheduler/db.h"
 
@@ -49,7 +52,7 @@ auth_scheme(const char *header, const char *scheme)
 
 int
 auth_user(struct schedd *sd, const struct http_req *req,
-    struct api_ident *who, struct err *err)
+    struct auth_ident *who, struct err *err)
 {
     char hash[CRED_HEX_LEN + 1];
     char *user = NULL, *role = NULL;
@@ -83,7 +86,7 @@ auth_user(struct schedd *sd, const struct http_req *req,
 
 int
 auth_agent(struct schedd *sd, const struct http_req *req,
-    struct api_ident *who, struct err *err)
+    struct auth_ident *who, struct err *err)
 {
     char mac[CRED_HEX_LEN + 1];
     char node[PROTO_NODE_NAME_MAX + 1];
@@ -109,5 +112,36 @@ auth_agent(struct schedd *sd, const struct http_req *req,
             node);
     who->agent = true;
     snprintf(who->node, sizeof(who->node), "%s", node);
+    return 0;
+}
+
+int
+auth_token_create(struct schedd *sd, const char *user, const char *role,
+    const char *actor, char **token, struct err *err)
+{
+    char hash[CRED_HEX_LEN + 1];
+    char subject[AUTH_USER_MAX + 8];
+    cJSON *detail;
+    int rc;
+
+    *token = cred_token_new();
+    if (*token == NULL)
+        return err_set(err, -EIO, "cannot generate a token");
+    cred_sha256_hex(*token, hash);
+    rc = schedd_db_check(sd, db_token_insert(sd->db, hash, user, role,
+        timeid_now_ms()));
+    if (rc == 0) {
+        snprintf(subject, sizeof(subject), "user/%s", user);
+        detail = cJSON_CreateObject();
+        jsonx_add_str(detail, "role", role);
+        rc = schedd_event(sd, actor, subject, "token_created", detail);
+    }
+    if (rc < 0) {
+        explicit_bzero(*token, strlen(*token));
+        free(*token);
+        *token = NULL;
+        return rc;
+    }
+    log_info("token created user=%s role=%s by=%s", user, role, actor);
     return 0;
 }

@@ -15,17 +15,35 @@
 #ifndef SCHEDULER_AUTH_H
 #define SCHEDULER_AUTH_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "scheduler/api.h"
+#include "common/proto.h"
+#include "scheduler/http.h"
+#include "scheduler/schedd.h"
+
+#define AUTH_USER_MAX 64
+
+/* Who sent a request. */
+struct auth_ident {
+    char user[AUTH_USER_MAX + 1];       /* "" for agents and public routes */
+    bool operator;
+    bool agent;
+    char node[PROTO_NODE_NAME_MAX + 1]; /* agents: the authenticated node */
+};
 
 /* Identify a user (not an agent). */
 int auth_user(struct schedd *sd, const struct http_req *req,
-    struct api_ident *who, struct err *err);
+    struct auth_ident *who, struct err *err);
 /* Identify an agent by its Agent credential. */
 int auth_agent(struct schedd *sd, const struct http_req *req,
-    struct api_ident *who, struct err *err);
+    struct auth_ident *who, struct err *err);
+/* A new bearer token for user with role ("user" or "operator"), created
+ * by actor: only its SHA-256 is stored (event token_created). *token:
+ * caller frees (after wiping it). */
+int auth_token_create(struct schedd *sd, const char *user, const char *role,
+    const char *actor, char **token, struct err *err);
 /* The user name of uid into buf ("uid<N>" when it has none). */
 void auth_uid_name(uid_t uid, char *buf, size_t len);
 

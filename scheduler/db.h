@@ -81,7 +81,7 @@ int db_jobs_load_unfinished(struct db *db, struct job_table *t);
 struct db_job_filter {
     const char *user;           /* NULL: every user */
     bool has_state;
-    enum job_state state;
+    enum proto_job_state state;
     bool all;                   /* false: only unfinished jobs */
 };
 
@@ -204,7 +204,7 @@ void db_failure_rows_free(struct db_failure_row *v, size_t n);
 struct db_goodput_row {
     int64_t job_id;
     int attempt;
-    enum attempt_state state;
+    enum proto_attempt_state state;
     int64_t start_ms;
     int64_t running_ms;
     int64_t end_ms;
@@ -216,7 +216,7 @@ struct db_goodput_row {
     int64_t resumed_ckpt_ms;    /* attempt that completed it and when */
     int last_ckpt_attempt;      /* the job's highest complete checkpoint */
     int64_t last_ckpt_ms;
-    enum job_state job_state;
+    enum proto_job_state job_state;
     int64_t job_end_ms;
     int world_size;
 };

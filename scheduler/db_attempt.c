@@ -97,7 +97,7 @@ db_attempt_insert(struct db *db, const struct attempt *a)
     int rc;
 
     db_bind_attempt_key(st, 1, a->job_id, a->num);
-    db_bind_text(st, 3, attempt_state_str(a->state));
+    db_bind_text(st, 3, proto_attempt_state_str(a->state));
     db_bind_text(st, 4, a->reason);
     sqlite3_bind_int64(st, 5, a->start_ms);
     sqlite3_bind_int64(st, 6, a->end_ms);
@@ -133,7 +133,7 @@ db_attempt_update(struct db *db, const struct attempt *a)
     sqlite3_stmt *st = db->attempt_update;
 
     db_bind_attempt_key(st, 1, a->job_id, a->num);
-    db_bind_text(st, 3, attempt_state_str(a->state));
+    db_bind_text(st, 3, proto_attempt_state_str(a->state));
     db_bind_text(st, 4, a->reason);
     sqlite3_bind_int64(st, 5, a->end_ms);
     sqlite3_bind_int64(st, 6, a->running_ms);
@@ -302,7 +302,7 @@ attempt_from_row(sqlite3_stmt *st)
         return NULL;
     a = attempt_create(sqlite3_column_int64(st, 0),
         sqlite3_column_int(st, 1), nnodes, rpn);
-    if (attempt_state_parse(db_col_text(st, 2), &a->state) < 0) {
+    if (proto_attempt_state_parse(db_col_text(st, 2), &a->state) < 0) {
         attempt_destroy(a);
         return NULL;
     }

@@ -151,7 +151,7 @@ goodput_row(sqlite3_stmt *st, void *arg)
     memset(&r, 0, sizeof(r));
     r.job_id = sqlite3_column_int64(st, 0);
     r.attempt = sqlite3_column_int(st, 1);
-    attempt_state_parse(db_col_text(st, 2), &r.state);
+    proto_attempt_state_parse(db_col_text(st, 2), &r.state);
     r.start_ms = sqlite3_column_int64(st, 3);
     r.running_ms = sqlite3_column_int64(st, 4);
     r.end_ms = sqlite3_column_int64(st, 5);
@@ -161,7 +161,7 @@ goodput_row(sqlite3_stmt *st, void *arg)
     r.resume_step = sqlite3_column_int64(st, 8);
     r.resumed_ckpt_attempt = sqlite3_column_int(st, 9);
     r.resumed_ckpt_ms = sqlite3_column_int64(st, 10);
-    job_state_parse(db_col_text(st, 11), &r.job_state);
+    proto_job_state_parse(db_col_text(st, 11), &r.job_state);
     r.job_end_ms = sqlite3_column_int64(st, 12);
     r.world_size = sqlite3_column_int(st, 13);
     r.last_ckpt_attempt = sqlite3_column_int(st, 14);

@@ -44,7 +44,7 @@ db_job_insert(struct db *db, struct job *job)
 
     db_bind_text(st, 1, s->name);
     db_bind_text(st, 2, job->user);
-    db_bind_text(st, 3, job_state_str(job->state));
+    db_bind_text(st, 3, proto_job_state_str(job->state));
     db_bind_text(st, 4, job->reason);
     sqlite3_bind_int(st, 5, s->priority);
     sqlite3_bind_int(st, 6, s->nodes);
@@ -82,7 +82,7 @@ db_job_update(struct db *db, const struct job *job)
     char *reserved = db_json_strv(job->reserved, job->nreserved);
 
     sqlite3_bind_int64(st, 1, job->id);
-    db_bind_text(st, 2, job_state_str(job->state));
+    db_bind_text(st, 2, proto_job_state_str(job->state));
     db_bind_text(st, 3, job->reason);
     sqlite3_bind_int64(st, 4, job->start_ms);
     sqlite3_bind_int64(st, 5, job->end_ms);
@@ -147,7 +147,7 @@ job_from_row(sqlite3_stmt *st)
     job->not_before_ms = sqlite3_column_int64(st, 30);
     job->ckpt_step =
         db_col_is_null(st, 32) ? -1 : sqlite3_column_int64(st, 32);
-    if (job_state_parse(db_col_text(st, 3), &job->state) < 0 ||
+    if (proto_job_state_parse(db_col_text(st, 3), &job->state) < 0 ||
         db_unjson_strv(db_col_text(st, 11), &s->argv, &s->argc) < 0 ||
         db_unjson_kv(db_col_text(st, 12), &s->env, &s->nenv) < 0 ||
         db_unjson_strv(db_col_text(st, 31), &job->reserved,
@@ -255,7 +255,7 @@ db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
     if (filter->user)
         db_bind_text(st, 1, filter->user);
     if (filter->has_state)
-        db_bind_text(st, 2, job_state_str(filter->state));
+        db_bind_text(st, 2, proto_job_state_str(filter->state));
     return db_rows(db, st, "jobs list", job_walk_row, &w);
 }
 

@@ -14,24 +14,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
-
-static const char *const job_state_names[JOB_STATE_COUNT] = {
-    [JOB_STATE_PENDING] = "PENDING",
-    [JOB_STATE_PLACED] = "PLACED",
-    [JOB_STATE_RUNNING] = "RUNNING",
-    [JOB_STATE_RESTARTING] = "RESTARTING",
-    [JOB_STATE_SUCCEEDED] = "SUCCEEDED",
-    [JOB_STATE_FAILED] = "FAILED",
-    [JOB_STATE_CANCELLED] = "CANCELLED",
-};
-
-static const char *const attempt_state_names[ATTEMPT_STATE_COUNT] = {
-    [ATTEMPT_STATE_STARTING] = "STARTING",
-    [ATTEMPT_STATE_RUNNING] = "RUNNING",
-    [ATTEMPT_STATE_SUCCEEDED] = "SUCCEEDED",
-    [ATTEMPT_STATE_FAILED] = "FAILED",
-    [ATTEMPT_STATE_CANCELLED] = "CANCELLED",
-};
+#include "scheduler/attempt.h"
 
 /*
  * job_transitions[from][to]. PLACED may go straight to SUCCEEDED or FAILED:
@@ -39,127 +22,77 @@ static const char *const attempt_state_names[ATTEMPT_STATE_COUNT] = {
  * scheduler never sees it running. RESTARTING waits in the queue and goes
  * to PLACED when its next attempt is placed.
  */
-static const bool job_transitions[JOB_STATE_COUNT][JOB_STATE_COUNT] = {
-    [JOB_STATE_PENDING] = {
-        [JOB_STATE_PLACED] = true,
-        [JOB_STATE_CANCELLED] = true,
+static const bool job_transitions[PROTO_JOB_STATE_COUNT][PROTO_JOB_STATE_COUNT] = {
+    [PROTO_JOB_PENDING] = {
+        [PROTO_JOB_PLACED] = true,
+        [PROTO_JOB_CANCELLED] = true,
     },
-    [JOB_STATE_PLACED] = {
-        [JOB_STATE_RUNNING] = true,
-        [JOB_STATE_RESTARTING] = true,
-        [JOB_STATE_SUCCEEDED] = true,
-        [JOB_STATE_FAILED] = true,
-        [JOB_STATE_CANCELLED] = true,
+    [PROTO_JOB_PLACED] = {
+        [PROTO_JOB_RUNNING] = true,
+        [PROTO_JOB_RESTARTING] = true,
+        [PROTO_JOB_SUCCEEDED] = true,
+        [PROTO_JOB_FAILED] = true,
+        [PROTO_JOB_CANCELLED] = true,
     },
-    [JOB_STATE_RUNNING] = {
-        [JOB_STATE_RESTARTING] = true,
-        [JOB_STATE_SUCCEEDED] = true,
-        [JOB_STATE_FAILED] = true,
-        [JOB_STATE_CANCELLED] = true,
+    [PROTO_JOB_RUNNING] = {
+        [PROTO_JOB_RESTARTING] = true,
+        [PROTO_JOB_SUCCEEDED] = true,
+        [PROTO_JOB_FAILED] = true,
+        [PROTO_JOB_CANCELLED] = true,
     },
-    [JOB_STATE_RESTARTING] = {
-        [JOB_STATE_PLACED] = true,
-        [JOB_STATE_CANCELLED] = true,
-    },
-};
-
-static const bool attempt_transitions[ATTEMPT_STATE_COUNT]
-                                     [ATTEMPT_STATE_COUNT] = {
-    [ATTEMPT_STATE_STARTING] = {
-        [ATTEMPT_STATE_RUNNING] = true,
-        [ATTEMPT_STATE_SUCCEEDED] = true,
-        [ATTEMPT_STATE_FAILED] = true,
-        [ATTEMPT_STATE_CANCELLED] = true,
-    },
-    [ATTEMPT_STATE_RUNNING] = {
-        [ATTEMPT_STATE_SUCCEEDED] = true,
-        [ATTEMPT_STATE_FAILED] = true,
-        [ATTEMPT_STATE_CANCELLED] = true,
+    [PROTO_JOB_RESTARTING] = {
+        [PROTO_JOB_PLACED] = true,
+        [PROTO_JOB_CANCELLED] = true,
     },
 };
 
-const char *
-job_state_str(enum job_state s)
-{
-    if ((unsigned)s >= JOB_STATE_COUNT)
-        return "UNKNOWN";
-    return job_state_names[s];
-}
-
-int
-job_state_parse(const char *s, enum job_state *out)
-{
-    for (int i = 0; i < JOB_STATE_COUNT; i++) {
-        if (strcmp(s, job_state_names[i]) == 0) {
-            *out = (enum job_state)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
+static const bool attempt_transitions[PROTO_ATTEMPT_STATE_COUNT]
+                                     [PROTO_ATTEMPT_STATE_COUNT] = {
+    [PROTO_ATTEMPT_STARTING] = {
+        [PROTO_ATTEMPT_RUNNING] = true,
+        [PROTO_ATTEMPT_SUCCEEDED] = true,
+        [PROTO_ATTEMPT_FAILED] = true,
+        [PROTO_ATTEMPT_CANCELLED] = true,
+    },
+    [PROTO_ATTEMPT_RUNNING] = {
+        [PROTO_ATTEMPT_SUCCEEDED] = true,
+        [PROTO_ATTEMPT_FAILED] = true,
+        [PROTO_ATTEMPT_CANCELLED] = true,
+    },
+};
 
 bool
-job_state_finished(enum job_state s)
+job_transition_ok(enum proto_job_state from, enum proto_job_state to)
 {
-    return s == JOB_STATE_SUCCEEDED || s == JOB_STATE_FAILED ||
-           s == JOB_STATE_CANCELLED;
-}
-
-bool
-job_state_queued(enum job_state s)
-{
-    return s == JOB_STATE_PENDING || s == JOB_STATE_RESTARTING;
-}
-
-const char *
-attempt_state_str(enum attempt_state s)
-{
-    if ((unsigned)s >= ATTEMPT_STATE_COUNT)
-        return "UNKNOWN";
-    return attempt_state_names[s];
-}
-
-int
-attempt_state_parse(const char *s, enum attempt_state *out)
-{
-    for (int i = 0; i < ATTEMPT_STATE_COUNT; i++) {
-        if (strcmp(s, attempt_state_names[i]) == 0) {
-            *out = (enum attempt_state)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-bool
-attempt_state_active(enum attempt_state s)
-{
-    return s == ATTEMPT_STATE_STARTING || s == ATTEMPT_STATE_RUNNING;
-}
-
-bool
-job_transition_ok(enum job_state from, enum job_state to)
-{
-    if ((unsigned)from >= JOB_STATE_COUNT || (unsigned)to >= JOB_STATE_COUNT)
+    if ((unsigned)from >= PROTO_JOB_STATE_COUNT || (unsigned)to >= PROTO_JOB_STATE_COUNT)
         return false;
     return job_transitions[from][to];
 }
 
 bool
-attempt_transition_ok(enum attempt_state from, enum attempt_state to)
+attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to)
 {
-    if ((unsigned)from >= ATTEMPT_STATE_COUNT ||
-        (unsigned)to >= ATTEMPT_STATE_COUNT)
+    if ((unsigned)from >= PROTO_ATTEMPT_STATE_COUNT ||
+        (unsigned)to >= PROTO_ATTEMPT_STATE_COUNT)
         return false;
     return attempt_transitions[from][to];
 }
 
 int
-job_transition(struct job *job, enum job_state to)
+job_transition(struct job *job, enum proto_job_state to)
 {
     if (!job_transition_ok(job->state, to))
         return -EINVAL;
     job->state = to;
+    return 0;
+}
+
+int
+attempt_transition(struct attempt *a, enum proto_attempt_state to)
+{
+    if (!attempt_transition_ok(a->state, to))
+        return -EINVAL;
+    a->state = to;
     return 0;
 }
 
@@ -224,6 +157,20 @@ job_set_reserved(struct job *job, const char *const *names, size_t n)
     for (size_t i = 0; i < n; i++)
         job->reserved[i] = xstrdup(names[i]);
     job->nreserved = n;
+}
+
+char *
+job_ckpt_path(const struct job *job, int64_t step)
+{
+    const char *dir = job->spec.checkpoint_dir ? job->spec.checkpoint_dir
+                                               : "";
+    size_t n = strlen(dir);
+
+    if (n == 0)
+        return xstrdup("");
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return xasprintf("%.*s/step-%lld", (int)n, dir, (long long)step);
 }
 
 /* ---- table -------------------------------------------------------------- */

@@ -13,8 +13,10 @@
  *      │         │        └───→ RESTARTING → PLACED (next attempt)
  *      └─────────┴─ (cancel, failure) …
  *
- * The in-memory model holds only unfinished jobs (PENDING, PLACED, RUNNING,
- * RESTARTING) in a `struct job_table`; finished ones live in SQLite only.
+ * The states and their names are common/proto.h's (the CLI shares them);
+ * the tables of legal changes are here. The in-memory model holds only
+ * unfinished jobs (PENDING, PLACED, RUNNING, RESTARTING) in a
+ * `struct job_table`; finished ones live in SQLite only.
  */
 #ifndef SCHEDULER_JOB_H
 #define SCHEDULER_JOB_H
@@ -27,30 +29,10 @@
 
 struct attempt;
 
-enum job_state {
-    JOB_STATE_PENDING,
-    JOB_STATE_PLACED,
-    JOB_STATE_RUNNING,
-    JOB_STATE_RESTARTING,
-    JOB_STATE_SUCCEEDED,
-    JOB_STATE_FAILED,
-    JOB_STATE_CANCELLED,
-};
-#define JOB_STATE_COUNT 7
-
-enum attempt_state {
-    ATTEMPT_STATE_STARTING,
-    ATTEMPT_STATE_RUNNING,
-    ATTEMPT_STATE_SUCCEEDED,
-    ATTEMPT_STATE_FAILED,
-    ATTEMPT_STATE_CANCELLED,
-};
-#define ATTEMPT_STATE_COUNT 5
-
 struct job {
     int64_t id;                 /* 0 until inserted */
     char *user;
-    enum job_state state;
+    enum proto_job_state state;
     char *reason;               /* never NULL */
     struct proto_job_spec spec; /* name, argv, resources, ... */
     int64_t submit_ms;
@@ -86,26 +68,15 @@ struct job {
     struct job *prev, *next;    /* job_table list, in id order */
 };
 
-/* "PENDING", ... exactly as the API and the database spell them. */
-const char *job_state_str(enum job_state s);
-int job_state_parse(const char *s, enum job_state *out);
-/* SUCCEEDED, FAILED and CANCELLED are final. */
-bool job_state_finished(enum job_state s);
-/* PENDING or RESTARTING: waiting in the queue for a placement. */
-bool job_state_queued(enum job_state s);
-
-const char *attempt_state_str(enum attempt_state s);
-int attempt_state_parse(const char *s, enum attempt_state *out);
-/* STARTING or RUNNING. */
-bool attempt_state_active(enum attempt_state s);
-
 /* Whether from → to is a legal change (the tables). from == to is not. */
-bool job_transition_ok(enum job_state from, enum job_state to);
-bool attempt_transition_ok(enum attempt_state from, enum attempt_state to);
+bool job_transition_ok(enum proto_job_state from, enum proto_job_state to);
+bool attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to);
 
-/* Move job to `to`. Returns 0, or -EINVAL (job unchanged) when the table
- * forbids it. Does not touch the database. */
-int job_transition(struct job *job, enum job_state to);
+/* Move job (attempt a) to `to`. Returns 0, or -EINVAL (unchanged) when
+ * the table forbids it. Pure: only event.c calls these, so that every
+ * change is written and announced (event.h). */
+int job_transition(struct job *job, enum proto_job_state to);
+int attempt_transition(struct attempt *a, enum proto_attempt_state to);
 
 /* A zeroed job with empty reason and spec defaults. Caller destroys. */
 struct job *job_create(void);
@@ -119,6 +90,9 @@ void job_set_failure(struct job *job, int rank, bool has_exit, int exit_code,
     int signal, const char *stderr_tail);
 /* Replace the reserved node names (copied; n may be 0). */
 void job_set_reserved(struct job *job, const char *const *names, size_t n);
+/* The path of checkpoint step N: "<checkpoint_dir>/step-<N>", or "" when
+ * the job has no checkpoint directory. Caller frees. */
+char *job_ckpt_path(const struct job *job, int64_t step);
 
 /* ---- the table of unfinished jobs, by id -------------------------------- */
 

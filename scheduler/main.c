@@ -23,7 +23,12 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "scheduler/api.h"
+#include "scheduler/pass.h"
+#include "scheduler/recovery.h"
+#include "scheduler/sched_pass.h"
 #include "scheduler/schedd.h"
+#include "scheduler/tick.h"
 #include "version.h"
 
 #define EX_CONFIG 78
@@ -75,6 +80,9 @@ static const struct config_key lockstepd_keys[] = {
     { "blame_window_ms", CONFIG_INT, "3600000", 1000, 2592000000,
         "the window of blame_threshold; also how long a job avoids nodes "
         "blamed for its failures" },
+    { "sched_policy", CONFIG_STR, "fifo", 0, 0,
+        "the scheduling policy: fifo (priority, then submission order; "
+        "best fit) or spread (the same order; emptiest nodes first)" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
 
@@ -83,6 +91,10 @@ struct lockstepd {
     uv_signal_t sigterm;
     uv_signal_t sigint;
     struct schedd *sd;
+    struct recovery *recovery;
+    struct pass *pass;
+    struct tick *tick;
+    struct api *api;
     bool stopping;
 };
 
@@ -203,6 +215,10 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c,
         (int)config_int(cfg, "crash_loop_threshold");
     o->policy.blame_threshold = (int)config_int(cfg, "blame_threshold");
     o->policy.blame_window_ms = config_int(cfg, "blame_window_ms");
+    o->sched_policy = config_str(cfg, "sched_policy");
+    if (sched_policy_find(o->sched_policy) == NULL)
+        return err_set(err, -EINVAL, "sched_policy: unknown policy '%s' "
+            "(known: %s)", o->sched_policy, sched_policy_names());
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
         &secret_len, err);
     if (rc < 0)
@@ -213,17 +229,14 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c,
 }
 
 static void
-on_stopped(struct schedd *sd)
-{
-    (void)sd;
-}
-
-static void
 signal_closed_cb(uv_handle_t *h)
 {
     (void)h;
 }
 
+/* Stop in the reverse order of the start: the periodic work, then the
+ * context (no more writes; the last commit), then the API (its last
+ * replies, its connections). The loop ends once every handle is closed. */
 static void
 lockstepd_shutdown(struct lockstepd *d)
 {
@@ -232,7 +245,14 @@ lockstepd_shutdown(struct lockstepd *d)
     d->stopping = true;
     uv_close((uv_handle_t *)&d->sigterm, signal_closed_cb);
     uv_close((uv_handle_t *)&d->sigint, signal_closed_cb);
-    schedd_stop(d->sd, on_stopped);
+    tick_destroy(d->tick);
+    d->tick = NULL;
+    pass_destroy(d->pass);
+    d->pass = NULL;
+    schedd_stop(d->sd, NULL);
+    if (d->api)
+        api_close(d->api, NULL, NULL);
+    d->api = NULL;
 }
 
 static void
@@ -255,8 +275,11 @@ walk_cb(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
-int
-main(int argc, char **argv)
+/* Parse the command line: 0 to go on, else the exit status + 1 (so 0
+ * stays "go on"). */
+static int
+parse_args(int argc, char **argv, const char **file, char ***overrides,
+    size_t *noverrides, bool *check)
 {
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -266,6 +289,125 @@ main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
+    int opt;
+
+    while ((opt = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            *file = optarg;
+            break;
+        case 'o':
+            *overrides = xreallocarray(*overrides, *noverrides + 1,
+                sizeof(**overrides));
+            (*overrides)[(*noverrides)++] = optarg;
+            break;
+        case 'C':
+            *check = true;
+            break;
+        case 'V':
+            printf("lockstepd %s\n", LOCKSTEP_VERSION);
+            return 1;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return 3;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lockstepd: unexpected argument '%s'\n",
+            argv[optind]);
+        usage(stderr);
+        return 3;
+    }
+    return 0;
+}
+
+/* Load the file and the overrides into cfg and build conf from it. */
+static int
+load_config(struct config *cfg, const char *file, char **overrides,
+    size_t noverrides, struct lockstepd_conf *conf, struct err *err)
+{
+    int rc = file ? config_load_file(cfg, file, err) : 0;
+
+    for (size_t i = 0; rc == 0 && i < noverrides; i++)
+        rc = config_set_arg(cfg, overrides[i], err);
+    if (rc == 0)
+        rc = conf_build(cfg, conf, err);
+    return rc;
+}
+
+/* Create every part in order; the first failure stops (the loop then
+ * closes whatever was opened). */
+static int
+lockstepd_start(struct lockstepd *d, const struct lockstepd_conf *conf,
+    struct err *err)
+{
+    int rc;
+
+    d->recovery = recovery_create(d->sd);
+    d->pass = pass_create(d->sd, conf->opts.sched_policy, err);
+    if (d->pass == NULL)
+        return err->code ? err->code : -EINVAL;
+    if ((rc = schedd_start(d->sd, err)) < 0)
+        return rc;
+    d->api = api_create(d->sd, &conf->opts, err);
+    if (d->api == NULL)
+        return err->code ? err->code : -EIO;
+    d->tick = tick_create(d->sd, err);
+    if (d->tick == NULL)
+        return err->code ? err->code : -EIO;
+    pass_trigger(d->pass);
+    return 0;
+}
+
+/* Run the daemon until it is told to stop. Returns the exit status. */
+static int
+lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
+{
+    struct err err;
+    int status = 0, rc;
+
+    err_clear(&err);
+    if ((rc = uv_loop_init(&d->loop)) < 0)
+        fatalx("cannot create the event loop: %s", uv_strerror(rc));
+    d->sd = schedd_create(&d->loop, &conf->opts, &err);
+    if (d->sd == NULL) {
+        log_error("%s", err.msg);
+        uv_loop_close(&d->loop);
+        return 1;
+    }
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    d->sigterm.data = d;
+    d->sigint.data = d;
+    if ((rc = uv_signal_start(&d->sigterm, signal_cb, SIGTERM)) < 0 ||
+        (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+    if (lockstepd_start(d, conf, &err) < 0) {
+        log_error("%s", err.msg);
+        status = 1;
+        lockstepd_shutdown(d);
+    }
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    recovery_destroy(d->recovery);
+    schedd_destroy(d->sd);
+    if (uv_loop_close(&d->loop) != 0) {
+        uv_walk(&d->loop, walk_cb, NULL);
+        uv_run(&d->loop, UV_RUN_DEFAULT);
+        if (uv_loop_close(&d->loop) != 0)
+            log_error("the event loop did not close cleanly");
+        status = status ? status : 1;
+    } else if (status == 0) {
+        log_notice("lockstepd stopped");
+    }
+    return status;
+}
+
+int
+main(int argc, char **argv)
+{
     struct lockstepd d;
     struct lockstepd_conf conf;
     struct config *cfg = NULL;
@@ -274,98 +416,28 @@ main(int argc, char **argv)
     char **overrides = NULL;
     size_t noverrides = 0;
     bool check = false;
-    int status = 0, opt, rc;
+    int status;
 
     memset(&d, 0, sizeof(d));
     memset(&conf, 0, sizeof(conf));
     err_clear(&err);
-    while ((opt = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'c':
-            file = optarg;
-            break;
-        case 'o':
-            overrides = xreallocarray(overrides, noverrides + 1,
-                sizeof(*overrides));
-            overrides[noverrides++] = optarg;
-            break;
-        case 'C':
-            check = true;
-            break;
-        case 'V':
-            printf("lockstepd %s\n", LOCKSTEP_VERSION);
-            free(overrides);
-            return 0;
-        case 'h':
-            usage(stdout);
-            free(overrides);
-            return 0;
-        default:
-            usage(stderr);
-            free(overrides);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "lockstepd: unexpected argument '%s'\n",
-            argv[optind]);
-        usage(stderr);
+    status = parse_args(argc, argv, &file, &overrides, &noverrides, &check);
+    if (status != 0) {
         free(overrides);
-        return 2;
+        return status - 1;
     }
-
     cfg = config_create(lockstepd_keys);
-    rc = file ? config_load_file(cfg, file, &err) : 0;
-    for (size_t i = 0; rc == 0 && i < noverrides; i++)
-        rc = config_set_arg(cfg, overrides[i], &err);
-    free(overrides);
-    if (rc == 0)
-        rc = conf_build(cfg, &conf, &err);
-    if (rc < 0) {
+    if (load_config(cfg, file, overrides, noverrides, &conf, &err) < 0) {
         fprintf(stderr, "lockstepd: %s\n", err.msg);
         status = EX_CONFIG;
-        goto out;
-    }
-    if (check) {
+    } else if (check) {
         printf("configuration OK\n");
-        goto out;
+    } else {
+        log_init("lockstepd", conf.level, LOG_MODE_AUTO);
+        signal(SIGPIPE, SIG_IGN);
+        status = lockstepd_run(&d, &conf);
     }
-
-    log_init("lockstepd", conf.level, LOG_MODE_AUTO);
-    signal(SIGPIPE, SIG_IGN);
-    if ((rc = uv_loop_init(&d.loop)) < 0)
-        fatalx("cannot create the event loop: %s", uv_strerror(rc));
-    d.sd = schedd_create(&d.loop, &conf.opts, &err);
-    if (d.sd == NULL) {
-        log_error("%s", err.msg);
-        status = 1;
-        uv_loop_close(&d.loop);
-        goto out;
-    }
-    uv_signal_init(&d.loop, &d.sigterm);
-    uv_signal_init(&d.loop, &d.sigint);
-    d.sigterm.data = &d;
-    d.sigint.data = &d;
-    if ((rc = uv_signal_start(&d.sigterm, signal_cb, SIGTERM)) < 0 ||
-        (rc = uv_signal_start(&d.sigint, signal_cb, SIGINT)) < 0)
-        fatalx("cannot watch signals: %s", uv_strerror(rc));
-    if (schedd_start(d.sd, &conf.opts, &err) < 0) {
-        log_error("%s", err.msg);
-        status = 1;
-        lockstepd_shutdown(&d);
-    }
-    uv_run(&d.loop, UV_RUN_DEFAULT);
-    schedd_destroy(d.sd);
-    if (uv_loop_close(&d.loop) != 0) {
-        uv_walk(&d.loop, walk_cb, NULL);
-        uv_run(&d.loop, UV_RUN_DEFAULT);
-        if (uv_loop_close(&d.loop) != 0)
-            log_error("the event loop did not close cleanly");
-        status = status ? status : 1;
-    } else if (status == 0) {
-        log_notice("lockstepd stopped");
-    }
-out:
+    free(overrides);
     if (conf.secret) {
         explicit_bzero(conf.secret, strlen(conf.secret));
         free(conf.secret);

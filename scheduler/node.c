@@ -293,6 +293,7 @@ node_table_add(struct node_table *t, struct node *node)
     if (t->count + 1 > t->nbuckets)
         node_table_grow(t);
     h = node_hash(node->name, t->nbuckets);
+    node->idx = t->count;
     node->hnext = t->buckets[h];
     t->buckets[h] = node;
     node->prev = t->tail;

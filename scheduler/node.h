@@ -25,7 +25,6 @@
 #include "common/proto.h"
 
 struct placement;
-struct api_waiter;
 
 enum node_state {
     NODE_STATE_UP,
@@ -72,12 +71,12 @@ struct node {
     int used_cpus;
     int64_t used_memory_mb;
 
-    /* Long polls waiting for gen to change (api_agent.c). */
-    struct api_waiter *waiters;
-
-    size_t pass_idx;            /* its index in a scheduling pass's array */
+    size_t idx;                 /* its position in the node table (0 for
+                                 * the first added): arrays indexed by node
+                                 * (a scheduling pass, the long polls) use
+                                 * it */
     int64_t stale_job;          /* the last stale (job, attempt) report */
-    int stale_attempt;          /* noted as an event (api_agent.c) */
+    int stale_attempt;          /* noted as an event (status.c) */
 
     struct node *hnext;
     struct node *prev, *next;
@@ -88,7 +87,7 @@ int node_state_parse(const char *s, enum node_state *out);
 
 /* A node with the given name, UP, no resources. Caller destroys. */
 struct node *node_create(const char *name);
-/* Accepts NULL. Holds and waiters must be gone already. */
+/* Accepts NULL. Its holds must be gone already. */
 void node_destroy(struct node *node);
 
 /* The derived state from lost/cordoned/unhealthy/nholds. */
@@ -129,7 +128,8 @@ struct node_table {
 void node_table_init(struct node_table *t);
 /* Destroys every node. */
 void node_table_release(struct node_table *t);
-/* Takes ownership; the name must not be present. */
+/* Takes ownership; the name must not be present. Sets node->idx to the
+ * table's count before the call (nodes are never removed). */
 void node_table_add(struct node_table *t, struct node *node);
 struct node *node_table_find(const struct node_table *t, const char *name);
 

@@ -244,6 +244,71 @@ policy_decide(const struct policy_config *c, enum policy_budget budget,
     out->backoff_ms = policy_backoff_ms(c, streak, budget);
 }
 
+/* ---- the recovery plan --------------------------------------------------- */
+
+static const char *
+budget_words(enum policy_budget b)
+{
+    return b == POLICY_BUDGET_JOB ? "the job's own failures"
+                                  : "infrastructure failures";
+}
+
+static void
+plan_text_deterministic(const struct policy_plan_in *in, char *text,
+    size_t len)
+{
+    char sigbuf[160];
+    size_t off;
+
+    policy_sig_str(in->sig, sigbuf, sizeof(sigbuf));
+    off = (size_t)snprintf(text, len, "deterministic failure: %s, on "
+        "attempts", sigbuf);
+    for (size_t i = 0; i < in->nmatched && off < len; i++)
+        off += (size_t)snprintf(text + off, len - off, " %d,",
+            in->matched[i]);
+    if (off < len)
+        snprintf(text + off, len - off, " %d on different nodes: the job's "
+            "own bug, not restarted (the nodes are not blamed)", in->attempt);
+}
+
+void
+policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
+    struct policy_plan *out)
+{
+    enum policy_budget budget = policy_classify(in->kind, in->suspect);
+    const struct policy_budgets *b = &in->budgets;
+    bool job = budget == POLICY_BUDGET_JOB;
+    int used = job ? b->restarts : b->infra_restarts;
+    int max = job ? b->max_restarts : b->max_infra_restarts;
+    size_t n;
+
+    memset(out, 0, sizeof(*out));
+    policy_decide(c, budget, in->crash_loop, b,
+        policy_streak(c, in->prev_streak, in->ran_ms, in->new_checkpoint),
+        &out->d);
+    switch (out->d.action) {
+    case POLICY_FAIL_DETERMINISTIC:
+        plan_text_deterministic(in, out->text, sizeof(out->text));
+        break;
+    case POLICY_FAIL_BUDGET:
+        snprintf(out->text, sizeof(out->text), "%s; no restart left for %s "
+            "(%d of %d used)", in->reason, budget_words(budget), used, max);
+        break;
+    case POLICY_RESTART:
+        n = (size_t)snprintf(out->text, sizeof(out->text), "attempt %d "
+            "failed: %s; restarting (restart %d of %d for %s", in->attempt,
+            in->reason, used + 1, max, budget_words(budget));
+        if (n >= sizeof(out->text))
+            break;
+        if (out->d.backoff_ms > 0)
+            snprintf(out->text + n, sizeof(out->text) - n, ", after %lld ms "
+                "of backoff)", (long long)out->d.backoff_ms);
+        else
+            snprintf(out->text + n, sizeof(out->text) - n, ")");
+        break;
+    }
+}
+
 /* ---- blame -------------------------------------------------------------- */
 
 static int

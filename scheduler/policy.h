@@ -145,6 +145,42 @@ void policy_decide(const struct policy_config *c, enum policy_budget budget,
     bool crash_loop, const struct policy_budgets *b, int streak,
     struct policy_decision *out);
 
+/* ---- the recovery plan --------------------------------------------------- */
+
+/* What recovery knows of a failed attempt when it decides. */
+struct policy_plan_in {
+    enum policy_kind kind;
+    bool suspect;               /* a rank exit on a suspect node */
+    const struct policy_sig *sig;
+    bool crash_loop;
+    const int *matched;         /* the earlier attempts that repeated it */
+    size_t nmatched;
+    int attempt;                /* the failed attempt's number */
+    const char *reason;         /* the failure, as a sentence */
+    struct policy_budgets budgets;
+    int prev_streak;
+    int64_t ran_ms;             /* how long it ran before failing */
+    bool new_checkpoint;        /* it completed a checkpoint */
+};
+
+struct policy_plan {
+    struct policy_decision d;
+    char text[1024];            /* the job's new reason */
+};
+
+/*
+ * The whole decision on a failed attempt: which budget it spends
+ * (policy_classify), the streak and backoff, restart or fail
+ * (policy_decide), and the sentence that becomes the job's reason:
+ * "deterministic failure: <signature>, on attempts 1, 2 on different
+ * nodes: ...", "<reason>; no restart left for <budget> (N of M used)" or
+ * "attempt N failed: <reason>; restarting (restart K of M for <budget>,
+ * after B ms of backoff)". The restart count in the text includes this
+ * restart; the caller spends it.
+ */
+void policy_plan(const struct policy_config *c,
+    const struct policy_plan_in *in, struct policy_plan *out);
+
 /* ---- blame -------------------------------------------------------------- */
 
 /* One (non-withdrawn) blame row of a node. */

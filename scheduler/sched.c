@@ -513,3 +513,11 @@ sched_job_release(struct sched_job *job)
     job->node_idx = NULL;
     job->gpus = NULL;
 }
+
+int
+sched_job_cmp_priority(const struct sched_job *a, const struct sched_job *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}

@@ -11,14 +11,6 @@
 #include <string.h>
 
 static int
-fifo_job_cmp(const struct sched_job *a, const struct sched_job *b)
-{
-    if (a->priority != b->priority)
-        return a->priority > b->priority ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
-}
-
-static int
 fifo_node_cmp(const struct sched_node *a, const struct sched_node *b)
 {
     if (a->nfree_gpus != b->nfree_gpus)
@@ -30,6 +22,6 @@ fifo_node_cmp(const struct sched_node *a, const struct sched_node *b)
 
 const struct sched_policy sched_policy_fifo = {
     .name = "fifo",
-    .job_cmp = fifo_job_cmp,
+    .job_cmp = sched_job_cmp_priority,
     .node_cmp = fifo_node_cmp,
 };

@@ -97,6 +97,17 @@ struct sched_policy {
  * by best fit: fewest free GPUs, then fewest free CPUs, then name, so that
  * big holes stay big (less fragmentation). */
 extern const struct sched_policy sched_policy_fifo;
+/* Priority and submission order as fifo; nodes by worst fit: most free
+ * GPUs, then most free CPUs, then name (sched_spread.c). */
+extern const struct sched_policy sched_policy_spread;
+/* fifo's job order: priority (higher first), then lower id first. */
+int sched_job_cmp_priority(const struct sched_job *a,
+    const struct sched_job *b);
+
+/* The policy called name ("fifo"), or NULL when there is none. */
+const struct sched_policy *sched_policy_find(const char *name);
+/* The names of every policy, comma-separated, for messages. */
+const char *sched_policy_names(void);
 
 /* Run one pass over jobs (any order; the pass orders them by the policy
  * without moving them). At most max_place jobs are placed; jobs that fit

@@ -1,26 +1,28 @@
 /*
- * schedd.h - the scheduler's top-level context and its decisions
+ * schedd.h - the scheduler's context: configuration, model, database
  *
- * `struct schedd` owns the loop's handles, the database, the HTTP server,
- * the log store and the in-memory model: every node, every unfinished job
- * and every live attempt (active, or finished but still holding resources
- * on some node). SQLite is the source of truth: the model is loaded from
- * it at start-up and every decision is written to it, in the loop
- * iteration's transaction, before it is acted on. The transaction is
- * committed before any reply that depends on it is written (the HTTP
- * server's flush hook, and a uv_check for changes no reply waits on).
+ * `struct schedd` is the one object every part of lockstepd is handed. It
+ * owns the settled configuration, the database, the log store and the
+ * in-memory model (every node, every unfinished job, every live attempt:
+ * active, or finished but still holding resources on some node), plus
+ * the iteration's commit. It decides nothing: the services above it
+ * (docs/architecture.md) do, and they find each other's state through the
+ * opaque pointers below, never by calling up.
  *
- * If a commit fails, nothing of that iteration happened: the transaction
- * is rolled back, queued replies become 503, and the model is reloaded
- * from the database on the next iteration.
+ * SQLite is the source of truth: the model is loaded from it at start-up
+ * and every decision is written to it, in the loop iteration's
+ * transaction, before it is acted on. The transaction is committed before
+ * any reply that depends on it is written (the HTTP server's flush hook
+ * calls schedd_flush) and, for changes no reply waits on, by a uv_check at
+ * the end of the iteration. If a commit fails, nothing of that iteration
+ * happened: the transaction is rolled back, queued replies become 503, and
+ * the model is reloaded from the database on the next iteration.
  *
- * Files: schedd.c (context, load, commit, the scheduling trigger and
- * pass), lifecycle.c (placing, finishing, cancelling attempts, rank
- * reports, releasing resources, node state changes), recovery.c (failures:
- * evidence, blame, exclusion, the restart decision), watchdog.c (hangs and
- * their stack dumps), checkpoint.c (the checkpoint registry), api*.c (HTTP
- * handlers), auth.c (identity). The decisions themselves are pure:
- * policy.c, goodput.c, sched.c.
+ * Hooks: the layers above register what must happen when the model
+ * changes in a way they care about (a node's desired state changed, the
+ * model is being reloaded, a scheduling pass is wanted). Lower layers call
+ * schedd_node_changed() and schedd_sched_trigger(), which run the hooks;
+ * so nothing below the transport ever calls into it.
  *
  * Threading: everything runs on the loop thread.
  */
@@ -40,11 +42,15 @@
 #include "scheduler/job.h"
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
+#include "scheduler/portpool.h"
 
 struct db;
-struct http_server;
 struct logstore;
-struct api_waiter;
+struct pass;
+struct recovery;
+struct schedd;
+
+#define SCHEDD_ACTOR "scheduler"
 
 /* What main reads from the configuration (docs/config.md). */
 struct schedd_opts {
@@ -64,7 +70,24 @@ struct schedd_opts {
     bool db_sync_full;
     int lease_ms;               /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
+    const char *sched_policy;   /* a scheduling policy's name */
     struct policy_config policy;
+};
+
+/* Registered by the layers above (see the top of this file). Each may be
+ * NULL; arg is theirs. */
+struct schedd_hooks {
+    /* node's desired state changed (its generation went up): answer its
+     * agent's long poll. Runs inside the change, before the commit. */
+    void (*node_changed)(struct schedd *sd, struct node *node, void *arg);
+    /* The model is about to be cleared and reloaded: forget every
+     * pointer into it. */
+    void (*model_reset)(struct schedd *sd, void *arg);
+    /* A scheduling pass is wanted soon (coalesced by the callee; never
+     * run synchronously). */
+    void (*sched_trigger)(struct schedd *sd, void *arg);
+    void *arg;
+    void *sched_arg;
 };
 
 struct schedd {
@@ -80,16 +103,13 @@ struct schedd {
     int heartbeat_ms;
     int node_timeout_ms;
     size_t max_body;
-    int port_base;
-    int port_count;
-    int lock_fd;                /* flock on state_dir/lockstepd.lock */
     int lease_ms;               /* supervisors' lease, sent to agents */
     int dump_timeout_ms;        /* how long a hang waits for stack dumps */
     struct policy_config policy;
     int64_t started_ms;         /* wall clock at start-up */
+    int lock_fd;                /* flock on state_dir/lockstepd.lock */
 
     struct db *db;
-    struct http_server *http;
     struct logstore *logs;
 
     /* The model. */
@@ -97,23 +117,17 @@ struct schedd {
     struct job_table jobs;
     struct attempt *attempts;   /* live attempts (owned) */
     uint64_t gen;               /* last generation handed out */
-    unsigned char *ports_used;  /* port_count flags */
-    int port_cursor;
+    struct portpool ports;      /* master ports of live attempts */
+
+    /* The services that keep state (owned by main; NULL until created). */
+    struct pass *pass;
+    struct recovery *recovery;
+    struct schedd_hooks hooks;
 
     /* Handles (embedded; closed by schedd_stop). */
-    uv_timer_t sched_timer;     /* deferred, coalesced scheduling pass */
-    uv_timer_t tick_timer;      /* node timeouts, lazy last_seen writes */
     uv_timer_t reload_timer;    /* model reload after a failed commit */
-    uv_timer_t backoff_timer;   /* the next restart backoff to expire */
     uv_check_t commit_check;    /* commit what no reply flushed */
     int nhandles;               /* still open */
-    bool sched_armed;
-    int64_t last_pass_mono;
-    int64_t last_pass_ms;       /* how long the last pass took */
-    int64_t last_persist_mono;
-    int64_t restart_retry_ms;   /* wall clock: a restarting job the last
-                                 * pass left unplaced is tried again from
-                                 * then (the tick); 0 none */
 
     bool failed;                /* a write or commit failed this iteration */
     bool rolled_back;           /* work was rolled back since the last
@@ -122,18 +136,14 @@ struct schedd {
     void (*stopped_cb)(struct schedd *sd);
 };
 
-/* ---- schedd.c ----------------------------------------------------------- */
-
 /* Open the database under opts->state_dir, load the model, create the log
  * store. Starts nothing. Returns NULL with err set. */
 struct schedd *schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
     struct err *err);
-/* Create the HTTP server, listen, write the port file, start the timers.
- * On failure the caller still calls schedd_stop(). */
-int schedd_start(struct schedd *sd, const struct schedd_opts *opts,
-    struct err *err);
-/* Stop accepting, commit, close every handle; cb runs once all are
- * closed (never synchronously). */
+/* Start the commit hook. On failure the caller still calls schedd_stop(). */
+int schedd_start(struct schedd *sd, struct err *err);
+/* Commit, close the context's handles; cb runs once they are closed
+ * (never synchronously). The services are stopped first (main.c). */
 void schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd));
 /* Free everything; the handles must be closed. Accepts NULL. */
 void schedd_destroy(struct schedd *sd);
@@ -144,13 +154,22 @@ int schedd_commit(struct schedd *sd);
 /* The HTTP flush hook: commit, and fail if anything was rolled back since
  * the previous flush (the replies queued meanwhile may depend on it). */
 int schedd_flush(struct schedd *sd);
-/* Record a failed database write: the iteration will not be committed. */
+/* Record a failed database write: the iteration will not be committed.
+ * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);
+/* rc < 0 ? schedd_db_error(sd, rc) : 0. */
+int schedd_db_check(struct schedd *sd, int rc);
 /* Whether requests may be served (not failed, not reloading). */
 bool schedd_available(const struct schedd *sd);
 
-/* Run the scheduling pass soon (coalesced; never synchronously). */
+/* Run the scheduling pass soon (the sched_trigger hook). */
 void schedd_sched_trigger(struct schedd *sd);
+/* A node's desired state changed: a new generation, then the
+ * node_changed hook. */
+void schedd_node_changed(struct schedd *sd, struct node *node);
+/* The node_changed hook alone, for a change whose generation the caller
+ * already handed out. */
+void schedd_node_wake(struct schedd *sd, struct node *node);
 /* The next desired-state generation (increases across restarts). */
 uint64_t schedd_next_gen(struct schedd *sd);
 
@@ -159,158 +178,30 @@ uint64_t schedd_next_gen(struct schedd *sd);
  * schedd_db_error). */
 int schedd_event(struct schedd *sd, const char *actor, const char *subject,
     const char *kind, cJSON *detail);
+/* "job/<id>" and "node/<name>" into buf, for events. */
+const char *schedd_subject_job(char *buf, size_t len, int64_t id);
+const char *schedd_subject_node(char *buf, size_t len, const char *name);
 
 /* Whether user is an operator by name (the operators list). */
 bool schedd_is_operator_name(const struct schedd *sd, const char *user);
 
-/* ---- lifecycle.c -------------------------------------------------------- */
+/* ---- the live attempts -------------------------------------------------- */
 
-/* Place job's next attempt on nodes[0..nodes) (node rank order) with the
- * given GPU ids (nodes × gpus_per_node, node-rank major, may be NULL when
- * none) on master port `port`: writes the attempt, placements, ranks, job
- * state and event, then updates the model and wakes the nodes' agents. */
-int schedd_place(struct schedd *sd, struct job *job, struct node **nodes,
-    const int *gpus, int port);
-
-/* Apply a job status from the agent of placement p's node (only the ranks
- * that run there): persist rank changes, record progress, stack dumps and
- * checkpoint commits, then decide (fail, succeed, running). */
-int schedd_attempt_report(struct schedd *sd, struct placement *p,
-    const struct proto_job_status *st);
-/* Mark the ranks of placement p lost and fail its attempt (if active) with
- * `kind` (POLICY_KIND_NODE_LOST or POLICY_KIND_LOST_RANKS). */
-int schedd_placement_lost(struct schedd *sd, struct placement *p,
-    enum policy_kind kind, const char *why);
-/* The agent of p's node no longer holds p's attempt: free its resources
- * (persisted), and drop the attempt once nothing holds it. */
-int schedd_placement_release(struct schedd *sd, struct placement *p);
-
-/* Cancel a job (by actor). Finished jobs are left alone. */
-int schedd_job_cancel(struct schedd *sd, struct job *job, const char *actor);
-
-/* Recompute a node's derived state; persist and log an event when it
- * changed. */
-int schedd_node_refresh(struct schedd *sd, struct node *node,
-    const char *actor, const char *why);
-/* A node's desired state changed: new generation, wake its long polls. */
-void schedd_node_changed(struct schedd *sd, struct node *node);
-/* The node has been silent too long: LOST, its attempts fail. */
-int schedd_node_lost(struct schedd *sd, struct node *node);
-
-/* Master ports of live attempts (active, or still held on a node). */
-int schedd_port_alloc(struct schedd *sd);
-void schedd_port_mark(struct schedd *sd, int port, bool used);
-int schedd_ports_free(const struct schedd *sd);
-
+/* Link a new attempt into the model: the live list, its master port and
+ * its placements' holds on their nodes. */
+void schedd_attempt_add(struct schedd *sd, struct attempt *a);
 /* Unlink and free an attempt that is neither active nor held. */
 void schedd_attempt_drop(struct schedd *sd, struct attempt *a);
-/* Remove a finished job from the model (and free it). */
-void schedd_job_finish(struct schedd *sd, struct job *job);
-/* Write the job's row (state, reason, budgets, reservation, evidence). */
-int schedd_job_save(struct schedd *sd, struct job *job);
-/* Write the attempt's row. */
-int schedd_attempt_save(struct schedd *sd, struct attempt *a);
-/* Take attempt a out of every node's desired state: its agents tear it
- * down (or, for a dump request, see the new dump_seq). */
-void schedd_attempt_wake_nodes(struct schedd *sd, struct attempt *a);
 /* The job of a live attempt, active or not (NULL once it finished). */
 struct job *schedd_attempt_job(struct schedd *sd, const struct attempt *a);
-/* Arm the backoff timer for the earliest pending restart (if any). */
-void schedd_backoff_arm(struct schedd *sd);
+/* The job's latest attempt if it is still live (active, or failed and
+ * tearing down), else NULL. */
+struct attempt *schedd_job_latest(struct schedd *sd, const struct job *job);
+
 /* Whether node (not LOST yet) has gone silent: its agent's connection
  * closed, or no status for two heartbeats. What its ranks' peers do
  * meanwhile is no evidence of their own. */
 bool schedd_node_silent(const struct schedd *sd, const struct node *node,
     int64_t mono);
-
-/* ---- recovery.c --------------------------------------------------------- */
-
-/* The evidence of one failure (docs/fault-tolerance.md §Failure kinds).
- * Strings are borrowed for the call; fields that do not apply stay at
- * their "none" values. */
-struct schedd_failure {
-    enum policy_kind kind;
-    const char *node;           /* where the evidence points; NULL none */
-    int rank;                   /* -1: none */
-    bool has_exit;
-    int exit_code;
-    int signal;
-    const char *stderr_tail;    /* NULL: none */
-    bool fenced;                /* the rank's supervisor fenced it */
-    int64_t last_step;          /* -1: none */
-    int64_t last_heartbeat_ms;  /* 0: none */
-    int64_t idle_ms;            /* hang: no progress for this long */
-    const char *source;         /* hang: "step" or "output" */
-    const char *actor;          /* node_excluded: who excluded the node */
-    bool blame;                 /* the failure is `node`'s fault */
-    bool node_suspect;          /* rank_exit: the node was suspect */
-    int64_t failed_ms;          /* when, by the evidence; 0: now */
-    cJSON *dumps;               /* hang: [{rank, dump}]; taken (freed) */
-    const char *reason;         /* the attempt's reason; NULL: derived */
-};
-
-/* A failure with no evidence yet: rank -1, steps -1. */
-void schedd_failure_init(struct schedd_failure *f, enum policy_kind kind);
-
-/*
- * Record the failure of active attempt a and recover: end the attempt
- * (FAILED, failed_ms, detected_ms, the evidence), withdraw it from its
- * nodes, blame the node (excluding it when it crosses the threshold),
- * then decide: a crash loop or a spent budget ends the job FAILED, else
- * the job is RESTARTING with its healthy nodes reserved and a backoff.
- * One job_failure event carries the evidence. An attempt that is not
- * active is left alone (f->dumps is still freed). While a hang waits for
- * its stack dumps, any other failure of the attempt ends the hang instead
- * (it came first).
- */
-int schedd_attempt_failed(struct schedd *sd, struct attempt *a,
-    struct schedd_failure *f);
-
-enum schedd_exclude {
-    SCHEDD_EXCLUDE_BLAME,       /* blamed too often: UNHEALTHY, counted */
-    SCHEDD_EXCLUDE_OPERATOR,    /* cordon --evict: not counted as blame */
-};
-
-/*
- * The one way a node leaves UP under running jobs. BLAME marks it
- * UNHEALTHY with `reason` (event node_excluded with `evidence`, taken);
- * OPERATOR expects the caller to have cordoned it already. Either way
- * every active attempt with ranks there fails with kind node_excluded.
- */
-int schedd_node_exclude(struct schedd *sd, struct node *node,
-    const char *actor, enum schedd_exclude how, const char *reason,
-    cJSON *evidence);
-
-/* ---- watchdog.c --------------------------------------------------------- */
-
-/* From the tick: detect hangs in running attempts (asking their agents
- * for stack dumps) and end hangs whose dump wait ran out. */
-void schedd_watchdog_tick(struct schedd *sd);
-/* After a report: end a's hang if every node has sent its dumps. */
-int schedd_watchdog_dumps(struct schedd *sd, struct attempt *a);
-/* End a's pending hang now with the dumps received so far. */
-int schedd_watchdog_finish(struct schedd *sd, struct attempt *a);
-
-/* ---- checkpoint.c ------------------------------------------------------- */
-
-/* The path of a job's checkpoint step: "<checkpoint_dir>/step-<N>", or ""
- * without a checkpoint directory. Caller frees. */
-char *schedd_ckpt_path(const struct job *job, int64_t step);
-/* Complete steps found by the convention scan of attempt a (its node rank
- * 0 agent): record the new ones. */
-int schedd_ckpt_scan(struct schedd *sd, struct job *job, struct attempt *a,
-    const int64_t *steps, size_t n);
-/* Rank `rank` of attempt a committed `step` (SDK or API; source says
- * which). Records it and completes the checkpoint when every rank has.
- * *committed (may be NULL): ranks that committed it so far (the world
- * size once complete). */
-int schedd_ckpt_commit(struct schedd *sd, struct job *job, struct attempt *a,
-    int rank, int64_t step, const char *source, int *committed);
-/* Rebuild a live attempt's commit tallies from the database (start-up). */
-int schedd_ckpt_load(struct schedd *sd, struct job *job, struct attempt *a);
-/* Note (once per node and attempt) that a report of an old attempt was
- * ignored: event stale_attempt_rejected. */
-int schedd_stale_report(struct schedd *sd, struct node *node, int64_t job,
-    int attempt, const char *what);
 
 #endif

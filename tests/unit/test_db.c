@@ -101,7 +101,7 @@ test_fresh(void)
     a->master_addr = xstrdup("10.0.0.1");
     a->master_port = 29500;
     is_int(db_attempt_insert(db, a), 0, "insert an attempt");
-    job->state = JOB_STATE_PLACED;
+    job->state = PROTO_JOB_PLACED;
     job->attempt = 1;
     is_int(db_job_update(db, job), 0, "update the job");
     a->ranks[1].state = PROTO_RANK_EXITED;
@@ -126,7 +126,7 @@ test_fresh(void)
     is_int(db_job_get(db, 999, &got), -ENOENT, "unknown job is -ENOENT");
 
     /* Uncommitted work is rolled back on close. */
-    job->state = JOB_STATE_RUNNING;
+    job->state = PROTO_JOB_RUNNING;
     is_int(db_job_update(db, job), 0, "an uncommitted update");
     db_close(db);
     attempt_destroy(a);
@@ -139,7 +139,7 @@ test_fresh(void)
         return;
     }
     is_int(db_job_get(db, job->id, &got), 0, "the job survived the reopen");
-    is_str(got ? job_state_str(got->state) : NULL, "PLACED",
+    is_str(got ? proto_job_state_str(got->state) : NULL, "PLACED",
         "the committed state, not the uncommitted one");
     is_int(got ? got->spec.priority : 0, 7, "priority kept");
     is_str(got ? got->spec.argv[1] : NULL, "train.py", "argv kept");
@@ -260,7 +260,7 @@ test_fault_tolerance(void)
     a1->placements[0].node_name = xstrdup("n9");
     a1->start_ms = 100;
     is_int(db_attempt_insert(db, a1), 0, "insert attempt 1");
-    a1->state = ATTEMPT_STATE_FAILED;
+    a1->state = PROTO_ATTEMPT_FAILED;
     a1->running_ms = 150;
     a1->failed_ms = 900;
     a1->detected_ms = 950;
@@ -299,7 +299,7 @@ test_fault_tolerance(void)
     a2->start_ms = 1000;
     attempt_set_resume(a2, 10, "/ck/step-10");
     is_int(db_attempt_insert(db, a2), 0, "insert attempt 2 (resuming)");
-    job->state = JOB_STATE_RESTARTING;
+    job->state = PROTO_JOB_RESTARTING;
     job->attempt = 2;
     job->infra_restarts = 1;
     job->fail_streak = 2;

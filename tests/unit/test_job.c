@@ -8,27 +8,27 @@
 #include "tests/tap.h"
 
 struct edge {
-    enum job_state from, to;
+    enum proto_job_state from, to;
 };
 
 static const struct edge job_legal[] = {
-    { JOB_STATE_PENDING, JOB_STATE_PLACED },
-    { JOB_STATE_PENDING, JOB_STATE_CANCELLED },
-    { JOB_STATE_PLACED, JOB_STATE_RUNNING },
-    { JOB_STATE_PLACED, JOB_STATE_RESTARTING },
-    { JOB_STATE_PLACED, JOB_STATE_SUCCEEDED },
-    { JOB_STATE_PLACED, JOB_STATE_FAILED },
-    { JOB_STATE_PLACED, JOB_STATE_CANCELLED },
-    { JOB_STATE_RUNNING, JOB_STATE_SUCCEEDED },
-    { JOB_STATE_RUNNING, JOB_STATE_FAILED },
-    { JOB_STATE_RUNNING, JOB_STATE_CANCELLED },
-    { JOB_STATE_RUNNING, JOB_STATE_RESTARTING },
-    { JOB_STATE_RESTARTING, JOB_STATE_PLACED },
-    { JOB_STATE_RESTARTING, JOB_STATE_CANCELLED },
+    { PROTO_JOB_PENDING, PROTO_JOB_PLACED },
+    { PROTO_JOB_PENDING, PROTO_JOB_CANCELLED },
+    { PROTO_JOB_PLACED, PROTO_JOB_RUNNING },
+    { PROTO_JOB_PLACED, PROTO_JOB_RESTARTING },
+    { PROTO_JOB_PLACED, PROTO_JOB_SUCCEEDED },
+    { PROTO_JOB_PLACED, PROTO_JOB_FAILED },
+    { PROTO_JOB_PLACED, PROTO_JOB_CANCELLED },
+    { PROTO_JOB_RUNNING, PROTO_JOB_SUCCEEDED },
+    { PROTO_JOB_RUNNING, PROTO_JOB_FAILED },
+    { PROTO_JOB_RUNNING, PROTO_JOB_CANCELLED },
+    { PROTO_JOB_RUNNING, PROTO_JOB_RESTARTING },
+    { PROTO_JOB_RESTARTING, PROTO_JOB_PLACED },
+    { PROTO_JOB_RESTARTING, PROTO_JOB_CANCELLED },
 };
 
 static bool
-is_legal(enum job_state from, enum job_state to)
+is_legal(enum proto_job_state from, enum proto_job_state to)
 {
     for (size_t i = 0; i < sizeof(job_legal) / sizeof(job_legal[0]); i++) {
         if (job_legal[i].from == from && job_legal[i].to == to)
@@ -42,29 +42,29 @@ test_job_table(void)
 {
     int mismatches = 0;
 
-    for (int f = 0; f < JOB_STATE_COUNT; f++) {
-        for (int t = 0; t < JOB_STATE_COUNT; t++) {
-            bool want = is_legal((enum job_state)f, (enum job_state)t);
+    for (int f = 0; f < PROTO_JOB_STATE_COUNT; f++) {
+        for (int t = 0; t < PROTO_JOB_STATE_COUNT; t++) {
+            bool want = is_legal((enum proto_job_state)f, (enum proto_job_state)t);
 
-            if (job_transition_ok((enum job_state)f, (enum job_state)t) !=
+            if (job_transition_ok((enum proto_job_state)f, (enum proto_job_state)t) !=
                 want) {
-                diag("%s -> %s: want %s", job_state_str((enum job_state)f),
-                    job_state_str((enum job_state)t),
+                diag("%s -> %s: want %s", proto_job_state_str((enum proto_job_state)f),
+                    proto_job_state_str((enum proto_job_state)t),
                     want ? "legal" : "illegal");
                 mismatches++;
             }
         }
     }
     is_int(mismatches, 0, "job table matches the lifecycle (49 pairs)");
-    ok(!job_transition_ok(JOB_STATE_SUCCEEDED, JOB_STATE_RUNNING),
+    ok(!job_transition_ok(PROTO_JOB_SUCCEEDED, PROTO_JOB_RUNNING),
         "a finished job never comes back");
-    ok(!job_transition_ok(JOB_STATE_CANCELLED, JOB_STATE_FAILED),
+    ok(!job_transition_ok(PROTO_JOB_CANCELLED, PROTO_JOB_FAILED),
         "a cancelled job does not fail later");
-    ok(!job_transition_ok(JOB_STATE_PENDING, JOB_STATE_RUNNING),
+    ok(!job_transition_ok(PROTO_JOB_PENDING, PROTO_JOB_RUNNING),
         "PENDING cannot skip PLACED");
-    ok(!job_transition_ok(JOB_STATE_PENDING, JOB_STATE_PENDING),
+    ok(!job_transition_ok(PROTO_JOB_PENDING, PROTO_JOB_PENDING),
         "no self transition");
-    ok(!job_transition_ok((enum job_state)42, JOB_STATE_PENDING),
+    ok(!job_transition_ok((enum proto_job_state)42, PROTO_JOB_PENDING),
         "out-of-range state is refused");
 }
 
@@ -73,19 +73,19 @@ test_job_transition(void)
 {
     struct job *job = job_create();
 
-    is_int(job->state, JOB_STATE_PENDING, "new job is PENDING");
-    is_int(job_transition(job, JOB_STATE_PLACED), 0, "PENDING -> PLACED");
-    is_int(job_transition(job, JOB_STATE_RUNNING), 0, "PLACED -> RUNNING");
-    is_int(job_transition(job, JOB_STATE_RESTARTING), 0,
+    is_int(job->state, PROTO_JOB_PENDING, "new job is PENDING");
+    is_int(job_transition(job, PROTO_JOB_PLACED), 0, "PENDING -> PLACED");
+    is_int(job_transition(job, PROTO_JOB_RUNNING), 0, "PLACED -> RUNNING");
+    is_int(job_transition(job, PROTO_JOB_RESTARTING), 0,
         "RUNNING -> RESTARTING");
-    is_int(job_transition(job, JOB_STATE_RUNNING), -EINVAL,
+    is_int(job_transition(job, PROTO_JOB_RUNNING), -EINVAL,
         "RESTARTING -> RUNNING is refused");
-    is_int(job->state, JOB_STATE_RESTARTING, "a refused change leaves it");
-    is_int(job_transition(job, JOB_STATE_PLACED), 0, "RESTARTING -> PLACED");
-    is_int(job_transition(job, JOB_STATE_SUCCEEDED), 0, "PLACED -> SUCCEEDED");
-    is_int(job_transition(job, JOB_STATE_CANCELLED), -EINVAL,
+    is_int(job->state, PROTO_JOB_RESTARTING, "a refused change leaves it");
+    is_int(job_transition(job, PROTO_JOB_PLACED), 0, "RESTARTING -> PLACED");
+    is_int(job_transition(job, PROTO_JOB_SUCCEEDED), 0, "PLACED -> SUCCEEDED");
+    is_int(job_transition(job, PROTO_JOB_CANCELLED), -EINVAL,
         "SUCCEEDED -> CANCELLED is refused");
-    is_str(job_state_str(job->state), "SUCCEEDED", "state name");
+    is_str(proto_job_state_str(job->state), "SUCCEEDED", "state name");
     job_destroy(job);
     job_destroy(NULL);
 }
@@ -93,52 +93,52 @@ test_job_transition(void)
 static void
 test_names(void)
 {
-    enum job_state js;
-    enum attempt_state as;
+    enum proto_job_state js;
+    enum proto_attempt_state as;
     int bad = 0;
 
-    for (int i = 0; i < JOB_STATE_COUNT; i++) {
-        if (job_state_parse(job_state_str((enum job_state)i), &js) < 0 ||
-            js != (enum job_state)i)
+    for (int i = 0; i < PROTO_JOB_STATE_COUNT; i++) {
+        if (proto_job_state_parse(proto_job_state_str((enum proto_job_state)i), &js) < 0 ||
+            js != (enum proto_job_state)i)
             bad++;
     }
-    for (int i = 0; i < ATTEMPT_STATE_COUNT; i++) {
-        if (attempt_state_parse(attempt_state_str((enum attempt_state)i),
-                &as) < 0 || as != (enum attempt_state)i)
+    for (int i = 0; i < PROTO_ATTEMPT_STATE_COUNT; i++) {
+        if (proto_attempt_state_parse(proto_attempt_state_str((enum proto_attempt_state)i),
+                &as) < 0 || as != (enum proto_attempt_state)i)
             bad++;
     }
     is_int(bad, 0, "every state name parses back");
-    is_int(job_state_parse("running", &js), -EINVAL,
+    is_int(proto_job_state_parse("running", &js), -EINVAL,
         "state names are exact (uppercase)");
-    ok(job_state_finished(JOB_STATE_FAILED) &&
-           !job_state_finished(JOB_STATE_RESTARTING),
+    ok(proto_job_state_finished(PROTO_JOB_FAILED) &&
+           !proto_job_state_finished(PROTO_JOB_RESTARTING),
         "finished states");
-    ok(job_state_queued(JOB_STATE_RESTARTING) &&
-           job_state_queued(JOB_STATE_PENDING) &&
-           !job_state_queued(JOB_STATE_PLACED),
+    ok(proto_job_state_queued(PROTO_JOB_RESTARTING) &&
+           proto_job_state_queued(PROTO_JOB_PENDING) &&
+           !proto_job_state_queued(PROTO_JOB_PLACED),
         "queued states");
 }
 
 static void
 test_attempt_table(void)
 {
-    ok(attempt_transition_ok(ATTEMPT_STATE_STARTING, ATTEMPT_STATE_RUNNING),
+    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_RUNNING),
         "STARTING -> RUNNING");
-    ok(attempt_transition_ok(ATTEMPT_STATE_STARTING, ATTEMPT_STATE_FAILED),
+    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_FAILED),
         "STARTING -> FAILED");
-    ok(attempt_transition_ok(ATTEMPT_STATE_STARTING,
-           ATTEMPT_STATE_SUCCEEDED), "STARTING -> SUCCEEDED (short job)");
-    ok(attempt_transition_ok(ATTEMPT_STATE_RUNNING,
-           ATTEMPT_STATE_CANCELLED), "RUNNING -> CANCELLED");
-    ok(!attempt_transition_ok(ATTEMPT_STATE_RUNNING,
-           ATTEMPT_STATE_STARTING), "RUNNING -> STARTING is refused");
-    ok(!attempt_transition_ok(ATTEMPT_STATE_FAILED,
-           ATTEMPT_STATE_SUCCEEDED), "FAILED -> SUCCEEDED is refused");
-    ok(!attempt_transition_ok(ATTEMPT_STATE_CANCELLED,
-           ATTEMPT_STATE_RUNNING), "CANCELLED -> RUNNING is refused");
-    ok(attempt_state_active(ATTEMPT_STATE_STARTING) &&
-           attempt_state_active(ATTEMPT_STATE_RUNNING) &&
-           !attempt_state_active(ATTEMPT_STATE_FAILED),
+    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING,
+           PROTO_ATTEMPT_SUCCEEDED), "STARTING -> SUCCEEDED (short job)");
+    ok(attempt_transition_ok(PROTO_ATTEMPT_RUNNING,
+           PROTO_ATTEMPT_CANCELLED), "RUNNING -> CANCELLED");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_RUNNING,
+           PROTO_ATTEMPT_STARTING), "RUNNING -> STARTING is refused");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_FAILED,
+           PROTO_ATTEMPT_SUCCEEDED), "FAILED -> SUCCEEDED is refused");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_CANCELLED,
+           PROTO_ATTEMPT_RUNNING), "CANCELLED -> RUNNING is refused");
+    ok(proto_attempt_state_active(PROTO_ATTEMPT_STARTING) &&
+           proto_attempt_state_active(PROTO_ATTEMPT_RUNNING) &&
+           !proto_attempt_state_active(PROTO_ATTEMPT_FAILED),
         "active attempt states");
 }
 

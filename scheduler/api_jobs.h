@@ -1,0 +1,20 @@
+/*
+ * api_jobs.h - submit, list, show and cancel jobs; commit checkpoints
+ *
+ * POST /v1/jobs, GET /v1/jobs, GET /v1/jobs/ID, POST /v1/jobs/ID/cancel
+ * and POST /v1/jobs/ID/checkpoints (docs/api.md). The job's owner and
+ * operators may see and change a job; an agent may commit checkpoints.
+ */
+#ifndef SCHEDULER_API_JOBS_H
+#define SCHEDULER_API_JOBS_H
+
+#include "scheduler/api_req.h"
+
+api_handler_fn api_jobs_submit;
+api_handler_fn api_jobs_list;
+api_handler_fn api_jobs_get;
+api_handler_fn api_jobs_cancel;
+/* 409 stale_attempt for an attempt that is not the job's current one. */
+api_handler_fn api_jobs_checkpoint;
+
+#endif

@@ -1,0 +1,18 @@
+/*
+ * api_nodes.h - list and show nodes; cordon and uncordon them
+ *
+ * GET /v1/nodes, GET /v1/nodes/NAME, POST /v1/nodes/NAME/cordon and
+ * /uncordon (operators; docs/api.md). `cordon` with "evict": true also
+ * restarts the jobs running there elsewhere (nodes.h).
+ */
+#ifndef SCHEDULER_API_NODES_H
+#define SCHEDULER_API_NODES_H
+
+#include "scheduler/api_req.h"
+
+api_handler_fn api_nodes_list;
+api_handler_fn api_nodes_get;
+api_handler_fn api_nodes_cordon;
+api_handler_fn api_nodes_uncordon;
+
+#endif

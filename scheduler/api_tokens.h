@@ -1,0 +1,17 @@
+/*
+ * api_tokens.h - health, whoami and bearer tokens
+ *
+ * GET /v1/health (no credential), GET /v1/whoami, POST /v1/tokens
+ * (operators). Tokens are shown once, at creation; only their SHA-256 is
+ * stored, so a stolen database does not hand out credentials.
+ */
+#ifndef SCHEDULER_API_TOKENS_H
+#define SCHEDULER_API_TOKENS_H
+
+#include "scheduler/api_req.h"
+
+api_handler_fn api_health_get;
+api_handler_fn api_whoami_get;
+api_handler_fn api_tokens_create;
+
+#endif

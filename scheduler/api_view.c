@@ -1,0 +1,324 @@
+/*
+ * api_view.c - the JSON shapes of jobs, attempts and nodes (api_view.h)
+ */
+#include "scheduler/api_view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "scheduler/api_req.h"
+#include "scheduler/db.h"
+#include "scheduler/stats.h"
+
+#define API_VIEW_JOB_EVENTS 50
+#define API_VIEW_NODE_EVENTS 50
+
+static void
+add_int_or_null(cJSON *o, const char *key, bool known, int64_t v)
+{
+    if (known)
+        jsonx_add_int(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+static cJSON *
+attempt_nodes(const struct attempt *a)
+{
+    cJSON *nodes = cJSON_CreateArray();
+
+    for (int k = 0; k < a->nnodes; k++) {
+        const struct placement *p = &a->placements[k];
+        cJSON *n = cJSON_CreateObject();
+
+        jsonx_add_str(n, "node", p->node_name ? p->node_name : "");
+        jsonx_add_int(n, "node_rank", p->node_rank);
+        jsonx_add_int_array(n, "gpus", p->gpus, p->ngpus);
+        cJSON_AddItemToArray(nodes, n);
+    }
+    return nodes;
+}
+
+static cJSON *
+attempt_ranks(const struct attempt *a)
+{
+    cJSON *ranks = cJSON_CreateArray();
+
+    for (size_t i = 0; i < a->nranks; i++) {
+        const struct attempt_rank *rk = &a->ranks[i];
+        const struct placement *p = &a->placements[rk->node_rank];
+        cJSON *r = cJSON_CreateObject();
+
+        jsonx_add_int(r, "rank", rk->rank);
+        jsonx_add_str(r, "node", p->node_name ? p->node_name : "");
+        jsonx_add_int(r, "local_rank", rk->local_rank);
+        jsonx_add_str(r, "state", proto_rank_state_str(rk->state));
+        add_int_or_null(r, "exit_code", rk->has_exit, rk->exit_code);
+        add_int_or_null(r, "signal", rk->has_exit, rk->signal);
+        jsonx_add_str(r, "stderr_tail", rk->stderr_tail);
+        cJSON_AddItemToArray(ranks, r);
+    }
+    return ranks;
+}
+
+static cJSON *
+attempt_json(const struct attempt *a)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *f = a->has_failure && a->failure ? cJSON_Parse(a->failure) : NULL;
+
+    jsonx_add_int(o, "attempt", a->num);
+    jsonx_add_str(o, "state", proto_attempt_state_str(a->state));
+    jsonx_add_int(o, "start_ms", a->start_ms);
+    jsonx_add_int(o, "end_ms", a->end_ms);
+    jsonx_add_str(o, "reason", a->reason);
+    jsonx_add_str(o, "master_addr", a->master_addr);
+    jsonx_add_int(o, "master_port", a->master_port);
+    jsonx_add_int(o, "resume_step", a->resume_step);
+    jsonx_add_str(o, "resume_from", a->resume_from);
+    jsonx_add_int(o, "running_ms", a->running_ms);
+    jsonx_add_int(o, "failed_ms", a->failed_ms);
+    jsonx_add_int(o, "detected_ms", a->detected_ms);
+    jsonx_add_int(o, "released_ms", a->released_ms);
+    if (f)
+        cJSON_AddItemToObject(o, "failure", f);
+    else
+        cJSON_AddNullToObject(o, "failure");
+    cJSON_AddItemToObject(o, "nodes", attempt_nodes(a));
+    cJSON_AddItemToObject(o, "ranks", attempt_ranks(a));
+    return o;
+}
+
+/* The spec's part of the job object. */
+static void
+job_spec_json(cJSON *o, const struct proto_job_spec *s)
+{
+    cJSON *env;
+
+    jsonx_add_int(o, "priority", s->priority);
+    jsonx_add_int(o, "nodes", s->nodes);
+    jsonx_add_int(o, "ranks_per_node", s->ranks_per_node);
+    jsonx_add_int(o, "gpus_per_node", s->gpus_per_node);
+    jsonx_add_int(o, "cpus_per_rank", s->cpus_per_rank);
+    jsonx_add_int(o, "memory_mb_per_node", s->memory_mb_per_node);
+    jsonx_add_str_array(o, "argv", s->argv, s->argc);
+    env = cJSON_AddObjectToObject(o, "env");
+    for (size_t i = 0; i < s->nenv; i++)
+        cJSON_AddStringToObject(env, s->env[i].key, s->env[i].value);
+    jsonx_add_str(o, "workdir", s->workdir);
+    jsonx_add_int(o, "max_restarts", s->max_restarts);
+    jsonx_add_int(o, "max_infra_restarts", s->max_infra_restarts);
+    jsonx_add_int(o, "hang_timeout_s", s->hang_timeout_s);
+    jsonx_add_int(o, "keep_checkpoints", s->keep_checkpoints);
+}
+
+cJSON *
+api_view_job(struct schedd *sd, const struct job *job)
+{
+    const struct job *live = job_table_find(&sd->jobs, job->id);
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "id", job->id);
+    jsonx_add_str(o, "name", job->spec.name);
+    jsonx_add_str(o, "user", job->user);
+    jsonx_add_str(o, "state", proto_job_state_str(job->state));
+    jsonx_add_str(o, "reason",
+        live && live->state == job->state ? live->reason : job->reason);
+    job_spec_json(o, &job->spec);
+    jsonx_add_int(o, "restarts", job->restarts);
+    jsonx_add_int(o, "infra_restarts", job->infra_restarts);
+    jsonx_add_str(o, "checkpoint_dir", job->spec.checkpoint_dir);
+    jsonx_add_int(o, "submit_ms", job->submit_ms);
+    jsonx_add_int(o, "start_ms", job->start_ms);
+    jsonx_add_int(o, "end_ms", job->end_ms);
+    jsonx_add_int(o, "attempt", job->attempt);
+    add_int_or_null(o, "exit_code", job->has_exit, job->exit_code);
+    add_int_or_null(o, "failed_rank", job->failed_rank >= 0,
+        job->failed_rank);
+    add_int_or_null(o, "signal", job->has_exit, job->signal);
+    jsonx_add_str(o, "stderr_tail", job->stderr_tail ? job->stderr_tail : "");
+    return o;
+}
+
+cJSON *
+api_view_goodput(const struct goodput *g, int world_size)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "wall_ms", g->wall_ms);
+    jsonx_add_int(o, "productive_ms", g->productive_ms);
+    jsonx_add_int(o, "lost_ms", g->lost_ms);
+    jsonx_add_int(o, "recovery_ms", g->recovery_ms);
+    cJSON_AddNumberToObject(o, "ettr", g->ettr);
+    jsonx_add_int(o, "world_size", world_size);
+    return o;
+}
+
+cJSON *
+api_view_job_new(struct schedd *sd, const struct job *job)
+{
+    cJSON *o = api_view_job(sd, job);
+    struct goodput none;
+
+    memset(&none, 0, sizeof(none));
+    cJSON_AddArrayToObject(o, "checkpoints");
+    cJSON_AddItemToObject(o, "goodput", api_view_goodput(&none,
+        job->spec.nodes * job->spec.ranks_per_node));
+    cJSON_AddArrayToObject(o, "attempts");
+    return o;
+}
+
+static int
+checkpoint_add(const struct db_checkpoint *c, void *arg)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "step", c->step);
+    jsonx_add_int(o, "attempt", c->attempt);
+    jsonx_add_str(o, "path", c->path);
+    jsonx_add_int(o, "complete_ms", c->complete_ms);
+    jsonx_add_str(o, "source", c->source);
+    cJSON_AddItemToArray(arg, o);
+    return 0;
+}
+
+/* Every attempt of the job, oldest first. */
+static int
+job_attempts(struct schedd *sd, const struct job *job, cJSON *arr)
+{
+    struct attempt **atts = NULL;
+    size_t n = 0;
+    int rc = db_attempts_load_job(sd->db, job->id, &atts, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        cJSON_AddItemToArray(arr, attempt_json(atts[i]));
+        attempt_destroy(atts[i]);
+    }
+    free(atts);
+    return rc;
+}
+
+int
+api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out)
+{
+    int world = job->spec.nodes * job->spec.ranks_per_node;
+    cJSON *o = api_view_job(sd, job);
+    struct goodput g;
+    char subject[32];
+    int rc;
+
+    *out = NULL;
+    rc = db_checkpoints_foreach(sd->db, job->id, checkpoint_add,
+        cJSON_AddArrayToObject(o, "checkpoints"));
+    if (rc == 0)
+        rc = stats_job(sd, job->id, &g);
+    if (rc == 0) {
+        cJSON_AddItemToObject(o, "goodput", api_view_goodput(&g, world));
+        rc = job_attempts(sd, job, cJSON_AddArrayToObject(o, "attempts"));
+    }
+    if (rc == 0)
+        cJSON_AddItemToObject(o, "events", api_req_events(sd,
+            schedd_subject_job(subject, sizeof(subject), job->id),
+            API_VIEW_JOB_EVENTS, &rc));
+    if (rc < 0) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    *out = o;
+    return 0;
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+/* Why the node is not (or not fully) in service; "" when it is. */
+static const char *
+node_reason(const struct node *node, char *buf, size_t len)
+{
+    if (node->lost) {
+        snprintf(buf, len, "no status for %lld ms",
+            (long long)(timeid_now_ms() - node->last_seen_ms));
+        return buf;
+    }
+    if (node->cordoned)
+        return node->reason;
+    if (node->unhealthy)
+        return node->health_reason;
+    if (node->state == NODE_STATE_UP && !node->reconciled)
+        return "no status since the scheduler started; no new work until "
+               "then";
+    if (node->state == NODE_STATE_UP && node->agent_gone)
+        return "agent connection closed; no new work until it returns";
+    return "";
+}
+
+/* The ids of the jobs holding resources on node, each once. */
+static cJSON *
+node_jobs(const struct node *node)
+{
+    cJSON *jobs = cJSON_CreateArray();
+
+    for (size_t i = 0; i < node->nholds; i++) {
+        int64_t id = node->holds[i]->attempt->job_id;
+        bool dup = false;
+
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = node->holds[j]->attempt->job_id == id;
+        if (!dup)
+            cJSON_AddItemToArray(jobs, cJSON_CreateNumber((double)id));
+    }
+    return jobs;
+}
+
+cJSON *
+api_view_node(const struct node *node)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *labels;
+    int *free_gpus = xcalloc(node->ngpus + 1, sizeof(*free_gpus));
+    size_t nfree = node_free_gpus(node, free_gpus);
+    char buf[96];
+
+    jsonx_add_str(o, "name", node->name);
+    jsonx_add_str(o, "state", node_state_str(node->state));
+    jsonx_add_str(o, "reason", node_reason(node, buf, sizeof(buf)));
+    jsonx_add_str(o, "addr", node->addr);
+    jsonx_add_int(o, "cpus", node->cpus);
+    jsonx_add_int(o, "memory_mb", node->memory_mb);
+    jsonx_add_int_array(o, "gpus", node->gpus, node->ngpus);
+    labels = cJSON_AddObjectToObject(o, "labels");
+    for (size_t i = 0; i < node->nlabels; i++)
+        cJSON_AddStringToObject(labels, node->labels[i].key,
+            node->labels[i].value);
+    jsonx_add_int(o, "free_cpus", node_free_cpus(node));
+    jsonx_add_int(o, "free_memory_mb", node_free_memory_mb(node));
+    jsonx_add_int_array(o, "free_gpus", free_gpus, nfree);
+    cJSON_AddItemToObject(o, "jobs", node_jobs(node));
+    jsonx_add_int(o, "last_seen_ms", node->last_seen_ms);
+    jsonx_add_int(o, "registered_ms", node->registered_ms);
+    free(free_gpus);
+    return o;
+}
+
+int
+api_view_node_full(struct schedd *sd, const struct node *node, cJSON **out)
+{
+    char subject[PROTO_NODE_NAME_MAX + 8];
+    cJSON *o = api_view_node(node);
+    int rc;
+
+    cJSON_AddItemToObject(o, "events", api_req_events(sd,
+        schedd_subject_node(subject, sizeof(subject), node->name),
+        API_VIEW_NODE_EVENTS, &rc));
+    if (rc < 0) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    *out = o;
+    return 0;
+}

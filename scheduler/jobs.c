@@ -1,0 +1,113 @@
+/*
+ * jobs.c - submit, cancel and commit checkpoints of jobs (jobs.h)
+ */
+#include "scheduler/jobs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "scheduler/checkpoint.h"
+#include "scheduler/event.h"
+
+int
+jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
+    struct job **out)
+{
+    struct job *job = job_create();
+    int rc;
+
+    proto_job_spec_release(&job->spec);
+    job->spec = *spec;
+    memset(spec, 0, sizeof(*spec));
+    job->user = xstrdup(user);
+    job->submit_ms = timeid_now_ms();
+    rc = event_job_submitted(sd, job);
+    *out = rc < 0 ? NULL : job;
+    return rc;
+}
+
+int
+jobs_cancel(struct schedd *sd, struct job *job, const char *actor)
+{
+    struct event_job_change c = { .actor = actor };
+    struct attempt *a = job->cur;
+    char *reason;
+    int rc = 0;
+
+    if (proto_job_state_finished(job->state))
+        return 0;
+    if (!job_transition_ok(job->state, PROTO_JOB_CANCELLED))
+        return -EINVAL;
+    reason = xasprintf("cancelled by %s", actor);
+    if (a && proto_attempt_state_active(a->state)) {
+        /* A hang being documented ends with the job. */
+        a->dump_deadline_ms = 0;
+        if (a->failure && !a->has_failure)
+            attempt_set_failure(a, POLICY_KIND_HANG, NULL);
+        rc = event_attempt(sd, a, PROTO_ATTEMPT_CANCELLED, reason);
+        if (rc < 0) {
+            free(reason);
+            return rc;
+        }
+    }
+    c.attempt = a;
+    c.reason = reason;
+    c.detail = cJSON_CreateObject();
+    if (a)
+        jsonx_add_int(c.detail, "attempt", a->num);
+    rc = event_job(sd, job, PROTO_JOB_CANCELLED, &c);
+    free(reason);
+    return rc;
+}
+
+/* Note a commit of an attempt that does not count. */
+static int
+commit_stale(struct schedd *sd, const struct job *job, int attempt, int rank,
+    int64_t step, const char *actor)
+{
+    char subject[32];
+    cJSON *detail = cJSON_CreateObject();
+
+    jsonx_add_int(detail, "attempt", attempt);
+    jsonx_add_int(detail, "current", job->attempt);
+    jsonx_add_int(detail, "step", step);
+    jsonx_add_int(detail, "rank", rank);
+    jsonx_add_str(detail, "ignored", "checkpoint commit");
+    return schedd_event(sd, actor,
+        schedd_subject_job(subject, sizeof(subject), job->id),
+        "stale_attempt_rejected", detail);
+}
+
+int
+jobs_commit(struct schedd *sd, struct job *job, int attempt, int rank,
+    int64_t step, const char *actor, struct jobs_commit_result *out,
+    struct err *err)
+{
+    struct attempt *a = schedd_job_latest(sd, job);
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (attempt != job->attempt || a == NULL) {
+        out->current = job->attempt;
+        out->ended = a == NULL && attempt == job->attempt;
+        rc = commit_stale(sd, job, attempt, rank, step, actor);
+        return rc < 0 ? rc : -ESTALE;
+    }
+    if ((size_t)rank >= a->nranks)
+        return err_set(err, -EINVAL, "field 'rank': must be between 0 and "
+            "%zu (the world size is %zu)", a->nranks - 1, a->nranks);
+    rc = checkpoint_commit(sd, job, a, rank, step, "api", &out->committed);
+    if (rc < 0)
+        return rc;
+    out->world_size = (int)a->nranks;
+    /* True also when a later step is complete: this one can no longer
+     * matter for a resume. */
+    out->complete = step <= job->ckpt_step;
+    return 0;
+}

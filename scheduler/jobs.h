@@ -1,0 +1,47 @@
+/*
+ * jobs.h - what users do to jobs: submit, cancel, commit a checkpoint
+ *
+ * The API's handlers parse and authorise; these functions decide and
+ * write, through the event path (event.h).
+ */
+#ifndef SCHEDULER_JOBS_H
+#define SCHEDULER_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/proto.h"
+#include "scheduler/schedd.h"
+
+/* A new PENDING job of user with spec (its contents are taken; the struct
+ * is left zeroed). *out: the job, owned by the model (valid until it
+ * changes). */
+int jobs_submit(struct schedd *sd, const char *user,
+    struct proto_job_spec *spec, struct job **out);
+
+/* Cancel job (by actor): its active attempt is torn down, the job ends
+ * CANCELLED and leaves the model (job is freed). A finished job is left
+ * alone. */
+int jobs_cancel(struct schedd *sd, struct job *job, const char *actor);
+
+struct jobs_commit_result {
+    int committed;              /* ranks that committed the step so far */
+    int world_size;
+    bool complete;              /* this step or a later one is complete */
+    int current;                /* -ESTALE: the job's current attempt */
+    bool ended;                 /* -ESTALE: ... which has ended */
+};
+
+/*
+ * Rank `rank` of attempt `attempt` of live job committed `step` (through
+ * the API, by actor). Returns 0 with out filled; -ESTALE when attempt is
+ * not the job's live current attempt (fencing: nothing counts, and a
+ * stale_attempt_rejected event is written); -EINVAL with err set when
+ * rank is not below the world size.
+ */
+int jobs_commit(struct schedd *sd, struct job *job, int attempt, int rank,
+    int64_t step, const char *actor, struct jobs_commit_result *out,
+    struct err *err);
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * nodes.c - registration, loss, cordons and releases of nodes (nodes.h)
+ */
+#include "scheduler/nodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "scheduler/db.h"
+#include "scheduler/event.h"
+#include "scheduler/failure.h"
+#include "scheduler/recovery.h"
+
+/* ---- what agents report ------------------------------------------------- */
+
+static int
+agent_event(struct schedd *sd, const struct node *node, const char *kind,
+    cJSON *detail)
+{
+    char subject[PROTO_NODE_NAME_MAX + 8];
+    char actor[PROTO_NODE_NAME_MAX + 8];
+
+    snprintf(actor, sizeof(actor), "agent/%s", node->name);
+    return schedd_event(sd, actor,
+        schedd_subject_node(subject, sizeof(subject), node->name), kind,
+        detail);
+}
+
+static cJSON *
+resources_json(const struct proto_node_report *rep)
+{
+    cJSON *d = cJSON_CreateObject();
+
+    jsonx_add_str(d, "addr", rep->addr);
+    jsonx_add_int(d, "cpus", rep->cpus);
+    jsonx_add_int(d, "memory_mb", rep->memory_mb);
+    jsonx_add_int_array(d, "gpus", rep->gpus, rep->ngpus);
+    return d;
+}
+
+/* A node seen for the first time. */
+static int
+nodes_register(struct schedd *sd, const struct proto_node_report *rep,
+    int64_t now, struct node **out)
+{
+    struct node *node = node_create(rep->node);
+    int rc;
+
+    node_update_resources(node, rep->addr, rep->cpus, rep->memory_mb,
+        rep->gpus, rep->ngpus, rep->labels, rep->nlabels);
+    free(node->agent_id);
+    node->agent_id = xstrdup(rep->agent_id);
+    node->registered_ms = now;
+    node->last_seen_ms = now;
+    node->last_seen_saved_ms = now;
+    node->last_seen_mono = timeid_mono_ms();
+    node->reconciled = true;
+    node->gen = schedd_next_gen(sd);
+    rc = db_node_insert(sd->db, node);
+    if (rc < 0) {
+        node_destroy(node);
+        return schedd_db_error(sd, rc);
+    }
+    rc = agent_event(sd, node, "node_registered", resources_json(rep));
+    if (rc < 0) {
+        node_destroy(node);
+        return rc;
+    }
+    node_table_add(&sd->nodes, node);
+    log_info("node=%s registered addr=%s cpus=%d memory_mb=%lld gpus=%zu",
+        node->name, node->addr, node->cpus, (long long)node->memory_mb,
+        node->ngpus);
+    schedd_sched_trigger(sd);
+    *out = node;
+    return 0;
+}
+
+int
+nodes_report(struct schedd *sd, const struct proto_node_report *rep,
+    int64_t now, struct node **out, bool *fresh_agent)
+{
+    struct node *node = node_table_find(&sd->nodes, rep->node);
+    bool changed;
+    int rc;
+
+    *fresh_agent = false;
+    if (node == NULL)
+        return nodes_register(sd, rep, now, out);
+    *out = node;
+    changed = node_update_resources(node, rep->addr, rep->cpus,
+        rep->memory_mb, rep->gpus, rep->ngpus, rep->labels, rep->nlabels);
+    if (strcmp(node->agent_id, rep->agent_id) != 0) {
+        free(node->agent_id);
+        node->agent_id = xstrdup(rep->agent_id);
+        *fresh_agent = true;
+        changed = true;
+    }
+    if (rep->reg)
+        *fresh_agent = true;
+    if (!changed)
+        return 0;
+    rc = db_node_update(sd->db, node);
+    if (rc < 0)
+        return schedd_db_error(sd, rc);
+    rc = agent_event(sd, node, *fresh_agent ? "node_registered"
+                                            : "node_updated",
+        resources_json(rep));
+    if (rc < 0)
+        return rc;
+    log_info("node=%s %s", node->name,
+        *fresh_agent ? "agent (re)started" : "resources changed");
+    schedd_sched_trigger(sd);
+    return 0;
+}
+
+void
+nodes_heard(struct schedd *sd, struct node *node)
+{
+    if (!node->agent_gone)
+        return;
+    node->agent_gone = false;
+    schedd_sched_trigger(sd);
+}
+
+int
+nodes_seen(struct schedd *sd, struct node *node, int64_t now)
+{
+    struct event_node_change c = { .why = "status received" };
+
+    node->last_seen_ms = now;
+    node->last_seen_mono = timeid_mono_ms();
+    nodes_heard(sd, node);
+    if (!node->lost)
+        return 0;
+    node->lost = false;
+    return event_node(sd, node, &c);
+}
+
+void
+nodes_agent_gone(struct schedd *sd, struct node *node)
+{
+    if (sd->stopping)
+        return;
+    log_info("node=%s agent connection closed; no new work until it "
+        "returns", node->name);
+    node->agent_gone = true;
+}
+
+/* ---- loss --------------------------------------------------------------- */
+
+int
+nodes_placement_lost(struct schedd *sd, struct placement *p,
+    enum policy_kind kind, const char *why)
+{
+    struct attempt *a = p->attempt;
+    const struct attempt_rank *first = NULL;
+    struct failure_case fc;
+    int rpn = a->ranks_per_node;
+
+    for (int l = 0; l < rpn; l++) {
+        struct attempt_rank *rk = &a->ranks[p->node_rank * rpn + l];
+        int rc;
+
+        if (rk->state == PROTO_RANK_EXITED || rk->state == PROTO_RANK_LOST)
+            continue;
+        rk->state = PROTO_RANK_LOST;
+        rk->end_ms = timeid_now_ms();
+        rc = schedd_db_check(sd, db_rank_update(sd->db, a, rk));
+        if (rc < 0)
+            return rc;
+        if (first == NULL)
+            first = rk;
+    }
+    if (!proto_attempt_state_active(a->state))
+        return 0;
+    if (first == NULL)
+        first = &a->ranks[p->node_rank * rpn];
+    failure_case_init(&fc, kind);
+    failure_case_lost(&fc, a, p, first, kind, why);
+    return recovery_fail(sd, a, &fc);
+}
+
+int
+nodes_release(struct schedd *sd, struct placement *p)
+{
+    struct attempt *a = p->attempt;
+    struct node *node = p->node;
+    int rc;
+
+    if (p->released)
+        return 0;
+    rc = schedd_db_check(sd, db_placement_release(sd->db, p));
+    if (rc < 0)
+        return rc;
+    p->released = true;
+    if (node) {
+        node_hold_remove(node, p);
+        rc = event_node(sd, node, NULL);
+    }
+    log_debug("job=%lld attempt=%d node=%s released", (long long)a->job_id,
+        a->num, p->node_name);
+    if (rc == 0 && attempt_fully_released(a) && a->released_ms == 0) {
+        a->released_ms = timeid_now_ms();
+        rc = schedd_db_check(sd, db_attempt_update(sd->db, a));
+        log_info("job=%lld attempt=%d released by every node",
+            (long long)a->job_id, a->num);
+    }
+    schedd_sched_trigger(sd);
+    if (!proto_attempt_state_active(a->state) && attempt_fully_released(a))
+        schedd_attempt_drop(sd, a);
+    return rc;
+}
+
+/* The node has been silent too long: LOST, its attempts fail. */
+static int
+nodes_lost(struct schedd *sd, struct node *node)
+{
+    struct event_node_change c = { 0 };
+    char why[96];
+    int rc;
+
+    snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
+    node->lost = true;
+    c.why = why;
+    rc = event_node(sd, node, &c);
+    for (size_t i = 0; i < node->nholds && rc == 0; i++) {
+        struct placement *p = node->holds[i];
+
+        if (proto_attempt_state_active(p->attempt->state))
+            rc = nodes_placement_lost(sd, p, POLICY_KIND_NODE_LOST,
+                "node lost");
+    }
+    /*
+     * Release everything the node held. Its agent cannot say so, but it
+     * need not: every supervisor there renews its lease only through a
+     * status exchange, and lease_ms < node_timeout_ms (main.c refuses
+     * anything else), so by now each one has SIGKILLed its ranks. The
+     * next attempt of those jobs may therefore start at once, and still
+     * never overlaps the ranks it replaces.
+     */
+    while (rc == 0 && node->nholds > 0)
+        rc = nodes_release(sd, node->holds[0]);
+    schedd_sched_trigger(sd);
+    return rc;
+}
+
+int
+nodes_tick(struct schedd *sd, int64_t mono)
+{
+    for (struct node *node = sd->nodes.head; node; node = node->next) {
+        int rc;
+
+        if (node->lost ||
+            mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
+            continue;
+        log_notice("node=%s lost: no status for %d ms", node->name,
+            sd->node_timeout_ms);
+        if ((rc = nodes_lost(sd, node)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void
+nodes_persist_last_seen(struct schedd *sd)
+{
+    for (struct node *node = sd->nodes.head; node; node = node->next) {
+        int rc;
+
+        if (node->last_seen_ms == node->last_seen_saved_ms)
+            continue;
+        rc = db_node_touch(sd->db, node->name, node->last_seen_ms);
+        if (rc < 0) {
+            schedd_db_error(sd, rc);
+            return;
+        }
+        node->last_seen_saved_ms = node->last_seen_ms;
+    }
+}
+
+/* ---- operators ---------------------------------------------------------- */
+
+int
+nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
+    bool cordon, const char *reason, bool evict)
+{
+    struct event_node_change c = {
+        .actor = actor,
+        .why = reason,
+        .fact = cordon ? "node_cordoned" : "node_uncordoned",
+    };
+    int rc;
+
+    node->cordoned = cordon;
+    if (!cordon) {
+        /* An operator vouches for it: this clears an automatic exclusion
+         * too (which never reverses by itself). */
+        node->unhealthy = false;
+        free(node->health_reason);
+        node->health_reason = xstrdup("");
+    }
+    free(node->reason);
+    node->reason = xstrdup(cordon ? reason : "");
+    rc = event_node(sd, node, &c);
+    if (rc < 0)
+        return rc;
+    log_info("node=%s %s by %s%s", node->name,
+        cordon ? "cordoned" : "uncordoned", actor,
+        evict ? " (evicting its jobs)" : "");
+    if (evict)
+        rc = recovery_exclude(sd, node, actor, RECOVERY_EXCLUDE_OPERATOR,
+            node->reason, NULL);
+    return rc;
+}

@@ -1,0 +1,65 @@
+/*
+ * nodes.h - what happens to nodes: registration, loss, cordons, releases
+ *
+ * A node is created by its agent's first status report and updated when
+ * its resources or agent change. It is LOST when no status arrived for
+ * node_timeout_ms: its attempts fail (node_lost) and everything it held is
+ * released. An operator cordons a node (no new work; DRAINING while jobs
+ * still hold it) and may evict its jobs (they restart elsewhere, not
+ * counted as blame); uncordon clears a cordon and an automatic exclusion.
+ * Every change of the state people see goes through event_node.
+ *
+ * Heartbeats must not each cost an fsync: last_seen is kept in memory and
+ * written by nodes_persist_last_seen, batched, every few seconds (tick.c).
+ */
+#ifndef SCHEDULER_NODES_H
+#define SCHEDULER_NODES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "scheduler/schedd.h"
+
+/*
+ * The agent of rep->node reported at now: create the node the first time
+ * (event node_registered), bring its resources and agent identity up to
+ * date (node_registered for a new agent process, else node_updated), note
+ * that it was heard from (a LOST node comes back). *fresh_agent: a
+ * registration or a new agent process.
+ */
+int nodes_report(struct schedd *sd, const struct proto_node_report *rep,
+    int64_t now, struct node **out, bool *fresh_agent);
+/* Any request from the node's agent shows it is there. */
+void nodes_heard(struct schedd *sd, struct node *node);
+/* A status report from the node's agent arrived at now (wall clock): it
+ * is heard from, and a LOST node comes back. */
+int nodes_seen(struct schedd *sd, struct node *node, int64_t now);
+/* The connection of the node's last long poll closed and nothing was
+ * heard since: no new work there until it returns. */
+void nodes_agent_gone(struct schedd *sd, struct node *node);
+
+/* From the tick: nodes silent for node_timeout_ms are LOST. */
+int nodes_tick(struct schedd *sd, int64_t mono);
+/* Write every node's last_seen that changed (one batch). */
+void nodes_persist_last_seen(struct schedd *sd);
+
+/* Mark the ranks of placement p lost and fail its attempt (if active)
+ * with `kind` (POLICY_KIND_NODE_LOST or POLICY_KIND_LOST_RANKS). */
+int nodes_placement_lost(struct schedd *sd, struct placement *p,
+    enum policy_kind kind, const char *why);
+/* The agent of p's node no longer holds p's attempt: free its resources
+ * (persisted), and drop the attempt once nothing holds it. */
+int nodes_release(struct schedd *sd, struct placement *p);
+
+/*
+ * An operator (actor) cordons or uncordons node with reason (may be "").
+ * Uncordon also clears an automatic exclusion (the operator vouches for
+ * the node). evict (cordon only) fails the jobs running there now, as
+ * node_excluded without blame. The event is recorded even when the state
+ * shown does not change (a second cordon, a LOST node).
+ */
+int nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
+    bool cordon, const char *reason, bool evict);
+
+#endif

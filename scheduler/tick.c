@@ -1,0 +1,80 @@
+/*
+ * tick.c - the scheduler's periodic work (tick.h)
+ */
+#include "scheduler/tick.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "scheduler/nodes.h"
+#include "scheduler/pass.h"
+#include "scheduler/watchdog.h"
+
+/* How often last_seen is written to the database. */
+#define TICK_PERSIST_MS 5000
+
+struct tick {
+    struct schedd *sd;
+    uv_timer_t timer;
+    int64_t last_persist_mono;
+};
+
+static void
+tick_cb(uv_timer_t *timer)
+{
+    struct tick *t = container_of(timer, struct tick, timer);
+    struct schedd *sd = t->sd;
+    int64_t mono = timeid_mono_ms();
+
+    if (!schedd_available(sd) || nodes_tick(sd, mono) < 0)
+        return;
+    if (mono - t->last_persist_mono >= TICK_PERSIST_MS) {
+        t->last_persist_mono = mono;
+        nodes_persist_last_seen(sd);
+    }
+    watchdog_tick(sd);
+    if (sd->pass)
+        pass_tick(sd->pass, timeid_now_ms());
+}
+
+struct tick *
+tick_create(struct schedd *sd, struct err *err)
+{
+    struct tick *t = xcalloc(1, sizeof(*t));
+    uint64_t every = (uint64_t)(sd->node_timeout_ms / 4);
+    int rc;
+
+    if (every > 1000)
+        every = 1000;
+    if (every < 50)
+        every = 50;
+    t->sd = sd;
+    t->last_persist_mono = timeid_mono_ms();
+    uv_timer_init(sd->loop, &t->timer);
+    rc = uv_timer_start(&t->timer, tick_cb, every, every);
+    if (rc < 0) {
+        err_set(err, rc, "cannot start the tick timer: %s", uv_strerror(rc));
+        tick_destroy(t);
+        return NULL;
+    }
+    return t;
+}
+
+static void
+tick_closed_cb(uv_handle_t *h)
+{
+    free(container_of((uv_timer_t *)h, struct tick, timer));
+}
+
+void
+tick_destroy(struct tick *t)
+{
+    if (t == NULL)
+        return;
+    uv_timer_stop(&t->timer);
+    if (!t->sd->failed)
+        nodes_persist_last_seen(t->sd);
+    uv_close((uv_handle_t *)&t->timer, tick_closed_cb);
+}
