@@ -7,7 +7,6 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +248,7 @@ print_goodput(const cJSON *job)
 }
 
 static void
-print_job(const cJSON *job)
+print_job(const cJSON *job, const char *name)
 {
     const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(job, "attempts");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(job, "env");
@@ -317,55 +316,34 @@ print_job(const cJSON *job)
     free(cmdline);
 }
 
-int
+static int
 cmd_show(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *job = NULL;
+    struct cli_args args;
     char *path;
-    struct err err;
     int64_t id;
-    int c, rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which job? give its id");
-    if (argc - optind > 1)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
-    if (cli_parse_job_id(cli, argv[optind], &id) != 0)
+    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
+        return status;
+    if (cli_parse_job_id(cli, args.argv[0], &id) != 0)
         return CLI_EXIT_USAGE;
-
-    cli_resp_init(&resp);
     path = xasprintf("/v1/jobs/%lld", (long long)id);
-    rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &job, &err);
-    if (rc < 0) {
-        cli_fail_about(cli, "job", argv[optind], rc, &err);
-    } else {
-        if (json)
-            cli_print_body(&resp);
-        else
-            print_job(job);
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(job);
-    cli_resp_release(&resp);
+    status = cli_call_print(cli, "GET", path, NULL, "job", args.argv[0],
+        print_job);
     free(path);
     return status;
 }
+
+const struct cli_cmd cli_cmd_show = {
+    .name = "show",
+    .summary = "show a job and each of its attempts",
+    .usage =
+        "usage: lockstep show JOB [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which job? give its id",
+    .fn = cmd_show,
+};
