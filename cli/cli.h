@@ -1,12 +1,15 @@
 /*
  * cli.h - what the lockstep subcommands share
  *
- * `main.c` parses the global options into a `struct cli`, finds the
- * subcommand in its table and calls `cmd_<name>(argc, argv, cli)` with
- * argv[0] the subcommand's name. The return value is the exit status:
- * CLI_EXIT_OK, CLI_EXIT_FAIL (the request failed, including HTTP errors)
- * or CLI_EXIT_USAGE. Messages for a person go to stderr as
- * "lockstep <cmd>: <message>"; stdout carries only results.
+ * Each subcommand is one `struct cli_cmd` entry in its own
+ * `cmd_<name>.c` (tmux's cmd-*.c): its name, summary, usage text, option
+ * table and function. `main.c` lists the entries, parses the global
+ * options into a `struct cli`, finds the subcommand and calls its function
+ * with argv[0] the subcommand's name. The function parses its own options
+ * with cli_parse() and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL
+ * (the request failed, including HTTP errors) or CLI_EXIT_USAGE. Messages
+ * for a person go to stderr as "lockstep <cmd>: <message>"; stdout carries
+ * only results.
  *
  * Everything here runs on the one thread of a short-lived process.
  */
@@ -29,6 +32,7 @@
 #define CLI_DEFAULT_SERVER "/run/lockstep/lockstepd.sock"
 
 enum cli_exit {
+    CLI_CONTINUE = -1,              /* no exit status: cli_parse's "go on" */
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,
     CLI_EXIT_USAGE = 2,
@@ -38,24 +42,120 @@ struct cli;
 
 typedef int cli_cmd_fn(int argc, char **argv, struct cli *cli);
 
+/* ---- option tables (cli_opt.c) ------------------------------------------ */
+
+/* What an option takes, and so what it stores in its target. */
+enum cli_opt_kind {
+    CLI_OPT_KIND_FLAG,              /* no value; the bool target becomes true */
+    CLI_OPT_KIND_STR,               /* a value, stored as a borrowed pointer
+                                     * into argv (const char *) */
+    CLI_OPT_KIND_INT,               /* an integer in [min, max], stored in an
+                                     * int or int64_t target */
+};
+
+/* Called instead of storing, for an option with a setter: opts is the
+ * command's options struct, value the option's value (NULL for a flag).
+ * Returns 0, or a negative errno with why (empty on entry) saying what is
+ * wrong, for a person: a usage error. */
+typedef int cli_opt_set_fn(void *opts, const char *value, struct sbuf *why);
+
+/* One row of a command's option table, which ends with a row whose name is
+ * NULL. The target is a field of the command's own options struct, which
+ * the command fills with its defaults before parsing. --json and --help
+ * are never listed: cli_parse_opts adds them to every command. */
+struct cli_opt {
+    const char *name;               /* long name, without "--" */
+    int letter;                     /* short option ('f'), or 0 */
+    enum cli_opt_kind kind;
+    size_t offset;                  /* of the target in the options struct */
+    size_t size;                    /* of the target */
+    int64_t min, max;               /* CLI_OPT_KIND_INT's range */
+    cli_opt_set_fn *set;            /* when set, called instead of storing */
+};
+
+#define CLI_OPT_TARGET(type, field) \
+    .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
+/* --NAME sets the bool field of type to true. */
+#define CLI_OPT_FLAG(name_, type, field) \
+    { .name = (name_), .kind = CLI_OPT_KIND_FLAG, CLI_OPT_TARGET(type, field) }
+/* --NAME VALUE stores VALUE in the const char * field of type. */
+#define CLI_OPT_STR(name_, type, field) \
+    { .name = (name_), .kind = CLI_OPT_KIND_STR, CLI_OPT_TARGET(type, field) }
+/* --NAME N stores N, from min to max, in the int or int64_t field. */
+#define CLI_OPT_INT(name_, type, field, min_, max_) \
+    { .name = (name_), .kind = CLI_OPT_KIND_INT, \
+      CLI_OPT_TARGET(type, field), .min = (min_), .max = (max_) }
+/* --NAME (kind FLAG) or --NAME VALUE (kind STR) calls fn. */
+#define CLI_OPT_CALL(name_, kind_, fn) \
+    { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
+#define CLI_OPT_END { .name = NULL }
+
 enum cli_cmd_flags {
     CLI_CMD_OPERATOR = (1 << 0),    /* needs the operator role */
     CLI_CMD_LOCAL = (1 << 1),       /* never talks to the scheduler */
+    CLI_CMD_OPTS_FIRST = (1 << 2),  /* options end at the first operand, so
+                                     * the operands may carry their own */
+    CLI_CMD_NO_JSON = (1 << 3),     /* no --json option */
 };
 
+/* A subcommand: one per cmd_<name>.c, listed by main.c. */
 struct cli_cmd {
     const char *name;
-    cli_cmd_fn *fn;
     const char *summary;            /* one line for `lockstep help` */
     const char *usage;              /* man-page synopsis and options */
+    const struct cli_opt *opts;     /* its options, or NULL for none */
+    int min_args;                   /* operands: at least min_args ... */
+    int max_args;                   /* ... and at most max_args (-1: any) */
+    const char *missing;            /* the usage error for too few */
+    const char *hint;               /* added to the one for too many */
+    cli_cmd_fn *fn;
     unsigned flags;                 /* enum cli_cmd_flags */
 };
 
+/* What option parsing leaves: the operands, and the common options. */
+struct cli_args {
+    int argc;                       /* operands, borrowed from argv */
+    char **argv;
+    bool json;                      /* --json */
+    bool help;                      /* --help or -h: parsing stopped there */
+};
+
+/* Parse a command's arguments (argv[0] is its name) with getopt_long from
+ * cmd's option table plus --json and --help, filling the targets in opts
+ * (may be NULL when cmd has no options) in the order given, then count the
+ * operands against cmd's min_args and max_args. Stops at --help without
+ * counting. Resets getopt first, so it may be called more than once.
+ * Returns 0 with *args filled, or a negative errno (a setter's, else
+ * -EINVAL) with why holding the usage error: an unknown option, a missing
+ * or bad value, too few or too many operands. */
+int cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv,
+    void *opts, struct cli_args *args, struct sbuf *why);
+
+/* cli_parse_opts for the running command (cli->cmd), the one helper every
+ * command parses with: --help prints the command's usage, an error
+ * prints a usage error, and --json sets cli->json. Returns CLI_CONTINUE
+ * with the operands in *args, or the exit status to return now
+ * (CLI_EXIT_OK after --help, CLI_EXIT_USAGE). */
+int cli_parse(struct cli *cli, int argc, char **argv, void *opts,
+    struct cli_args *args);
+
+/* The usage error for getopt's '?' (unknown option) or ':' (missing
+ * value), for a getopt_long loop of its own (main's global options); call
+ * right after getopt_long returned c. Needs opterr = 0 and an optstring
+ * starting with ':' (after any '+'). Returns CLI_EXIT_USAGE. */
+int cli_opt_error(struct cli *cli, char **argv, int c);
+/* Parse a job id (a positive integer); on failure prints a usage error and
+ * returns CLI_EXIT_USAGE, else 0. */
+int cli_parse_job_id(struct cli *cli, const char *s, int64_t *id);
+/* Same contract for a node name. */
+int cli_check_node_name(struct cli *cli, const char *s);
+
 struct cli {
     const struct cli_cmd *cmd;      /* the subcommand running */
+    const struct cli_cmd *const *cmds; /* every command, NULL-terminated */
     const char *server;             /* URL or socket path; borrowed */
     const char *token;              /* bearer token or NULL; borrowed */
-    bool json;                      /* --json given before the command */
+    bool json;                      /* --json, before or after the command */
     CURL *curl;                     /* created on first use, reused */
     char *base_url;                 /* "http://localhost" for a socket */
 };
@@ -78,22 +178,10 @@ int cli_fail(struct cli *cli, const char *fmt, ...)
 /* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE. */
 int cli_usage(struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The usage error for getopt's '?' (unknown option) or ':' (missing
- * value); call right after getopt_long returned c. Needs opterr = 0 and an
- * optstring starting with ':' (after any '+'). Returns CLI_EXIT_USAGE. */
-int cli_opt_error(struct cli *cli, char **argv, int c);
 /* The command's full usage on stdout (for --help); returns CLI_EXIT_OK. */
 int cli_help(struct cli *cli);
 /* Print a command's usage text to out. */
 void cli_print_usage(const struct cli_cmd *cmd, FILE *out);
-
-/* Parse a decimal integer in [min, max] given as the value of option
- * `what` (e.g. "--nodes"); on failure prints a usage error and returns
- * CLI_EXIT_USAGE, else 0. */
-int cli_parse_int(struct cli *cli, const char *what, const char *s,
-    int64_t min, int64_t max, int64_t *out);
-/* Same contract for a job id (a positive integer). */
-int cli_parse_job_id(struct cli *cli, const char *s, int64_t *id);
 
 /* ---- HTTP (cli_http.c) -------------------------------------------------- */
 
@@ -148,15 +236,27 @@ int cli_fail_about(struct cli *cli, const char *kind, const char *name,
  * not end with one (--json). */
 void cli_print_body(const struct cli_resp *resp);
 
-/* Prints a reply as a person reads it (a table, a summary). */
-typedef void cli_print_fn(const cJSON *reply);
+/* Prints a reply as a person reads it (a table, a summary); name is the
+ * object the command is about, as the user gave it, or NULL. */
+typedef void cli_print_fn(const cJSON *reply, const char *name);
+
+/* Send one request and print its reply: unchanged with --json, else
+ * through print. For a request about one object (kind "job", name "12") a
+ * failure is reported with cli_fail_about; with kind NULL, as cli_call
+ * prints it. Returns the command's exit status. */
+int cli_call_print(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, const char *kind, const char *name,
+    cli_print_fn *print);
 
 /* The whole body of a command that takes no argument besides --json and
- * --help: GET path, then print the reply unchanged (--json) or through
- * print. hint (or NULL) is added to the usage error for a stray argument.
- * Returns the command's exit status. */
+ * --help: parse, GET path, then print the reply unchanged (--json) or
+ * through print. A stray argument is a usage error (with the entry's
+ * hint). Returns the command's exit status. */
 int cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print, const char *hint);
+    cli_print_fn *print);
+
+/* Sleep ms milliseconds, resuming after a signal handler. */
+void cli_sleep_ms(int64_t ms);
 
 /* URL-encode s for a query string; caller frees. */
 char *cli_escape(struct cli *cli, const char *s);
@@ -224,19 +324,30 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     struct err *err);
 void cli_submit_opts_release(struct cli_submit_opts *opts);
 
+/* ---- the list of commands (cmd_help.c) --------------------------------- */
+
+/* The command named exactly name (no prefix matching), or NULL. */
+const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *cmds,
+    const char *name);
+/* The synopsis of `lockstep` itself. */
+void cli_print_main_usage(FILE *out);
+/* `lockstep help`: the synopsis, every command and the global options. */
+void cli_print_main_help(const struct cli_cmd *const *cmds, FILE *out);
+
 /* ---- subcommands (cmd_<name>.c) ----------------------------------------- */
 
-int cmd_submit(int argc, char **argv, struct cli *cli);
-int cmd_jobs(int argc, char **argv, struct cli *cli);
-int cmd_show(int argc, char **argv, struct cli *cli);
-int cmd_logs(int argc, char **argv, struct cli *cli);
-int cmd_cancel(int argc, char **argv, struct cli *cli);
-int cmd_nodes(int argc, char **argv, struct cli *cli);
-int cmd_node(int argc, char **argv, struct cli *cli);
-int cmd_cordon(int argc, char **argv, struct cli *cli);
-int cmd_uncordon(int argc, char **argv, struct cli *cli);
-int cmd_token(int argc, char **argv, struct cli *cli);
-int cmd_whoami(int argc, char **argv, struct cli *cli);
-int cmd_stats(int argc, char **argv, struct cli *cli);
+extern const struct cli_cmd cli_cmd_submit;
+extern const struct cli_cmd cli_cmd_jobs;
+extern const struct cli_cmd cli_cmd_show;
+extern const struct cli_cmd cli_cmd_logs;
+extern const struct cli_cmd cli_cmd_cancel;
+extern const struct cli_cmd cli_cmd_nodes;
+extern const struct cli_cmd cli_cmd_node;
+extern const struct cli_cmd cli_cmd_cordon;
+extern const struct cli_cmd cli_cmd_uncordon;
+extern const struct cli_cmd cli_cmd_token;
+extern const struct cli_cmd cli_cmd_stats;
+extern const struct cli_cmd cli_cmd_whoami;
+extern const struct cli_cmd cli_cmd_help;
 
 #endif

@@ -11,11 +11,11 @@
 #include "cli/cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/jsonx.h"
 #include "common/xalloc.h"
@@ -97,60 +97,10 @@ cli_usage(struct cli *cli, const char *fmt, ...)
 }
 
 int
-cli_opt_error(struct cli *cli, char **argv, int c)
-{
-    /* getopt_long leaves optind just past the offending word, except for
-     * an unknown short option inside a cluster ("-xv"), where optopt is
-     * the only trace. */
-    const char *word = optind > 0 ? argv[optind - 1] : "";
-    bool is_long = word[0] == '-' && word[1] == '-';
-
-    if (c == ':') {
-        if (is_long)
-            return cli_usage(cli, "option '%s' requires a value", word);
-        return cli_usage(cli, "option '-%c' requires a value", optopt);
-    }
-    if (optopt && !is_long)
-        return cli_usage(cli, "unknown option '-%c'", optopt);
-    return cli_usage(cli, "unknown option '%s'", word);
-}
-
-int
 cli_help(struct cli *cli)
 {
     cli_print_usage(cli->cmd, stdout);
     return CLI_EXIT_OK;
-}
-
-int
-cli_parse_int(struct cli *cli, const char *what, const char *s, int64_t min,
-    int64_t max, int64_t *out)
-{
-    char *end = NULL;
-    long long v;
-
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return cli_usage(cli,
-            "invalid value '%s' for %s: expected an integer from %lld to %lld",
-            s, what, (long long)min, (long long)max);
-    *out = v;
-    return 0;
-}
-
-int
-cli_parse_job_id(struct cli *cli, const char *s, int64_t *id)
-{
-    char *end = NULL;
-    long long v;
-
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < 1)
-        return cli_usage(cli, "invalid job id '%s'", s);
-    *id = v;
-    return 0;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -477,44 +427,51 @@ cli_print_body(const struct cli_resp *resp)
 }
 
 int
-cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print, const char *hint)
+cli_call_print(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, const char *kind, const char *name,
+    cli_print_fn *print)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
     struct cli_resp resp;
     cJSON *reply = NULL;
-    int c, status = CLI_EXIT_FAIL;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind < argc)
-        return cli_usage(cli, "unexpected argument '%s'%s%s%s", argv[optind],
-            hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+    struct err err;
+    int rc, status = CLI_EXIT_FAIL;
 
     cli_resp_init(&resp);
-    if (cli_call(cli, "GET", path, NULL, 0, &resp, &reply, NULL) == 0) {
-        if (json)
+    rc = cli_call(cli, method, path, body, kind ? CLI_HTTP_QUIET : 0, &resp,
+        &reply, &err);
+    if (rc < 0) {
+        if (kind)
+            cli_fail_about(cli, kind, name, rc, &err);
+    } else {
+        if (cli->json)
             cli_print_body(&resp);
         else
-            print(reply);
+            print(reply, name);
         status = CLI_EXIT_OK;
     }
     cJSON_Delete(reply);
     cli_resp_release(&resp);
     return status;
+}
+
+int
+cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
+    cli_print_fn *print)
+{
+    struct cli_args args;
+    int status;
+
+    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
+        return status;
+    return cli_call_print(cli, "GET", path, NULL, NULL, NULL, print);
+}
+
+void
+cli_sleep_ms(int64_t ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000,
+        .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
 }

@@ -8,86 +8,74 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/xalloc.h"
 
+/* name: the job id as a number prints it ("007" is "7"). */
+static void
+print_cancelled(const cJSON *job, const char *name)
+{
+    const char *state = cli_jstr(job, "state");
+
+    if (strcmp(state, "CANCELLED") == 0)
+        printf("cancelled job %s\n", name);
+    else if (cli_job_state_final(state))
+        printf("job %s already ended: %s\n", name, state);
+    else
+        printf("job %s is being cancelled (%s)\n", name, state);
+}
+
 static int
-cancel_one(struct cli *cli, int64_t id, bool json, struct cli_resp *resp)
+cancel_one(struct cli *cli, int64_t id)
 {
     char *path = xasprintf("/v1/jobs/%lld/cancel", (long long)id);
     char name[32];
-    cJSON *job = NULL;
-    struct err err;
-    int rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    rc = cli_call(cli, "POST", path, NULL, CLI_HTTP_QUIET, resp, &job, &err);
-    if (rc < 0) {
-        snprintf(name, sizeof(name), "%lld", (long long)id);
-        cli_fail_about(cli, "job", name, rc, &err);
-    } else {
-        const char *state = cli_jstr(job, "state");
-
-        if (json)
-            cli_print_body(resp);
-        else if (strcmp(state, "CANCELLED") == 0)
-            printf("cancelled job %lld\n", (long long)id);
-        else if (cli_job_state_final(state))
-            printf("job %lld already ended: %s\n", (long long)id, state);
-        else
-            printf("job %lld is being cancelled (%s)\n", (long long)id,
-                state);
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(job);
+    snprintf(name, sizeof(name), "%lld", (long long)id);
+    status = cli_call_print(cli, "POST", path, NULL, "job", name,
+        print_cancelled);
     free(path);
     return status;
 }
 
-int
+static int
 cmd_cancel(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
+    struct cli_args args;
     int64_t *ids;
-    int c, n, status = CLI_EXIT_OK;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which job? give one or more ids");
+    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
+        return status;
     /* Check every id before cancelling anything. */
-    n = argc - optind;
-    ids = xcalloc((size_t)n, sizeof(*ids));
-    for (int i = 0; i < n; i++) {
-        if (cli_parse_job_id(cli, argv[optind + i], &ids[i]) != 0) {
+    ids = xcalloc((size_t)args.argc, sizeof(*ids));
+    for (int i = 0; i < args.argc; i++) {
+        if (cli_parse_job_id(cli, args.argv[i], &ids[i]) != 0) {
             free(ids);
             return CLI_EXIT_USAGE;
         }
     }
-    cli_resp_init(&resp);
-    for (int i = 0; i < n; i++) {
-        if (cancel_one(cli, ids[i], json, &resp) != CLI_EXIT_OK)
+    status = CLI_EXIT_OK;
+    for (int i = 0; i < args.argc; i++) {
+        if (cancel_one(cli, ids[i]) != CLI_EXIT_OK)
             status = CLI_EXIT_FAIL;
     }
-    cli_resp_release(&resp);
     free(ids);
     return status;
 }
+
+const struct cli_cmd cli_cmd_cancel = {
+    .name = "cancel",
+    .summary = "cancel jobs",
+    .usage =
+        "usage: lockstep cancel [--json] JOB...\n"
+        "\n"
+        "  --json  print each job object the scheduler returns\n",
+    .min_args = 1,
+    .max_args = -1,
+    .missing = "which job? give one or more ids",
+    .fn = cmd_cancel,
+};

@@ -11,98 +11,119 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
+#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/jsonx.h"
 #include "common/xalloc.h"
+
+struct cordon_opts {
+    bool cordon;                /* cordon, not uncordon */
+    const char *reason;
+    bool evict;
+};
+
+/* Both commands know --evict, so that uncordon can say where it goes. */
+static int
+set_evict(void *opts, const char *value, struct sbuf *why)
+{
+    struct cordon_opts *o = opts;
+
+    if (!o->cordon) {
+        sbuf_addstr(why, "--evict goes with cordon");
+        return -EINVAL;
+    }
+    o->evict = true;
+    return 0;
+}
+
+static const struct cli_opt cordon_opts[] = {
+    CLI_OPT_STR("reason", struct cordon_opts, reason),
+    CLI_OPT_CALL("evict", FLAG, set_evict),
+    CLI_OPT_END,
+};
+
+static void
+print_node_state(const cJSON *node, const char *name)
+{
+    printf("node %s is %s\n", name, cli_jstr(node, "state"));
+}
 
 static int
 cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
     bool is_cordon)
 {
-    enum { OPT_REASON = 256, OPT_JSON, OPT_EVICT };
-    static const struct option lopts[] = {
-        { "reason", required_argument, NULL, OPT_REASON },
-        { "evict", no_argument, NULL, OPT_EVICT },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *reason = NULL;
-    bool json = cli->json, evict = false;
-    struct cli_resp resp;
-    cJSON *body, *node = NULL;
+    struct cordon_opts o = { .cordon = is_cordon };
+    struct cli_args args;
+    cJSON *body;
     char *name, *path;
-    struct err err;
-    int c, rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_REASON:
-            reason = optarg;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_EVICT:
-            if (!is_cordon)
-                return cli_usage(cli, "--evict goes with cordon");
-            evict = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which node? give its name");
-    if (argc - optind > 1)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
-    if (!proto_valid_name(argv[optind], PROTO_NODE_NAME_MAX))
-        return cli_usage(cli, "invalid node name '%s'", argv[optind]);
-    if (is_cordon && (reason == NULL || *reason == '\0'))
+    if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
+        return status;
+    if (cli_check_node_name(cli, args.argv[0]) != 0)
+        return CLI_EXIT_USAGE;
+    if (is_cordon && (o.reason == NULL || *o.reason == '\0'))
         return cli_usage(cli, "--reason is required: say why, for whoever "
                               "reads the node's history next");
 
     body = cJSON_CreateObject();
     jsonx_add_int(body, "version", PROTO_VERSION);
-    jsonx_add_str(body, "reason", reason ? reason : "");
-    if (evict)
+    jsonx_add_str(body, "reason", o.reason ? o.reason : "");
+    if (o.evict)
         cJSON_AddBoolToObject(body, "evict", true);
-    cli_resp_init(&resp);
-    name = cli_escape(cli, argv[optind]);
+    name = cli_escape(cli, args.argv[0]);
     path = xasprintf("/v1/nodes/%s/%s", name, verb);
-    rc = cli_call(cli, "POST", path, body, CLI_HTTP_QUIET, &resp, &node,
-        &err);
-    if (rc < 0) {
-        cli_fail_about(cli, "node", argv[optind], rc, &err);
-    } else {
-        if (json)
-            cli_print_body(&resp);
-        else
-            printf("node %s is %s\n", argv[optind], cli_jstr(node, "state"));
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(node);
+    status = cli_call_print(cli, "POST", path, body, "node", args.argv[0],
+        print_node_state);
     cJSON_Delete(body);
-    cli_resp_release(&resp);
     free(path);
     free(name);
     return status;
 }
 
-int
+static int
 cmd_cordon(int argc, char **argv, struct cli *cli)
 {
     return cordon_common(argc, argv, cli, "cordon", true);
 }
 
-int
+static int
 cmd_uncordon(int argc, char **argv, struct cli *cli)
 {
     return cordon_common(argc, argv, cli, "uncordon", false);
 }
+
+const struct cli_cmd cli_cmd_cordon = {
+    .name = "cordon",
+    .summary = "stop placing new work on a node",
+    .usage =
+        "usage: lockstep cordon NODE --reason REASON [--evict] [--json]\n"
+        "\n"
+        "  --reason REASON  why (kept in the node's history; required)\n"
+        "  --evict          also restart the jobs running there on other\n"
+        "                   nodes now, from their latest checkpoint\n"
+        "  --json           print the node object the scheduler returns\n",
+    .opts = cordon_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which node? give its name",
+    .fn = cmd_cordon,
+    .flags = CLI_CMD_OPERATOR,
+};
+
+const struct cli_cmd cli_cmd_uncordon = {
+    .name = "uncordon",
+    .summary = "make a node schedulable again",
+    .usage =
+        "usage: lockstep uncordon NODE [--reason REASON] [--json]\n"
+        "\n"
+        "  --reason REASON  why (kept in the node's history)\n"
+        "  --json           print the node object the scheduler returns\n",
+    .opts = cordon_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which node? give its name",
+    .fn = cmd_uncordon,
+    .flags = CLI_CMD_OPERATOR,
+};

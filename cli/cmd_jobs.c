@@ -8,7 +8,7 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,83 +44,112 @@ print_jobs(const cJSON *jobs)
     cli_table_destroy(t);
 }
 
-int
-cmd_jobs(int argc, char **argv, struct cli *cli)
-{
-    enum { OPT_ALL = 256, OPT_STATE, OPT_USER, OPT_JSON };
-    static const struct option lopts[] = {
-        { "all", no_argument, NULL, OPT_ALL },
-        { "state", required_argument, NULL, OPT_STATE },
-        { "user", required_argument, NULL, OPT_USER },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *state = NULL, *user = NULL;
-    bool all = false, json = cli->json;
-    struct cli_resp resp;
-    struct sbuf path;
-    cJSON *jobs = NULL;
-    int c, status = CLI_EXIT_FAIL;
+struct jobs_opts {
+    bool all;
+    const char *state;          /* canonical name (static), or NULL */
+    const char *user;
+};
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_ALL:
-            all = true;
-            break;
-        case OPT_STATE:
-            state = cli_job_state_parse(optarg);
-            if (state == NULL)
-                return cli_usage(cli, "unknown job state '%s'", optarg);
-            break;
-        case OPT_USER:
-            if (*optarg == '\0')
-                return cli_usage(cli, "--user needs a user name");
-            user = optarg;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
+static int
+set_state(void *opts, const char *value, struct sbuf *why)
+{
+    struct jobs_opts *o = opts;
+
+    o->state = cli_job_state_parse(value);
+    if (o->state == NULL) {
+        sbuf_addf(why, "unknown job state '%s'", value);
+        return -EINVAL;
     }
-    if (optind < argc)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static int
+set_user(void *opts, const char *value, struct sbuf *why)
+{
+    if (*value == '\0') {
+        sbuf_addstr(why, "--user needs a user name");
+        return -EINVAL;
+    }
+    ((struct jobs_opts *)opts)->user = value;
+    return 0;
+}
+
+static const struct cli_opt jobs_opts[] = {
+    CLI_OPT_FLAG("all", struct jobs_opts, all),
+    CLI_OPT_CALL("state", STR, set_state),
+    CLI_OPT_CALL("user", STR, set_user),
+    CLI_OPT_END,
+};
+
+/* GET /v1/jobs with the filters as query parameters; caller frees. */
+static char *
+jobs_path(struct cli *cli, const struct jobs_opts *o)
+{
+    bool all = o->all || o->state;
+    struct sbuf path;
 
     sbuf_init(&path);
-    cli_resp_init(&resp);
     sbuf_addstr(&path, "/v1/jobs");
-    if (all || state)
+    if (all)
         sbuf_addstr(&path, "?all=1");
-    if (state)
-        sbuf_addf(&path, "&state=%s", state);
-    if (user) {
-        char *u = cli_escape(cli, user);
+    if (o->state)
+        sbuf_addf(&path, "&state=%s", o->state);
+    if (o->user) {
+        char *u = cli_escape(cli, o->user);
 
-        sbuf_addf(&path, "%cuser=%s", all || state ? '&' : '?', u);
+        sbuf_addf(&path, "%cuser=%s", all ? '&' : '?', u);
         free(u);
     }
-    if (cli_call(cli, "GET", path.buf, NULL, 0, &resp, &jobs, NULL) < 0)
+    return sbuf_detach(&path, NULL);
+}
+
+static int
+cmd_jobs(int argc, char **argv, struct cli *cli)
+{
+    struct jobs_opts o = { 0 };
+    struct cli_args args;
+    struct cli_resp resp;
+    cJSON *jobs = NULL;
+    char *path;
+    int status;
+
+    if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
+        return status;
+    cli_resp_init(&resp);
+    path = jobs_path(cli, &o);
+    status = CLI_EXIT_FAIL;
+    if (cli_call(cli, "GET", path, NULL, 0, &resp, &jobs, NULL) < 0)
         goto out;
     if (!cJSON_IsArray(jobs)) {
         cli_warn(cli, "unexpected reply from the scheduler: not a list");
         goto out;
     }
-    if (json)
+    if (cli->json)
         cli_print_body(&resp);
     else if (cJSON_GetArraySize(jobs) == 0)
-        fprintf(stderr, "no %sjobs%s\n", all || state ? "" : "unfinished ",
-            all || state ? " match" : " (--all includes finished ones)");
+        fprintf(stderr, "no %sjobs%s\n", o.all || o.state ? "" : "unfinished ",
+            o.all || o.state ? " match" : " (--all includes finished ones)");
     else
         print_jobs(jobs);
     status = CLI_EXIT_OK;
 out:
     cJSON_Delete(jobs);
     cli_resp_release(&resp);
-    sbuf_release(&path);
+    free(path);
     return status;
 }
+
+const struct cli_cmd cli_cmd_jobs = {
+    .name = "jobs",
+    .summary = "list jobs",
+    .usage =
+        "usage: lockstep jobs [--all] [--state STATE] [--user USER] [--json]\n"
+        "\n"
+        "  --all          include finished jobs (default: unfinished only)\n"
+        "  --state STATE  only jobs in STATE (PENDING, PLACED, RUNNING,\n"
+        "                 RESTARTING, SUCCEEDED, FAILED, CANCELLED)\n"
+        "  --user USER    only USER's jobs (operators see everyone's)\n"
+        "  --json         print the API reply unchanged\n",
+    .opts = jobs_opts,
+    .fn = cmd_jobs,
+};

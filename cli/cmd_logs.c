@@ -17,10 +17,8 @@
 #include "cli/cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -53,16 +51,6 @@ struct job_view {
     int64_t world;              /* nodes × ranks_per_node */
 };
 
-static void
-sleep_ms(int64_t ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000,
-        .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* An outage or a 5xx is worth waiting out while following (the scheduler
  * comes back in seconds after a restart); anything else is final. Returns
  * true to retry. */
@@ -79,7 +67,7 @@ logs_retry(struct logs *L, int rc, const struct err *err)
     } else if (now - L->down_since > CLI_LOGS_OUTAGE_MS) {
         return false;
     }
-    sleep_ms(1000);
+    cli_sleep_ms(1000);
     return true;
 }
 
@@ -266,7 +254,7 @@ logs_follow(struct logs *L, bool pinned)
             final_seen = true;
             continue;
         }
-        sleep_ms(CLI_LOGS_POLL_MS);
+        cli_sleep_ms(CLI_LOGS_POLL_MS);
     }
     for (size_t i = 0; i < L->nranks; i++)
         emit_rest(L, &L->ranks[i]);
@@ -290,112 +278,134 @@ wait_first_attempt(struct logs *L, struct job_view *v)
                 (long long)L->id, v->state);
             return 1;
         }
-        sleep_ms(CLI_LOGS_POLL_MS);
+        cli_sleep_ms(CLI_LOGS_POLL_MS);
         rc = get_job(L, CLI_HTTP_QUIET, v, &err);
         if (rc < 0 && !logs_retry(L, rc, &err))
             return cli_fail(L->cli, "%s", err.msg);
     }
 }
 
-int
+struct logs_opts {
+    int64_t rank;               /* -1: every rank */
+    int64_t attempt;            /* 0: the latest, and on through restarts */
+    const char *stream;         /* "out" or "err" (static) */
+    bool follow;
+};
+
+static int
+set_stream(void *opts, const char *value, struct sbuf *why)
+{
+    if (strcmp(value, "out") != 0 && strcmp(value, "err") != 0) {
+        sbuf_addf(why, "invalid --stream '%s': expected out or err", value);
+        return -EINVAL;
+    }
+    ((struct logs_opts *)opts)->stream = strcmp(value, "out") == 0 ? "out"
+                                                                   : "err";
+    return 0;
+}
+
+static const struct cli_opt logs_opts[] = {
+    CLI_OPT_INT("rank", struct logs_opts, rank, 0, INT32_MAX),
+    CLI_OPT_INT("attempt", struct logs_opts, attempt, 1, INT32_MAX),
+    CLI_OPT_CALL("stream", STR, set_stream),
+    { .name = "follow", .letter = 'f', .kind = CLI_OPT_KIND_FLAG,
+        CLI_OPT_TARGET(struct logs_opts, follow) },
+    CLI_OPT_END,
+};
+
+/* Check the options against the job (its id as the user gave it) and
+ * settle the attempt to read: the one asked for, else the latest, which is
+ * where the live output is. Following a job that has not started waits
+ * for its first attempt. Returns CLI_CONTINUE with v filled, or the exit
+ * status. */
+static int
+logs_pick_attempt(struct logs *L, const struct logs_opts *o, const char *job,
+    struct job_view *v)
+{
+    struct err err;
+    int rc;
+
+    rc = get_job(L, CLI_HTTP_QUIET, v, &err);
+    if (rc < 0)
+        return cli_fail_about(L->cli, "job", job, rc, &err);
+    if (o->rank >= v->world)
+        return cli_fail(L->cli, "job %lld has ranks 0 to %lld",
+            (long long)L->id, (long long)v->world - 1);
+    if (o->attempt > 0 && o->attempt > v->attempt) {
+        if (v->attempt == 0)
+            return cli_fail(L->cli, "job %lld has not started yet",
+                (long long)L->id);
+        return cli_fail(L->cli, "job %lld has attempts 1 to %lld",
+            (long long)L->id, (long long)v->attempt);
+    }
+    if (o->attempt == 0 && v->attempt == 0) {
+        if (!o->follow)
+            return cli_fail(L->cli, "job %lld has not started yet (%s)",
+                (long long)L->id, v->state);
+        rc = wait_first_attempt(L, v);
+        if (rc != 0)
+            return rc;
+    }
+    L->attempt = o->attempt > 0 ? o->attempt : v->attempt;
+    return CLI_CONTINUE;
+}
+
+/* One rank_log for rank, or one for each of world ranks when rank < 0. */
+static void
+logs_init_ranks(struct logs *L, int64_t rank, int64_t world)
+{
+    L->nranks = rank >= 0 ? 1 : (size_t)world;
+    L->ranks = xcalloc(L->nranks, sizeof(*L->ranks));
+    for (size_t i = 0; i < L->nranks; i++) {
+        L->ranks[i].rank = rank >= 0 ? rank : (int64_t)i;
+        sbuf_init(&L->ranks[i].line);
+    }
+    L->prefix = L->nranks > 1;
+}
+
+static int
 cmd_logs(int argc, char **argv, struct cli *cli)
 {
-    enum { OPT_RANK = 256, OPT_ATTEMPT, OPT_STREAM };
-    static const struct option lopts[] = {
-        { "rank", required_argument, NULL, OPT_RANK },
-        { "attempt", required_argument, NULL, OPT_ATTEMPT },
-        { "stream", required_argument, NULL, OPT_STREAM },
-        { "follow", no_argument, NULL, 'f' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    struct logs L = { .cli = cli, .stream = "out" };
-    int64_t rank = -1, attempt = 0;
-    bool follow = false;
+    struct logs_opts o = { .rank = -1, .stream = "out" };
+    struct logs L = { .cli = cli };
+    struct cli_args args;
     struct job_view v;
-    struct err err;
-    int c, rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":fh", lopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_RANK:
-            if (cli_parse_int(cli, "--rank", optarg, 0, INT32_MAX, &rank))
-                return CLI_EXIT_USAGE;
-            break;
-        case OPT_ATTEMPT:
-            if (cli_parse_int(cli, "--attempt", optarg, 1, INT32_MAX,
-                    &attempt))
-                return CLI_EXIT_USAGE;
-            break;
-        case OPT_STREAM:
-            if (strcmp(optarg, "out") != 0 && strcmp(optarg, "err") != 0)
-                return cli_usage(cli,
-                    "invalid --stream '%s': expected out or err", optarg);
-            L.stream = strcmp(optarg, "out") == 0 ? "out" : "err";
-            break;
-        case 'f':
-            follow = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which job? give its id");
-    if (argc - optind > 1)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
-    if (cli_parse_job_id(cli, argv[optind], &L.id) != 0)
+    if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
+        return status;
+    if (cli_parse_job_id(cli, args.argv[0], &L.id) != 0)
         return CLI_EXIT_USAGE;
-
+    L.stream = o.stream;
     cli_resp_init(&L.resp);
-    rc = get_job(&L, CLI_HTTP_QUIET, &v, &err);
-    if (rc < 0) {
-        cli_fail_about(cli, "job", argv[optind], rc, &err);
-        goto out;
+    status = logs_pick_attempt(&L, &o, args.argv[0], &v);
+    if (status == CLI_CONTINUE) {
+        logs_init_ranks(&L, o.rank, v.world);
+        status = o.follow ? logs_follow(&L, o.attempt > 0) : logs_once(&L);
     }
-    if (rank >= v.world) {
-        cli_warn(cli, "job %lld has ranks 0 to %lld", (long long)L.id,
-            (long long)v.world - 1);
-        goto out;
-    }
-    if (attempt > 0 && attempt > v.attempt) {
-        if (v.attempt == 0)
-            cli_warn(cli, "job %lld has not started yet", (long long)L.id);
-        else
-            cli_warn(cli, "job %lld has attempts 1 to %lld", (long long)L.id,
-                (long long)v.attempt);
-        goto out;
-    }
-    if (attempt == 0 && v.attempt == 0) {
-        if (!follow) {
-            cli_warn(cli, "job %lld has not started yet (%s)",
-                (long long)L.id, v.state);
-            goto out;
-        }
-        rc = wait_first_attempt(&L, &v);
-        if (rc != 0) {
-            status = rc;
-            goto out;
-        }
-    }
-    /* Without --attempt, the latest: that is where the live output is. */
-    L.attempt = attempt > 0 ? attempt : v.attempt;
-
-    L.nranks = rank >= 0 ? 1 : (size_t)v.world;
-    L.ranks = xcalloc(L.nranks, sizeof(*L.ranks));
-    for (size_t i = 0; i < L.nranks; i++) {
-        L.ranks[i].rank = rank >= 0 ? rank : (int64_t)i;
-        sbuf_init(&L.ranks[i].line);
-    }
-    L.prefix = L.nranks > 1;
-    status = follow ? logs_follow(&L, attempt > 0) : logs_once(&L);
-out:
     for (size_t i = 0; i < L.nranks; i++)
         sbuf_release(&L.ranks[i].line);
     free(L.ranks);
     cli_resp_release(&L.resp);
     return status;
 }
+
+const struct cli_cmd cli_cmd_logs = {
+    .name = "logs",
+    .summary = "print a job's output",
+    .usage =
+        "usage: lockstep logs JOB [--rank R] [--attempt N] [--stream out|err]\n"
+        "                         [--follow]\n"
+        "\n"
+        "  --rank R          only rank R (default: every rank, each line\n"
+        "                    prefixed with [rank N])\n"
+        "  --attempt N       attempt N (default: the latest)\n"
+        "  --stream out|err  stdout (default) or stderr\n"
+        "  -f, --follow      keep printing until the job has ended\n",
+    .opts = logs_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which job? give its id",
+    .fn = cmd_logs,
+    .flags = CLI_CMD_NO_JSON,
+};

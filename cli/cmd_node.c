@@ -6,9 +6,7 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/jsonx.h"
 #include "common/timeid.h"
@@ -48,7 +46,7 @@ print_events(const cJSON *events)
 }
 
 static void
-print_node(const cJSON *n)
+print_node(const cJSON *n, const char *name)
 {
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(n, "events");
     char *gpus = cli_fmt_int_list(cJSON_GetObjectItemCaseSensitive(n, "gpus"),
@@ -90,57 +88,35 @@ print_node(const cJSON *n)
     free(gpus);
 }
 
-int
+static int
 cmd_node(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *node = NULL;
+    struct cli_args args;
     char *name, *path;
-    struct err err;
-    int c, rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which node? give its name");
-    if (argc - optind > 1)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
-    if (!proto_valid_name(argv[optind], PROTO_NODE_NAME_MAX))
-        return cli_usage(cli, "invalid node name '%s'", argv[optind]);
-
-    cli_resp_init(&resp);
-    name = cli_escape(cli, argv[optind]);
+    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
+        return status;
+    if (cli_check_node_name(cli, args.argv[0]) != 0)
+        return CLI_EXIT_USAGE;
+    name = cli_escape(cli, args.argv[0]);
     path = xasprintf("/v1/nodes/%s", name);
-    rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &node,
-        &err);
-    if (rc < 0) {
-        cli_fail_about(cli, "node", argv[optind], rc, &err);
-    } else {
-        if (json)
-            cli_print_body(&resp);
-        else
-            print_node(node);
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(node);
-    cli_resp_release(&resp);
+    status = cli_call_print(cli, "GET", path, NULL, "node", args.argv[0],
+        print_node);
     free(path);
     free(name);
     return status;
 }
+
+const struct cli_cmd cli_cmd_node = {
+    .name = "node",
+    .summary = "show a node and its recent events",
+    .usage =
+        "usage: lockstep node NODE [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which node? give its name",
+    .fn = cmd_node,
+};

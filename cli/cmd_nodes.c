@@ -6,14 +6,13 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
 static void
-print_nodes(const cJSON *nodes)
+print_nodes(const cJSON *nodes, const char *name)
 {
     static const char *const headers[] = { "NAME", "STATE", "CPUS",
         "GPUS(free/total)", "MEM", "LABELS", "JOBS", "LAST-SEEN", "REASON" };
@@ -60,9 +59,19 @@ print_nodes(const cJSON *nodes)
     cli_table_destroy(t);
 }
 
-int
+static int
 cmd_nodes(int argc, char **argv, struct cli *cli)
 {
-    return cli_get_print(argc, argv, cli, "/v1/nodes", print_nodes,
-        "for one node: lockstep node NAME");
+    return cli_get_print(argc, argv, cli, "/v1/nodes", print_nodes);
 }
+
+const struct cli_cmd cli_cmd_nodes = {
+    .name = "nodes",
+    .summary = "list nodes",
+    .usage =
+        "usage: lockstep nodes [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .hint = "for one node: lockstep node NAME",
+    .fn = cmd_nodes,
+};

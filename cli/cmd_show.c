@@ -7,7 +7,6 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,17 +116,12 @@ print_attempt_failure(const cJSON *a, const cJSON *next)
     }
 }
 
-/* next: the attempt after a (its start ends a's recovery), or NULL. */
+/* An attempt's first lines: when it ran, why it ended, where it resumed. */
 static void
-print_attempt(const cJSON *a, const cJSON *next, int64_t now)
+print_attempt_times(const cJSON *a, int64_t now)
 {
-    static const char *const headers[] = { "RANK", "NODE", "LOCAL", "STATE",
-        "EXIT", "SIGNAL" };
-    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(a, "nodes");
-    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(a, "ranks");
     int64_t start = cli_jint(a, "start_ms", 0), end = cli_jint(a, "end_ms", 0);
     const char *reason = cli_jstr(a, "reason");
-    const cJSON *it;
     char t1[64], t2[64], dur[32];
 
     printf("\nattempt %lld  %s\n", (long long)cli_jint(a, "attempt", 0),
@@ -148,50 +142,71 @@ print_attempt(const cJSON *a, const cJSON *next, int64_t now)
             cli_jstr(a, "resume_from"));
     else
         printf("  resumed:   no (fresh start)\n");
-    print_attempt_failure(a, next);
-    if (*cli_jstr(a, "master_addr"))
-        printf("  master:    %s:%lld\n", cli_jstr(a, "master_addr"),
-            (long long)cli_jint(a, "master_port", 0));
-    if (cJSON_GetArraySize(nodes) > 0) {
-        printf("  nodes:     ");
-        cJSON_ArrayForEach(it, nodes) {
-            char *gpus = cli_fmt_int_list(
-                cJSON_GetObjectItemCaseSensitive(it, "gpus"), true);
+}
 
-            printf("%s%s (node rank %lld, GPUs %s)",
-                it == nodes->child ? "" : ", ", cli_jstr(it, "node"),
-                (long long)cli_jint(it, "node_rank", 0), gpus);
-            free(gpus);
-        }
-        printf("\n");
+/* "n1 (node rank 0, GPUs 0-3), n2 (...)" */
+static void
+print_attempt_nodes(const cJSON *nodes)
+{
+    const cJSON *it;
+
+    if (cJSON_GetArraySize(nodes) <= 0)
+        return;
+    printf("  nodes:     ");
+    cJSON_ArrayForEach(it, nodes) {
+        char *gpus = cli_fmt_int_list(
+            cJSON_GetObjectItemCaseSensitive(it, "gpus"), true);
+
+        printf("%s%s (node rank %lld, GPUs %s)",
+            it == nodes->child ? "" : ", ", cli_jstr(it, "node"),
+            (long long)cli_jint(it, "node_rank", 0), gpus);
+        free(gpus);
     }
-    if (cJSON_GetArraySize(ranks) > 0) {
-        struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
-        char sig[64];
+    printf("\n");
+}
 
-        cJSON_ArrayForEach(it, ranks) {
-            const char *state = cli_jstr(it, "state");
-            bool exited = strcmp(state, "exited") == 0;
-            int64_t s = cli_jint(it, "signal", 0);
+/* One row per rank: where it ran and how it ended. */
+static void
+print_attempt_ranks(const cJSON *ranks)
+{
+    static const char *const headers[] = { "RANK", "NODE", "LOCAL", "STATE",
+        "EXIT", "SIGNAL" };
+    struct cli_table *t;
+    const cJSON *it;
+    char sig[64];
 
-            cli_table_row(t);
-            cli_table_cell(t, "%lld", (long long)cli_jint(it, "rank", 0));
-            cli_table_cell(t, "%s", cli_jstr(it, "node"));
-            cli_table_cell(t, "%lld", (long long)cli_jint(it, "local_rank", 0));
-            cli_table_cell(t, "%s", state);
-            if (exited && s == 0 && cli_jhas_num(it, "exit_code"))
-                cli_table_cell(t, "%lld",
-                    (long long)cli_jint(it, "exit_code", 0));
-            else
-                cli_table_cell(t, "-");
-            cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig))
-                                          : "-");
-        }
-        printf("\n");
-        cli_table_print(t, stdout, 2);
-        cli_table_destroy(t);
+    if (cJSON_GetArraySize(ranks) <= 0)
+        return;
+    t = cli_table_create(headers, ARRAY_SIZE(headers));
+    cJSON_ArrayForEach(it, ranks) {
+        const char *state = cli_jstr(it, "state");
+        bool exited = strcmp(state, "exited") == 0;
+        int64_t s = cli_jint(it, "signal", 0);
+
+        cli_table_row(t);
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "rank", 0));
+        cli_table_cell(t, "%s", cli_jstr(it, "node"));
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "local_rank", 0));
+        cli_table_cell(t, "%s", state);
+        if (exited && s == 0 && cli_jhas_num(it, "exit_code"))
+            cli_table_cell(t, "%lld",
+                (long long)cli_jint(it, "exit_code", 0));
+        else
+            cli_table_cell(t, "-");
+        cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig))
+                                      : "-");
     }
-    /* The stderr of every rank that failed: usually one, the culprit. */
+    printf("\n");
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
+/* The stderr of every rank that failed: usually one, the culprit. */
+static void
+print_failed_stderr(const cJSON *ranks)
+{
+    const cJSON *it;
+
     cJSON_ArrayForEach(it, ranks) {
         const char *tail = cli_jstr(it, "stderr_tail");
         bool failed = cli_jint(it, "exit_code", 0) != 0 ||
@@ -204,6 +219,22 @@ print_attempt(const cJSON *a, const cJSON *next, int64_t now)
             cli_print_indented(stdout, "    | ", tail);
         }
     }
+}
+
+/* next: the attempt after a (its start ends a's recovery), or NULL. */
+static void
+print_attempt(const cJSON *a, const cJSON *next, int64_t now)
+{
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(a, "ranks");
+
+    print_attempt_times(a, now);
+    print_attempt_failure(a, next);
+    if (*cli_jstr(a, "master_addr"))
+        printf("  master:    %s:%lld\n", cli_jstr(a, "master_addr"),
+            (long long)cli_jint(a, "master_port", 0));
+    print_attempt_nodes(cJSON_GetObjectItemCaseSensitive(a, "nodes"));
+    print_attempt_ranks(ranks);
+    print_failed_stderr(ranks);
 }
 
 /* The newest complete checkpoints the registry knows. */
@@ -249,7 +280,7 @@ print_goodput(const cJSON *job)
 }
 
 static void
-print_job(const cJSON *job)
+print_job(const cJSON *job, const char *name)
 {
     const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(job, "attempts");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(job, "env");
@@ -317,55 +348,34 @@ print_job(const cJSON *job)
     free(cmdline);
 }
 
-int
+static int
 cmd_show(int argc, char **argv, struct cli *cli)
 {
-    static const struct option lopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *job = NULL;
+    struct cli_args args;
     char *path;
-    struct err err;
     int64_t id;
-    int c, rc, status = CLI_EXIT_FAIL;
+    int status;
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind >= argc)
-        return cli_usage(cli, "which job? give its id");
-    if (argc - optind > 1)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind + 1]);
-    if (cli_parse_job_id(cli, argv[optind], &id) != 0)
+    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
+        return status;
+    if (cli_parse_job_id(cli, args.argv[0], &id) != 0)
         return CLI_EXIT_USAGE;
-
-    cli_resp_init(&resp);
     path = xasprintf("/v1/jobs/%lld", (long long)id);
-    rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &job, &err);
-    if (rc < 0) {
-        cli_fail_about(cli, "job", argv[optind], rc, &err);
-    } else {
-        if (json)
-            cli_print_body(&resp);
-        else
-            print_job(job);
-        status = CLI_EXIT_OK;
-    }
-    cJSON_Delete(job);
-    cli_resp_release(&resp);
+    status = cli_call_print(cli, "GET", path, NULL, "job", args.argv[0],
+        print_job);
     free(path);
     return status;
 }
+
+const struct cli_cmd cli_cmd_show = {
+    .name = "show",
+    .summary = "show a job and each of its attempts",
+    .usage =
+        "usage: lockstep show JOB [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which job? give its id",
+    .fn = cmd_show,
+};

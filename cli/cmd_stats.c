@@ -12,7 +12,7 @@
 #include "common/timeid.h"
 
 static void
-print_stats(const cJSON *st)
+print_stats(const cJSON *st, const char *name)
 {
     const cJSON *fail = cJSON_GetObjectItemCaseSensitive(st, "failures");
     const cJSON *ettr = cJSON_GetObjectItemCaseSensitive(st, "ettr");
@@ -40,8 +40,18 @@ print_stats(const cJSON *st)
     printf("\n");
 }
 
-int
+static int
 cmd_stats(int argc, char **argv, struct cli *cli)
 {
-    return cli_get_print(argc, argv, cli, "/v1/stats", print_stats, NULL);
+    return cli_get_print(argc, argv, cli, "/v1/stats", print_stats);
 }
+
+const struct cli_cmd cli_cmd_stats = {
+    .name = "stats",
+    .summary = "cluster-wide goodput and failure counts",
+    .usage =
+        "usage: lockstep stats [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .fn = cmd_stats,
+};

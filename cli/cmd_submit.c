@@ -14,10 +14,8 @@
 #include "cli/cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/timeid.h"
@@ -32,23 +30,6 @@ cli_submit_opts_release(struct cli_submit_opts *opts)
 {
     proto_job_spec_release(&opts->spec);
     memset(opts, 0, sizeof(*opts));
-}
-
-static int
-opt_int(const char *what, const char *s, int64_t min, int64_t max,
-    int64_t *out, struct err *err)
-{
-    char *end = NULL;
-    long long v;
-
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return err_set(err, -EINVAL,
-            "invalid value '%s' for %s: expected an integer from %lld to %lld",
-            s, what, (long long)min, (long long)max);
-    *out = v;
-    return 0;
 }
 
 /* A path as given, or made absolute against the current directory. */
@@ -122,140 +103,94 @@ add_env(struct proto_job_spec *spec, const char *arg, struct err *err)
     return 0;
 }
 
-int
-cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
+/* The option table's setters check a value as the scheduler would, so
+ * that a typo is a usage error here. set_failed hands on a helper's
+ * message, cut where a struct err cuts it, as it always was. */
+static int
+set_failed(struct sbuf *why, const struct err *err, int rc)
+{
+    sbuf_addstr(why, err->msg);
+    return rc;
+}
+
+static int
+set_name(void *opts, const char *value, struct sbuf *why)
+{
+    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
+
+    if (!proto_valid_name(value, PROTO_NAME_MAX)) {
+        sbuf_addf(why, "invalid --name '%.60s': use 1-%d characters of "
+                       "A-Z a-z 0-9 . _ -", value, PROTO_NAME_MAX);
+        return -EINVAL;
+    }
+    free(spec->name);
+    spec->name = xstrdup(value);
+    return 0;
+}
+
+static int
+set_env(void *opts, const char *value, struct sbuf *why)
+{
+    struct err err;
+    int rc = add_env(&((struct cli_submit_opts *)opts)->spec, value, &err);
+
+    return rc < 0 ? set_failed(why, &err, rc) : 0;
+}
+
+static int
+set_workdir(void *opts, const char *value, struct sbuf *why)
+{
+    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
+    struct err err;
+    int rc = abs_path("--workdir", value, &spec->workdir, &err);
+
+    return rc < 0 ? set_failed(why, &err, rc) : 0;
+}
+
+static int
+set_checkpoint_dir(void *opts, const char *value, struct sbuf *why)
+{
+    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
+    struct err err;
+    int rc = abs_path("--checkpoint-dir", value, &spec->checkpoint_dir, &err);
+
+    return rc < 0 ? set_failed(why, &err, rc) : 0;
+}
+
+#define SPEC_INT(name, field, min, max) \
+    CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
+
+static const struct cli_opt submit_opts[] = {
+    CLI_OPT_CALL("name", STR, set_name),
+    SPEC_INT("nodes", nodes, 1, PROTO_NODES_MAX),
+    SPEC_INT("ranks-per-node", ranks_per_node, 1, PROTO_RANKS_PER_NODE_MAX),
+    SPEC_INT("gpus-per-node", gpus_per_node, 0, PROTO_GPUS_MAX),
+    SPEC_INT("cpus-per-rank", cpus_per_rank, 0, PROTO_CPUS_MAX),
+    SPEC_INT("memory-mb", memory_mb_per_node, 0, (int64_t)1 << 40),
+    SPEC_INT("priority", priority, -1000, 1000),
+    CLI_OPT_CALL("env", STR, set_env),
+    CLI_OPT_CALL("workdir", STR, set_workdir),
+    SPEC_INT("max-restarts", max_restarts, 0, 1000),
+    SPEC_INT("max-infra-restarts", max_infra_restarts, 0, 10000),
+    SPEC_INT("hang-timeout", hang_timeout_s, 0, PROTO_HANG_TIMEOUT_MAX),
+    SPEC_INT("keep-checkpoints", keep_checkpoints, 0, 100000),
+    CLI_OPT_CALL("checkpoint-dir", STR, set_checkpoint_dir),
+    CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
+    CLI_OPT_END,
+};
+
+/* The command and the working directory, once the options are read. */
+static int
+finish_spec(struct proto_job_spec *spec, const struct cli_args *args,
     struct err *err)
 {
-    enum {
-        OPT_NAME = 256, OPT_NODES, OPT_RPN, OPT_GPN, OPT_CPR, OPT_MEM,
-        OPT_PRIO, OPT_ENV, OPT_WORKDIR, OPT_RESTARTS, OPT_CKPT, OPT_WAIT,
-        OPT_JSON, OPT_INFRA, OPT_HANG, OPT_KEEP,
-    };
-    static const struct option lopts[] = {
-        { "name", required_argument, NULL, OPT_NAME },
-        { "nodes", required_argument, NULL, OPT_NODES },
-        { "ranks-per-node", required_argument, NULL, OPT_RPN },
-        { "gpus-per-node", required_argument, NULL, OPT_GPN },
-        { "cpus-per-rank", required_argument, NULL, OPT_CPR },
-        { "memory-mb", required_argument, NULL, OPT_MEM },
-        { "priority", required_argument, NULL, OPT_PRIO },
-        { "env", required_argument, NULL, OPT_ENV },
-        { "workdir", required_argument, NULL, OPT_WORKDIR },
-        { "max-restarts", required_argument, NULL, OPT_RESTARTS },
-        { "max-infra-restarts", required_argument, NULL, OPT_INFRA },
-        { "hang-timeout", required_argument, NULL, OPT_HANG },
-        { "keep-checkpoints", required_argument, NULL, OPT_KEEP },
-        { "checkpoint-dir", required_argument, NULL, OPT_CKPT },
-        { "wait", no_argument, NULL, OPT_WAIT },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    struct proto_job_spec *spec = &opts->spec;
-    int64_t v = 0;
-    int c, rc = 0;
-
-    memset(opts, 0, sizeof(*opts));
-    proto_job_spec_init(spec);
-    opterr = 0;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "+:h", lopts, NULL)) != -1) {
-        const char *word = argv[optind - 1];
-
-        switch (c) {
-        case OPT_NAME:
-            if (!proto_valid_name(optarg, PROTO_NAME_MAX))
-                return err_set(err, -EINVAL,
-                    "invalid --name '%.60s': use 1-%d characters of "
-                    "A-Z a-z 0-9 . _ -", optarg, PROTO_NAME_MAX);
-            free(spec->name);
-            spec->name = xstrdup(optarg);
-            break;
-        case OPT_NODES:
-            rc = opt_int("--nodes", optarg, 1, PROTO_NODES_MAX, &v, err);
-            spec->nodes = (int)v;
-            break;
-        case OPT_RPN:
-            rc = opt_int("--ranks-per-node", optarg, 1,
-                PROTO_RANKS_PER_NODE_MAX, &v, err);
-            spec->ranks_per_node = (int)v;
-            break;
-        case OPT_GPN:
-            rc = opt_int("--gpus-per-node", optarg, 0, PROTO_GPUS_MAX, &v,
-                err);
-            spec->gpus_per_node = (int)v;
-            break;
-        case OPT_CPR:
-            rc = opt_int("--cpus-per-rank", optarg, 0, PROTO_CPUS_MAX, &v,
-                err);
-            spec->cpus_per_rank = (int)v;
-            break;
-        case OPT_MEM:
-            rc = opt_int("--memory-mb", optarg, 0, (int64_t)1 << 40, &v, err);
-            spec->memory_mb_per_node = v;
-            break;
-        case OPT_PRIO:
-            rc = opt_int("--priority", optarg, -1000, 1000, &v, err);
-            spec->priority = (int)v;
-            break;
-        case OPT_ENV:
-            rc = add_env(spec, optarg, err);
-            break;
-        case OPT_WORKDIR:
-            rc = abs_path("--workdir", optarg, &spec->workdir, err);
-            break;
-        case OPT_RESTARTS:
-            rc = opt_int("--max-restarts", optarg, 0, 1000, &v, err);
-            spec->max_restarts = (int)v;
-            break;
-        case OPT_INFRA:
-            rc = opt_int("--max-infra-restarts", optarg, 0, 10000, &v, err);
-            spec->max_infra_restarts = (int)v;
-            break;
-        case OPT_HANG:
-            rc = opt_int("--hang-timeout", optarg, 0, PROTO_HANG_TIMEOUT_MAX,
-                &v, err);
-            spec->hang_timeout_s = (int)v;
-            break;
-        case OPT_KEEP:
-            rc = opt_int("--keep-checkpoints", optarg, 0, 100000, &v, err);
-            spec->keep_checkpoints = (int)v;
-            break;
-        case OPT_CKPT:
-            rc = abs_path("--checkpoint-dir", optarg, &spec->checkpoint_dir,
-                err);
-            break;
-        case OPT_WAIT:
-            opts->wait = true;
-            break;
-        case OPT_JSON:
-            opts->json = true;
-            break;
-        case 'h':
-            opts->help = true;
-            return 0;
-        case ':':
-            return err_set(err, -EINVAL, "option '%s' requires a value",
-                word);
-        default:
-            if (optopt && !(word[0] == '-' && word[1] == '-'))
-                return err_set(err, -EINVAL, "unknown option '-%c'", optopt);
-            return err_set(err, -EINVAL, "unknown option '%s'", word);
-        }
-        if (rc < 0)
-            return rc;
-    }
-    if (optind >= argc)
-        return err_set(err, -EINVAL,
-            "no command given: put it after the options, e.g. "
-            "lockstep submit -- python3 train.py");
-    if ((size_t)(argc - optind) > PROTO_ARGV_MAX)
+    if ((size_t)args->argc > PROTO_ARGV_MAX)
         return err_set(err, -EINVAL, "the command has more than %d arguments",
             PROTO_ARGV_MAX);
-    spec->argc = (size_t)(argc - optind);
+    spec->argc = (size_t)args->argc;
     spec->argv = xcalloc(spec->argc + 1, sizeof(*spec->argv));
     for (size_t i = 0; i < spec->argc; i++)
-        spec->argv[i] = xstrdup(argv[optind + (int)i]);
+        spec->argv[i] = xstrdup(args->argv[i]);
     if (spec->workdir == NULL) {
         spec->workdir = getcwd(NULL, 0);
         if (spec->workdir == NULL) {
@@ -266,19 +201,31 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
                 strerror(e));
         }
     }
-    if ((rc = proto_job_spec_validate(spec, err)) < 0)
-        return rc;
-    return 0;
+    return proto_job_spec_validate(spec, err);
 }
 
-static void
-sleep_ms(int64_t ms)
+int
+cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
+    struct err *err)
 {
-    struct timespec ts = { .tv_sec = ms / 1000,
-        .tv_nsec = (long)(ms % 1000) * 1000000L };
+    struct cli_args args;
+    struct sbuf why;
+    int rc;
 
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    memset(opts, 0, sizeof(*opts));
+    proto_job_spec_init(&opts->spec);
+    sbuf_init(&why);
+    rc = cli_parse_opts(&cli_cmd_submit, argc, argv, opts, &args, &why);
+    if (rc < 0)
+        err_set(err, rc, "%s", why.buf);
+    sbuf_release(&why);
+    if (rc < 0)
+        return rc;
+    opts->json = args.json;
+    opts->help = args.help;
+    if (args.help)
+        return 0;
+    return finish_spec(&opts->spec, &args, err);
 }
 
 /* Poll the job until it is final. Returns the exit status. */
@@ -319,7 +266,7 @@ submit_wait(struct cli *cli, int64_t id, bool json)
                     err.msg);
                 break;
             }
-            sleep_ms(CLI_WAIT_MAX_MS);
+            cli_sleep_ms(CLI_WAIT_MAX_MS);
             continue;
         }
         down_since = 0;
@@ -348,7 +295,7 @@ submit_wait(struct cli *cli, int64_t id, bool json)
         }
         cJSON_Delete(job);
         fflush(stdout);
-        sleep_ms(interval);
+        cli_sleep_ms(interval);
         interval = interval * 3 / 2;
         if (interval > CLI_WAIT_MAX_MS)
             interval = CLI_WAIT_MAX_MS;
@@ -358,7 +305,7 @@ submit_wait(struct cli *cli, int64_t id, bool json)
     return status;
 }
 
-int
+static int
 cmd_submit(int argc, char **argv, struct cli *cli)
 {
     struct cli_submit_opts opts;
@@ -407,3 +354,43 @@ out:
     cli_submit_opts_release(&opts);
     return status;
 }
+
+const struct cli_cmd cli_cmd_submit = {
+    .name = "submit",
+    .summary = "submit a job",
+    .usage =
+        "usage: lockstep submit [options] [--] COMMAND [ARG...]\n"
+        "\n"
+        "  --name NAME           job name (default: basename of COMMAND)\n"
+        "  --nodes N             nodes to run on (default 1)\n"
+        "  --ranks-per-node R    processes per node (default 1)\n"
+        "  --gpus-per-node G     GPUs per node (default 0)\n"
+        "  --cpus-per-rank C     CPUs per process (default 1)\n"
+        "  --memory-mb M         memory per node in MiB (default 0)\n"
+        "  --priority P          -1000..1000, higher runs first (default 0)\n"
+        "  --env K=V             set a variable for every rank (repeatable);\n"
+        "                        --env K passes this shell's value of K\n"
+        "  --workdir DIR         working directory (default: the current one)\n"
+        "  --max-restarts N      restarts after the job's own failures, e.g.\n"
+        "                        a rank exiting non-zero (default 3)\n"
+        "  --max-infra-restarts N\n"
+        "                        restarts after infrastructure failures: node\n"
+        "                        lost, hang, node excluded (default 20)\n"
+        "  --hang-timeout SECS   restart when a rank makes no progress (a step\n"
+        "                        reported through the SDK, or else output) for\n"
+        "                        this long; 0 disables (default 1800)\n"
+        "  --checkpoint-dir DIR  where the job keeps its checkpoints; a restart\n"
+        "                        resumes from the newest complete one\n"
+        "  --keep-checkpoints K  keep only the K newest complete checkpoints\n"
+        "                        (default 0: keep all)\n"
+        "  --wait                wait for the job to end; exit 0 only if it\n"
+        "                        SUCCEEDED (Ctrl-C ends the wait, not the job)\n"
+        "  --json                print the job object the scheduler returns\n",
+    .opts = submit_opts,
+    .min_args = 1,
+    .max_args = -1,
+    .missing = "no command given: put it after the options, e.g. "
+               "lockstep submit -- python3 train.py",
+    .fn = cmd_submit,
+    .flags = CLI_CMD_OPTS_FIRST,
+};

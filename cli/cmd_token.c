@@ -7,28 +7,39 @@
  */
 #include "cli/cli.h"
 
-#include <getopt.h>
+#include <errno.h>
 #include <string.h>
 
 #include "common/jsonx.h"
 
-int
-cmd_token(int argc, char **argv, struct cli *cli)
-{
-    enum { OPT_USER = 256, OPT_ROLE, OPT_JSON };
-    static const struct option lopts[] = {
-        { "user", required_argument, NULL, OPT_USER },
-        { "role", required_argument, NULL, OPT_ROLE },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *user = NULL, *role = "user";
-    bool json = cli->json;
-    struct cli_resp resp;
-    cJSON *body, *reply = NULL;
-    int c, status = CLI_EXIT_FAIL;
+struct token_opts {
+    const char *user;
+    const char *role;
+};
 
+static int
+set_role(void *opts, const char *value, struct sbuf *why)
+{
+    if (strcmp(value, "user") != 0 && strcmp(value, "operator") != 0) {
+        sbuf_addf(why, "invalid --role '%s': expected user or operator",
+            value);
+        return -EINVAL;
+    }
+    ((struct token_opts *)opts)->role = value;
+    return 0;
+}
+
+static const struct cli_opt token_opts[] = {
+    CLI_OPT_STR("user", struct token_opts, user),
+    CLI_OPT_CALL("role", STR, set_role),
+    CLI_OPT_END,
+};
+
+/* The one subcommand, before any option: "create". Returns CLI_CONTINUE
+ * or the exit status. */
+static int
+check_subcommand(struct cli *cli, int argc, char **argv)
+{
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
                              strcmp(argv[1], "-h") == 0))
@@ -38,44 +49,26 @@ cmd_token(int argc, char **argv, struct cli *cli)
     if (strcmp(argv[1], "create") != 0)
         return cli_usage(cli, "unknown subcommand '%s': expected 'create'",
             argv[1]);
-    argc--;
-    argv++;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_USER:
-            user = optarg;
-            break;
-        case OPT_ROLE:
-            if (strcmp(optarg, "user") != 0 && strcmp(optarg, "operator") != 0)
-                return cli_usage(cli,
-                    "invalid --role '%s': expected user or operator", optarg);
-            role = optarg;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cli);
-        default:
-            return cli_opt_error(cli, argv, c);
-        }
-    }
-    if (optind < argc)
-        return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-    if (user == NULL || *user == '\0')
-        return cli_usage(cli, "--user is required");
+    return CLI_CONTINUE;
+}
+
+static int
+token_create(struct cli *cli, const struct token_opts *o)
+{
+    struct cli_resp resp;
+    cJSON *body, *reply = NULL;
+    int status = CLI_EXIT_FAIL;
 
     body = cJSON_CreateObject();
     jsonx_add_int(body, "version", PROTO_VERSION);
-    jsonx_add_str(body, "user", user);
-    jsonx_add_str(body, "role", role);
+    jsonx_add_str(body, "user", o->user);
+    jsonx_add_str(body, "role", o->role);
     cli_resp_init(&resp);
     if (cli_call(cli, "POST", "/v1/tokens", body, 0, &resp, &reply,
             NULL) == 0) {
         const char *token = cli_jstr(reply, "token");
 
-        if (json) {
+        if (cli->json) {
             cli_print_body(&resp);
             status = CLI_EXIT_OK;
         } else if (*token == '\0') {
@@ -90,3 +83,37 @@ cmd_token(int argc, char **argv, struct cli *cli)
     cli_resp_release(&resp);
     return status;
 }
+
+static int
+cmd_token(int argc, char **argv, struct cli *cli)
+{
+    struct token_opts o = { .role = "user" };
+    struct cli_args args;
+    int status;
+
+    if ((status = check_subcommand(cli, argc, argv)) != CLI_CONTINUE)
+        return status;
+    status = cli_parse(cli, argc - 1, argv + 1, &o, &args);
+    if (status != CLI_CONTINUE)
+        return status;
+    if (o.user == NULL || *o.user == '\0')
+        return cli_usage(cli, "--user is required");
+    return token_create(cli, &o);
+}
+
+const struct cli_cmd cli_cmd_token = {
+    .name = "token",
+    .summary = "create an API token",
+    .usage =
+        "usage: lockstep token create --user USER [--role user|operator]\n"
+        "                             [--json]\n"
+        "\n"
+        "  --user USER             whom the token identifies\n"
+        "  --role user|operator    what it may do (default user)\n"
+        "  --json                  print the API reply unchanged\n"
+        "\n"
+        "The token is printed once; the scheduler keeps only its hash.\n",
+    .opts = token_opts,
+    .fn = cmd_token,
+    .flags = CLI_CMD_OPERATOR,
+};

@@ -8,13 +8,23 @@
 
 
 static void
-print_whoami(const cJSON *me)
+print_whoami(const cJSON *me, const char *name)
 {
     printf("%s (%s)\n", cli_jstr(me, "user"), cli_jstr(me, "role"));
 }
 
-int
+static int
 cmd_whoami(int argc, char **argv, struct cli *cli)
 {
-    return cli_get_print(argc, argv, cli, "/v1/whoami", print_whoami, NULL);
+    return cli_get_print(argc, argv, cli, "/v1/whoami", print_whoami);
 }
+
+const struct cli_cmd cli_cmd_whoami = {
+    .name = "whoami",
+    .summary = "show who the scheduler thinks you are",
+    .usage =
+        "usage: lockstep whoami [--json]\n"
+        "\n"
+        "  --json  print the API reply unchanged\n",
+    .fn = cmd_whoami,
+};

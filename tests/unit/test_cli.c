@@ -1,6 +1,7 @@
 /*
- * test_cli.c - the CLI without a scheduler: submit's arguments become the
- * job spec the API expects, and the human formatting helpers
+ * test_cli.c - the CLI without a scheduler: the option parser every
+ * command uses, submit's arguments becoming the job spec the API expects,
+ * and the human formatting helpers
  */
 #include "cli/cli.h"
 
@@ -203,6 +204,252 @@ test_help(void)
     cli_submit_opts_release(&o);
 }
 
+/* ---- the option helper (cli_opt.c) --------------------------------------- */
+
+struct t_opts {
+    bool flag;
+    const char *str;
+    int small;
+    int64_t big;
+    const char *called;
+    bool follow;
+};
+
+static int
+t_set(void *opts, const char *value, struct sbuf *why)
+{
+    if (strcmp(value, "bad") == 0) {
+        sbuf_addf(why, "bad value '%s'", value);
+        return -ERANGE;
+    }
+    ((struct t_opts *)opts)->called = value;
+    return 0;
+}
+
+static const struct cli_opt t_opt_table[] = {
+    CLI_OPT_FLAG("flag", struct t_opts, flag),
+    CLI_OPT_STR("str", struct t_opts, str),
+    CLI_OPT_INT("small", struct t_opts, small, -5, 5),
+    CLI_OPT_INT("big", struct t_opts, big, 0, INT64_MAX),
+    CLI_OPT_CALL("call", STR, t_set),
+    { .name = "follow", .letter = 'f', .kind = CLI_OPT_KIND_FLAG,
+        CLI_OPT_TARGET(struct t_opts, follow) },
+    CLI_OPT_END,
+};
+
+static const struct cli_cmd t_cmd = {
+    .name = "t",
+    .usage = "usage: lockstep t THING [THING]\n",
+    .opts = t_opt_table,
+    .min_args = 1,
+    .max_args = 2,
+    .missing = "which thing?",
+    .hint = "one or two",
+};
+
+#define TARGV(...) ((char *[]){ "t", __VA_ARGS__, NULL })
+
+/* Parse args against cmd into a fresh t_opts (small defaults to 1). */
+static int
+tparse(const struct cli_cmd *cmd, char **argv, struct t_opts *o,
+    struct cli_args *a, struct sbuf *why)
+{
+    int argc = 0;
+
+    while (argv[argc])
+        argc++;
+    memset(o, 0, sizeof(*o));
+    o->small = 1;
+    sbuf_reset(why);
+    return cli_parse_opts(cmd, argc, argv, o, a, why);
+}
+
+static void
+test_opt_kinds(void)
+{
+    /* Operands point into argv: it must outlive the checks. */
+    char **argv = TARGV("a", "--flag", "--str", "s", "--small", "-5",
+        "--big", "9000000000", "--call", "c", "-f", "b", "--json");
+    struct t_opts o;
+    struct cli_args a;
+    struct sbuf why;
+
+    sbuf_init(&why);
+    is_int(tparse(&t_cmd, argv, &o, &a, &why), 0,
+        "every kind of option parses");
+    ok(o.flag && o.follow, "flags, long and short, set their bool");
+    is_str(o.str, "s", "a string is stored");
+    is_int(o.small, -5, "an int target");
+    ok(o.big == 9000000000LL, "an int64_t target");
+    is_str(o.called, "c", "a setter gets the value");
+    ok(a.json && !a.help, "--json is everyone's");
+    is_int(a.argc, 2, "operands between options are kept");
+    ok(a.argc == 2 && strcmp(a.argv[0], "a") == 0 &&
+           strcmp(a.argv[1], "b") == 0, "in order");
+
+    is_int(tparse(&t_cmd, TARGV("x"), &o, &a, &why), 0, "no options");
+    ok(!o.flag && o.str == NULL && o.small == 1 && !a.json,
+        "targets keep their defaults");
+    is_int(tparse(&t_cmd, TARGV("--sm", "3", "x"), &o, &a, &why), 0,
+        "an unambiguous prefix of a long option");
+    is_int(o.small, 3, "names its option");
+    is_int(tparse(&t_cmd, TARGV("--help", "--bogus"), &o, &a, &why), 0,
+        "--help stops parsing");
+    ok(a.help && why.len == 0, "and asks for help");
+    is_int(tparse(&t_cmd, TARGV("-h"), &o, &a, &why), 0, "so does -h");
+    ok(a.help, "-h asks for help, with no operand needed");
+    sbuf_release(&why);
+}
+
+/* Each bad command line fails with the message the CLI prints. */
+static void
+test_opt_errors(void)
+{
+    static const struct {
+        const char *args[5];
+        int rc;
+        const char *want;
+    } cases[] = {
+        { { "--bogus", "x", NULL }, -EINVAL, "unknown option '--bogus'" },
+        { { "-x", NULL }, -EINVAL, "unknown option '-x'" },
+        { { "-fx", NULL }, -EINVAL, "unknown option '-x'" },
+        { { "--flag=1", NULL }, -EINVAL, "unknown option '--flag=1'" },
+        { { "x", "--str", NULL }, -EINVAL, "option '--str' requires a value" },
+        { { "--small", "6", NULL }, -EINVAL,
+            "invalid value '6' for --small: expected an integer from -5 to "
+            "5" },
+        { { "--small", "two", NULL }, -EINVAL,
+            "invalid value 'two' for --small" },
+        { { "--big", "-1", NULL }, -EINVAL, "invalid value '-1' for --big" },
+        { { "--call", "bad", NULL }, -ERANGE, "bad value 'bad'" },
+        { { "--bogus", "--help", NULL }, -EINVAL, "unknown option" },
+        { { "--flag", NULL }, -EINVAL, "which thing?" },
+        { { "a", "b", "c", "d", NULL }, -EINVAL,
+            "unexpected argument 'c' (one or two)" },
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        char *argv[8] = { "t" };
+        struct t_opts o;
+        struct cli_args a;
+        struct sbuf why;
+        int argc = 1, rc;
+
+        for (int j = 0; cases[i].args[j]; j++)
+            argv[argc++] = (char *)cases[i].args[j];
+        argv[argc] = NULL;
+        sbuf_init(&why);
+        rc = tparse(&t_cmd, argv, &o, &a, &why);
+        ok(rc == cases[i].rc && strncmp(why.buf, cases[i].want,
+                                    strlen(cases[i].want)) == 0,
+            "option case %zu: %s", i, cases[i].want);
+        if (rc != cases[i].rc)
+            diag("  rc %d, message '%s'", rc, why.buf);
+        sbuf_release(&why);
+    }
+}
+
+static void
+test_opt_flags(void)
+{
+    struct cli_cmd first = t_cmd, nojson = t_cmd;
+    char **argv = TARGV("--flag", "a", "--str", "s");
+    char **json = TARGV("x", "--json");
+    struct t_opts o;
+    struct cli_args a;
+    struct sbuf why;
+    struct cli cli = { .cmd = &t_cmd };
+
+    first.flags = CLI_CMD_OPTS_FIRST;
+    first.max_args = -1;
+    nojson.flags = CLI_CMD_NO_JSON;
+    sbuf_init(&why);
+    is_int(tparse(&first, argv, &o, &a, &why), 0,
+        "CLI_CMD_OPTS_FIRST parses");
+    ok(o.flag && o.str == NULL, "options end at the first operand");
+    ok(a.argc == 3 && strcmp(a.argv[1], "--str") == 0,
+        "the operands keep their own options");
+    ok(tparse(&nojson, TARGV("x", "--json"), &o, &a, &why) == -EINVAL &&
+           strcmp(why.buf, "unknown option '--json'") == 0,
+        "CLI_CMD_NO_JSON: no --json");
+
+    /* The wrapper: --json reaches the whole command through cli. */
+    memset(&o, 0, sizeof(o));
+    is_int(cli_parse(&cli, 3, json, &o, &a), CLI_CONTINUE,
+        "cli_parse goes on after good options");
+    ok(cli.json && a.argc == 1, "and sets cli->json");
+    sbuf_release(&why);
+}
+
+/* What the real entries promise: names, operand counts, usage texts. */
+static void
+test_cmd_entries(void)
+{
+    static const struct cli_cmd *const cmds[] = { &cli_cmd_submit,
+        &cli_cmd_jobs, &cli_cmd_show, &cli_cmd_logs, &cli_cmd_cancel,
+        &cli_cmd_nodes, &cli_cmd_node, &cli_cmd_cordon, &cli_cmd_uncordon,
+        &cli_cmd_token, &cli_cmd_stats, &cli_cmd_whoami, &cli_cmd_help,
+        NULL };
+    struct cli_args a;
+    struct sbuf why;
+    bool all_ok = true;
+
+    for (size_t i = 0; cmds[i]; i++) {
+        const struct cli_cmd *c = cmds[i];
+        char want[64];
+
+        snprintf(want, sizeof(want), "usage: lockstep %s ", c->name);
+        if (!c->fn || !c->summary || strncmp(c->usage, want,
+                                              strlen(want)) != 0) {
+            diag("entry '%s' is incomplete", c->name);
+            all_ok = false;
+        }
+        for (const struct cli_opt *o = c->opts; o && o->name; o++) {
+            snprintf(want, sizeof(want), "--%s", o->name);
+            /* uncordon knows --evict only to refuse it. */
+            if (strstr(c->usage, want) == NULL && c != &cli_cmd_uncordon) {
+                diag("%s: %s is not in the usage", c->name, want);
+                all_ok = false;
+            }
+        }
+        if (!(c->flags & CLI_CMD_NO_JSON) && c != &cli_cmd_help &&
+            strstr(c->usage, "--json") == NULL) {
+            diag("%s: --json is not in the usage", c->name);
+            all_ok = false;
+        }
+    }
+    ok(all_ok, "every entry has a function, a summary, its usage and "
+               "options");
+    ok(cli_cmd_find(cmds, "submit") == &cli_cmd_submit &&
+           cli_cmd_find(cmds, "sub") == NULL,
+        "commands are found by exact name only");
+
+    sbuf_init(&why);
+    is_int(cli_parse_opts(&cli_cmd_show, 3, ARGV("12", "--json"), NULL, &a,
+               &why), 0, "show JOB --json");
+    ok(a.json && a.argc == 1, "one operand and --json");
+    ok(cli_parse_opts(&cli_cmd_show, 1, ARGV(NULL), NULL, &a, &why) < 0 &&
+           strcmp(why.buf, "which job? give its id") == 0,
+        "show without a job asks which");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_show, 3, ARGV("1", "2"), NULL, &a, &why) < 0 &&
+           strcmp(why.buf, "unexpected argument '2'") == 0,
+        "show refuses a second job");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_nodes, 2, ARGV("n1"), NULL, &a, &why) < 0 &&
+           strcmp(why.buf, "unexpected argument 'n1' (for one node: "
+                           "lockstep node NAME)") == 0,
+        "nodes NAME points to node");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_cancel, 1, ARGV(NULL), NULL, &a, &why) < 0 &&
+           strcmp(why.buf, "which job? give one or more ids") == 0,
+        "cancel without a job asks which");
+    sbuf_reset(&why);
+    is_int(cli_parse_opts(&cli_cmd_cancel, 4, ARGV("1", "2", "3"), NULL, &a,
+               &why), 0, "cancel takes any number of jobs");
+    sbuf_release(&why);
+}
+
 static void
 test_fmt(void)
 {
@@ -296,6 +543,10 @@ main(void)
     test_relative_paths();
     test_errors();
     test_help();
+    test_opt_kinds();
+    test_opt_errors();
+    test_opt_flags();
+    test_cmd_entries();
     test_fmt();
     test_table();
     return done_testing();
