@@ -167,7 +167,7 @@ int cli_init(struct cli *cli, const char *server, const char *token,
     struct err *err);
 void cli_release(struct cli *cli);
 
-/* ---- messages (cli_http.c) --------------------------------------------- */
+/* ---- messages (cli_msg.c) ---------------------------------------------- */
 
 /* "lockstep <cmd>: <message>" on stderr. */
 void cli_warn(struct cli *cli, const char *fmt, ...)
