@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/curlx.h"
+#include "agent/procfs.h"
 #include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/xalloc.h"
@@ -56,12 +57,9 @@ static char *
 agentd_default_supervisor(void)
 {
     char exe[PATH_MAX + 1], *slash;
-    ssize_t n;
 
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (procfs_exe(0, exe, sizeof(exe)) <= 0)
         return xstrdup(SUPFILE_EXE);
-    exe[n] = '\0';
     slash = strrchr(exe, '/');
     if (slash == NULL)
         return xstrdup(SUPFILE_EXE);

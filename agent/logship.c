@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
 #include "agent/proc.h"
 #include "agent/report.h"
@@ -102,7 +103,7 @@ logship_backoff(struct logship_file *f)
 {
     int64_t wait;
 
-    f->backoff_ms = report_backoff_next(f->backoff_ms, LOGSHIP_BACKOFF_MIN_MS,
+    f->backoff_ms = backoff_next(f->backoff_ms, LOGSHIP_BACKOFF_MIN_MS,
         LOGSHIP_BACKOFF_MAX_MS, &wait);
     f->retry_at_ms = timeid_mono_ms() + wait;
 }

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,10 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/mkdirp.h"
+#include "agent/procfs.h"
+#include "agent/rmtree.h"
+#include "agent/tail.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -67,29 +72,6 @@ struct proc_table {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-int
-proc_mkdir_p(const char *path, mode_t mode)
-{
-    char *copy = xstrdup(path), *p, c;
-    int rc = 0;
-
-    for (p = copy + 1;; p++) {
-        c = *p;
-        if (c != '/' && c != '\0')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, mode) < 0 && errno != EEXIST) {
-            rc = -errno;
-            break;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    free(copy);
-    return rc;
-}
-
 void
 proc_notify(struct proc_table *pt)
 {
@@ -118,8 +100,16 @@ proc_job_all_ended(const struct proc_job *job)
 void
 proc_rank_kill_group(const struct proc_rank *r, int sig)
 {
-    if (r->pid <= 0 || !supfile_group_is_ours(r->pid, r->proc_start,
-            r->job->job, r->job->attempt))
+    char want_job[48], want_att[48];
+    const char *env[] = { want_job, want_att, NULL };
+
+    /* A group whose leader is gone is ours only if its members carry the
+     * rank environment of this very attempt (proc_env.c). */
+    snprintf(want_job, sizeof(want_job), "LOCKSTEP_JOB_ID=%" PRId64,
+        r->job->job);
+    snprintf(want_att, sizeof(want_att), "LOCKSTEP_ATTEMPT=%d",
+        r->job->attempt);
+    if (r->pid <= 0 || !procfs_group_is(r->pid, r->proc_start, env))
         return;
     if (kill(-r->pid, sig) < 0 && errno != ESRCH)
         log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal "
@@ -427,7 +417,7 @@ proc_release_done(struct proc_table *pt)
             job->attempt);
         proc_job_unlink(job);
         proc_tombstone_add(pt, job->job, job->attempt);
-        if ((rc = proc_rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
+        if ((rc = rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
             log_error("job=%lld attempt=%d cannot remove '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));
         proc_job_close(job);
@@ -457,7 +447,7 @@ proc_rank_ended(struct proc_rank *r, enum proto_rank_state state,
     r->end_ms = end_ms > 0 ? end_ms : timeid_now_ms();
     r->end_mono_ms = timeid_mono_ms();
     free(r->stderr_tail);
-    r->stderr_tail = proc_read_tail(r->err_path, PROTO_TAIL_MAX);
+    r->stderr_tail = tail_read(r->err_path, PROTO_TAIL_MAX);
     if (state == PROTO_RANK_LOST)
         log_info("job=%lld attempt=%d rank=%d pid=%d lost (its supervisor "
             "ended before it; exit status unknown)", (long long)job->job,
@@ -844,7 +834,7 @@ proc_create(struct agentd *ad, struct err *err)
     pt->tomb = xcalloc(PROC_TOMBSTONES, sizeof(*pt->tomb));
     /* 0711: the ranks' users pass through to their sdk/ directories; they
      * cannot list it. */
-    if ((rc = proc_mkdir_p(jobs, 0711)) < 0 || chmod(jobs, 0711) < 0) {
+    if ((rc = mkdirp(jobs, 0711)) < 0 || chmod(jobs, 0711) < 0) {
         rc = rc < 0 ? rc : -errno;
         err_set(err, rc, "cannot create '%s': %s", jobs, strerror(-rc));
         goto fail;
@@ -857,7 +847,7 @@ proc_create(struct agentd *ad, struct err *err)
         goto fail;
     }
     pt->jobs_dir = xstrdup(real);
-    if ((rc = proc_mkdir_p(ad->log_dir, 0755)) < 0) {
+    if ((rc = mkdirp(ad->log_dir, 0755)) < 0) {
         err_set(err, rc, "cannot create log directory '%s': %s",
             ad->log_dir, strerror(-rc));
         goto fail;

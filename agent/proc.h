@@ -218,7 +218,7 @@ bool proc_has_live_supervisors(const struct proc_table *pt);
 struct proc_job *proc_jobs(const struct proc_table *pt);
 size_t proc_njobs(const struct proc_table *pt);
 
-/* ---- pure helpers (proc_env.c), exposed for the unit tests -------------- */
+/* ---- the rank environment (proc_env.c), exposed for the unit tests ------- */
 
 /*
  * The environment of one rank: `base` (NULL-terminated "K=V" strings:
@@ -238,18 +238,6 @@ void proc_env_free(char **env);
 const char *proc_env_get(char *const *env, const char *key);
 /* Set key=value in a heap env from proc_build_env (replacing). */
 void proc_env_set(char ***env, const char *key, const char *value);
-
-/*
- * The last lines of a file, at most max bytes: starts after the first
- * newline of the last max bytes when the file is longer. Bytes that are
- * not valid UTF-8, and NULs, become '?'. Returns "" for a missing or empty
- * file; caller frees.
- */
-char *proc_read_tail(const char *path, size_t max);
-
-/* Exit code reported for a launch that could not execute, by errno
- * (negative): 127 for -ENOENT, 126 otherwise (the shell's convention). */
-int proc_spawn_exit_code(int rc);
 
 /* ---- progress, commits (proc_progress.c) -------------------------------- */
 
@@ -289,15 +277,6 @@ void proc_ckpt_scan(struct proc_job *job);
 int64_t *proc_ckpt_report(const struct proc_job *job, size_t *n);
 /* Ask a deletion in flight to stop early (agent shutdown). */
 void proc_ckpt_cancel(struct proc_job *job);
-
-/*
- * Remove the directory entry `name` of dirfd and, if it is a directory,
- * everything below it, never following a symbolic link (a link is removed,
- * not its target). Stops early, returning -ECANCELED, once *cancel is
- * true. Returns 0 or the first -errno met (it goes on past errors).
- * Blocking: thread pool or small trees only.
- */
-int proc_rmtree_at(int dirfd, const char *name, const volatile int *cancel);
 
 /* ---- stack dumps (proc_dump.c) ------------------------------------------ */
 
@@ -348,8 +327,6 @@ const char *proc_state_dir(const struct proc_table *pt);
 /* Internal to proc*.c: the agent's loop, and the agent. */
 uv_loop_t *proc_loop(const struct proc_table *pt);
 struct agentd *proc_agentd(const struct proc_table *pt);
-/* Internal to proc*.c: mkdir -p; 0 or -errno. */
-int proc_mkdir_p(const char *path, mode_t mode);
 
 /* ---- the attempt directory (proc_start.c) ------------------------------- */
 

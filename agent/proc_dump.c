@@ -23,7 +23,6 @@
 #include "agent/proc.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/procfs.h"
+#include "agent/tail.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
@@ -42,27 +43,6 @@
 /* /proc evidence gets at most this much; the stderr tail the rest. */
 #define PROC_DUMP_HEADER_MAX (PROTO_DUMP_MAX / 2)
 
-/* Whether pid has a handler for sig (SigCgt in /proc/<pid>/status). */
-static bool
-proc_dump_catches(int pid, int sig)
-{
-    char path[64], *text = NULL, *p;
-    unsigned long long mask;
-    size_t len;
-    bool yes = false;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    if (supfile_read(path, 1 << 16, &text, &len) < 0)
-        return false;
-    p = strstr(text, "\nSigCgt:");
-    if (p != NULL) {
-        mask = strtoull(p + 8, NULL, 16);
-        yes = (mask >> (sig - 1)) & 1;
-    }
-    free(text);
-    return yes;
-}
-
 /* Text from /proc, kept to printable ASCII lines. */
 static void
 proc_dump_add_clean(struct sbuf *sb, const char *s)
@@ -71,14 +51,15 @@ proc_dump_add_clean(struct sbuf *sb, const char *s)
         sbuf_addch(sb, (*s == '\n' || (*s >= 0x20 && *s < 0x7f)) ? *s : '?');
 }
 
+/* "<state> wchan <wchan>" of a process or thread. */
 static void
-proc_dump_add_wchan(struct sbuf *sb, int pid)
+proc_dump_add_task(struct sbuf *sb, int pid)
 {
-    char path[64], *text = NULL;
+    char *text = NULL, state = procfs_state(pid);
     size_t len;
 
-    snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
-    if (supfile_read(path, 256, &text, &len) == 0 && len > 0
+    sbuf_addf(sb, "state %c wchan ", state != '\0' ? state : '?');
+    if (procfs_read(pid, "wchan", 256, &text, &len) == 0 && len > 0
         && strcmp(text, "0") != 0)
         proc_dump_add_clean(sb, text);
     else
@@ -86,70 +67,72 @@ proc_dump_add_wchan(struct sbuf *sb, int pid)
     free(text);
 }
 
-static void
-proc_dump_add_threads(struct sbuf *sb, int pid)
-{
-    char path[64];
-    struct dirent *de;
-    int tid, n = 0, more = 0;
-    DIR *d;
+struct proc_dump_threads {
+    struct sbuf *sb;
+    int n;
+    int more;
+};
 
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
-    d = opendir(path);
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        tid = atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        if (n++ >= PROC_DUMP_THREADS) {
-            more++;
-            continue;
-        }
-        sbuf_addf(sb, "  thread %d state %c wchan ", tid,
-            supfile_pid_state(tid) != '\0' ? supfile_pid_state(tid) : '?');
-        proc_dump_add_wchan(sb, tid);
-        sbuf_addch(sb, '\n');
+static int
+proc_dump_thread_cb(int tid, void *arg)
+{
+    struct proc_dump_threads *t = arg;
+
+    if (t->n++ >= PROC_DUMP_THREADS) {
+        t->more++;
+        return 0;
     }
-    closedir(d);
-    if (more > 0)
-        sbuf_addf(sb, "  ... %d more threads\n", more);
+    sbuf_addf(t->sb, "  thread %d ", tid);
+    proc_dump_add_task(t->sb, tid);
+    sbuf_addch(t->sb, '\n');
+    return 0;
+}
+
+/* The /proc part: the rank's process, its threads, its kernel stack; at
+ * most PROC_DUMP_HEADER_MAX bytes, cut at a line end. */
+static void
+proc_dump_add_proc(struct sbuf *sb, const struct proc_rank *r)
+{
+    struct proc_dump_threads t = { .sb = sb, .n = 0, .more = 0 };
+    char *text = NULL;
+    size_t len;
+    int rc;
+
+    sbuf_addf(sb, "rank %d pid %d ", r->rank, r->pid);
+    proc_dump_add_task(sb, r->pid);
+    sbuf_addch(sb, '\n');
+    procfs_each(r->pid, proc_dump_thread_cb, &t);
+    if (t.more > 0)
+        sbuf_addf(sb, "  ... %d more threads\n", t.more);
+    rc = procfs_read(r->pid, "stack", PROC_DUMP_HEADER_MAX, &text, &len);
+    if (rc == 0) {
+        sbuf_addstr(sb, "kernel stack:\n");
+        proc_dump_add_clean(sb, text);
+    } else {
+        sbuf_addf(sb, "kernel stack: not readable (%s)\n", strerror(-rc));
+    }
+    free(text);
+    if (sb->len > PROC_DUMP_HEADER_MAX) {
+        /* Cut at a line end; everything so far is ASCII. */
+        sb->len = PROC_DUMP_HEADER_MAX;
+        while (sb->len > 0 && sb->buf[sb->len - 1] != '\n')
+            sb->len--;
+        sb->buf[sb->len] = '\0';
+    }
 }
 
 char *
 proc_dump_collect(const struct proc_rank *r)
 {
     struct sbuf sb;
-    char path[64], *text = NULL, *tail, *p;
+    char *tail, *p;
     size_t len, budget;
-    int rc, lines;
-    char state = supfile_pid_state(r->pid);
+    int lines;
 
     sbuf_init(&sb);
-    sbuf_addf(&sb, "rank %d pid %d state %c wchan ", r->rank, r->pid,
-        state != '\0' ? state : '?');
-    proc_dump_add_wchan(&sb, r->pid);
-    sbuf_addch(&sb, '\n');
-    proc_dump_add_threads(&sb, r->pid);
-    snprintf(path, sizeof(path), "/proc/%d/stack", r->pid);
-    rc = supfile_read(path, PROC_DUMP_HEADER_MAX, &text, &len);
-    if (rc == 0) {
-        sbuf_addstr(&sb, "kernel stack:\n");
-        proc_dump_add_clean(&sb, text);
-    } else {
-        sbuf_addf(&sb, "kernel stack: not readable (%s)\n", strerror(-rc));
-    }
-    free(text);
-    if (sb.len > PROC_DUMP_HEADER_MAX) {
-        /* Cut at a line end; everything so far is ASCII. */
-        sb.len = PROC_DUMP_HEADER_MAX;
-        while (sb.len > 0 && sb.buf[sb.len - 1] != '\n')
-            sb.len--;
-        sb.buf[sb.len] = '\0';
-    }
-
+    proc_dump_add_proc(&sb, r);
     budget = PROTO_DUMP_MAX - sb.len - 64;
-    tail = proc_read_tail(r->err_path, budget);
+    tail = tail_read(r->err_path, budget);
     /* The last PROC_DUMP_LINES lines: a Python traceback of every thread
      * is about that long per thread, the newest last. */
     len = strlen(tail);
@@ -221,7 +204,7 @@ proc_dump_start(struct proc_job *job, uint64_t seq)
         if (r->sdk_pid > 0 && r->sdk_pid != r->pid
             && getpgid(r->sdk_pid) == r->pid)
             target = r->sdk_pid;
-        if (!proc_dump_catches(target, SIGUSR1)) {
+        if (!procfs_catches(target, SIGUSR1)) {
             log_info("job=%lld attempt=%d rank=%d pid=%d does not catch "
                 "SIGUSR1: no Python stacks", (long long)job->job,
                 job->attempt, r->rank, target);

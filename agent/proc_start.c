@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/mkdirp.h"
+#include "agent/rmtree.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -79,7 +81,7 @@ proc_job_fail(struct proc_job *job, int rc, const char *why)
             logship_file_init(&r->err, r->err_path);
         }
         r->start_ms = now;
-        proc_rank_ended(r, PROTO_RANK_EXITED, proc_spawn_exit_code(rc), 0,
+        proc_rank_ended(r, PROTO_RANK_EXITED, supfile_exec_exit_code(rc), 0,
             now);
         free(r->stderr_tail);
         r->stderr_tail = xstrdup(why);
@@ -180,7 +182,7 @@ proc_job_mkdir(struct proc_job *job, const struct proc_user *u, char *why,
     int rc;
 
     /* Left by an attempt this agent did not adopt: start clean. */
-    proc_rmtree_at(AT_FDCWD, job->dir, NULL);
+    rmtree_at(AT_FDCWD, job->dir, NULL);
     if (mkdir(job->dir, 0711) < 0 || mkdir(sdk, 0700) < 0) {
         rc = -errno;
         snprintf(why, len, "cannot create job directory '%s': %s", job->dir,
@@ -242,7 +244,7 @@ proc_job_prepare(struct proc_job *job, const struct proto_launch *l,
      * log). */
     dir = xasprintf("%s/%lld/%d", ad->log_dir, (long long)l->job,
         l->attempt);
-    if ((mkrc = proc_mkdir_p(dir, 0755)) < 0 && rc == 0) {
+    if ((mkrc = mkdirp(dir, 0755)) < 0 && rc == 0) {
         rc = mkrc;
         snprintf(why, len, "cannot create log directory '%s': %s",
             dir, strerror(-rc));

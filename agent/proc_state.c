@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/procfs.h"
+#include "agent/rmtree.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -184,7 +186,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
                 "attempt %d", (long long)spec.job, spec.attempt);
         supfile_spec_release(&spec);
         pid = proc_state_read_pid(dir);
-        if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+        if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
             /* Its lease is not renewed either: it stops on its own. */
             stop = xasprintf("%s/%s", dir, SUPFILE_STOP);
             fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -195,7 +197,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
                 "asked to stop)", dir, err.msg, pid);
         } else {
             log_error("cannot adopt '%s': %s (removing it)", dir, err.msg);
-            if ((rc = proc_rmtree_at(AT_FDCWD, dir, NULL)) < 0)
+            if ((rc = rmtree_at(AT_FDCWD, dir, NULL)) < 0)
                 log_error("cannot remove '%s': %s", dir, strerror(-rc));
         }
         free(dir);
@@ -226,7 +228,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     if (pid == 0)
         pid = proc_state_read_pid(dir);
     job->sv_pid = pid;
-    if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+    if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
         job->sv_adopted = true;
         proc_state_refresh(job);
         log_info("job=%lld attempt=%d adopted supervisor pid=%d",
@@ -267,7 +269,7 @@ proc_state_legacy(const char *path)
                 continue;
             /* Started by an agent of the same node: the job and attempt
              * are in the file name, checked by their start time. */
-            if (start != 0 && supfile_pid_start_time((int)pid)
+            if (start != 0 && procfs_start_time((int)pid)
                     == (uint64_t)start
                 && kill(-(int)pid, SIGKILL) == 0)
                 log_warn("killed process group %lld left by an agent "

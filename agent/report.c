@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
 #include "agent/logship.h"
 #include "agent/proc.h"
@@ -88,20 +89,6 @@ static void report_status_send(struct report *rp);
 static void report_work_fetch(struct report *rp);
 
 /* ---- shared helpers ------------------------------------------------------ */
-
-int64_t
-report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
-    int64_t *wait_ms)
-{
-    int64_t next = cur <= 0 ? min_ms : cur * 2;
-
-    if (next > max_ms)
-        next = max_ms;
-    /* Jitter: agents that lost the scheduler together must not all come
-     * back in the same millisecond. */
-    *wait_ms = next / 2 + (int64_t)(random() % (next / 2 + 1));
-    return next;
-}
 
 void
 report_error_text(int rc, long http_status, const struct sbuf *body,
@@ -215,7 +202,7 @@ report_status_failed(struct report *rp, int rc, long http_status,
     report_log_failure(rp->status_err, sizeof(rp->status_err),
         "send status", text, http_status);
     rp->need_register = true;
-    rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
+    rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
         REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
 }
@@ -276,7 +263,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         report_log_failure(rp->status_err, sizeof(rp->status_err),
             "send status", text, 0);
         rp->need_register = true;
-        rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
+        rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
             REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &hb);
         report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
             hb);
@@ -436,7 +423,7 @@ report_work_failed(struct report *rp, const char *text, long http_status)
 
     report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work",
         text, http_status);
-    rp->work_backoff_ms = report_backoff_next(rp->work_backoff_ms,
+    rp->work_backoff_ms = backoff_next(rp->work_backoff_ms,
         REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
     report_timer_start(rp, &rp->work_timer, report_work_timer_cb, wait);
 }

@@ -30,7 +30,6 @@
 #define AGENT_REPORT_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "common/err.h"
 #include "common/sbuf.h"
@@ -53,11 +52,5 @@ void report_kick(struct report *rp);
  * error, or "HTTP 401 unauthorized: <message>" from an error body. */
 void report_error_text(int rc, long http_status, const struct sbuf *body,
     char *out, size_t len);
-
-/* Backoff helper shared with logship.c: the next delay after `cur` (0 on
- * the first failure) between min_ms and max_ms, and the jittered wait to
- * use now (between half and all of it). */
-int64_t report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
-    int64_t *wait_ms);
 
 #endif

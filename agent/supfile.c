@@ -1,5 +1,5 @@
 /*
- * supfile.c - formats of the supervisor files, atomic writes, /proc probes
+ * supfile.c - formats of the supervisor files, atomic writes
  *
  * spec.json and status.json are JSON objects with "version": 1, checked
  * field by field with jsonx like every other message of lockstep: the
@@ -9,12 +9,10 @@
  */
 #include "agent/supfile.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -520,172 +518,10 @@ supfile_lease_read(const char *dir, int64_t *deadline_ms)
     return rc;
 }
 
-/* ---- /proc -------------------------------------------------------------- */
+/* ---- exit codes --------------------------------------------------------- */
 
-/* Fields 3 (state) and 22 (start time) of /proc/<pid>/stat. */
-static int
-supfile_pid_stat(int pid, char *state, uint64_t *start)
+int
+supfile_exec_exit_code(int rc)
 {
-    char path[64], buf[1024], *p, *tok, *save = NULL;
-    ssize_t n;
-    int fd, field;
-
-    *state = '\0';
-    *start = 0;
-    if (pid <= 0)
-        return -ESRCH;
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -ESRCH;
-    do
-        n = read(fd, buf, sizeof(buf) - 1);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: the
-     * fields we want follow the last ')'. */
-    p = strrchr(buf, ')');
-    if (p == NULL)
-        return -EINVAL;
-    for (field = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL;
-         field++, tok = strtok_r(NULL, " ", &save)) {
-        if (field == 3)
-            *state = tok[0];
-        if (field == 22) {
-            *start = strtoull(tok, NULL, 10);
-            break;
-        }
-    }
-    return 0;
-}
-
-char
-supfile_pid_state(int pid)
-{
-    uint64_t start;
-    char state;
-
-    supfile_pid_stat(pid, &state, &start);
-    return state;
-}
-
-uint64_t
-supfile_pid_start_time(int pid)
-{
-    uint64_t start;
-    char state;
-
-    if (supfile_pid_stat(pid, &state, &start) < 0 || state == 'Z'
-        || state == 'X')
-        return 0;
-    return start;
-}
-
-bool
-supfile_pid_is_supervisor(int pid, const char *dir)
-{
-    char path[64], exe[PATH_MAX + 1], *base, *text = NULL;
-    char state = supfile_pid_state(pid);
-    size_t len, n;
-    ssize_t got;
-    bool ok = false;
-
-    if (state == '\0' || state == 'Z' || state == 'X')
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    got = readlink(path, exe, sizeof(exe) - 1);
-    if (got <= 0)
-        return false;
-    exe[got] = '\0';
-    base = strrchr(exe, '/');
-    base = base != NULL ? base + 1 : exe;
-    /* An upgrade that replaced the binary leaves "<name> (deleted)". */
-    n = strlen(SUPFILE_EXE);
-    if (strncmp(base, SUPFILE_EXE, n) != 0
-        || (base[n] != '\0' && base[n] != ' '))
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    if (supfile_read(path, 1 << 16, &text, &len) < 0)
-        return false;
-    /* argv[0] NUL argv[1] NUL ... */
-    n = strnlen(text, len);
-    if (n < len && strcmp(text + n + 1, dir) == 0)
-        ok = true;
-    free(text);
-    return ok;
-}
-
-/* Whether the environment of pid holds LOCKSTEP_JOB_ID=job and
- * LOCKSTEP_ATTEMPT=attempt. */
-static bool
-supfile_pid_env_is(int pid, int64_t job, int attempt)
-{
-    char path[64], want_job[48], want_att[48], *text = NULL, *p;
-    size_t len;
-    int found = 0;
-
-    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-    snprintf(want_job, sizeof(want_job), "LOCKSTEP_JOB_ID=%" PRId64, job);
-    snprintf(want_att, sizeof(want_att), "LOCKSTEP_ATTEMPT=%d", attempt);
-    if (supfile_read(path, 4u << 20, &text, &len) < 0)
-        return false;
-    for (p = text; p < text + len; p += strlen(p) + 1) {
-        if (strcmp(p, want_job) == 0 || strcmp(p, want_att) == 0)
-            found++;
-    }
-    free(text);
-    return found >= 2;
-}
-
-bool
-supfile_group_is_ours(int pgid, uint64_t proc_start, int64_t job,
-    int attempt)
-{
-    char path[64], buf[512], *p;
-    struct dirent *de;
-    uint64_t start;
-    int pid, grp;
-    bool ours = false;
-    char state;
-    ssize_t n;
-    DIR *d;
-    int fd;
-
-    if (pgid <= 0)
-        return false;
-    if (supfile_pid_stat(pgid, &state, &start) == 0 && state != '\0')
-        return proc_start == 0 || start == proc_start;
-    if (kill(-pgid, 0) < 0 && errno != EPERM)
-        return false;           /* nothing left to kill */
-    /* The leader is gone, the group is not: ours only if its members are
-     * (a reused pid could lead a group that outlived its leader too). */
-    d = opendir("/proc");
-    if (d == NULL)
-        return false;
-    while (!ours && (de = readdir(d)) != NULL) {
-        pid = atoi(de->d_name);
-        if (pid <= 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        /* ") S <ppid> <pgrp> ..." */
-        p = strrchr(buf, ')');
-        if (p == NULL || sscanf(p + 1, " %*c %*d %d", &grp) != 1
-            || grp != pgid)
-            continue;
-        ours = supfile_pid_env_is(pid, job, attempt);
-        break;
-    }
-    closedir(d);
-    return ours;
+    return rc == -ENOENT ? 127 : 126;
 }

@@ -24,6 +24,8 @@
 #include "agent/agentd.h"
 #include "agent/curlx.h"
 #include "agent/proc.h"
+#include "agent/supfile.h"
+#include "agent/tail.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
@@ -260,7 +262,7 @@ test_tail(void)
 
     snprintf(path, sizeof(path), "%s/tail", tmpdir);
     write_file(path, "one\ntwo\nthree\n", 14);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     is_str(t, "one\ntwo\nthree\n", "a short file is returned whole");
     free(t);
 
@@ -268,7 +270,7 @@ test_tail(void)
     for (i = 0; len < 10000; i++)
         len += (size_t)sprintf(big + len, "line %zu\n", i);
     write_file(path, big, len);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     ok(strlen(t) <= 4096, "the tail is at most 4 KiB (%zu)", strlen(t));
     ok(strncmp(t, "line ", 5) == 0, "the tail starts at a line start");
     ok(len >= strlen(t) && strcmp(big + len - strlen(t), t) == 0,
@@ -277,17 +279,17 @@ test_tail(void)
     free(big);
 
     write_file(path, "ok \xff\xfe bad\0nul \xc3\xa9\n", 17);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     is_str(t, "ok ?? bad?nul \xc3\xa9\n",
         "invalid UTF-8 and NUL become '?', valid UTF-8 stays");
     free(t);
 
-    t = proc_read_tail("/nonexistent/file", 4096);
+    t = tail_read("/nonexistent/file", 4096);
     is_str(t, "", "a missing file gives an empty tail");
     free(t);
 
-    is_int(proc_spawn_exit_code(-ENOENT), 127, "ENOENT reports code 127");
-    is_int(proc_spawn_exit_code(-EACCES), 126, "EACCES reports code 126");
+    is_int(supfile_exec_exit_code(-ENOENT), 127, "ENOENT reports code 127");
+    is_int(supfile_exec_exit_code(-EACCES), 126, "EACCES reports code 126");
 }
 
 /* ---- jobs on a loop, through real supervisors ---------------------------- */
