@@ -17,6 +17,7 @@
 
 #include "agent/curlx.h"
 #include "agent/procfs.h"
+#include "agent/resources.h"
 #include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/xalloc.h"
@@ -134,13 +135,13 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
 
     ad->res.cpus = (int)config_int(cfg, "cpus");
     if (ad->res.cpus == 0)
-        ad->res.cpus = agentd_detect_cpus();
+        ad->res.cpus = resources_detect_cpus();
     ad->res.memory_mb = config_int(cfg, "memory_mb");
     if (ad->res.memory_mb == 0)
-        ad->res.memory_mb = agentd_detect_memory_mb("/proc/meminfo");
-    if ((rc = agentd_gpus_parse(config_str(cfg, "gpus"), "/dev",
+        ad->res.memory_mb = resources_detect_memory_mb("/proc/meminfo");
+    if ((rc = resources_gpus_parse(config_str(cfg, "gpus"), "/dev",
              &ad->res.gpus, &ad->res.ngpus, err)) < 0
-        || (rc = agentd_labels_parse(config_str(cfg, "labels"),
+        || (rc = resources_labels_parse(config_str(cfg, "labels"),
                 &ad->res.labels, &ad->res.nlabels, err)) < 0)
         goto fail;
 

@@ -24,6 +24,7 @@
 #include "agent/agentd.h"
 #include "agent/curlx.h"
 #include "agent/proc.h"
+#include "agent/resources.h"
 #include "agent/supfile.h"
 #include "agent/tail.h"
 #include "common/log.h"
@@ -189,21 +190,21 @@ test_gpus(void)
     int *ids = NULL;
     size_t n = 99, i;
 
-    is_int(agentd_gpus_parse("0-3", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("0-3", "/nonexistent", &ids, &n, &err), 0,
         "gpus 0-3 parses");
     ok(n == 4 && ids[0] == 0 && ids[3] == 3, "0-3 gives ids 0..3");
     free(ids);
-    is_int(agentd_gpus_parse("0,2,4", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("0,2,4", "/nonexistent", &ids, &n, &err), 0,
         "gpus 0,2,4 parses");
     ok(n == 3 && ids[1] == 2 && ids[2] == 4, "0,2,4 gives 0 2 4");
     free(ids);
-    is_int(agentd_gpus_parse("none", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("none", "/nonexistent", &ids, &n, &err), 0,
         "gpus none parses");
     ok(n == 0 && ids == NULL, "none gives no GPU");
-    is_int(agentd_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
         "empty gpus parses");
     is_int(n, 0, "empty gives no GPU");
-    is_int(agentd_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
+    is_int(resources_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
         -EINVAL, "gpus 0-x is an error");
     ok(strstr(err.msg, "0-x") != NULL, "the error names the value: %s",
         err.msg);
@@ -214,12 +215,12 @@ test_gpus(void)
         snprintf(path, sizeof(path), "%s/%s", dev, names[i]);
         write_file(path, "", 0);
     }
-    is_int(agentd_gpus_parse("auto", dev, &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("auto", dev, &ids, &n, &err), 0,
         "gpus auto parses");
     ok(n == 3 && ids[0] == 0 && ids[2] == 2,
         "auto counts nvidia<N> only (got %zu)", n);
     free(ids);
-    is_int(agentd_gpus_parse("auto", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("auto", "/nonexistent", &ids, &n, &err), 0,
         "auto without a device directory");
     is_int(n, 0, "... gives no GPU");
 }
@@ -231,24 +232,24 @@ test_labels(void)
     struct proto_kv *kv = NULL;
     size_t n = 99;
 
-    is_int(agentd_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
+    is_int(resources_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
         "labels parse");
     ok(n == 2 && strcmp(kv[0].key, "rack") == 0
         && strcmp(kv[0].value, "r12") == 0 && strcmp(kv[1].key, "zone") == 0
         && strcmp(kv[1].value, "a") == 0, "rack=r12 and zone=a");
     proto_kv_array_free(kv, n);
-    is_int(agentd_labels_parse("", &kv, &n, &err), 0, "empty labels");
+    is_int(resources_labels_parse("", &kv, &n, &err), 0, "empty labels");
     is_int(n, 0, "... give none");
-    is_int(agentd_labels_parse("rack", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("rack", &kv, &n, &err), -EINVAL,
         "a label without '=' is an error");
     ok(strstr(err.msg, "rack") != NULL, "... naming it: %s", err.msg);
-    is_int(agentd_labels_parse("a=1,a=2", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("a=1,a=2", &kv, &n, &err), -EINVAL,
         "a duplicate label is an error");
-    is_int(agentd_labels_parse("bad key=1", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("bad key=1", &kv, &n, &err), -EINVAL,
         "a label key with a space is an error");
-    ok(agentd_detect_cpus() >= 1, "at least one CPU detected");
-    ok(agentd_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
-    is_int(agentd_detect_memory_mb("/nonexistent"), 0,
+    ok(resources_detect_cpus() >= 1, "at least one CPU detected");
+    ok(resources_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
+    is_int(resources_detect_memory_mb("/nonexistent"), 0,
         "no meminfo gives 0");
 }
 
