@@ -30,7 +30,6 @@
 #include "agent/backoff.h"
 #include "agent/curlx.h"
 #include "agent/proc.h"
-#include "agent/report.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -140,7 +139,7 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
             "per request", lr->len, ls->chunk);
         goto out;
     }
-    report_error_text(rc, http_status, body, text, sizeof(text));
+    curlx_error_text(rc, http_status, body, text, sizeof(text));
     if (rc == 0 && http_status == 200)
         snprintf(text, sizeof(text), "reply without a valid size");
     if (rc == 0 && http_status >= 400 && http_status < 500

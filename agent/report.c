@@ -88,31 +88,7 @@ struct report {
 static void report_status_send(struct report *rp);
 static void report_work_fetch(struct report *rp);
 
-/* ---- shared helpers ------------------------------------------------------ */
-
-void
-report_error_text(int rc, long http_status, const struct sbuf *body,
-    char *out, size_t len)
-{
-    const cJSON *e, *code, *msg;
-    cJSON *root = NULL;
-
-    if (rc < 0) {
-        snprintf(out, len, "%s", uv_strerror(rc));
-        return;
-    }
-    if (body != NULL && body->len > 0
-        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
-        && (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL
-        && cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code"))
-        && cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e,
-                              "message")))
-        snprintf(out, len, "HTTP %ld %s: %s", http_status, code->valuestring,
-            msg->valuestring);
-    else
-        snprintf(out, len, "HTTP %ld", http_status);
-    cJSON_Delete(root);
-}
+/* ---- helpers ------------------------------------------------------------ */
 
 /* Log a failure once per distinct text; last holds what was logged. */
 static void
@@ -198,7 +174,7 @@ report_status_failed(struct report *rp, int rc, long http_status,
     char text[200];
     int64_t wait;
 
-    report_error_text(rc, http_status, body, text, sizeof(text));
+    curlx_error_text(rc, http_status, body, text, sizeof(text));
     report_log_failure(rp->status_err, sizeof(rp->status_err),
         "send status", text, http_status);
     rp->need_register = true;
@@ -445,7 +421,7 @@ report_work_done_cb(int rc, long http_status, const struct sbuf *body,
         return;
     }
     if (rc < 0 || http_status != 200) {
-        report_error_text(rc, http_status, body, text, sizeof(text));
+        curlx_error_text(rc, http_status, body, text, sizeof(text));
         if (http_status == 404) {
             /* The scheduler does not know the node (a fresh database):
              * register again. */

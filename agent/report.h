@@ -29,10 +29,7 @@
 #ifndef AGENT_REPORT_H
 #define AGENT_REPORT_H
 
-#include <stddef.h>
-
 #include "common/err.h"
-#include "common/sbuf.h"
 
 struct agentd;
 struct report;
@@ -47,10 +44,5 @@ void report_destroy(struct report *rp);
 
 /* A rank changed: send a status now (coalesced within one loop turn). */
 void report_kick(struct report *rp);
-
-/* A one-line description of a failed request for the log: the transport
- * error, or "HTTP 401 unauthorized: <message>" from an error body. */
-void report_error_text(int rc, long http_status, const struct sbuf *body,
-    char *out, size_t len);
 
 #endif
