@@ -163,6 +163,49 @@ supfile_save_json(const char *dir, const char *name, cJSON *root)
     return rc;
 }
 
+/* Load dir/name and check the head every file with ranks has: "version"
+ * 1, "job" and "attempt". *root: caller deletes, also on failure. */
+static int
+supfile_load_head(const char *dir, const char *name, cJSON **root,
+    int64_t *job, int *attempt, struct err *err)
+{
+    int64_t a = 0;
+    int rc;
+
+    if ((rc = supfile_load_json(dir, name, root, err)) < 0
+        || (rc = jsonx_check_version(*root, 1, err))
+        || (rc = jsonx_get_int(*root, "job", true, 1, INT64_MAX, job, err))
+        || (rc = jsonx_get_int(*root, "attempt", true, 1, INT32_MAX, &a,
+                err)))
+        return rc;
+    *attempt = (int)a;
+    return 0;
+}
+
+/* The "ranks" array of root (borrowed) and its length. */
+static int
+supfile_get_ranks(const cJSON *root, const cJSON **ranks, size_t *n,
+    struct err *err)
+{
+    *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
+    if (!cJSON_IsArray(*ranks))
+        return err_set(err, -EINVAL, "field 'ranks': must be an array");
+    *n = (size_t)cJSON_GetArraySize(*ranks);
+    return 0;
+}
+
+/* A new file object with the head supfile_load_head checks. */
+static cJSON *
+supfile_new_root(int64_t job, int attempt)
+{
+    cJSON *root = cJSON_CreateObject();
+
+    jsonx_add_int(root, "version", 1);
+    jsonx_add_int(root, "job", job);
+    jsonx_add_int(root, "attempt", attempt);
+    return root;
+}
+
 int
 supfile_stamp_get(const char *path, struct supfile_stamp *stamp)
 {
@@ -276,35 +319,23 @@ supfile_spec_load(const char *dir, struct supfile_spec *spec,
 {
     const cJSON *ranks, *item;
     cJSON *root = NULL;
-    int64_t job = 0, attempt = 0, grace = 0;
+    int64_t grace = 0;
     size_t i = 0;
     int rc;
 
     memset(spec, 0, sizeof(*spec));
-    if ((rc = supfile_load_json(dir, SUPFILE_SPEC, &root, err)) < 0)
-        return rc;
-    if ((rc = jsonx_check_version(root, 1, err))
-        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
-        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
-                &attempt, err))
+    if ((rc = supfile_load_head(dir, SUPFILE_SPEC, &root, &spec->job,
+             &spec->attempt, err))
         || (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000,
-                &grace, err)))
+                &grace, err))
+        || (rc = supfile_get_ranks(root, &ranks, &spec->nranks, err)))
         goto out;
-    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(ranks)) {
-        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
-        goto out;
-    }
-    spec->job = job;
-    spec->attempt = (int)attempt;
     spec->kill_grace_ms = grace;
-    spec->nranks = (size_t)cJSON_GetArraySize(ranks);
     spec->ranks = xcalloc(spec->nranks + 1, sizeof(*spec->ranks));
     cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i], err))
+        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i++], err))
             < 0)
             goto out;
-        i++;
     }
 out:
     cJSON_Delete(root);
@@ -316,12 +347,10 @@ out:
 int
 supfile_spec_save(const char *dir, const struct supfile_spec *spec)
 {
-    cJSON *root = cJSON_CreateObject(), *ranks, *o, *groups;
+    cJSON *root = supfile_new_root(spec->job, spec->attempt), *ranks, *o;
+    cJSON *groups;
     size_t i, g;
 
-    jsonx_add_int(root, "version", 1);
-    jsonx_add_int(root, "job", spec->job);
-    jsonx_add_int(root, "attempt", spec->attempt);
     jsonx_add_int(root, "kill_grace_ms", spec->kill_grace_ms);
     ranks = cJSON_AddArrayToObject(root, "ranks");
     for (i = 0; i < spec->nranks; i++) {
@@ -405,37 +434,25 @@ supfile_status_load(const char *dir, struct supfile_status *st,
 {
     const cJSON *ranks, *item;
     cJSON *root = NULL;
-    int64_t job = 0, attempt = 0, pid = 0;
+    int64_t pid = 0;
     size_t i = 0;
     int rc;
 
     memset(st, 0, sizeof(*st));
-    if ((rc = supfile_load_json(dir, SUPFILE_STATUS, &root, err)) < 0)
-        return rc;
-    if ((rc = jsonx_check_version(root, 1, err))
-        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
-        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
-                &attempt, err))
+    if ((rc = supfile_load_head(dir, SUPFILE_STATUS, &root, &st->job,
+             &st->attempt, err))
         || (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err))
         || (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err))
         || (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err))
-        || (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
+        || (rc = jsonx_get_bool(root, "done", true, &st->done, err))
+        || (rc = supfile_get_ranks(root, &ranks, &st->nranks, err)))
         goto out;
-    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(ranks)) {
-        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
-        goto out;
-    }
-    st->job = job;
-    st->attempt = (int)attempt;
     st->pid = (int)pid;
-    st->nranks = (size_t)cJSON_GetArraySize(ranks);
     st->ranks = xcalloc(st->nranks + 1, sizeof(*st->ranks));
     cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i], err))
+        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i++], err))
             < 0)
             goto out;
-        i++;
     }
 out:
     cJSON_Delete(root);
@@ -447,12 +464,9 @@ out:
 int
 supfile_status_save(const char *dir, const struct supfile_status *st)
 {
-    cJSON *root = cJSON_CreateObject(), *ranks, *o;
+    cJSON *root = supfile_new_root(st->job, st->attempt), *ranks, *o;
     size_t i;
 
-    jsonx_add_int(root, "version", 1);
-    jsonx_add_int(root, "job", st->job);
-    jsonx_add_int(root, "attempt", st->attempt);
     jsonx_add_int(root, "pid", st->pid);
     cJSON_AddBoolToObject(root, "fenced", st->fenced);
     cJSON_AddBoolToObject(root, "stopping", st->stopping);
