@@ -79,16 +79,18 @@ agentd_stop(struct agentd_main *m)
     if (ad->stopping)
         return;
     ad->stopping = true;
-    logship_destroy(ad->logship);
+    /* The reverse of the creation: the table takes the ranks' output out
+     * of the log shipper before the shipper goes. */
     report_destroy(ad->report);
+    proc_destroy(ad->procs);
+    logship_destroy(ad->logship);
     /* Drops requests in flight without calling back: must come in the same
      * loop turn as the destruction of their owners above. */
     curlx_destroy(ad->curlx);
-    proc_destroy(ad->procs);
-    ad->logship = NULL;
     ad->report = NULL;
-    ad->curlx = NULL;
     ad->procs = NULL;
+    ad->logship = NULL;
+    ad->curlx = NULL;
     uv_close((uv_handle_t *)&m->sigterm, NULL);
     uv_close((uv_handle_t *)&m->sigint, NULL);
 }
@@ -248,14 +250,16 @@ main(int argc, char **argv)
     if (ad->curlx == NULL)
         goto out;
     curlx_set_header(ad->curlx, ad->auth_header);
+    /* The log shipper before the table, which registers the output of the
+     * ranks it re-adopts with it. */
+    ad->logship = logship_create(ad, &err);
+    if (ad->logship == NULL)
+        goto out;
     ad->procs = proc_create(ad, &err);
     if (ad->procs == NULL)
         goto out;
     ad->report = report_create(ad, &err);
     if (ad->report == NULL)
-        goto out;
-    ad->logship = logship_create(ad, &err);
-    if (ad->logship == NULL)
         goto out;
 
     log_info("node=%s agent_id=%s server=%s cpus=%d memory_mb=%lld "

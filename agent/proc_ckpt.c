@@ -20,7 +20,7 @@
  * that user's file-system identity (setfsuid(2) is per thread) for both,
  * so the agent deletes nothing the user could not.
  */
-#include "agent/proc.h"
+#include "agent/proc_ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +33,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agentd.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
 #include "agent/rmtree.h"
 #include "common/log.h"
 #include "common/sbuf.h"
@@ -304,7 +307,7 @@ proc_ckpt_queue(struct proc_job *job, struct proc_ckpt_op *op)
     op->dir = xstrdup(job->checkpoint_dir);
     op->uid = job->uid;
     op->gid = job->gid;
-    rc = uv_queue_work(proc_loop(job->pt), &op->req, proc_ckpt_work_cb,
+    rc = uv_queue_work(job->pt->ad->loop, &op->req, proc_ckpt_work_cb,
         proc_ckpt_after_cb);
     if (rc < 0) {
         log_error("job=%lld attempt=%d cannot queue checkpoint work: %s",

@@ -6,7 +6,7 @@
  * lockstep's own. Pure (no I/O, no loop), so the unit tests check it
  * directly.
  */
-#include "agent/proc.h"
+#include "agent/proc_env.h"
 
 #include <inttypes.h>
 #include <stdio.h>

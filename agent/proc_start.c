@@ -14,7 +14,7 @@
  * 127 or 126 and the reason as stderr, and leaves a final status.json, so a
  * restarted agent reports the same thing.
  */
-#include "agent/proc.h"
+#include "agent/proc_start.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,11 @@
 
 #include "agent/agentd.h"
 #include "agent/mkdirp.h"
+#include "agent/proc_env.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
 #include "agent/rmtree.h"
+#include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -76,10 +80,7 @@ proc_job_fail(struct proc_job *job, int rc, const char *why)
             close(fd);
         }
         /* The file may be new: ship what is there now. */
-        if (r->err.fd < 0 && r->err_path != NULL) {
-            logship_file_release(&r->err);
-            logship_file_init(&r->err, r->err_path);
-        }
+        logship_output_open(&r->output, NULL, r->err_path);
         r->start_ms = now;
         proc_rank_ended(r, PROTO_RANK_EXITED, supfile_exec_exit_code(rc), 0,
             now);
@@ -216,7 +217,7 @@ proc_job_prepare(struct proc_job *job, const struct proto_launch *l,
     int64_t lease_ms, char *why, size_t len)
 {
     struct proc_table *pt = job->pt;
-    struct agentd *ad = proc_agentd(pt);
+    struct agentd *ad = pt->ad;
     struct proc_user u = { 0 };
     struct supfile_spec spec;
     struct passwd *pw = NULL;

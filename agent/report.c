@@ -297,8 +297,7 @@ report_exits_shipped(const struct report *rp)
             if (r->end_mono_ms == 0
                 || now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
                 continue;
-            if (!logship_file_flushed(&r->out)
-                || !logship_file_flushed(&r->err))
+            if (!logship_output_flushed(&r->output))
                 return false;
         }
     }

@@ -24,6 +24,8 @@
 #include "agent/agentd.h"
 #include "agent/curlx.h"
 #include "agent/proc.h"
+#include "agent/proc_env.h"
+#include "agent/proc_progress.h"
 #include "agent/resources.h"
 #include "agent/supfile.h"
 #include "agent/tail.h"
@@ -1037,9 +1039,9 @@ test_dump(void)
     l.dump_seq = 1;
     t0 = timeid_mono_ms();
     proc_apply(pt, &w);
-    ok(job->dump_running, "dump_seq 1 starts a dump");
-    RUN_UNTIL(&t.loop, job->dump_seq_served == 1, 5000);
-    is_int(job->dump_seq_served, 1, "served after about 1 s (%lld ms)",
+    ok(job->dump.running, "dump_seq 1 starts a dump");
+    RUN_UNTIL(&t.loop, job->dump.seq_served == 1, 5000);
+    is_int(job->dump.seq_served, 1, "served after about 1 s (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
     ok(job->ranks[0].dump != NULL
         && strstr(job->ranks[0].dump, "most recent call first") != NULL
@@ -1066,7 +1068,7 @@ test_dump(void)
         "the report carries dump_seq 1 and the dumps");
     proto_node_report_release(&rep);
     proc_apply(pt, &w);
-    ok(!job->dump_running, "the same dump_seq again asks nothing");
+    ok(!job->dump.running, "the same dump_seq again asks nothing");
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     memset(&rep, 0, sizeof(rep));
     proc_fill_report(pt, &rep);
