@@ -128,37 +128,36 @@ report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb,
 
 /* ---- status -------------------------------------------------------------- */
 
-/* While supervisors hold leases, a status must get through before they
- * run out: retry at least four times per lease. */
+/* At most ms, but at most lease_ms / parts (REPORT_BACKOFF_MIN_MS at
+ * least) while supervisors hold leases: a status must get through before
+ * they run out. */
+static int64_t
+report_lease_bound(const struct report *rp, int64_t ms, int parts)
+{
+    int64_t part;
+
+    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
+        part = proc_lease_ms(rp->ad->procs) / parts;
+        if (part < ms)
+            ms = part > REPORT_BACKOFF_MIN_MS ? part : REPORT_BACKOFF_MIN_MS;
+    }
+    return ms;
+}
+
+/* The longest wait between status retries: four tries per lease. */
 static int64_t
 report_status_backoff_max(const struct report *rp)
 {
-    int64_t max = REPORT_BACKOFF_MAX_MS, quarter;
-
-    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
-        quarter = proc_lease_ms(rp->ad->procs) / 4;
-        if (quarter < max)
-            max = quarter > REPORT_BACKOFF_MIN_MS ? quarter
-                                                  : REPORT_BACKOFF_MIN_MS;
-    }
-    return max;
+    return report_lease_bound(rp, REPORT_BACKOFF_MAX_MS, 4);
 }
 
-/* The next heartbeat: heartbeat_ms, but at least three per lease while
- * supervisors hold one (a scheduler configured with a heartbeat longer
- * than its lease must not fence every job). */
+/* The next heartbeat: heartbeat_ms, but at least three per lease (a
+ * scheduler configured with a heartbeat longer than its lease must not
+ * fence every job). */
 static int64_t
 report_status_interval(const struct report *rp)
 {
-    int64_t next = rp->heartbeat_ms, third;
-
-    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
-        third = proc_lease_ms(rp->ad->procs) / 3;
-        if (third < next)
-            next = third > REPORT_BACKOFF_MIN_MS ? third
-                                                 : REPORT_BACKOFF_MIN_MS;
-    }
-    return next;
+    return report_lease_bound(rp, rp->heartbeat_ms, 3);
 }
 
 static void
@@ -167,20 +166,29 @@ report_status_timer_cb(uv_timer_t *t)
     report_status_send(container_of(t, struct report, status_timer));
 }
 
+/* A status did not get through (text says why): register again with the
+ * next one, after a backoff. */
 static void
-report_status_failed(struct report *rp, int rc, long http_status,
-    const struct sbuf *body)
+report_status_retry(struct report *rp, const char *text, long http_status)
 {
-    char text[200];
     int64_t wait;
 
-    curlx_error_text(rc, http_status, body, text, sizeof(text));
     report_log_failure(rp->status_err, sizeof(rp->status_err),
         "send status", text, http_status);
     rp->need_register = true;
     rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
         REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
+}
+
+static void
+report_status_failed(struct report *rp, int rc, long http_status,
+    const struct sbuf *body)
+{
+    char text[200];
+
+    curlx_error_text(rc, http_status, body, text, sizeof(text));
+    report_status_retry(rp, text, http_status);
 }
 
 /* The newest gen the scheduler announced: make sure a fetch is due. */
@@ -236,13 +244,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
 
         cJSON_Delete(root);
         snprintf(text, sizeof(text), "bad status reply: %s", err.msg);
-        report_log_failure(rp->status_err, sizeof(rp->status_err),
-            "send status", text, 0);
-        rp->need_register = true;
-        rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
-            REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &hb);
-        report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
-            hb);
+        report_status_retry(rp, text, 0);
         return;
     }
     cJSON_Delete(root);
