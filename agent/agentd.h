@@ -5,6 +5,33 @@
  * subsystem's _create. It holds the loop, the settled configuration (every
  * value already validated) and the subsystems. Everything runs on the loop
  * thread.
+ *
+ * The modules of agent/, bottom to top (a module is a file stem: x.c and
+ * x.h). Each includes and calls only modules on the lines above its own:
+ *
+ *   backoff mkdirp rmtree tail   generic helpers                     (*)
+ *   supfile            the files of an attempt directory             (*)
+ *   procfs             what /proc says about processes               (*)
+ *   supervisor         the ranks of one attempt and their lease      (*)
+ *   supervisor_main    lockstep-supervisor                           (*)
+ *   curlx resources    HTTP on the loop; what the node offers
+ *   agentd             the settings and this context
+ *   logship            ships the output files registered with it
+ *   proc_env proc_int  a rank's environment; proc*.c's internal header
+ *   proc_job           the objects: a job attempt and its ranks
+ *   proc_progress proc_ckpt      steps and output; checkpoints
+ *   proc_dump proc_state proc_start
+ *                      stack dumps; status.json and re-adoption; the
+ *                      directory of a new attempt
+ *   proc               the table of held jobs (proc.h: its public surface)
+ *   report             status and work with the scheduler
+ *   main               lockstep-agent
+ *
+ * (*) libuv-free: lockstep-supervisor links nothing else.
+ *
+ * What goes up does so through something the lower module owns: the
+ * table's change hook (proc_set_change_cb: report sends a status) and the
+ * shipper's registry (proc hands each rank's output to logship_add).
  */
 #ifndef AGENT_AGENTD_H
 #define AGENT_AGENTD_H
