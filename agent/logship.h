@@ -47,8 +47,9 @@ struct logship_output {
     LIST_ENTRY(logship_output) link;
 };
 
-/* Set up o for rank `rank` of (job, attempt), unregistered, then open
- * out_path and err_path as logship_output_open does. */
+/* Set up o for rank `rank` of (job, attempt), unregistered (o must not
+ * be registered), then open out_path and err_path as logship_output_open
+ * does. */
 void logship_output_init(struct logship_output *o, int64_t job, int attempt,
     int rank, const char *out_path, const char *err_path);
 /* Open for reading each of the two files that is not open yet and whose

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/logship.h"
 #include "agent/mkdirp.h"
 #include "agent/proc_ckpt.h"
 #include "agent/proc_dump.h"
@@ -38,6 +39,7 @@
 #include "agent/proc_start.h"
 #include "agent/proc_state.h"
 #include "agent/rmtree.h"
+#include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"

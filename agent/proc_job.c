@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include "agent/agentd.h"
+#include "agent/logship.h"
 #include "agent/proc_int.h"
 #include "agent/procfs.h"
+#include "agent/supfile.h"
 #include "agent/tail.h"
 #include "common/log.h"
 #include "common/timeid.h"

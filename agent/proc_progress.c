@@ -31,7 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/logship.h"
 #include "agent/proc_job.h"
+#include "agent/supfile.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/logship.h"
 #include "agent/mkdirp.h"
 #include "agent/proc_env.h"
 #include "agent/proc_int.h"
