@@ -1,6 +1,7 @@
 /*
  * test_agent.c - unit tests for agent/: rank environment, resource
- * parsing, stderr tails, and jobs run on a real libuv loop through the real
+ * parsing, stderr tails, the generic helpers (backoff, mkdirp, rmtree,
+ * procfs), and jobs run on a real libuv loop through the real
  * lockstep-supervisor (exit codes, output files, process-group cleanup,
  * teardown, spawn failures, leases, re-adoption by a new agent, a killed
  * supervisor, progress and commits, convention checkpoints, stack dumps).
@@ -22,11 +23,15 @@
 #include <uv.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
+#include "agent/mkdirp.h"
 #include "agent/proc.h"
 #include "agent/proc_env.h"
 #include "agent/proc_progress.h"
+#include "agent/procfs.h"
 #include "agent/resources.h"
+#include "agent/rmtree.h"
 #include "agent/supfile.h"
 #include "agent/tail.h"
 #include "common/log.h"
@@ -293,6 +298,159 @@ test_tail(void)
 
     is_int(supfile_exec_exit_code(-ENOENT), 127, "ENOENT reports code 127");
     is_int(supfile_exec_exit_code(-EACCES), 126, "EACCES reports code 126");
+}
+
+/* ---- generic helpers: backoff, mkdirp, rmtree, procfs -------------------- */
+
+/* Poll cond (no loop involved) until it holds or timeout_ms passes. */
+#define WAIT_FOR(cond, timeout_ms)                                          \
+    do {                                                                    \
+        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                      \
+        while (!(cond) && timeid_mono_ms() < dl_)                           \
+            usleep(5000);                                                   \
+    } while (0)
+
+static void
+test_backoff(void)
+{
+    int64_t cur = 0, wait = -1, lo = INT64_MAX, hi = 0;
+    int i;
+
+    cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 100, "the first backoff is the minimum");
+    ok(wait >= 50 && wait <= 100, "... waiting half to all of it (%lld)",
+        (long long)wait);
+    cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 200, "then it doubles");
+    for (i = 0; i < 10; i++)
+        cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 5000, "up to the maximum");
+    for (i = 0; i < 200; i++) {
+        backoff_next(5000, 100, 5000, &wait);
+        lo = wait < lo ? wait : lo;
+        hi = wait > hi ? wait : hi;
+    }
+    ok(lo >= 2500 && hi <= 5000 && lo < hi,
+        "waits are jittered within [max/2, max] (%lld..%lld)", (long long)lo,
+        (long long)hi);
+}
+
+static void
+test_mkdirp_rmtree(void)
+{
+    char top[PATH_MAX + 32], path[PATH_MAX + 64], keep[PATH_MAX + 32];
+    struct stat st;
+    volatile int cancel = 1;
+
+    snprintf(top, sizeof(top), "%s/tree", tmpdir);
+    snprintf(path, sizeof(path), "%s/a/b/c", top);
+    is_int(mkdirp(path, 0755), 0, "mkdirp makes every missing parent");
+    ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "... down to a/b/c");
+    is_int(mkdirp(path, 0755), 0, "mkdirp of an existing directory is fine");
+    snprintf(path, sizeof(path), "%s/a/file", top);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/a/file/d", top);
+    is_int(mkdirp(path, 0755), -ENOTDIR, "a file in the way is -ENOTDIR");
+
+    /* A link in the tree to a directory outside it: removed, not
+     * followed. */
+    snprintf(keep, sizeof(keep), "%s/keep", tmpdir);
+    mkdirp(keep, 0755);
+    snprintf(path, sizeof(path), "%s/keep/precious", tmpdir);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/a/b/link", top);
+    if (symlink(keep, path) < 0)
+        diag("symlink: %s", strerror(errno));
+    is_int(rmtree_at(AT_FDCWD, top, &cancel), -ECANCELED,
+        "rmtree_at stops at once when cancelled");
+    ok(access(top, F_OK) == 0, "... leaving the tree");
+    cancel = 0;
+    is_int(rmtree_at(AT_FDCWD, top, &cancel), 0, "rmtree_at removes a tree");
+    ok(access(top, F_OK) < 0 && errno == ENOENT, "... all of it");
+    snprintf(path, sizeof(path), "%s/keep/precious", tmpdir);
+    ok(access(path, F_OK) == 0, "... but not what a link in it points to");
+    is_int(rmtree_at(AT_FDCWD, top, NULL), 0, "a missing tree is no error");
+}
+
+static int
+test_procfs_find_cb(int pid, void *arg)
+{
+    return pid == *(int *)arg;
+}
+
+static void
+test_procfs_handler(int sig)
+{
+    (void)sig;
+}
+
+static void
+test_procfs(void)
+{
+    struct procfs_stat st;
+    struct sigaction sa, old;
+    char exe[PATH_MAX + 1];
+    const char *env[] = { "LOCKSTEP_JOB_ID=1", NULL };
+    int self = (int)getpid(), fd;
+    pid_t child;
+
+    is_int(procfs_stat(self, &st), 0, "procfs_stat reads our own stat");
+    ok(st.state == 'R' && st.ppid == (int)getppid()
+        && st.pgrp == (int)getpgrp() && st.start_time > 0,
+        "... state R, our parent, our group, a start time");
+    ok(procfs_start_time(self) == st.start_time,
+        "procfs_start_time is its field 22");
+    is_int(procfs_stat(0, &st), -ESRCH, "pid 0 is no process");
+    ok(procfs_state(INT32_MAX) == '\0' && procfs_start_time(INT32_MAX) == 0,
+        "a missing process has no state and no start time");
+    is_int(procfs_each(0, test_procfs_find_cb, &self), 1,
+        "procfs_each over every process finds us");
+    is_int(procfs_each(self, test_procfs_find_cb, &self), 1,
+        "procfs_each over our threads finds the main one");
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    is_int(procfs_each_fd(test_procfs_find_cb, &fd), 1,
+        "procfs_each_fd finds a descriptor we opened");
+    close(fd);
+    ok(procfs_exe(0, exe, sizeof(exe)) > 0
+        && strstr(exe, "test_agent") != NULL,
+        "procfs_exe(0) names our executable (%s)", exe);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = test_procfs_handler;
+    sigaction(SIGUSR2, NULL, &old);
+    ok(!procfs_catches(self, SIGUSR2), "no handler: SIGUSR2 not caught");
+    sigaction(SIGUSR2, &sa, NULL);
+    ok(procfs_catches(self, SIGUSR2), "a handler: SIGUSR2 caught");
+    sigaction(SIGUSR2, &old, NULL);
+
+    child = fork();
+    if (child == 0) {
+        setpgid(0, 0);
+        execlp("sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(child, child);
+    /* Until the exec, the child runs test_agent. */
+    WAIT_FOR(procfs_runs((int)child, "sleep", "30"), 5000);
+    ok(procfs_runs((int)child, "sleep", "30"),
+        "procfs_runs knows a process by executable and first argument");
+    ok(!procfs_runs((int)child, "sleep", "3")
+        && !procfs_runs((int)child, "slee", "30"),
+        "... both of them, whole");
+    ok(procfs_group_is((int)child, procfs_start_time((int)child), env),
+        "a live group leader with its start time is its group");
+    ok(procfs_group_is((int)child, 0, env),
+        "... as it is when no start time was recorded");
+    ok(!procfs_group_is((int)child, procfs_start_time((int)child) + 1, env),
+        "a leader with another start time is not (a reused pid)");
+    kill((int)child, SIGKILL);
+    WAIT_FOR(procfs_state((int)child) == 'Z', 5000);
+    ok(procfs_state((int)child) == 'Z' && procfs_start_time((int)child) == 0
+        && !procfs_runs((int)child, "sleep", "30"),
+        "a zombie has no start time and runs nothing");
+    waitpid(child, NULL, 0);
+    ok(!procfs_group_is((int)child, 0, env),
+        "a group with no process left is not one to kill");
 }
 
 /* ---- jobs on a loop, through real supervisors ---------------------------- */
@@ -1368,6 +1526,9 @@ main(void)
     test_gpus();
     test_labels();
     test_tail();
+    test_backoff();
+    test_mkdirp_rmtree();
+    test_procfs();
     test_loop();
     test_adopt();
     test_progress();
