@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "agent/curlx.h"
+#include "agent/procfs.h"
+#include "agent/resources.h"
 #include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/xalloc.h"
@@ -56,12 +58,9 @@ static char *
 agentd_default_supervisor(void)
 {
     char exe[PATH_MAX + 1], *slash;
-    ssize_t n;
 
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (procfs_exe(0, exe, sizeof(exe)) <= 0)
         return xstrdup(SUPFILE_EXE);
-    exe[n] = '\0';
     slash = strrchr(exe, '/');
     if (slash == NULL)
         return xstrdup(SUPFILE_EXE);
@@ -136,13 +135,13 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
 
     ad->res.cpus = (int)config_int(cfg, "cpus");
     if (ad->res.cpus == 0)
-        ad->res.cpus = agentd_detect_cpus();
+        ad->res.cpus = resources_detect_cpus();
     ad->res.memory_mb = config_int(cfg, "memory_mb");
     if (ad->res.memory_mb == 0)
-        ad->res.memory_mb = agentd_detect_memory_mb("/proc/meminfo");
-    if ((rc = agentd_gpus_parse(config_str(cfg, "gpus"), "/dev",
+        ad->res.memory_mb = resources_detect_memory_mb("/proc/meminfo");
+    if ((rc = resources_gpus_parse(config_str(cfg, "gpus"), "/dev",
              &ad->res.gpus, &ad->res.ngpus, err)) < 0
-        || (rc = agentd_labels_parse(config_str(cfg, "labels"),
+        || (rc = resources_labels_parse(config_str(cfg, "labels"),
                 &ad->res.labels, &ad->res.nlabels, err)) < 0)
         goto fail;
 

@@ -5,6 +5,33 @@
  * subsystem's _create. It holds the loop, the settled configuration (every
  * value already validated) and the subsystems. Everything runs on the loop
  * thread.
+ *
+ * The modules of agent/, bottom to top (a module is a file stem: x.c and
+ * x.h). Each includes and calls only modules on the lines above its own:
+ *
+ *   backoff mkdirp rmtree tail   generic helpers                     (*)
+ *   supfile            the files of an attempt directory             (*)
+ *   procfs             what /proc says about processes               (*)
+ *   supervisor         the ranks of one attempt and their lease      (*)
+ *   supervisor_main    lockstep-supervisor                           (*)
+ *   curlx resources    HTTP on the loop; what the node offers
+ *   agentd             the settings and this context
+ *   logship            ships the output files registered with it
+ *   proc_env proc_int  a rank's environment; proc*.c's internal header
+ *   proc_job           the objects: a job attempt and its ranks
+ *   proc_progress proc_ckpt      steps and output; checkpoints
+ *   proc_dump proc_state proc_start
+ *                      stack dumps; status.json and re-adoption; the
+ *                      directory of a new attempt
+ *   proc               the table of held jobs (proc.h: its public surface)
+ *   report             status and work with the scheduler
+ *   main               lockstep-agent
+ *
+ * (*) libuv-free: lockstep-supervisor links nothing else.
+ *
+ * What goes up does so through something the lower module owns: the
+ * table's change hook (proc_set_change_cb: report sends a status) and the
+ * shipper's registry (proc hands each rank's output to logship_add).
  */
 #ifndef AGENT_AGENTD_H
 #define AGENT_AGENTD_H
@@ -74,32 +101,5 @@ int agentd_settings_load(struct agentd *ad, const struct config *cfg,
     struct err *err);
 /* Free what agentd_settings_load allocated. Accepts a zeroed agentd. */
 void agentd_settings_release(struct agentd *ad);
-
-/* ---- resources (resources.c) --------------------------------------------- */
-
-/*
- * GPU ids from the `gpus` setting: "auto" counts the devices named
- * nvidia<digits> in devdir (normally "/dev") and offers ids 0..n-1,
- * "none" or "" offers none, anything else is an id list like "0-7" or
- * "0,2,4". *ids: caller frees (NULL when n is 0). -EINVAL with err set.
- */
-int agentd_gpus_parse(const char *spec, const char *devdir, int **ids,
-    size_t *n, struct err *err);
-
-/*
- * Labels from "k=v,k2=v2" (spaces around entries are ignored; "" gives
- * none). Keys follow the name rule [A-Za-z0-9._-]{1,128}; values are up to
- * 256 bytes without ',' ; keys must be unique; at most PROTO_LABELS_MAX.
- * *kv: caller frees with proto_kv_array_free. -EINVAL with err set.
- */
-int agentd_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
-    struct err *err);
-
-/* CPUs this process may run on (sched_getaffinity), at least 1. */
-int agentd_detect_cpus(void);
-
-/* MemTotal from meminfo_path (normally "/proc/meminfo") in MiB; 0 when
- * unreadable. */
-int64_t agentd_detect_memory_mb(const char *meminfo_path);
 
 #endif

@@ -17,12 +17,15 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include <curl/curl.h>
 
+#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -36,7 +39,7 @@ struct curlx_sock {
     uv_poll_t poll;
     struct curlx *cx;
     curl_socket_t fd;
-    struct curlx_sock *prev, *next;
+    LIST_ENTRY(curlx_sock) link;
 };
 
 struct curlx_req {
@@ -49,7 +52,7 @@ struct curlx_req {
     curlx_done_fn cb;
     void *arg;
     bool cancelled;             /* removed from the multi; awaiting delivery */
-    struct curlx_req *prev, *next;
+    LIST_ENTRY(curlx_req) link;
 };
 
 struct curlx {
@@ -60,8 +63,8 @@ struct curlx {
     char *base_url;             /* "http://localhost" for a Unix socket */
     char *unix_path;            /* NULL for a URL */
     char *header;               /* extra header line, may be NULL */
-    struct curlx_req *reqs;
-    struct curlx_sock *socks;
+    LIST_HEAD(, curlx_req) reqs;
+    LIST_HEAD(, curlx_sock) socks;
     int open_handles;           /* handles whose close callback is due */
     bool closing;
 };
@@ -102,38 +105,10 @@ curlx_sock_close_cb(uv_handle_t *h)
 }
 
 static void
-curlx_sock_unlink(struct curlx_sock *cs)
-{
-    struct curlx *cx = cs->cx;
-
-    if (cs->prev != NULL)
-        cs->prev->next = cs->next;
-    else
-        cx->socks = cs->next;
-    if (cs->next != NULL)
-        cs->next->prev = cs->prev;
-    cs->prev = cs->next = NULL;
-}
-
-static void
 curlx_sock_close(struct curlx_sock *cs)
 {
-    curlx_sock_unlink(cs);
+    LIST_REMOVE(cs, link);
     uv_close((uv_handle_t *)&cs->poll, curlx_sock_close_cb);
-}
-
-static void
-curlx_req_unlink(struct curlx_req *req)
-{
-    struct curlx *cx = req->cx;
-
-    if (req->prev != NULL)
-        req->prev->next = req->next;
-    else
-        cx->reqs = req->next;
-    if (req->next != NULL)
-        req->next->prev = req->prev;
-    req->prev = req->next = NULL;
 }
 
 static void
@@ -160,15 +135,15 @@ curlx_destroy(struct curlx *cx)
     /* Stop watching while every fd is still open, then let curl close
      * them. The socket callback still handles CURL_POLL_REMOVE (it closes
      * that socket's poll handle); the timer callback is ignored now. */
-    for (cs = cx->socks; cs != NULL; cs = cs->next)
+    LIST_FOREACH(cs, &cx->socks, link)
         uv_poll_stop(&cs->poll);
     uv_timer_stop(&cx->timer);
     uv_timer_stop(&cx->cancel_timer);
 
-    while ((req = cx->reqs) != NULL) {
+    while ((req = LIST_FIRST(&cx->reqs)) != NULL) {
         if (!req->cancelled)
             curl_multi_remove_handle(cx->multi, req->easy);
-        curlx_req_unlink(req);
+        LIST_REMOVE(req, link);
         curlx_req_free(req);
     }
     curl_multi_setopt(cx->multi, CURLMOPT_SOCKETFUNCTION, NULL);
@@ -176,7 +151,7 @@ curlx_destroy(struct curlx *cx)
     curl_multi_cleanup(cx->multi);
     cx->multi = NULL;
 
-    while ((cs = cx->socks) != NULL)
+    while ((cs = LIST_FIRST(&cx->socks)) != NULL)
         curlx_sock_close(cs);
     uv_close((uv_handle_t *)&cx->cancel_timer, curlx_handle_close_cb);
     uv_close((uv_handle_t *)&cx->timer, curlx_handle_close_cb);
@@ -216,7 +191,7 @@ curlx_req_deliver(struct curlx_req *req, int rc)
     if (rc == 0 && curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE,
                        &status) != CURLE_OK)
         rc = -EIO;
-    curlx_req_unlink(req);
+    LIST_REMOVE(req, link);
     req->cb(rc, rc == 0 ? status : 0, &req->resp, req->arg);
     curlx_req_free(req);
 }
@@ -349,10 +324,7 @@ curlx_socket_fn(CURL *easy, curl_socket_t fd, int action, void *userp,
         }
         cs->poll.data = cx;
         cx->open_handles++;
-        cs->next = cx->socks;
-        if (cx->socks != NULL)
-            cx->socks->prev = cs;
-        cx->socks = cs;
+        LIST_INSERT_HEAD(&cx->socks, cs, link);
         curl_multi_assign(cx->multi, fd, cs);
     }
     if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
@@ -398,7 +370,8 @@ curlx_cancel_timer_cb(uv_timer_t *timer)
     /* A callback may start or cancel requests: rescan from the head after
      * each delivery. */
     for (;;) {
-        for (req = cx->reqs; req != NULL && !req->cancelled; req = req->next)
+        for (req = LIST_FIRST(&cx->reqs); req != NULL && !req->cancelled;
+             req = LIST_NEXT(req, link))
             ;
         if (req == NULL || cx->closing)
             return;
@@ -498,14 +471,63 @@ curlx_set_header(struct curlx *cx, const char *line)
     cx->header = line != NULL ? xstrdup(line) : NULL;
 }
 
+/* The options every request gets; curl copies string options. */
+static void
+curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
+{
+    struct curlx *cx = req->cx;
+    CURL *easy = req->easy;
+    char *url = xasprintf("%s%s", cx->base_url, path);
+
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    free(url);
+    if (cx->unix_path != NULL)
+        curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, cx->unix_path);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)req);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, curlx_write_fn);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, curlx_opensocket_fn);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+        CURLX_CONNECT_TIMEOUT_MS);
+    if (timeout_ms > 0)
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+}
+
+/* The request's header lines. Returns 0, or -ENOMEM when curl could not
+ * build the list. */
+static int
+curlx_req_headers(struct curlx_req *req, const char *content_type)
+{
+    struct curl_slist *h;
+    char *ct;
+
+    /* No "Expect: 100-continue": it would stall every POST over 1 KiB for
+     * a second against a server that does not answer it. */
+    h = curl_slist_append(NULL, "Expect:");
+    if (h != NULL && req->cx->header != NULL)
+        h = curl_slist_append(h, req->cx->header);
+    if (h != NULL && content_type != NULL) {
+        ct = xasprintf("Content-Type: %s", content_type);
+        h = curl_slist_append(h, ct);
+        free(ct);
+    }
+    if (h == NULL)
+        return -ENOMEM;
+    req->headers = h;
+    curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, h);
+    return 0;
+}
+
 struct curlx_req *
 curlx_request(struct curlx *cx, const char *method, const char *path,
     char *body, size_t len, const char *content_type, long timeout_ms,
     curlx_done_fn cb, void *arg)
 {
     struct curlx_req *req;
-    struct curl_slist *h;
-    char *url = NULL, *ct = NULL;
     CURLMcode mc;
     CURL *easy;
     bool post = strcmp(method, "POST") == 0;
@@ -527,43 +549,12 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
     req->cb = cb;
     req->arg = arg;
     sbuf_init(&req->resp);
-
-    url = xasprintf("%s%s", cx->base_url, path);
-    curl_easy_setopt(easy, CURLOPT_URL, url);
-    free(url);                  /* curl copies string options */
-    if (cx->unix_path != NULL)
-        curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, cx->unix_path);
-    curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)req);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, curlx_write_fn);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
-    curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, curlx_opensocket_fn);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-        CURLX_CONNECT_TIMEOUT_MS);
-    if (timeout_ms > 0)
-        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-
-    /* No "Expect: 100-continue": it would stall every POST over 1 KiB for
-     * a second against a server that does not answer it. */
-    h = curl_slist_append(NULL, "Expect:");
-    if (h != NULL && cx->header != NULL)
-        h = curl_slist_append(h, cx->header);
-    if (h != NULL && content_type != NULL) {
-        ct = xasprintf("Content-Type: %s", content_type);
-        h = curl_slist_append(h, ct);
-        free(ct);
-    }
-    if (h == NULL) {
+    curlx_req_setopts(req, path, timeout_ms);
+    if (curlx_req_headers(req, content_type) < 0) {
         log_error("cannot build request headers");
         curlx_req_free(req);
         return NULL;
     }
-    req->headers = h;
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-
     if (post) {
         curl_easy_setopt(easy, CURLOPT_POST, 1L);
         curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
@@ -580,9 +571,30 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
         curlx_req_free(req);
         return NULL;
     }
-    req->next = cx->reqs;
-    if (cx->reqs != NULL)
-        cx->reqs->prev = req;
-    cx->reqs = req;
+    LIST_INSERT_HEAD(&cx->reqs, req, link);
     return req;
+}
+
+void
+curlx_error_text(int rc, long http_status, const struct sbuf *body,
+    char *out, size_t len)
+{
+    const cJSON *e, *code, *msg;
+    cJSON *root = NULL;
+
+    if (rc < 0) {
+        snprintf(out, len, "%s", uv_strerror(rc));
+        return;
+    }
+    if (body != NULL && body->len > 0
+        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
+        && (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL
+        && cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code"))
+        && cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e,
+                              "message")))
+        snprintf(out, len, "HTTP %ld %s: %s", http_status, code->valuestring,
+            msg->valuestring);
+    else
+        snprintf(out, len, "HTTP %ld", http_status);
+    cJSON_Delete(root);
 }

@@ -72,6 +72,12 @@ struct curlx_req *curlx_request(struct curlx *cx, const char *method,
     const char *path, char *body, size_t len, const char *content_type,
     long timeout_ms, curlx_done_fn cb, void *arg);
 
+/* A one-line description of a failed request for the log: the transport
+ * error (rc < 0), "HTTP 401 unauthorized: <message>" from an error body
+ * {"error": {"code", "message"}}, else "HTTP <status>". */
+void curlx_error_text(int rc, long http_status, const struct sbuf *body,
+    char *out, size_t len);
+
 /* Abort one request: its callback runs on a later loop turn with rc
  * -ECANCELED (never from inside this function). */
 void curlx_cancel(struct curlx_req *req);

@@ -1,9 +1,9 @@
 /*
  * logship.c - copy the ranks' output files to the scheduler
  *
- * A timer (every 200 ms) walks the held jobs; for each output file with
- * nothing in flight it reads what lies past the acknowledged offset (at
- * most one chunk, 1 MiB) with pread and POSTs it to
+ * A timer (every 200 ms) walks the registered outputs (logship_add); for
+ * each output file with nothing in flight it reads what lies past the
+ * acknowledged offset (at most one chunk, 1 MiB) with pread and POSTs it to
  * /v1/agent/logs?...&offset=<acked>. The reply's "size" becomes the new
  * offset, whatever it is: ahead (we resend nothing twice), equal (all
  * caught up) or behind (the scheduler lost bytes, so we resend from
@@ -27,9 +27,8 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
-#include "agent/proc.h"
-#include "agent/report.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -49,32 +48,61 @@ struct logship {
     size_t chunk;
     int in_flight;
     char last_err[200];         /* last error logged; "" when healthy */
+    LIST_HEAD(, logship_output) outputs;
 };
 
-/* Context of one POST; the file outlives it (proc releases a job only
+/* Context of one POST; the output outlives it (its owner removes it only
  * when none of its files is in flight). */
 struct logship_req {
     struct logship *ls;
-    const struct proc_rank *rank;
+    const struct logship_output *o;
     struct logship_file *f;
     const char *stream;
     uint64_t offset;
     size_t len;
 };
 
-void
-logship_file_init(struct logship_file *f, const char *path)
+static void
+logship_file_open(struct logship_file *f, const char *path)
 {
-    memset(f, 0, sizeof(*f));
-    f->fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (f->fd < 0 && path != NULL)
+        f->fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
-void
-logship_file_release(struct logship_file *f)
+static void
+logship_file_close(struct logship_file *f)
 {
     if (f->fd >= 0)
         close(f->fd);
     f->fd = -1;
+}
+
+void
+logship_output_init(struct logship_output *o, int64_t job, int attempt,
+    int rank, const char *out_path, const char *err_path)
+{
+    memset(o, 0, sizeof(*o));
+    o->job = job;
+    o->attempt = attempt;
+    o->rank = rank;
+    o->out.fd = o->err.fd = -1;
+    logship_output_open(o, out_path, err_path);
+}
+
+void
+logship_output_open(struct logship_output *o, const char *out_path,
+    const char *err_path)
+{
+    logship_file_open(&o->out, out_path);
+    logship_file_open(&o->err, err_path);
+}
+
+void
+logship_output_release(struct logship_output *o)
+{
+    logship_remove(o);
+    logship_file_close(&o->out);
+    logship_file_close(&o->err);
 }
 
 uint64_t
@@ -87,7 +115,7 @@ logship_file_size(const struct logship_file *f)
     return (uint64_t)st.st_size;
 }
 
-bool
+static bool
 logship_file_flushed(const struct logship_file *f)
 {
     if (f->in_flight)
@@ -97,12 +125,42 @@ logship_file_flushed(const struct logship_file *f)
     return f->acked >= logship_file_size(f);
 }
 
+bool
+logship_output_flushed(const struct logship_output *o)
+{
+    return logship_file_flushed(&o->out) && logship_file_flushed(&o->err);
+}
+
+bool
+logship_output_in_flight(const struct logship_output *o)
+{
+    return o->out.in_flight || o->err.in_flight;
+}
+
+void
+logship_add(struct logship *ls, struct logship_output *o)
+{
+    if (ls == NULL || o->ls != NULL)
+        return;
+    o->ls = ls;
+    LIST_INSERT_HEAD(&ls->outputs, o, link);
+}
+
+void
+logship_remove(struct logship_output *o)
+{
+    if (o->ls == NULL)
+        return;
+    LIST_REMOVE(o, link);
+    o->ls = NULL;
+}
+
 static void
 logship_backoff(struct logship_file *f)
 {
     int64_t wait;
 
-    f->backoff_ms = report_backoff_next(f->backoff_ms, LOGSHIP_BACKOFF_MIN_MS,
+    f->backoff_ms = backoff_next(f->backoff_ms, LOGSHIP_BACKOFF_MIN_MS,
         LOGSHIP_BACKOFF_MAX_MS, &wait);
     f->retry_at_ms = timeid_mono_ms() + wait;
 }
@@ -114,7 +172,7 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
     struct logship_req *lr = arg;
     struct logship *ls = lr->ls;
     struct logship_file *f = lr->f;
-    const struct proc_rank *r = lr->rank;
+    const struct logship_output *o = lr->o;
     cJSON *root = NULL;
     int64_t size = -1;
     char text[200];
@@ -139,7 +197,7 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
             "per request", lr->len, ls->chunk);
         goto out;
     }
-    report_error_text(rc, http_status, body, text, sizeof(text));
+    curlx_error_text(rc, http_status, body, text, sizeof(text));
     if (rc == 0 && http_status == 200)
         snprintf(text, sizeof(text), "reply without a valid size");
     if (rc == 0 && http_status >= 400 && http_status < 500
@@ -147,8 +205,7 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
         && http_status != 429 && http_status != 413) {
         f->abandoned = true;
         log_warn("job=%lld attempt=%d rank=%d stream=%s not shipping output: "
-            "%s", (long long)r->job->job, r->job->attempt, r->rank,
-            lr->stream, text);
+            "%s", (long long)o->job, o->attempt, o->rank, lr->stream, text);
         goto out;
     }
     if (strcmp(ls->last_err, text) != 0) {
@@ -162,7 +219,7 @@ out:
 }
 
 static void
-logship_file_ship(struct logship *ls, const struct proc_rank *r,
+logship_file_ship(struct logship *ls, const struct logship_output *o,
     struct logship_file *f, const char *stream, int64_t now)
 {
     struct logship_req *lr;
@@ -192,14 +249,14 @@ logship_file_ship(struct logship *ls, const struct proc_rank *r,
     }
     lr = xcalloc(1, sizeof(*lr));
     lr->ls = ls;
-    lr->rank = r;
+    lr->o = o;
     lr->f = f;
     lr->stream = stream;
     lr->offset = f->acked;
     lr->len = got;
     path = xasprintf("/v1/agent/logs?node=%s&job=%lld&attempt=%d&rank=%d"
-        "&stream=%s&offset=%" PRIu64, ls->ad->node, (long long)r->job->job,
-        r->job->attempt, r->rank, stream, f->acked);
+        "&stream=%s&offset=%" PRIu64, ls->ad->node, (long long)o->job,
+        o->attempt, o->rank, stream, f->acked);
     if (curlx_request(ls->ad->curlx, "POST", path, buf, got,
             "application/octet-stream", LOGSHIP_TIMEOUT_MS, logship_done_cb,
             lr) == NULL) {
@@ -216,21 +273,14 @@ static void
 logship_timer_cb(uv_timer_t *t)
 {
     struct logship *ls = container_of(t, struct logship, timer);
-    struct proc_job *job;
+    struct logship_output *o;
     int64_t now = timeid_mono_ms();
-    size_t i;
 
-    if (ls->ad->procs == NULL)
-        return;
-    for (job = proc_jobs(ls->ad->procs); job != NULL; job = job->next) {
-        for (i = 0; i < job->nranks; i++) {
-            struct proc_rank *r = &job->ranks[i];
-
-            if (ls->in_flight >= LOGSHIP_MAX_IN_FLIGHT)
-                return;
-            logship_file_ship(ls, r, &r->out, "out", now);
-            logship_file_ship(ls, r, &r->err, "err", now);
-        }
+    LIST_FOREACH(o, &ls->outputs, link) {
+        if (ls->in_flight >= LOGSHIP_MAX_IN_FLIGHT)
+            return;
+        logship_file_ship(ls, o, &o->out, "out", now);
+        logship_file_ship(ls, o, &o->err, "err", now);
     }
 }
 
@@ -276,5 +326,7 @@ logship_destroy(struct logship *ls)
 {
     if (ls == NULL)
         return;
+    while (!LIST_EMPTY(&ls->outputs))
+        logship_remove(LIST_FIRST(&ls->outputs));
     uv_close((uv_handle_t *)&ls->timer, logship_close_cb);
 }

@@ -79,16 +79,18 @@ agentd_stop(struct agentd_main *m)
     if (ad->stopping)
         return;
     ad->stopping = true;
-    logship_destroy(ad->logship);
+    /* The reverse of the creation: the table takes the ranks' output out
+     * of the log shipper before the shipper goes. */
     report_destroy(ad->report);
+    proc_destroy(ad->procs);
+    logship_destroy(ad->logship);
     /* Drops requests in flight without calling back: must come in the same
      * loop turn as the destruction of their owners above. */
     curlx_destroy(ad->curlx);
-    proc_destroy(ad->procs);
-    ad->logship = NULL;
     ad->report = NULL;
-    ad->curlx = NULL;
     ad->procs = NULL;
+    ad->logship = NULL;
+    ad->curlx = NULL;
     uv_close((uv_handle_t *)&m->sigterm, NULL);
     uv_close((uv_handle_t *)&m->sigint, NULL);
 }
@@ -187,6 +189,75 @@ done:
     return rc;
 }
 
+/* Settle the configuration into ad. Returns -1 when the agent should go
+ * on, otherwise the exit status (--check-config, a bad setting). */
+static int
+agentd_settle(struct agentd *ad, struct config *cfg, bool check_only,
+    enum log_level *level)
+{
+    struct err err = { 0 };
+    int status = -1;
+
+    if (log_level_parse(config_str(cfg, "log_level"), level) < 0) {
+        fprintf(stderr, "lockstep-agent: log_level '%s': must be one of "
+            "error, warn, notice, info, debug\n",
+            config_str(cfg, "log_level"));
+        status = EXIT_CONFIG;
+    } else if (agentd_settings_load(ad, cfg, &err) < 0) {
+        fprintf(stderr, "lockstep-agent: %s\n", err.msg);
+        status = EXIT_CONFIG;
+    } else if (check_only) {
+        printf("configuration OK\n");
+        agentd_settings_release(ad);
+        status = fflush(stdout) == 0 && !ferror(stdout) ? EXIT_SUCCESS : 1;
+    }
+    config_destroy(cfg);
+    return status;
+}
+
+/* The loop and its signal handlers; failures here are broken
+ * invariants. */
+static void
+agentd_loop_init(struct agentd_main *m)
+{
+    int rc;
+
+    rc = uv_loop_init(&m->loop);
+    if (rc < 0)
+        fatalx("cannot create event loop: %s", uv_strerror(rc));
+    m->ad.loop = &m->loop;
+    if ((rc = uv_signal_init(&m->loop, &m->sigterm)) < 0
+        || (rc = uv_signal_init(&m->loop, &m->sigint)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+    m->sigterm.data = m;
+    m->sigint.data = m;
+    if ((rc = uv_signal_start(&m->sigterm, agentd_signal_cb, SIGTERM)) < 0
+        || (rc = uv_signal_start(&m->sigint, agentd_signal_cb, SIGINT)) < 0)
+        fatalx("cannot watch signals: %s", uv_strerror(rc));
+}
+
+/* Create the subsystems, bottom up: the log shipper before the table,
+ * which registers the output of the ranks it re-adopts with it. Returns
+ * 0, or -1 with err set. */
+static int
+agentd_subsystems_create(struct agentd *ad, struct err *err)
+{
+    ad->curlx = curlx_create(ad->loop, ad->server, err);
+    if (ad->curlx == NULL)
+        return -1;
+    curlx_set_header(ad->curlx, ad->auth_header);
+    ad->logship = logship_create(ad, err);
+    if (ad->logship == NULL)
+        return -1;
+    ad->procs = proc_create(ad, err);
+    if (ad->procs == NULL)
+        return -1;
+    ad->report = report_create(ad, err);
+    if (ad->report == NULL)
+        return -1;
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -202,25 +273,9 @@ main(int argc, char **argv)
     rc = agentd_configure(argc, argv, &cfg, &check_only);
     if (rc >= 0)
         return rc;
-
-    if (log_level_parse(config_str(cfg, "log_level"), &level) < 0) {
-        fprintf(stderr, "lockstep-agent: log_level '%s': must be one of "
-            "error, warn, notice, info, debug\n",
-            config_str(cfg, "log_level"));
-        config_destroy(cfg);
-        return EXIT_CONFIG;
-    }
-    if (agentd_settings_load(ad, cfg, &err) < 0) {
-        fprintf(stderr, "lockstep-agent: %s\n", err.msg);
-        config_destroy(cfg);
-        return EXIT_CONFIG;
-    }
-    config_destroy(cfg);
-    if (check_only) {
-        printf("configuration OK\n");
-        agentd_settings_release(ad);
-        return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_SUCCESS : 1;
-    }
+    rc = agentd_settle(ad, cfg, check_only, &level);
+    if (rc >= 0)
+        return rc;
 
     log_init("lockstep-agent", level, LOG_MODE_AUTO);
     /* A write to a scheduler connection that just closed must fail with
@@ -230,43 +285,16 @@ main(int argc, char **argv)
     if (timeid_random_hex(ad->agent_id, 16) < 0)
         fatalx("cannot read random bytes for the agent id");
     srandom((unsigned)strtoul(ad->agent_id + 24, NULL, 16));
+    agentd_loop_init(&m);
 
-    rc = uv_loop_init(&m.loop);
-    if (rc < 0)
-        fatalx("cannot create event loop: %s", uv_strerror(rc));
-    ad->loop = &m.loop;
-    if ((rc = uv_signal_init(&m.loop, &m.sigterm)) < 0
-        || (rc = uv_signal_init(&m.loop, &m.sigint)) < 0)
-        fatalx("cannot watch signals: %s", uv_strerror(rc));
-    m.sigterm.data = &m;
-    m.sigint.data = &m;
-    if ((rc = uv_signal_start(&m.sigterm, agentd_signal_cb, SIGTERM)) < 0
-        || (rc = uv_signal_start(&m.sigint, agentd_signal_cb, SIGINT)) < 0)
-        fatalx("cannot watch signals: %s", uv_strerror(rc));
-
-    ad->curlx = curlx_create(&m.loop, ad->server, &err);
-    if (ad->curlx == NULL)
-        goto out;
-    curlx_set_header(ad->curlx, ad->auth_header);
-    ad->procs = proc_create(ad, &err);
-    if (ad->procs == NULL)
-        goto out;
-    ad->report = report_create(ad, &err);
-    if (ad->report == NULL)
-        goto out;
-    ad->logship = logship_create(ad, &err);
-    if (ad->logship == NULL)
-        goto out;
-
-    log_info("node=%s agent_id=%s server=%s cpus=%d memory_mb=%lld "
-        "gpus=%zu held_jobs=%zu starting", ad->node, ad->agent_id,
-        ad->server, ad->res.cpus, (long long)ad->res.memory_mb,
-        ad->res.ngpus, proc_njobs(ad->procs));
-    report_start(ad->report);
-    status = EXIT_SUCCESS;
-
-out:
-    if (status != EXIT_SUCCESS) {
+    if (agentd_subsystems_create(ad, &err) == 0) {
+        log_info("node=%s agent_id=%s server=%s cpus=%d memory_mb=%lld "
+            "gpus=%zu held_jobs=%zu starting", ad->node, ad->agent_id,
+            ad->server, ad->res.cpus, (long long)ad->res.memory_mb,
+            ad->res.ngpus, proc_njobs(ad->procs));
+        report_start(ad->report);
+        status = EXIT_SUCCESS;
+    } else {
         log_error("cannot start: %s", err.msg);
         agentd_stop(&m);
     }

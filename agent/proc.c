@@ -8,12 +8,14 @@
  * down what is gone and releases what is gone and finished.
  *
  * Starting a job means writing its attempt directory (spec.json, lease;
- * proc_start.c) and spawning lockstep-supervisor on it (proc.h). From then on the
- * supervisor's status.json is the truth about the ranks; a 100 ms poll
- * (proc_poll_cb) applies it when it changes, watches supervisors adopted
- * from an earlier agent (not our children) by pid, and releases finished
- * jobs once their output reached the scheduler (logship.c). Supervisors we
- * spawned are our children: libuv reports their exit (proc_sv_exit_cb).
+ * proc_start.c), spawning lockstep-supervisor on it (proc.h) and handing
+ * its ranks' output to the log shipper (proc_job.c). From then on the
+ * supervisor's status.json is the truth about the ranks (proc_state.c); a
+ * 100 ms poll (proc_poll_cb) applies it when it changes, watches
+ * supervisors adopted from an earlier agent (not our children) by pid, and
+ * releases finished jobs once their output reached the scheduler
+ * (logship.c). Supervisors we spawned are our children: libuv reports their
+ * exit (proc_sv_exit_cb).
  */
 #include "agent/proc.h"
 
@@ -28,6 +30,16 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/logship.h"
+#include "agent/mkdirp.h"
+#include "agent/proc_ckpt.h"
+#include "agent/proc_dump.h"
+#include "agent/proc_int.h"
+#include "agent/proc_progress.h"
+#include "agent/proc_start.h"
+#include "agent/proc_state.h"
+#include "agent/rmtree.h"
+#include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -41,117 +53,7 @@
 /* After the stop file, how much longer than kill_grace_ms the agent waits
  * before it SIGKILLs the ranks' groups itself (a stuck supervisor). */
 #define PROC_BACKSTOP_MS 5000
-/* Released (job, attempt) pairs remembered so that a stale desired state
- * can never start one twice. */
-#define PROC_TOMBSTONES 4096
-
-struct proc_tombstone {
-    int64_t job;
-    int attempt;
-};
-
-struct proc_table {
-    struct agentd *ad;
-    struct proc_job *jobs;
-    size_t njobs;
-    uv_timer_t poll_timer;
-    char *jobs_dir;             /* <state_dir>/jobs, absolute */
-    proc_change_fn change_fn;
-    void *change_arg;
-    struct proc_tombstone *tomb;
-    size_t ntomb;
-    size_t tomb_next;
-    int64_t lease_ms;           /* last granted by the scheduler */
-    uint64_t report_seq;
-};
-
-/* ---- small helpers ------------------------------------------------------ */
-
-int
-proc_mkdir_p(const char *path, mode_t mode)
-{
-    char *copy = xstrdup(path), *p, c;
-    int rc = 0;
-
-    for (p = copy + 1;; p++) {
-        c = *p;
-        if (c != '/' && c != '\0')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, mode) < 0 && errno != EEXIST) {
-            rc = -errno;
-            break;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    free(copy);
-    return rc;
-}
-
-void
-proc_notify(struct proc_table *pt)
-{
-    if (pt->change_fn != NULL)
-        pt->change_fn(pt->change_arg);
-}
-
-static bool
-proc_rank_live(const struct proc_rank *r)
-{
-    return r->state == PROTO_RANK_RUNNING || r->state == PROTO_RANK_PENDING;
-}
-
-static bool
-proc_job_all_ended(const struct proc_job *job)
-{
-    size_t i;
-
-    for (i = 0; i < job->nranks; i++) {
-        if (proc_rank_live(&job->ranks[i]))
-            return false;
-    }
-    return true;
-}
-
-void
-proc_rank_kill_group(const struct proc_rank *r, int sig)
-{
-    if (r->pid <= 0 || !supfile_group_is_ours(r->pid, r->proc_start,
-            r->job->job, r->job->attempt))
-        return;
-    if (kill(-r->pid, sig) < 0 && errno != ESRCH)
-        log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal "
-            "%d to process group: %s", (long long)r->job->job,
-            r->job->attempt, r->rank, r->pid, sig, strerror(errno));
-}
-
-char *
-proc_log_path(const struct proc_table *pt, int64_t job, int attempt,
-    int rank, const char *stream)
-{
-    return xasprintf("%s/%lld/%d/rank-%d.%s", pt->ad->log_dir,
-        (long long)job, attempt, rank, stream);
-}
-
-const char *
-proc_state_dir(const struct proc_table *pt)
-{
-    return pt->jobs_dir;
-}
-
-uv_loop_t *
-proc_loop(const struct proc_table *pt)
-{
-    return pt->ad->loop;
-}
-
-struct agentd *
-proc_agentd(const struct proc_table *pt)
-{
-    return pt->ad;
-}
+/* ---- accessors ---------------------------------------------------------- */
 
 struct proc_job *
 proc_jobs(const struct proc_table *pt)
@@ -178,12 +80,6 @@ proc_set_change_cb(struct proc_table *pt, proc_change_fn fn, void *arg)
     pt->change_arg = arg;
 }
 
-static bool
-proc_job_supervised(const struct proc_job *job)
-{
-    return job->sv_pid > 0 && !job->sv_gone && !job->done;
-}
-
 bool
 proc_has_live_supervisors(const struct proc_table *pt)
 {
@@ -196,145 +92,7 @@ proc_has_live_supervisors(const struct proc_table *pt)
     return false;
 }
 
-void
-proc_rank_set_paths(struct proc_rank *r, const char *out_path,
-    const char *err_path)
-{
-    const char *dir = r->job->dir;
-
-    r->out_path = xstrdup(out_path);
-    r->err_path = xstrdup(err_path);
-    r->progress_path = xasprintf("%s/%s/rank-%d.progress", dir,
-        SUPFILE_SDK_DIR, r->rank);
-    r->commit_path = xasprintf("%s/%s/rank-%d.ckpt", dir, SUPFILE_SDK_DIR,
-        r->rank);
-    logship_file_init(&r->out, r->out_path);
-    logship_file_init(&r->err, r->err_path);
-}
-
-/* ---- job lifetime ------------------------------------------------------- */
-
-static void
-proc_job_free(struct proc_job *job)
-{
-    size_t i;
-
-    for (i = 0; i < job->nranks; i++) {
-        struct proc_rank *r = &job->ranks[i];
-
-        logship_file_release(&r->out);
-        logship_file_release(&r->err);
-        free(r->stderr_tail);
-        free(r->out_path);
-        free(r->err_path);
-        free(r->progress_path);
-        free(r->commit_path);
-        free(r->ckpt_steps);
-        free(r->dump);
-    }
-    free(job->ranks);
-    free(job->dir);
-    free(job->checkpoint_dir);
-    free(job->resume_from);
-    free(job->ckpt_complete);
-    free(job->ckpt_deleting);
-    free(job);
-}
-
-void
-proc_job_handle_closed(struct proc_job *job)
-{
-    if (--job->open_handles == 0 && job->closing)
-        proc_job_free(job);
-}
-
-static void
-proc_timer_close_cb(uv_handle_t *h)
-{
-    proc_job_handle_closed(h->data);
-}
-
-static void
-proc_sv_close_cb(uv_handle_t *h)
-{
-    struct proc_job *job = container_of((uv_process_t *)h, struct proc_job,
-        sv_process);
-
-    job->has_process = false;
-    proc_job_handle_closed(job);
-}
-
-static void
-proc_job_unlink(struct proc_job *job)
-{
-    struct proc_table *pt = job->pt;
-
-    if (job->prev != NULL)
-        job->prev->next = job->next;
-    else
-        pt->jobs = job->next;
-    if (job->next != NULL)
-        job->next->prev = job->prev;
-    job->prev = job->next = NULL;
-    pt->njobs--;
-}
-
-/* Close the job's handles (not its supervisor) and free it once every
- * handle and request is done. */
-static void
-proc_job_close(struct proc_job *job)
-{
-    job->closing = true;
-    uv_close((uv_handle_t *)&job->kill_timer, proc_timer_close_cb);
-    uv_close((uv_handle_t *)&job->dump_timer, proc_timer_close_cb);
-    if (job->has_process && !uv_is_closing((uv_handle_t *)&job->sv_process))
-        uv_close((uv_handle_t *)&job->sv_process, proc_sv_close_cb);
-}
-
-struct proc_job *
-proc_job_new(struct proc_table *pt, int64_t jobid, int attempt,
-    size_t nranks, char *dir)
-{
-    struct proc_job *job = xcalloc(1, sizeof(*job));
-    size_t i;
-    int rc;
-
-    job->pt = pt;
-    job->job = jobid;
-    job->attempt = attempt;
-    job->dir = dir;
-    job->uid = job->gid = -1;
-    job->nranks = nranks;
-    job->ranks = xcalloc(nranks > 0 ? nranks : 1, sizeof(*job->ranks));
-    for (i = 0; i < nranks; i++) {
-        struct proc_rank *r = &job->ranks[i];
-
-        r->job = job;
-        r->state = PROTO_RANK_PENDING;
-        r->exit_code = -1;
-        r->step = -1;
-        r->out.fd = -1;
-        r->err.fd = -1;
-    }
-    job->checkpoint_dir = xstrdup("");
-    job->resume_from = xstrdup("");
-    job->resume_step = -1;
-    /* uv_timer_init cannot fail on Unix: a failure is a broken
-     * invariant. */
-    if ((rc = uv_timer_init(pt->ad->loop, &job->kill_timer)) < 0
-        || (rc = uv_timer_init(pt->ad->loop, &job->dump_timer)) < 0)
-        fatalx("cannot create timer: %s", uv_strerror(rc));
-    job->kill_timer.data = job;
-    job->dump_timer.data = job;
-    job->open_handles = 2;
-
-    job->next = pt->jobs;
-    if (pt->jobs != NULL)
-        pt->jobs->prev = job;
-    pt->jobs = job;
-    pt->njobs++;
-    return job;
-}
+/* ---- release ----------------------------------------------------------- */
 
 static struct proc_job *
 proc_find(const struct proc_table *pt, int64_t jobid, int attempt)
@@ -382,12 +140,11 @@ proc_job_logs_settled(const struct proc_job *job, bool late)
     if (job->pt->ad->logship == NULL)
         return true;
     for (i = 0; i < job->nranks; i++) {
-        const struct proc_rank *r = &job->ranks[i];
+        const struct logship_output *o = &job->ranks[i].output;
 
-        if (r->out.in_flight || r->err.in_flight)
+        if (logship_output_in_flight(o))
             return false;
-        if (!late && (!logship_file_flushed(&r->out)
-                || !logship_file_flushed(&r->err)))
+        if (!late && !logship_output_flushed(o))
             return false;
     }
     return true;
@@ -427,48 +184,13 @@ proc_release_done(struct proc_table *pt)
             job->attempt);
         proc_job_unlink(job);
         proc_tombstone_add(pt, job->job, job->attempt);
-        if ((rc = proc_rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
+        if ((rc = rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
             log_error("job=%lld attempt=%d cannot remove '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));
         proc_job_close(job);
         n++;
     }
     return n;
-}
-
-void
-proc_job_rank_ended(struct proc_job *job)
-{
-    if (proc_job_all_ended(job) && job->finished_ms == 0) {
-        job->finished_ms = timeid_mono_ms();
-        uv_timer_stop(&job->kill_timer);
-    }
-}
-
-void
-proc_rank_ended(struct proc_rank *r, enum proto_rank_state state,
-    int exit_code, int signal, int64_t end_ms)
-{
-    struct proc_job *job = r->job;
-
-    r->state = state;
-    r->exit_code = exit_code;
-    r->signal = signal;
-    r->end_ms = end_ms > 0 ? end_ms : timeid_now_ms();
-    r->end_mono_ms = timeid_mono_ms();
-    free(r->stderr_tail);
-    r->stderr_tail = proc_read_tail(r->err_path, PROTO_TAIL_MAX);
-    if (state == PROTO_RANK_LOST)
-        log_info("job=%lld attempt=%d rank=%d pid=%d lost (its supervisor "
-            "ended before it; exit status unknown)", (long long)job->job,
-            job->attempt, r->rank, r->pid);
-    else if (signal != 0)
-        log_info("job=%lld attempt=%d rank=%d pid=%d exited signal=%d%s",
-            (long long)job->job, job->attempt, r->rank, r->pid, signal,
-            r->fenced ? " (fenced: lease expired)" : "");
-    else
-        log_info("job=%lld attempt=%d rank=%d pid=%d exited code=%d",
-            (long long)job->job, job->attempt, r->rank, r->pid, exit_code);
 }
 
 /* ---- the supervisor ----------------------------------------------------- */
@@ -480,7 +202,7 @@ proc_sv_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
     struct proc_table *pt = job->pt;
     char why[96];
 
-    uv_close((uv_handle_t *)p, proc_sv_close_cb);
+    proc_job_sv_close(job);
     if (term_signal != 0)
         snprintf(why, sizeof(why), "supervisor pid=%d killed by signal %d",
             job->sv_pid, term_signal);
@@ -624,7 +346,7 @@ proc_sv_spawn(struct proc_job *job, char *why, size_t len)
     job->open_handles++;
     if (rc < 0) {
         job->sv_gone = true;
-        uv_close((uv_handle_t *)&job->sv_process, proc_sv_close_cb);
+        proc_job_sv_close(job);
         snprintf(why, len, "cannot execute '%s': %s", ad->supervisor,
             uv_strerror(rc));
         goto out;
@@ -654,7 +376,7 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
     job->desired = true;
     proc_job_set_launch(job, l);
     /* A fresh attempt has nothing to dump yet. */
-    job->dump_seq_want = job->dump_seq_served = l->dump_seq;
+    proc_dump_init(job, l->dump_seq);
     log_info("job=%lld attempt=%d name=%s user=%s ranks=%zu starting",
         (long long)l->job, l->attempt, l->name != NULL ? l->name : "",
         l->user != NULL ? l->user : "", l->nranks);
@@ -663,6 +385,7 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
         rc = proc_sv_spawn(job, why, sizeof(why));
     if (rc < 0)
         proc_job_fail(job, rc, why);
+    proc_job_ship(job);
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -685,8 +408,7 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
             job->desired = true;
             /* Adopted jobs learn their checkpoint settings here. */
             proc_job_set_launch(job, l);
-            if (l->dump_seq > job->dump_seq_served)
-                proc_dump_start(job, l->dump_seq);
+            proc_dump_request(job, l->dump_seq);
             continue;
         }
         if (proc_tombstoned(pt, l->job, l->attempt)) {
@@ -725,7 +447,6 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
 
         js->job = job->job;
         js->attempt = job->attempt;
-        js->dump_seq = job->dump_seq_served;
         if (job->scan_checkpoints) {
             proc_ckpt_scan(job);
             js->checkpoints = proc_ckpt_report(job, &js->ncheckpoints);
@@ -748,12 +469,8 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
             rs->stderr_tail = r->stderr_tail != NULL
                 ? xstrdup(r->stderr_tail) : NULL;
             proc_progress_fill(r, now_mono, rs);
-            if (r->dump != NULL) {
-                rs->dump = xstrdup(r->dump);
-                if (r->dump_report == 0)
-                    r->dump_report = seq;
-            }
         }
+        proc_dump_report(job, js, seq);
         if (job->final_report == 0 && job->done && proc_job_all_ended(job))
             job->final_report = seq;
     }
@@ -766,7 +483,6 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms)
 {
     struct proc_job *job;
-    size_t i;
     int rc;
 
     if (lease_ms != pt->lease_ms)
@@ -775,17 +491,7 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     for (job = pt->jobs; job != NULL; job = job->next) {
         if (job->final_report != 0 && job->final_report <= seq)
             job->final_acked = true;
-        for (i = 0; i < job->nranks; i++) {
-            struct proc_rank *r = &job->ranks[i];
-
-            /* Delivered: the scheduler keeps it in the failure event. */
-            if (r->dump != NULL && r->dump_report != 0
-                && r->dump_report <= seq) {
-                free(r->dump);
-                r->dump = NULL;
-                r->dump_report = 0;
-            }
-        }
+        proc_dump_delivered(job, seq);
         if (!proc_job_supervised(job))
             continue;
         rc = supfile_lease_write(job->dir, sent_mono_ms + lease_ms);
@@ -844,7 +550,7 @@ proc_create(struct agentd *ad, struct err *err)
     pt->tomb = xcalloc(PROC_TOMBSTONES, sizeof(*pt->tomb));
     /* 0711: the ranks' users pass through to their sdk/ directories; they
      * cannot list it. */
-    if ((rc = proc_mkdir_p(jobs, 0711)) < 0 || chmod(jobs, 0711) < 0) {
+    if ((rc = mkdirp(jobs, 0711)) < 0 || chmod(jobs, 0711) < 0) {
         rc = rc < 0 ? rc : -errno;
         err_set(err, rc, "cannot create '%s': %s", jobs, strerror(-rc));
         goto fail;
@@ -857,7 +563,7 @@ proc_create(struct agentd *ad, struct err *err)
         goto fail;
     }
     pt->jobs_dir = xstrdup(real);
-    if ((rc = proc_mkdir_p(ad->log_dir, 0755)) < 0) {
+    if ((rc = mkdirp(ad->log_dir, 0755)) < 0) {
         err_set(err, rc, "cannot create log directory '%s': %s",
             ad->log_dir, strerror(-rc));
         goto fail;

@@ -20,7 +20,7 @@
  * that user's file-system identity (setfsuid(2) is per thread) for both,
  * so the agent deletes nothing the user could not.
  */
-#include "agent/proc.h"
+#include "agent/proc_ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +33,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agentd.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
+#include "agent/rmtree.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
@@ -44,8 +48,6 @@
 /* After a deletion that failed, the next one waits this long (each scan
  * would otherwise retry, and warn, at every heartbeat). */
 #define PROC_CKPT_PRUNE_RETRY_MS 60000
-#define PROC_RMTREE_DEPTH_MAX 256
-#define PROC_RMTREE_PASSES 3
 
 struct proc_ckpt_op {
     uv_work_t req;
@@ -97,70 +99,6 @@ proc_ckpt_parse(const char *name, int64_t *step)
     }
     *step = v;
     return true;
-}
-
-/* ---- removal ------------------------------------------------------------ */
-
-static int
-proc_rmtree_depth(int dirfd, const char *name, const volatile int *cancel,
-    int depth)
-{
-    struct dirent *de;
-    int fd, rc = 0, r, pass;
-    DIR *d;
-
-    if (cancel != NULL && *cancel)
-        return -ECANCELED;
-    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -errno;
-    if (depth >= PROC_RMTREE_DEPTH_MAX)
-        return -ELOOP;
-    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-        | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    d = fdopendir(fd);
-    if (d == NULL) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
-    /* Entries removed while reading may make some file systems skip
-     * others: read again while the directory is not empty. */
-    for (pass = 0; pass < PROC_RMTREE_PASSES; pass++) {
-        if (pass > 0)
-            rewinddir(d);
-        while ((de = readdir(d)) != NULL) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..")
-                == 0)
-                continue;
-            r = proc_rmtree_depth(fd, de->d_name, cancel, depth + 1);
-            if (r == -ECANCELED) {
-                closedir(d);
-                return r;
-            }
-            if (r < 0 && rc == 0)
-                rc = r;
-        }
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
-            closedir(d);
-            return rc;
-        }
-        if (errno != ENOTEMPTY && errno != EEXIST)
-            break;
-    }
-    if (rc == 0)
-        rc = -errno;
-    closedir(d);
-    return rc;
-}
-
-int
-proc_rmtree_at(int dirfd, const char *name, const volatile int *cancel)
-{
-    return proc_rmtree_depth(dirfd, name, cancel, 0);
 }
 
 /* ---- the thread pool side ----------------------------------------------- */
@@ -237,7 +175,7 @@ proc_ckpt_prune_work(struct proc_ckpt_op *op)
                                                                  : 0;
         close(sfd);
         if (rc == 0)
-            rc = proc_rmtree_at(dfd, name, &op->cancel);
+            rc = rmtree_at(dfd, name, &op->cancel);
         if (rc == 0)
             op->out[op->nout++] = op->in[i];
         else if (rc != -ECANCELED && op->rc == 0)
@@ -369,7 +307,7 @@ proc_ckpt_queue(struct proc_job *job, struct proc_ckpt_op *op)
     op->dir = xstrdup(job->checkpoint_dir);
     op->uid = job->uid;
     op->gid = job->gid;
-    rc = uv_queue_work(proc_loop(job->pt), &op->req, proc_ckpt_work_cb,
+    rc = uv_queue_work(job->pt->ad->loop, &op->req, proc_ckpt_work_cb,
         proc_ckpt_after_cb);
     if (rc < 0) {
         log_error("job=%lld attempt=%d cannot queue checkpoint work: %s",

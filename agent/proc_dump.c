@@ -3,7 +3,8 @@
  * request
  *
  * Before it tears down an attempt it judges hung, the scheduler raises the
- * launch's dump_seq (docs/fault-tolerance.md). The agent then:
+ * launch's dump_seq (docs/fault-tolerance.md). The agent then runs one
+ * dump over the job:
  *
  *   1. sends SIGUSR1 to each running rank that uses the SDK: its progress
  *      file exists, and the process (the one that wrote that file when it
@@ -19,11 +20,15 @@
  *      PROTO_DUMP_MAX bytes), and reports dump_seq as served.
  *
  * A dump stays in the reports until one that carried it is accepted.
+ *
+ * The file has two layers: the dump itself (signal, wait, collect), which
+ * knows nothing of why it runs, and the requests (dump_seq), which start
+ * it and say when it served them. Another kind of request (a directive of
+ * the scheduler's) replaces only the second.
  */
-#include "agent/proc.h"
+#include "agent/proc_dump.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +36,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/agentd.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
+#include "agent/proc_progress.h"
+#include "agent/procfs.h"
+#include "agent/tail.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
@@ -42,26 +53,9 @@
 /* /proc evidence gets at most this much; the stderr tail the rest. */
 #define PROC_DUMP_HEADER_MAX (PROTO_DUMP_MAX / 2)
 
-/* Whether pid has a handler for sig (SigCgt in /proc/<pid>/status). */
-static bool
-proc_dump_catches(int pid, int sig)
-{
-    char path[64], *text = NULL, *p;
-    unsigned long long mask;
-    size_t len;
-    bool yes = false;
+static void proc_dump_served(struct proc_job *job, size_t ranks);
 
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    if (supfile_read(path, 1 << 16, &text, &len) < 0)
-        return false;
-    p = strstr(text, "\nSigCgt:");
-    if (p != NULL) {
-        mask = strtoull(p + 8, NULL, 16);
-        yes = (mask >> (sig - 1)) & 1;
-    }
-    free(text);
-    return yes;
-}
+/* ---- the evidence of one rank ------------------------------------------- */
 
 /* Text from /proc, kept to printable ASCII lines. */
 static void
@@ -71,14 +65,15 @@ proc_dump_add_clean(struct sbuf *sb, const char *s)
         sbuf_addch(sb, (*s == '\n' || (*s >= 0x20 && *s < 0x7f)) ? *s : '?');
 }
 
+/* "<state> wchan <wchan>" of a process or thread. */
 static void
-proc_dump_add_wchan(struct sbuf *sb, int pid)
+proc_dump_add_task(struct sbuf *sb, int pid)
 {
-    char path[64], *text = NULL;
+    char *text = NULL, state = procfs_state(pid);
     size_t len;
 
-    snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
-    if (supfile_read(path, 256, &text, &len) == 0 && len > 0
+    sbuf_addf(sb, "state %c wchan ", state != '\0' ? state : '?');
+    if (procfs_read(pid, "wchan", 256, &text, &len) == 0 && len > 0
         && strcmp(text, "0") != 0)
         proc_dump_add_clean(sb, text);
     else
@@ -86,70 +81,74 @@ proc_dump_add_wchan(struct sbuf *sb, int pid)
     free(text);
 }
 
-static void
-proc_dump_add_threads(struct sbuf *sb, int pid)
-{
-    char path[64];
-    struct dirent *de;
-    int tid, n = 0, more = 0;
-    DIR *d;
+struct proc_dump_threads {
+    struct sbuf *sb;
+    int n;
+    int more;
+};
 
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
-    d = opendir(path);
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        tid = atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        if (n++ >= PROC_DUMP_THREADS) {
-            more++;
-            continue;
-        }
-        sbuf_addf(sb, "  thread %d state %c wchan ", tid,
-            supfile_pid_state(tid) != '\0' ? supfile_pid_state(tid) : '?');
-        proc_dump_add_wchan(sb, tid);
-        sbuf_addch(sb, '\n');
+static int
+proc_dump_thread_cb(int tid, void *arg)
+{
+    struct proc_dump_threads *t = arg;
+
+    if (t->n++ >= PROC_DUMP_THREADS) {
+        t->more++;
+        return 0;
     }
-    closedir(d);
-    if (more > 0)
-        sbuf_addf(sb, "  ... %d more threads\n", more);
+    sbuf_addf(t->sb, "  thread %d ", tid);
+    proc_dump_add_task(t->sb, tid);
+    sbuf_addch(t->sb, '\n');
+    return 0;
 }
 
-char *
+/* The /proc part: the rank's process, its threads, its kernel stack; at
+ * most PROC_DUMP_HEADER_MAX bytes, cut at a line end. */
+static void
+proc_dump_add_proc(struct sbuf *sb, const struct proc_rank *r)
+{
+    struct proc_dump_threads t = { .sb = sb, .n = 0, .more = 0 };
+    char *text = NULL;
+    size_t len;
+    int rc;
+
+    sbuf_addf(sb, "rank %d pid %d ", r->rank, r->pid);
+    proc_dump_add_task(sb, r->pid);
+    sbuf_addch(sb, '\n');
+    procfs_each(r->pid, proc_dump_thread_cb, &t);
+    if (t.more > 0)
+        sbuf_addf(sb, "  ... %d more threads\n", t.more);
+    rc = procfs_read(r->pid, "stack", PROC_DUMP_HEADER_MAX, &text, &len);
+    if (rc == 0) {
+        sbuf_addstr(sb, "kernel stack:\n");
+        proc_dump_add_clean(sb, text);
+    } else {
+        sbuf_addf(sb, "kernel stack: not readable (%s)\n", strerror(-rc));
+    }
+    free(text);
+    if (sb->len > PROC_DUMP_HEADER_MAX) {
+        /* Cut at a line end; everything so far is ASCII. */
+        sb->len = PROC_DUMP_HEADER_MAX;
+        while (sb->len > 0 && sb->buf[sb->len - 1] != '\n')
+            sb->len--;
+        sb->buf[sb->len] = '\0';
+    }
+}
+
+/* The dump text of one rank (pid), from /proc and its stderr file; at
+ * most PROTO_DUMP_MAX bytes, valid UTF-8. Caller frees. */
+static char *
 proc_dump_collect(const struct proc_rank *r)
 {
     struct sbuf sb;
-    char path[64], *text = NULL, *tail, *p;
+    char *tail, *p;
     size_t len, budget;
-    int rc, lines;
-    char state = supfile_pid_state(r->pid);
+    int lines;
 
     sbuf_init(&sb);
-    sbuf_addf(&sb, "rank %d pid %d state %c wchan ", r->rank, r->pid,
-        state != '\0' ? state : '?');
-    proc_dump_add_wchan(&sb, r->pid);
-    sbuf_addch(&sb, '\n');
-    proc_dump_add_threads(&sb, r->pid);
-    snprintf(path, sizeof(path), "/proc/%d/stack", r->pid);
-    rc = supfile_read(path, PROC_DUMP_HEADER_MAX, &text, &len);
-    if (rc == 0) {
-        sbuf_addstr(&sb, "kernel stack:\n");
-        proc_dump_add_clean(&sb, text);
-    } else {
-        sbuf_addf(&sb, "kernel stack: not readable (%s)\n", strerror(-rc));
-    }
-    free(text);
-    if (sb.len > PROC_DUMP_HEADER_MAX) {
-        /* Cut at a line end; everything so far is ASCII. */
-        sb.len = PROC_DUMP_HEADER_MAX;
-        while (sb.len > 0 && sb.buf[sb.len - 1] != '\n')
-            sb.len--;
-        sb.buf[sb.len] = '\0';
-    }
-
+    proc_dump_add_proc(&sb, r);
     budget = PROTO_DUMP_MAX - sb.len - 64;
-    tail = proc_read_tail(r->err_path, budget);
+    tail = tail_read(r->err_path, budget);
     /* The last PROC_DUMP_LINES lines: a Python traceback of every thread
      * is about that long per thread, the newest last. */
     len = strlen(tail);
@@ -169,6 +168,31 @@ proc_dump_collect(const struct proc_rank *r)
     return sbuf_detach(&sb, NULL);
 }
 
+/* ---- the dump: signal, wait, collect ------------------------------------ */
+
+/* Ask rank r's SDK for its Python stacks. Returns whether it was asked. */
+static bool
+proc_dump_signal(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
+{
+    struct proc_job *job = r->job;
+    int target;
+
+    proc_progress_sample(r, now_mono, now_ms);
+    if (!r->have_progress)
+        return false;
+    target = r->pid;
+    if (r->sdk_pid > 0 && r->sdk_pid != r->pid
+        && getpgid(r->sdk_pid) == r->pid)
+        target = r->sdk_pid;
+    if (!procfs_catches(target, SIGUSR1)) {
+        log_info("job=%lld attempt=%d rank=%d pid=%d does not catch "
+            "SIGUSR1: no Python stacks", (long long)job->job,
+            job->attempt, r->rank, target);
+        return false;
+    }
+    return kill(target, SIGUSR1) == 0;
+}
+
 static void
 proc_dump_timer_cb(uv_timer_t *t)
 {
@@ -185,61 +209,115 @@ proc_dump_timer_cb(uv_timer_t *t)
         r->dump_report = 0;
         n++;
     }
-    job->dump_seq_served = job->dump_seq_running;
-    job->dump_running = false;
-    log_info("job=%lld attempt=%d dump_seq=%llu served ranks=%zu",
-        (long long)job->job, job->attempt,
-        (unsigned long long)job->dump_seq_served, n);
-    proc_notify(job->pt);
-    if (job->dump_seq_want > job->dump_seq_served)
-        proc_dump_start(job, job->dump_seq_want);
+    proc_dump_served(job, n);
 }
 
-void
-proc_dump_start(struct proc_job *job, uint64_t seq)
+/* Signal every running rank, then collect on the timer; the request
+ * being served is job->dump.seq_running. Returns how many were
+ * signalled. */
+static size_t
+proc_dump_run(struct proc_job *job)
 {
     int64_t now_mono = timeid_mono_ms(), now_ms = timeid_now_ms();
     size_t i, sent = 0;
-    int target, rc;
+    int rc;
 
-    if (seq > job->dump_seq_want)
-        job->dump_seq_want = seq;
-    if (job->dump_running || job->closing
-        || job->dump_seq_want <= job->dump_seq_served)
-        return;
-    job->dump_running = true;
-    job->dump_seq_running = job->dump_seq_want;
+    job->dump.running = true;
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        if (r->state != PROTO_RANK_RUNNING || r->pid <= 0)
-            continue;
-        proc_progress_sample(r, now_mono, now_ms);
-        if (!r->have_progress)
-            continue;
-        target = r->pid;
-        if (r->sdk_pid > 0 && r->sdk_pid != r->pid
-            && getpgid(r->sdk_pid) == r->pid)
-            target = r->sdk_pid;
-        if (!proc_dump_catches(target, SIGUSR1)) {
-            log_info("job=%lld attempt=%d rank=%d pid=%d does not catch "
-                "SIGUSR1: no Python stacks", (long long)job->job,
-                job->attempt, r->rank, target);
-            continue;
-        }
-        if (kill(target, SIGUSR1) == 0)
+        if (r->state == PROTO_RANK_RUNNING && r->pid > 0
+            && proc_dump_signal(r, now_mono, now_ms))
             sent++;
     }
     log_info("job=%lld attempt=%d dump_seq=%llu stack dumps requested "
         "ranks=%zu", (long long)job->job, job->attempt,
-        (unsigned long long)job->dump_seq_running, sent);
+        (unsigned long long)job->dump.seq_running, sent);
     /* The wait counts from now, not from the start of this loop turn. */
-    uv_update_time(proc_loop(job->pt));
-    rc = uv_timer_start(&job->dump_timer, proc_dump_timer_cb,
+    uv_update_time(job->pt->ad->loop);
+    rc = uv_timer_start(&job->dump.timer, proc_dump_timer_cb,
         sent > 0 ? PROC_DUMP_WAIT_MS : 0, 0);
     if (rc < 0) {
         log_error("job=%lld attempt=%d cannot start dump timer: %s",
             (long long)job->job, job->attempt, uv_strerror(rc));
-        proc_dump_timer_cb(&job->dump_timer);
+        proc_dump_timer_cb(&job->dump.timer);
+    }
+    return sent;
+}
+
+/* ---- requests (dump_seq) ------------------------------------------------ */
+
+void
+proc_dump_init(struct proc_job *job, uint64_t seq)
+{
+    job->dump.seq_want = job->dump.seq_served = seq;
+}
+
+/* Start the dump that serves the newest request, unless one runs. */
+static void
+proc_dump_next(struct proc_job *job)
+{
+    if (job->dump.running || job->closing
+        || job->dump.seq_want <= job->dump.seq_served)
+        return;
+    job->dump.seq_running = job->dump.seq_want;
+    proc_dump_run(job);
+}
+
+void
+proc_dump_request(struct proc_job *job, uint64_t seq)
+{
+    if (seq <= job->dump.seq_served)
+        return;
+    if (seq > job->dump.seq_want)
+        job->dump.seq_want = seq;
+    proc_dump_next(job);
+}
+
+/* The dump ended, with `ranks` ranks' evidence collected. */
+static void
+proc_dump_served(struct proc_job *job, size_t ranks)
+{
+    job->dump.seq_served = job->dump.seq_running;
+    job->dump.running = false;
+    log_info("job=%lld attempt=%d dump_seq=%llu served ranks=%zu",
+        (long long)job->job, job->attempt,
+        (unsigned long long)job->dump.seq_served, ranks);
+    proc_notify(job->pt);
+    proc_dump_next(job);
+}
+
+void
+proc_dump_report(struct proc_job *job, struct proto_job_status *js,
+    uint64_t seq)
+{
+    size_t i;
+
+    js->dump_seq = job->dump.seq_served;
+    for (i = 0; i < job->nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        if (r->dump == NULL)
+            continue;
+        js->ranks[i].dump = xstrdup(r->dump);
+        if (r->dump_report == 0)
+            r->dump_report = seq;
+    }
+}
+
+void
+proc_dump_delivered(struct proc_job *job, uint64_t seq)
+{
+    size_t i;
+
+    for (i = 0; i < job->nranks; i++) {
+        struct proc_rank *r = &job->ranks[i];
+
+        if (r->dump != NULL && r->dump_report != 0
+            && r->dump_report <= seq) {
+            free(r->dump);
+            r->dump = NULL;
+            r->dump_report = 0;
+        }
     }
 }

@@ -20,7 +20,7 @@
  * Every read is guarded by a stat: unchanged files cost one stat(2) per
  * report, which keeps this cheap enough to run at every status report.
  */
-#include "agent/proc.h"
+#include "agent/proc_progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/logship.h"
+#include "agent/proc_job.h"
+#include "agent/supfile.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 
@@ -39,7 +42,7 @@
  * shorter than this. */
 #define PROC_COMMIT_TAIL_BYTES 65536
 
-static int64_t
+int64_t
 proc_progress_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms)
 {
     int64_t ago = now_ms - ms;
@@ -95,7 +98,8 @@ out:
 static void
 proc_progress_output(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
 {
-    uint64_t bytes = logship_file_size(&r->out) + logship_file_size(&r->err);
+    const struct logship_output *o = &r->output;
+    uint64_t bytes = logship_file_size(&o->out) + logship_file_size(&o->err);
     struct stat st;
     int64_t mtime = 0, m;
 
@@ -103,10 +107,10 @@ proc_progress_output(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
         return;
     if (r->output_mono_ms == 0) {
         /* First output seen: date it by the files. */
-        if (r->out.fd >= 0 && fstat(r->out.fd, &st) == 0)
+        if (o->out.fd >= 0 && fstat(o->out.fd, &st) == 0)
             mtime = (int64_t)st.st_mtim.tv_sec * 1000
                 + st.st_mtim.tv_nsec / 1000000;
-        if (r->err.fd >= 0 && fstat(r->err.fd, &st) == 0) {
+        if (o->err.fd >= 0 && fstat(o->err.fd, &st) == 0) {
             m = (int64_t)st.st_mtim.tv_sec * 1000
                 + st.st_mtim.tv_nsec / 1000000;
             if (m > mtime)

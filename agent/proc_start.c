@@ -14,12 +14,13 @@
  * 127 or 126 and the reason as stderr, and leaves a final status.json, so a
  * restarted agent reports the same thing.
  */
-#include "agent/proc.h"
+#include "agent/proc_start.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,13 @@
 #include <unistd.h>
 
 #include "agent/agentd.h"
+#include "agent/logship.h"
+#include "agent/mkdirp.h"
+#include "agent/proc_env.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
+#include "agent/rmtree.h"
+#include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -74,12 +82,9 @@ proc_job_fail(struct proc_job *job, int rc, const char *why)
             close(fd);
         }
         /* The file may be new: ship what is there now. */
-        if (r->err.fd < 0 && r->err_path != NULL) {
-            logship_file_release(&r->err);
-            logship_file_init(&r->err, r->err_path);
-        }
+        logship_output_open(&r->output, NULL, r->err_path);
         r->start_ms = now;
-        proc_rank_ended(r, PROTO_RANK_EXITED, proc_spawn_exit_code(rc), 0,
+        proc_rank_ended(r, PROTO_RANK_EXITED, supfile_exec_exit_code(rc), 0,
             now);
         free(r->stderr_tail);
         r->stderr_tail = xstrdup(why);
@@ -135,29 +140,58 @@ proc_base_env(const struct passwd *pw)
     return env;
 }
 
-/* The user of a launch, when the agent is root and runs ranks as their
- * submitter. Returns 0 or -errno with why set. */
-static int
-proc_user_lookup(const struct agentd *ad, const struct proto_launch *l,
-    struct proc_user *u, struct passwd **pwp, char *why, size_t len)
+/* A launch being prepared. The first failure wins (rc, why); the steps a
+ * restarted agent needs to report that failure (the directories,
+ * spec.json) still run after it. */
+struct proc_prep {
+    struct proc_job *job;
+    const struct proto_launch *l;
+    struct agentd *ad;
+    struct proc_user u;
+    struct passwd *pw;
+    char **base;                /* the environment ranks start from */
+    int rc;
+    char *why;
+    size_t len;
+};
+
+/* Record a failure unless an earlier one is recorded. */
+static void __attribute__((format(printf, 3, 4)))
+proc_prep_fail(struct proc_prep *p, int rc, const char *fmt, ...)
 {
+    va_list ap;
+
+    if (p->rc != 0)
+        return;
+    p->rc = rc;
+    va_start(ap, fmt);
+    vsnprintf(p->why, p->len, fmt, ap);
+    va_end(ap);
+}
+
+/* The user of a launch, when the agent is root and runs ranks as their
+ * submitter. */
+static void
+proc_user_lookup(struct proc_prep *p)
+{
+    const struct proto_launch *l = p->l;
+    struct proc_user *u = &p->u;
     struct passwd *pw;
     int n = PROC_GROUPS_MAX, e;
 
-    *pwp = NULL;
-    if (!ad->run_as_submitter || geteuid() != 0)
-        return 0;
+    if (!p->ad->run_as_submitter || geteuid() != 0)
+        return;
     /* getpwnam may consult NSS (LDAP...); it runs once per launch. */
     errno = 0;
     pw = l->user != NULL && l->user[0] != '\0' ? getpwnam(l->user) : NULL;
     if (pw == NULL) {
         e = errno;
-        snprintf(why, len, "cannot run as user '%s': %s",
-            l->user != NULL ? l->user : "",
+        proc_prep_fail(p, e != 0 ? -e : -ENOENT, "cannot run as user '%s': "
+            "%s", l->user != NULL ? l->user : "",
             e != 0 ? strerror(e) : "no such user on this node");
-        return e != 0 ? -e : -ENOENT;
+        return;
     }
-    *pwp = pw;
+    p->pw = pw;
     u->uid = pw->pw_uid;
     u->gid = pw->pw_gid;
     u->switch_user = u->uid != 0 || u->gid != 0;
@@ -166,34 +200,146 @@ proc_user_lookup(const struct agentd *ad, const struct proto_launch *l,
     if (getgrouplist(pw->pw_name, pw->pw_gid, u->groups, &n) < 0)
         n = PROC_GROUPS_MAX;
     u->ngroups = (size_t)n;
-    return 0;
 }
 
 /* Make the attempt directory (fresh) and its sdk/ subdirectory, which the
  * ranks' user owns: the ranks write their progress and commits there, and
- * nothing else of the directory. */
-static int
-proc_job_mkdir(struct proc_job *job, const struct proc_user *u, char *why,
-    size_t len)
+ * nothing else of the directory. Made even for a launch that fails
+ * already: it holds the final status.json a restarted agent reports. */
+static void
+proc_prep_job_dir(struct proc_prep *p)
 {
-    char *sdk = xasprintf("%s/%s", job->dir, SUPFILE_SDK_DIR);
-    int rc;
+    const char *dir = p->job->dir;
+    char *sdk = xasprintf("%s/%s", dir, SUPFILE_SDK_DIR);
 
     /* Left by an attempt this agent did not adopt: start clean. */
-    proc_rmtree_at(AT_FDCWD, job->dir, NULL);
-    if (mkdir(job->dir, 0711) < 0 || mkdir(sdk, 0700) < 0) {
-        rc = -errno;
-        snprintf(why, len, "cannot create job directory '%s': %s", job->dir,
-            strerror(errno));
-    } else if (u->switch_user && chown(sdk, u->uid, u->gid) < 0) {
-        rc = -errno;
-        snprintf(why, len, "cannot give '%s' to user %u: %s", sdk,
-            (unsigned)u->uid, strerror(errno));
-    } else {
-        rc = 0;
-    }
+    rmtree_at(AT_FDCWD, dir, NULL);
+    if (mkdir(dir, 0711) < 0 || mkdir(sdk, 0700) < 0)
+        proc_prep_fail(p, -errno, "cannot create job directory '%s': %s",
+            dir, strerror(errno));
+    else if (p->u.switch_user && chown(sdk, p->u.uid, p->u.gid) < 0)
+        proc_prep_fail(p, -errno, "cannot give '%s' to user %u: %s", sdk,
+            (unsigned)p->u.uid, strerror(errno));
     free(sdk);
-    return rc;
+}
+
+/* The log directory is made even for a launch that fails already, so the
+ * reason also lands in the rank's .err file (and the shipped log). */
+static void
+proc_prep_log_dir(struct proc_prep *p)
+{
+    const struct proto_launch *l = p->l;
+    char *dir = xasprintf("%s/%lld/%d", p->ad->log_dir, (long long)l->job,
+        l->attempt);
+    int rc;
+
+    if ((rc = mkdirp(dir, 0755)) < 0)
+        proc_prep_fail(p, rc, "cannot create log directory '%s': %s", dir,
+            strerror(-rc));
+    else if (p->rc == 0 && p->u.switch_user
+        && chown(dir, p->u.uid, p->u.gid) < 0)
+        proc_prep_fail(p, -errno, "cannot give log directory '%s' to "
+            "user '%s': %s", dir, l->user, strerror(errno));
+    free(dir);
+}
+
+/* What the supervisor would trip over: no command, no working
+ * directory. */
+static void
+proc_prep_check(struct proc_prep *p)
+{
+    const struct proto_launch *l = p->l;
+    struct stat st;
+    int rc = 0;
+
+    if (p->rc != 0)
+        return;
+    if (l->argc == 0) {
+        proc_prep_fail(p, -EINVAL, "empty command line");
+        return;
+    }
+    if (stat(l->workdir, &st) < 0)
+        rc = -errno;
+    else if (!S_ISDIR(st.st_mode))
+        rc = -ENOTDIR;
+    if (rc < 0)
+        proc_prep_fail(p, rc, "cannot change to working directory '%s': %s",
+            l->workdir, strerror(-rc));
+}
+
+/* Rank i of spec: its output files (created here, as the agent, so the
+ * log shipper can open them now; the ranks append to them as their user),
+ * its paths in the job, and its command and environment. */
+static void
+proc_prep_rank(struct proc_prep *p, size_t i, struct supfile_spec_rank *sr)
+{
+    const struct proto_launch *l = p->l;
+    struct proc_rank *r = &p->job->ranks[i];
+    char *out = proc_log_path(p->job->pt, l->job, l->attempt,
+        l->ranks[i].rank, "out");
+    char *err = proc_log_path(p->job->pt, l->job, l->attempt,
+        l->ranks[i].rank, "err");
+    int rc;
+
+    r->rank = l->ranks[i].rank;
+    r->local_rank = l->ranks[i].local_rank;
+    if (p->rc == 0 && ((rc = proc_open_log(out, &p->u)) < 0
+            || (rc = proc_open_log(err, &p->u)) < 0))
+        proc_prep_fail(p, rc, "cannot create output file in '%s/%lld/%d': "
+            "%s", p->ad->log_dir, (long long)l->job, l->attempt,
+            strerror(-rc));
+    proc_rank_set_paths(r, out, err);
+    sr->rank = r->rank;
+    sr->local_rank = r->local_rank;
+    sr->argc = l->argc;
+    sr->argv = l->argv;         /* borrowed until the save */
+    sr->env = proc_build_env(l, &l->ranks[i], p->ad->node, p->base);
+    proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
+    proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
+    while (sr->env[sr->nenv] != NULL)
+        sr->nenv++;
+    sr->cwd = l->workdir;       /* borrowed */
+    sr->uid = p->u.switch_user ? (int64_t)p->u.uid : -1;
+    sr->gid = p->u.switch_user ? (int64_t)p->u.gid : -1;
+    sr->groups = p->u.groups;   /* borrowed */
+    sr->ngroups = p->u.switch_user ? p->u.ngroups : 0;
+    sr->out_path = out;
+    sr->err_path = err;
+}
+
+/* spec.json, written also for a launch that fails: a restarted agent
+ * adopts the attempt from it and reports the failure again. Then the
+ * first lease. */
+static void
+proc_prep_spec(struct proc_prep *p, int64_t lease_ms)
+{
+    const struct proto_launch *l = p->l;
+    const char *dir = p->job->dir;
+    struct supfile_spec spec;
+    size_t i;
+    int rc;
+
+    memset(&spec, 0, sizeof(spec));
+    spec.job = l->job;
+    spec.attempt = l->attempt;
+    spec.kill_grace_ms = p->ad->kill_grace_ms;
+    spec.nranks = l->nranks;
+    spec.ranks = xcalloc(l->nranks + 1, sizeof(*spec.ranks));
+    for (i = 0; i < l->nranks; i++)
+        proc_prep_rank(p, i, &spec.ranks[i]);
+    if ((rc = supfile_spec_save(dir, &spec)) < 0)
+        proc_prep_fail(p, rc, "cannot write '%s/%s': %s", dir, SUPFILE_SPEC,
+            strerror(-rc));
+    if (p->rc == 0 && (rc = supfile_lease_write(dir,
+                           timeid_mono_ms() + lease_ms)) < 0)
+        proc_prep_fail(p, rc, "cannot write '%s/%s': %s", dir,
+            SUPFILE_LEASE, strerror(-rc));
+    for (i = 0; i < spec.nranks; i++) {
+        proc_env_free(spec.ranks[i].env);
+        free(spec.ranks[i].out_path);
+        free(spec.ranks[i].err_path);
+    }
+    free(spec.ranks);
 }
 
 void
@@ -213,123 +359,25 @@ int
 proc_job_prepare(struct proc_job *job, const struct proto_launch *l,
     int64_t lease_ms, char *why, size_t len)
 {
-    struct proc_table *pt = job->pt;
-    struct agentd *ad = proc_agentd(pt);
-    struct proc_user u = { 0 };
-    struct supfile_spec spec;
-    struct passwd *pw = NULL;
-    struct stat st;
-    char mkwhy[512], **base = NULL, *dir;
-    int rc, mkrc;
-    size_t i;
+    struct proc_prep p;
 
-    rc = proc_user_lookup(ad, l, &u, &pw, why, len);
-    if (u.switch_user) {
-        job->uid = u.uid;
-        job->gid = u.gid;
+    memset(&p, 0, sizeof(p));
+    p.job = job;
+    p.l = l;
+    p.ad = job->pt->ad;
+    p.why = why;
+    p.len = len;
+    proc_user_lookup(&p);
+    if (p.u.switch_user) {
+        job->uid = p.u.uid;
+        job->gid = p.u.gid;
     }
-    base = proc_base_env(u.switch_user ? pw : NULL);
-    /* Made even for a launch that fails already: it holds the final
-     * status.json a restarted agent reports. */
-    mkrc = proc_job_mkdir(job, &u, mkwhy, sizeof(mkwhy));
-    if (mkrc < 0 && rc == 0) {
-        rc = mkrc;
-        snprintf(why, len, "%s", mkwhy);
-    }
-
-    /* The log directory is made even for a launch that fails already, so
-     * the reason also lands in the rank's .err file (and the shipped
-     * log). */
-    dir = xasprintf("%s/%lld/%d", ad->log_dir, (long long)l->job,
-        l->attempt);
-    if ((mkrc = proc_mkdir_p(dir, 0755)) < 0 && rc == 0) {
-        rc = mkrc;
-        snprintf(why, len, "cannot create log directory '%s': %s",
-            dir, strerror(-rc));
-    }
-    if (rc == 0 && u.switch_user && chown(dir, u.uid, u.gid) < 0) {
-        rc = -errno;
-        snprintf(why, len, "cannot give log directory '%s' to "
-            "user '%s': %s", dir, l->user, strerror(errno));
-    }
-    free(dir);
-    if (rc == 0 && l->argc == 0) {
-        rc = -EINVAL;
-        snprintf(why, len, "empty command line");
-    }
-    if (rc == 0) {
-        if (stat(l->workdir, &st) < 0)
-            rc = -errno;
-        else if (!S_ISDIR(st.st_mode))
-            rc = -ENOTDIR;
-        if (rc < 0)
-            snprintf(why, len, "cannot change to working directory "
-                "'%s': %s", l->workdir, strerror(-rc));
-    }
-
-    memset(&spec, 0, sizeof(spec));
-    spec.job = l->job;
-    spec.attempt = l->attempt;
-    spec.kill_grace_ms = ad->kill_grace_ms;
-    spec.nranks = l->nranks;
-    spec.ranks = xcalloc(l->nranks + 1, sizeof(*spec.ranks));
-    for (i = 0; i < l->nranks; i++) {
-        struct proc_rank *r = &job->ranks[i];
-        struct supfile_spec_rank *sr = &spec.ranks[i];
-        char *out = proc_log_path(pt, l->job, l->attempt, l->ranks[i].rank,
-            "out");
-        char *err = proc_log_path(pt, l->job, l->attempt, l->ranks[i].rank,
-            "err");
-        int orc;
-
-        r->rank = l->ranks[i].rank;
-        r->local_rank = l->ranks[i].local_rank;
-        /* Created here, as the agent, so the log shipper can open them
-         * now; the ranks append to them as their user. */
-        if (rc == 0 && ((orc = proc_open_log(out, &u)) < 0
-                || (orc = proc_open_log(err, &u)) < 0)) {
-            rc = orc;
-            snprintf(why, len, "cannot create output file in "
-                "'%s/%lld/%d': %s", ad->log_dir, (long long)l->job,
-                l->attempt, strerror(-orc));
-        }
-        proc_rank_set_paths(r, out, err);
-        sr->rank = r->rank;
-        sr->local_rank = r->local_rank;
-        sr->argc = l->argc;
-        sr->argv = l->argv;     /* borrowed until the save */
-        sr->env = proc_build_env(l, &l->ranks[i], ad->node, base);
-        proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
-        proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
-        while (sr->env[sr->nenv] != NULL)
-            sr->nenv++;
-        sr->cwd = l->workdir;   /* borrowed */
-        sr->uid = u.switch_user ? (int64_t)u.uid : -1;
-        sr->gid = u.switch_user ? (int64_t)u.gid : -1;
-        sr->groups = u.groups;  /* borrowed */
-        sr->ngroups = u.switch_user ? u.ngroups : 0;
-        sr->out_path = out;
-        sr->err_path = err;
-    }
-    /* Also for a launch that fails: a restarted agent adopts the attempt
-     * from it and reports the failure again. */
-    if ((mkrc = supfile_spec_save(job->dir, &spec)) < 0 && rc == 0) {
-        rc = mkrc;
-        snprintf(why, len, "cannot write '%s/%s': %s", job->dir,
-            SUPFILE_SPEC, strerror(-rc));
-    }
-    if (rc == 0 && (rc = supfile_lease_write(job->dir,
-                        timeid_mono_ms() + lease_ms)) < 0)
-        snprintf(why, len, "cannot write '%s/%s': %s", job->dir,
-            SUPFILE_LEASE, strerror(-rc));
-
-    for (i = 0; i < spec.nranks; i++) {
-        proc_env_free(spec.ranks[i].env);
-        free(spec.ranks[i].out_path);
-        free(spec.ranks[i].err_path);
-    }
-    free(spec.ranks);
-    free(u.groups);
-    proc_env_free(base);
-    return rc;
+    p.base = proc_base_env(p.u.switch_user ? p.pw : NULL);
+    proc_prep_job_dir(&p);
+    proc_prep_log_dir(&p);
+    proc_prep_check(&p);
+    proc_prep_spec(&p, lease_ms);
+    free(p.u.groups);
+    proc_env_free(p.base);
+    return p.rc;
 }

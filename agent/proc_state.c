@@ -25,7 +25,7 @@
  * Adopted jobs count as desired until the scheduler's first answer, so the
  * register status lists them and the scheduler decides.
  */
-#include "agent/proc.h"
+#include "agent/proc_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,24 +36,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agentd.h"
+#include "agent/proc_int.h"
+#include "agent/proc_job.h"
+#include "agent/proc_progress.h"
+#include "agent/procfs.h"
+#include "agent/rmtree.h"
+#include "agent/supfile.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
-
-/* Monotonic time of a wall-clock instant in the past (clamped to now). */
-static int64_t
-proc_state_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms)
-{
-    int64_t ago = now_ms - ms;
-
-    if (ms <= 0 || ago < 0)
-        ago = 0;
-    if (ago > now_mono)
-        ago = now_mono;
-    return now_mono - ago;
-}
 
 bool
 proc_state_refresh(struct proc_job *job)
@@ -91,7 +83,7 @@ proc_state_refresh(struct proc_job *job)
             r->pid = rs->pid;
             r->proc_start = rs->proc_start;
             r->start_ms = rs->start_ms;
-            r->start_mono_ms = proc_state_mono_of(rs->start_ms, now_mono,
+            r->start_mono_ms = proc_progress_mono_of(rs->start_ms, now_mono,
                 now_ms);
             r->state = PROTO_RANK_RUNNING;
             changed = true;
@@ -113,8 +105,7 @@ proc_state_refresh(struct proc_job *job)
             struct proc_rank *r = &job->ranks[i];
 
             /* Done but silent about a rank: nothing will say more. */
-            if (r->state == PROTO_RANK_RUNNING
-                || r->state == PROTO_RANK_PENDING)
+            if (proc_rank_live(r))
                 proc_rank_ended(r, PROTO_RANK_LOST, -1, 0, 0);
         }
         if (st.fenced)
@@ -141,7 +132,7 @@ proc_state_supervisor_gone(struct proc_job *job, const char *why)
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        if (r->state != PROTO_RANK_RUNNING && r->state != PROTO_RANK_PENDING)
+        if (!proc_rank_live(r))
             continue;
         proc_rank_kill_group(r, SIGKILL);
         proc_rank_ended(r, PROTO_RANK_LOST, -1, 0, 0);
@@ -173,7 +164,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     struct supfile_status st;
     struct err err = { 0 };
     struct proc_job *job;
-    char *dir = xasprintf("%s/%s", proc_state_dir(pt), name), *stop;
+    char *dir = xasprintf("%s/%s", pt->jobs_dir, name), *stop;
     int pid, fd, rc;
     size_t i;
 
@@ -184,7 +175,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
                 "attempt %d", (long long)spec.job, spec.attempt);
         supfile_spec_release(&spec);
         pid = proc_state_read_pid(dir);
-        if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+        if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
             /* Its lease is not renewed either: it stops on its own. */
             stop = xasprintf("%s/%s", dir, SUPFILE_STOP);
             fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -195,7 +186,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
                 "asked to stop)", dir, err.msg, pid);
         } else {
             log_error("cannot adopt '%s': %s (removing it)", dir, err.msg);
-            if ((rc = proc_rmtree_at(AT_FDCWD, dir, NULL)) < 0)
+            if ((rc = rmtree_at(AT_FDCWD, dir, NULL)) < 0)
                 log_error("cannot remove '%s': %s", dir, strerror(-rc));
         }
         free(dir);
@@ -217,6 +208,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
             spec.ranks[i].err_path);
     }
     supfile_spec_release(&spec);
+    proc_job_ship(job);
 
     pid = 0;
     if (supfile_status_load(dir, &st, &err) == 0) {
@@ -226,7 +218,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     if (pid == 0)
         pid = proc_state_read_pid(dir);
     job->sv_pid = pid;
-    if (pid > 0 && supfile_pid_is_supervisor(pid, dir)) {
+    if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
         job->sv_adopted = true;
         proc_state_refresh(job);
         log_info("job=%lld attempt=%d adopted supervisor pid=%d",
@@ -267,7 +259,7 @@ proc_state_legacy(const char *path)
                 continue;
             /* Started by an agent of the same node: the job and attempt
              * are in the file name, checked by their start time. */
-            if (start != 0 && supfile_pid_start_time((int)pid)
+            if (start != 0 && procfs_start_time((int)pid)
                     == (uint64_t)start
                 && kill(-(int)pid, SIGKILL) == 0)
                 log_warn("killed process group %lld left by an agent "
@@ -308,7 +300,7 @@ proc_state_parse_name(const char *name, int64_t *job, int *attempt,
 void
 proc_state_adopt(struct proc_table *pt)
 {
-    const char *dir = proc_state_dir(pt), *rest;
+    const char *dir = pt->jobs_dir, *rest;
     struct dirent *de;
     int64_t jobid;
     int attempt;

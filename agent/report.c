@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
 #include "agent/logship.h"
 #include "agent/proc.h"
@@ -87,45 +88,7 @@ struct report {
 static void report_status_send(struct report *rp);
 static void report_work_fetch(struct report *rp);
 
-/* ---- shared helpers ------------------------------------------------------ */
-
-int64_t
-report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
-    int64_t *wait_ms)
-{
-    int64_t next = cur <= 0 ? min_ms : cur * 2;
-
-    if (next > max_ms)
-        next = max_ms;
-    /* Jitter: agents that lost the scheduler together must not all come
-     * back in the same millisecond. */
-    *wait_ms = next / 2 + (int64_t)(random() % (next / 2 + 1));
-    return next;
-}
-
-void
-report_error_text(int rc, long http_status, const struct sbuf *body,
-    char *out, size_t len)
-{
-    const cJSON *e, *code, *msg;
-    cJSON *root = NULL;
-
-    if (rc < 0) {
-        snprintf(out, len, "%s", uv_strerror(rc));
-        return;
-    }
-    if (body != NULL && body->len > 0
-        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
-        && (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL
-        && cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code"))
-        && cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e,
-                              "message")))
-        snprintf(out, len, "HTTP %ld %s: %s", http_status, code->valuestring,
-            msg->valuestring);
-    else
-        snprintf(out, len, "HTTP %ld", http_status);
-    cJSON_Delete(root);
-}
+/* ---- helpers ------------------------------------------------------------ */
 
 /* Log a failure once per distinct text; last holds what was logged. */
 static void
@@ -165,37 +128,36 @@ report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb,
 
 /* ---- status -------------------------------------------------------------- */
 
-/* While supervisors hold leases, a status must get through before they
- * run out: retry at least four times per lease. */
+/* At most ms, but at most lease_ms / parts (REPORT_BACKOFF_MIN_MS at
+ * least) while supervisors hold leases: a status must get through before
+ * they run out. */
+static int64_t
+report_lease_bound(const struct report *rp, int64_t ms, int parts)
+{
+    int64_t part;
+
+    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
+        part = proc_lease_ms(rp->ad->procs) / parts;
+        if (part < ms)
+            ms = part > REPORT_BACKOFF_MIN_MS ? part : REPORT_BACKOFF_MIN_MS;
+    }
+    return ms;
+}
+
+/* The longest wait between status retries: four tries per lease. */
 static int64_t
 report_status_backoff_max(const struct report *rp)
 {
-    int64_t max = REPORT_BACKOFF_MAX_MS, quarter;
-
-    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
-        quarter = proc_lease_ms(rp->ad->procs) / 4;
-        if (quarter < max)
-            max = quarter > REPORT_BACKOFF_MIN_MS ? quarter
-                                                  : REPORT_BACKOFF_MIN_MS;
-    }
-    return max;
+    return report_lease_bound(rp, REPORT_BACKOFF_MAX_MS, 4);
 }
 
-/* The next heartbeat: heartbeat_ms, but at least three per lease while
- * supervisors hold one (a scheduler configured with a heartbeat longer
- * than its lease must not fence every job). */
+/* The next heartbeat: heartbeat_ms, but at least three per lease (a
+ * scheduler configured with a heartbeat longer than its lease must not
+ * fence every job). */
 static int64_t
 report_status_interval(const struct report *rp)
 {
-    int64_t next = rp->heartbeat_ms, third;
-
-    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
-        third = proc_lease_ms(rp->ad->procs) / 3;
-        if (third < next)
-            next = third > REPORT_BACKOFF_MIN_MS ? third
-                                                 : REPORT_BACKOFF_MIN_MS;
-    }
-    return next;
+    return report_lease_bound(rp, rp->heartbeat_ms, 3);
 }
 
 static void
@@ -204,20 +166,29 @@ report_status_timer_cb(uv_timer_t *t)
     report_status_send(container_of(t, struct report, status_timer));
 }
 
+/* A status did not get through (text says why): register again with the
+ * next one, after a backoff. */
+static void
+report_status_retry(struct report *rp, const char *text, long http_status)
+{
+    int64_t wait;
+
+    report_log_failure(rp->status_err, sizeof(rp->status_err),
+        "send status", text, http_status);
+    rp->need_register = true;
+    rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
+        REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
+    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
+}
+
 static void
 report_status_failed(struct report *rp, int rc, long http_status,
     const struct sbuf *body)
 {
     char text[200];
-    int64_t wait;
 
-    report_error_text(rc, http_status, body, text, sizeof(text));
-    report_log_failure(rp->status_err, sizeof(rp->status_err),
-        "send status", text, http_status);
-    rp->need_register = true;
-    rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
-        REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
-    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
+    curlx_error_text(rc, http_status, body, text, sizeof(text));
+    report_status_retry(rp, text, http_status);
 }
 
 /* The newest gen the scheduler announced: make sure a fetch is due. */
@@ -273,13 +244,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
 
         cJSON_Delete(root);
         snprintf(text, sizeof(text), "bad status reply: %s", err.msg);
-        report_log_failure(rp->status_err, sizeof(rp->status_err),
-            "send status", text, 0);
-        rp->need_register = true;
-        rp->status_backoff_ms = report_backoff_next(rp->status_backoff_ms,
-            REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &hb);
-        report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
-            hb);
+        report_status_retry(rp, text, 0);
         return;
     }
     cJSON_Delete(root);
@@ -334,8 +299,7 @@ report_exits_shipped(const struct report *rp)
             if (r->end_mono_ms == 0
                 || now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
                 continue;
-            if (!logship_file_flushed(&r->out)
-                || !logship_file_flushed(&r->err))
+            if (!logship_output_flushed(&r->output))
                 return false;
         }
     }
@@ -436,7 +400,7 @@ report_work_failed(struct report *rp, const char *text, long http_status)
 
     report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work",
         text, http_status);
-    rp->work_backoff_ms = report_backoff_next(rp->work_backoff_ms,
+    rp->work_backoff_ms = backoff_next(rp->work_backoff_ms,
         REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
     report_timer_start(rp, &rp->work_timer, report_work_timer_cb, wait);
 }
@@ -458,7 +422,7 @@ report_work_done_cb(int rc, long http_status, const struct sbuf *body,
         return;
     }
     if (rc < 0 || http_status != 200) {
-        report_error_text(rc, http_status, body, text, sizeof(text));
+        curlx_error_text(rc, http_status, body, text, sizeof(text));
         if (http_status == 404) {
             /* The scheduler does not know the node (a fresh database):
              * register again. */

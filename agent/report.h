@@ -29,11 +29,7 @@
 #ifndef AGENT_REPORT_H
 #define AGENT_REPORT_H
 
-#include <stddef.h>
-#include <stdint.h>
-
 #include "common/err.h"
-#include "common/sbuf.h"
 
 struct agentd;
 struct report;
@@ -48,16 +44,5 @@ void report_destroy(struct report *rp);
 
 /* A rank changed: send a status now (coalesced within one loop turn). */
 void report_kick(struct report *rp);
-
-/* A one-line description of a failed request for the log: the transport
- * error, or "HTTP 401 unauthorized: <message>" from an error body. */
-void report_error_text(int rc, long http_status, const struct sbuf *body,
-    char *out, size_t len);
-
-/* Backoff helper shared with logship.c: the next delay after `cur` (0 on
- * the first failure) between min_ms and max_ms, and the jittered wait to
- * use now (between half and all of it). */
-int64_t report_backoff_next(int64_t cur, int64_t min_ms, int64_t max_ms,
-    int64_t *wait_ms);
 
 #endif

@@ -6,7 +6,7 @@
  * settings into what the status report carries. Everything here is called
  * once at start-up, before the loop runs.
  */
-#include "agent/agentd.h"
+#include "agent/resources.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -20,12 +20,12 @@
 
 #include "common/xalloc.h"
 
-#define AGENTD_LABEL_VALUE_MAX 256
+#define RESOURCES_LABEL_VALUE_MAX 256
 
 /* Count device nodes named nvidia<digits> ("nvidiactl", "nvidia-uvm" and
  * friends are not GPUs). */
 static int
-agentd_count_nvidia(const char *devdir, size_t *n, struct err *err)
+resources_count_nvidia(const char *devdir, size_t *n, struct err *err)
 {
     struct dirent *de;
     const char *p;
@@ -55,7 +55,7 @@ agentd_count_nvidia(const char *devdir, size_t *n, struct err *err)
 }
 
 int
-agentd_gpus_parse(const char *spec, const char *devdir, int **ids,
+resources_gpus_parse(const char *spec, const char *devdir, int **ids,
     size_t *n, struct err *err)
 {
     size_t count, i;
@@ -66,7 +66,7 @@ agentd_gpus_parse(const char *spec, const char *devdir, int **ids,
     if (spec == NULL || spec[0] == '\0' || strcmp(spec, "none") == 0)
         return 0;
     if (strcmp(spec, "auto") == 0) {
-        rc = agentd_count_nvidia(devdir, &count, err);
+        rc = resources_count_nvidia(devdir, &count, err);
         if (rc < 0)
             return rc;
         if (count > PROTO_GPUS_MAX)
@@ -94,7 +94,7 @@ agentd_gpus_parse(const char *spec, const char *devdir, int **ids,
 
 /* Trim spaces in place; returns the first non-space character. */
 static char *
-agentd_trim(char *s)
+resources_trim(char *s)
 {
     char *end;
 
@@ -107,7 +107,7 @@ agentd_trim(char *s)
 }
 
 int
-agentd_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
+resources_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
     struct err *err)
 {
     struct proto_kv *out = NULL;
@@ -122,7 +122,7 @@ agentd_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
     copy = xstrdup(spec);
     for (entry = strtok_r(copy, ",", &save); entry != NULL;
          entry = strtok_r(NULL, ",", &save)) {
-        item = agentd_trim(entry);
+        item = resources_trim(entry);
         if (item[0] == '\0')
             continue;
         eq = strchr(item, '=');
@@ -132,17 +132,17 @@ agentd_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
             goto out;
         }
         *eq = '\0';
-        k = agentd_trim(item);
-        v = agentd_trim(eq + 1);
+        k = resources_trim(item);
+        v = resources_trim(eq + 1);
         if (!proto_valid_name(k, PROTO_NAME_MAX)) {
             rc = err_set(err, -EINVAL,
                 "label key '%s': must be 1..%d of [A-Za-z0-9._-]", k,
                 PROTO_NAME_MAX);
             goto out;
         }
-        if (strlen(v) > AGENTD_LABEL_VALUE_MAX) {
+        if (strlen(v) > RESOURCES_LABEL_VALUE_MAX) {
             rc = err_set(err, -EINVAL, "label '%s': value over %d bytes", k,
-                AGENTD_LABEL_VALUE_MAX);
+                RESOURCES_LABEL_VALUE_MAX);
             goto out;
         }
         for (i = 0; i < count; i++) {
@@ -173,7 +173,7 @@ out:
 }
 
 int
-agentd_detect_cpus(void)
+resources_detect_cpus(void)
 {
     cpu_set_t set;
     long n;
@@ -185,7 +185,7 @@ agentd_detect_cpus(void)
 }
 
 int64_t
-agentd_detect_memory_mb(const char *meminfo_path)
+resources_detect_memory_mb(const char *meminfo_path)
 {
     char line[256];
     int64_t kb = 0;

@@ -18,7 +18,6 @@
  */
 #include "agent/supervisor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -34,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/procfs.h"
 #include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -93,34 +93,26 @@ supervisor_fdprintf(int fd, const char *fmt, ...)
     }
 }
 
+static int
+supervisor_close_fd_cb(int fd, void *arg)
+{
+    (void)arg;
+    if (fd > 2)
+        close(fd);
+    return 0;
+}
+
 /* The agent's descriptors must not leak into ranks (curl sockets, the
  * agent's files): keep only stdin, stdout and stderr. */
 static void
 supervisor_close_fds(void)
 {
-    struct dirent *de;
-    DIR *d;
-    int fd, dfd;
+    int fd;
 
-    d = opendir("/proc/self/fd");
-    if (d == NULL) {
+    if (procfs_each_fd(supervisor_close_fd_cb, NULL) < 0) {
         for (fd = 3; fd < 1024; fd++)
             close(fd);
-        return;
     }
-    dfd = dirfd(d);
-    while ((de = readdir(d)) != NULL) {
-        fd = atoi(de->d_name);
-        if (fd > 2 && fd != dfd)
-            close(fd);
-    }
-    closedir(d);
-}
-
-static int
-supervisor_exit_code_for(int err)
-{
-    return err == ENOENT ? 127 : 126;
 }
 
 static void
@@ -235,7 +227,7 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
         e = errno;
         supervisor_fdprintf(2, "cannot change to working directory '%s': "
             "%s\n", r->cwd, strerror(e));
-        _exit(supervisor_exit_code_for(e));
+        _exit(supfile_exec_exit_code(-e));
     }
     /* execvp searches the PATH of `environ`: the rank's own. */
     environ = r->env;
@@ -243,7 +235,7 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
     e = errno;
     supervisor_fdprintf(2, "cannot execute '%s': %s\n", r->argv[0],
         strerror(e));
-    _exit(supervisor_exit_code_for(e));
+    _exit(supfile_exec_exit_code(-e));
 }
 
 static void
@@ -280,7 +272,7 @@ supervisor_rank_start(struct supervisor *sv, size_t i)
             (long long)sv->st.job, sv->st.attempt, r->rank, (int)pid,
             strerror(errno));
     rs->pid = (int)pid;
-    rs->proc_start = supfile_pid_start_time((int)pid);
+    rs->proc_start = procfs_start_time((int)pid);
     sv->live++;
     log_info("job=%lld attempt=%d rank=%d pid=%d started",
         (long long)sv->st.job, sv->st.attempt, r->rank, (int)pid);
@@ -502,43 +494,32 @@ supervisor_timeout(const struct supervisor *sv, int64_t now)
 
 /* ---- the end ------------------------------------------------------------ */
 
+struct supervisor_sweep {
+    int self;
+    int killed;
+};
+
+static int
+supervisor_kill_child_cb(int pid, void *arg)
+{
+    struct supervisor_sweep *sw = arg;
+    struct procfs_stat st;
+
+    if (procfs_stat(pid, &st) == 0 && st.ppid == sw->self
+        && kill(pid, SIGKILL) == 0)
+        sw->killed++;
+    return 0;
+}
+
 /* SIGKILL every process whose parent we are (orphaned descendants of the
  * ranks, reparented to us as the subreaper). Returns how many. */
 static int
 supervisor_kill_children(void)
 {
-    char path[64], buf[512], *p;
-    struct dirent *de;
-    int pid, ppid, n = 0, self = (int)getpid(), fd;
-    ssize_t got;
-    DIR *d;
+    struct supervisor_sweep sw = { .self = (int)getpid(), .killed = 0 };
 
-    d = opendir("/proc");
-    if (d == NULL)
-        return 0;
-    while ((de = readdir(d)) != NULL) {
-        pid = atoi(de->d_name);
-        if (pid <= 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        got = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (got <= 0)
-            continue;
-        buf[got] = '\0';
-        p = strrchr(buf, ')');
-        /* ") S <ppid> ..." */
-        if (p == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1
-            || ppid != self)
-            continue;
-        if (kill(pid, SIGKILL) == 0)
-            n++;
-    }
-    closedir(d);
-    return n;
+    procfs_each(0, supervisor_kill_child_cb, &sw);
+    return sw.killed;
 }
 
 static void

@@ -1,5 +1,5 @@
 /*
- * supfile.c - formats of the supervisor files, atomic writes, /proc probes
+ * supfile.c - formats of the supervisor files, atomic writes
  *
  * spec.json and status.json are JSON objects with "version": 1, checked
  * field by field with jsonx like every other message of lockstep: the
@@ -9,12 +9,10 @@
  */
 #include "agent/supfile.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +163,49 @@ supfile_save_json(const char *dir, const char *name, cJSON *root)
     return rc;
 }
 
+/* Load dir/name and check the head every file with ranks has: "version"
+ * 1, "job" and "attempt". *root: caller deletes, also on failure. */
+static int
+supfile_load_head(const char *dir, const char *name, cJSON **root,
+    int64_t *job, int *attempt, struct err *err)
+{
+    int64_t a = 0;
+    int rc;
+
+    if ((rc = supfile_load_json(dir, name, root, err)) < 0
+        || (rc = jsonx_check_version(*root, 1, err))
+        || (rc = jsonx_get_int(*root, "job", true, 1, INT64_MAX, job, err))
+        || (rc = jsonx_get_int(*root, "attempt", true, 1, INT32_MAX, &a,
+                err)))
+        return rc;
+    *attempt = (int)a;
+    return 0;
+}
+
+/* The "ranks" array of root (borrowed) and its length. */
+static int
+supfile_get_ranks(const cJSON *root, const cJSON **ranks, size_t *n,
+    struct err *err)
+{
+    *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
+    if (!cJSON_IsArray(*ranks))
+        return err_set(err, -EINVAL, "field 'ranks': must be an array");
+    *n = (size_t)cJSON_GetArraySize(*ranks);
+    return 0;
+}
+
+/* A new file object with the head supfile_load_head checks. */
+static cJSON *
+supfile_new_root(int64_t job, int attempt)
+{
+    cJSON *root = cJSON_CreateObject();
+
+    jsonx_add_int(root, "version", 1);
+    jsonx_add_int(root, "job", job);
+    jsonx_add_int(root, "attempt", attempt);
+    return root;
+}
+
 int
 supfile_stamp_get(const char *path, struct supfile_stamp *stamp)
 {
@@ -278,35 +319,23 @@ supfile_spec_load(const char *dir, struct supfile_spec *spec,
 {
     const cJSON *ranks, *item;
     cJSON *root = NULL;
-    int64_t job = 0, attempt = 0, grace = 0;
+    int64_t grace = 0;
     size_t i = 0;
     int rc;
 
     memset(spec, 0, sizeof(*spec));
-    if ((rc = supfile_load_json(dir, SUPFILE_SPEC, &root, err)) < 0)
-        return rc;
-    if ((rc = jsonx_check_version(root, 1, err))
-        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
-        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
-                &attempt, err))
+    if ((rc = supfile_load_head(dir, SUPFILE_SPEC, &root, &spec->job,
+             &spec->attempt, err))
         || (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000,
-                &grace, err)))
+                &grace, err))
+        || (rc = supfile_get_ranks(root, &ranks, &spec->nranks, err)))
         goto out;
-    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(ranks)) {
-        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
-        goto out;
-    }
-    spec->job = job;
-    spec->attempt = (int)attempt;
     spec->kill_grace_ms = grace;
-    spec->nranks = (size_t)cJSON_GetArraySize(ranks);
     spec->ranks = xcalloc(spec->nranks + 1, sizeof(*spec->ranks));
     cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i], err))
+        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i++], err))
             < 0)
             goto out;
-        i++;
     }
 out:
     cJSON_Delete(root);
@@ -318,12 +347,10 @@ out:
 int
 supfile_spec_save(const char *dir, const struct supfile_spec *spec)
 {
-    cJSON *root = cJSON_CreateObject(), *ranks, *o, *groups;
+    cJSON *root = supfile_new_root(spec->job, spec->attempt), *ranks, *o;
+    cJSON *groups;
     size_t i, g;
 
-    jsonx_add_int(root, "version", 1);
-    jsonx_add_int(root, "job", spec->job);
-    jsonx_add_int(root, "attempt", spec->attempt);
     jsonx_add_int(root, "kill_grace_ms", spec->kill_grace_ms);
     ranks = cJSON_AddArrayToObject(root, "ranks");
     for (i = 0; i < spec->nranks; i++) {
@@ -407,37 +434,25 @@ supfile_status_load(const char *dir, struct supfile_status *st,
 {
     const cJSON *ranks, *item;
     cJSON *root = NULL;
-    int64_t job = 0, attempt = 0, pid = 0;
+    int64_t pid = 0;
     size_t i = 0;
     int rc;
 
     memset(st, 0, sizeof(*st));
-    if ((rc = supfile_load_json(dir, SUPFILE_STATUS, &root, err)) < 0)
-        return rc;
-    if ((rc = jsonx_check_version(root, 1, err))
-        || (rc = jsonx_get_int(root, "job", true, 1, INT64_MAX, &job, err))
-        || (rc = jsonx_get_int(root, "attempt", true, 1, INT32_MAX,
-                &attempt, err))
+    if ((rc = supfile_load_head(dir, SUPFILE_STATUS, &root, &st->job,
+             &st->attempt, err))
         || (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err))
         || (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err))
         || (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err))
-        || (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
+        || (rc = jsonx_get_bool(root, "done", true, &st->done, err))
+        || (rc = supfile_get_ranks(root, &ranks, &st->nranks, err)))
         goto out;
-    ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(ranks)) {
-        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
-        goto out;
-    }
-    st->job = job;
-    st->attempt = (int)attempt;
     st->pid = (int)pid;
-    st->nranks = (size_t)cJSON_GetArraySize(ranks);
     st->ranks = xcalloc(st->nranks + 1, sizeof(*st->ranks));
     cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i], err))
+        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i++], err))
             < 0)
             goto out;
-        i++;
     }
 out:
     cJSON_Delete(root);
@@ -449,12 +464,9 @@ out:
 int
 supfile_status_save(const char *dir, const struct supfile_status *st)
 {
-    cJSON *root = cJSON_CreateObject(), *ranks, *o;
+    cJSON *root = supfile_new_root(st->job, st->attempt), *ranks, *o;
     size_t i;
 
-    jsonx_add_int(root, "version", 1);
-    jsonx_add_int(root, "job", st->job);
-    jsonx_add_int(root, "attempt", st->attempt);
     jsonx_add_int(root, "pid", st->pid);
     cJSON_AddBoolToObject(root, "fenced", st->fenced);
     cJSON_AddBoolToObject(root, "stopping", st->stopping);
@@ -520,172 +532,10 @@ supfile_lease_read(const char *dir, int64_t *deadline_ms)
     return rc;
 }
 
-/* ---- /proc -------------------------------------------------------------- */
+/* ---- exit codes --------------------------------------------------------- */
 
-/* Fields 3 (state) and 22 (start time) of /proc/<pid>/stat. */
-static int
-supfile_pid_stat(int pid, char *state, uint64_t *start)
+int
+supfile_exec_exit_code(int rc)
 {
-    char path[64], buf[1024], *p, *tok, *save = NULL;
-    ssize_t n;
-    int fd, field;
-
-    *state = '\0';
-    *start = 0;
-    if (pid <= 0)
-        return -ESRCH;
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -ESRCH;
-    do
-        n = read(fd, buf, sizeof(buf) - 1);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: the
-     * fields we want follow the last ')'. */
-    p = strrchr(buf, ')');
-    if (p == NULL)
-        return -EINVAL;
-    for (field = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL;
-         field++, tok = strtok_r(NULL, " ", &save)) {
-        if (field == 3)
-            *state = tok[0];
-        if (field == 22) {
-            *start = strtoull(tok, NULL, 10);
-            break;
-        }
-    }
-    return 0;
-}
-
-char
-supfile_pid_state(int pid)
-{
-    uint64_t start;
-    char state;
-
-    supfile_pid_stat(pid, &state, &start);
-    return state;
-}
-
-uint64_t
-supfile_pid_start_time(int pid)
-{
-    uint64_t start;
-    char state;
-
-    if (supfile_pid_stat(pid, &state, &start) < 0 || state == 'Z'
-        || state == 'X')
-        return 0;
-    return start;
-}
-
-bool
-supfile_pid_is_supervisor(int pid, const char *dir)
-{
-    char path[64], exe[PATH_MAX + 1], *base, *text = NULL;
-    char state = supfile_pid_state(pid);
-    size_t len, n;
-    ssize_t got;
-    bool ok = false;
-
-    if (state == '\0' || state == 'Z' || state == 'X')
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    got = readlink(path, exe, sizeof(exe) - 1);
-    if (got <= 0)
-        return false;
-    exe[got] = '\0';
-    base = strrchr(exe, '/');
-    base = base != NULL ? base + 1 : exe;
-    /* An upgrade that replaced the binary leaves "<name> (deleted)". */
-    n = strlen(SUPFILE_EXE);
-    if (strncmp(base, SUPFILE_EXE, n) != 0
-        || (base[n] != '\0' && base[n] != ' '))
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    if (supfile_read(path, 1 << 16, &text, &len) < 0)
-        return false;
-    /* argv[0] NUL argv[1] NUL ... */
-    n = strnlen(text, len);
-    if (n < len && strcmp(text + n + 1, dir) == 0)
-        ok = true;
-    free(text);
-    return ok;
-}
-
-/* Whether the environment of pid holds LOCKSTEP_JOB_ID=job and
- * LOCKSTEP_ATTEMPT=attempt. */
-static bool
-supfile_pid_env_is(int pid, int64_t job, int attempt)
-{
-    char path[64], want_job[48], want_att[48], *text = NULL, *p;
-    size_t len;
-    int found = 0;
-
-    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-    snprintf(want_job, sizeof(want_job), "LOCKSTEP_JOB_ID=%" PRId64, job);
-    snprintf(want_att, sizeof(want_att), "LOCKSTEP_ATTEMPT=%d", attempt);
-    if (supfile_read(path, 4u << 20, &text, &len) < 0)
-        return false;
-    for (p = text; p < text + len; p += strlen(p) + 1) {
-        if (strcmp(p, want_job) == 0 || strcmp(p, want_att) == 0)
-            found++;
-    }
-    free(text);
-    return found >= 2;
-}
-
-bool
-supfile_group_is_ours(int pgid, uint64_t proc_start, int64_t job,
-    int attempt)
-{
-    char path[64], buf[512], *p;
-    struct dirent *de;
-    uint64_t start;
-    int pid, grp;
-    bool ours = false;
-    char state;
-    ssize_t n;
-    DIR *d;
-    int fd;
-
-    if (pgid <= 0)
-        return false;
-    if (supfile_pid_stat(pgid, &state, &start) == 0 && state != '\0')
-        return proc_start == 0 || start == proc_start;
-    if (kill(-pgid, 0) < 0 && errno != EPERM)
-        return false;           /* nothing left to kill */
-    /* The leader is gone, the group is not: ours only if its members are
-     * (a reused pid could lead a group that outlived its leader too). */
-    d = opendir("/proc");
-    if (d == NULL)
-        return false;
-    while (!ours && (de = readdir(d)) != NULL) {
-        pid = atoi(de->d_name);
-        if (pid <= 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        /* ") S <ppid> <pgrp> ..." */
-        p = strrchr(buf, ')');
-        if (p == NULL || sscanf(p + 1, " %*c %*d %d", &grp) != 1
-            || grp != pgid)
-            continue;
-        ours = supfile_pid_env_is(pid, job, attempt);
-        break;
-    }
-    closedir(d);
-    return ours;
+    return rc == -ENOENT ? 127 : 126;
 }

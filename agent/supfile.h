@@ -16,9 +16,9 @@
  *
  * Every file but `stop` and the SDK's is replaced atomically (a temporary
  * file, then rename), so a reader sees the old or the new content, never
- * half of one. This module holds their formats and the small /proc
- * helpers both processes need. It uses neither libuv nor the loop: the
- * supervisor links it alone. Nothing here logs.
+ * half of one. This module holds their formats and how they are read and
+ * written; what /proc says about the processes is procfs.h. It uses
+ * neither libuv nor the loop: the supervisor links it. Nothing here logs.
  */
 #ifndef AGENT_SUPFILE_H
 #define AGENT_SUPFILE_H
@@ -145,27 +145,9 @@ int supfile_stamp_get(const char *path, struct supfile_stamp *stamp);
 bool supfile_stamp_equal(const struct supfile_stamp *a,
     const struct supfile_stamp *b);
 
-/* /proc/<pid>/stat: the state letter (field 3, '\0' when pid is gone)
- * and the start time (field 22, 0 when gone or a zombie). */
-char supfile_pid_state(int pid);
-uint64_t supfile_pid_start_time(int pid);
-
-/*
- * Whether pid is the live supervisor of dir: the process exists, is not a
- * zombie, its executable is named SUPFILE_EXE (also after an upgrade
- * replaced the file) and its first argument is dir.
- */
-bool supfile_pid_is_supervisor(int pid, const char *dir);
-
-/*
- * Whether the process group pgid is still the one of rank whose leader
- * started at proc_start (0: unknown), of job `job` attempt `attempt`: its
- * leader is alive (or a zombie) with that start time, or the leader is
- * gone and a member of the group has LOCKSTEP_JOB_ID=job and
- * LOCKSTEP_ATTEMPT=attempt in its environment. A pid that names a
- * process group no longer ours (it was reused) is never killed.
- */
-bool supfile_group_is_ours(int pgid, uint64_t proc_start, int64_t job,
-    int attempt);
+/* The exit code reported for a rank that could not be executed, by the
+ * errno of the failure (negative): 127 for -ENOENT, 126 otherwise (the
+ * shell's convention). The agent and the supervisor both report it. */
+int supfile_exec_exit_code(int rc);
 
 #endif

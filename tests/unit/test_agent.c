@@ -1,6 +1,7 @@
 /*
  * test_agent.c - unit tests for agent/: rank environment, resource
- * parsing, stderr tails, and jobs run on a real libuv loop through the real
+ * parsing, stderr tails, the generic helpers (backoff, mkdirp, rmtree,
+ * procfs), and jobs run on a real libuv loop through the real
  * lockstep-supervisor (exit codes, output files, process-group cleanup,
  * teardown, spawn failures, leases, re-adoption by a new agent, a killed
  * supervisor, progress and commits, convention checkpoints, stack dumps).
@@ -22,8 +23,17 @@
 #include <uv.h>
 
 #include "agent/agentd.h"
+#include "agent/backoff.h"
 #include "agent/curlx.h"
+#include "agent/mkdirp.h"
 #include "agent/proc.h"
+#include "agent/proc_env.h"
+#include "agent/proc_progress.h"
+#include "agent/procfs.h"
+#include "agent/resources.h"
+#include "agent/rmtree.h"
+#include "agent/supfile.h"
+#include "agent/tail.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
@@ -187,21 +197,21 @@ test_gpus(void)
     int *ids = NULL;
     size_t n = 99, i;
 
-    is_int(agentd_gpus_parse("0-3", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("0-3", "/nonexistent", &ids, &n, &err), 0,
         "gpus 0-3 parses");
     ok(n == 4 && ids[0] == 0 && ids[3] == 3, "0-3 gives ids 0..3");
     free(ids);
-    is_int(agentd_gpus_parse("0,2,4", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("0,2,4", "/nonexistent", &ids, &n, &err), 0,
         "gpus 0,2,4 parses");
     ok(n == 3 && ids[1] == 2 && ids[2] == 4, "0,2,4 gives 0 2 4");
     free(ids);
-    is_int(agentd_gpus_parse("none", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("none", "/nonexistent", &ids, &n, &err), 0,
         "gpus none parses");
     ok(n == 0 && ids == NULL, "none gives no GPU");
-    is_int(agentd_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
         "empty gpus parses");
     is_int(n, 0, "empty gives no GPU");
-    is_int(agentd_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
+    is_int(resources_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
         -EINVAL, "gpus 0-x is an error");
     ok(strstr(err.msg, "0-x") != NULL, "the error names the value: %s",
         err.msg);
@@ -212,12 +222,12 @@ test_gpus(void)
         snprintf(path, sizeof(path), "%s/%s", dev, names[i]);
         write_file(path, "", 0);
     }
-    is_int(agentd_gpus_parse("auto", dev, &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("auto", dev, &ids, &n, &err), 0,
         "gpus auto parses");
     ok(n == 3 && ids[0] == 0 && ids[2] == 2,
         "auto counts nvidia<N> only (got %zu)", n);
     free(ids);
-    is_int(agentd_gpus_parse("auto", "/nonexistent", &ids, &n, &err), 0,
+    is_int(resources_gpus_parse("auto", "/nonexistent", &ids, &n, &err), 0,
         "auto without a device directory");
     is_int(n, 0, "... gives no GPU");
 }
@@ -229,24 +239,24 @@ test_labels(void)
     struct proto_kv *kv = NULL;
     size_t n = 99;
 
-    is_int(agentd_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
+    is_int(resources_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
         "labels parse");
     ok(n == 2 && strcmp(kv[0].key, "rack") == 0
         && strcmp(kv[0].value, "r12") == 0 && strcmp(kv[1].key, "zone") == 0
         && strcmp(kv[1].value, "a") == 0, "rack=r12 and zone=a");
     proto_kv_array_free(kv, n);
-    is_int(agentd_labels_parse("", &kv, &n, &err), 0, "empty labels");
+    is_int(resources_labels_parse("", &kv, &n, &err), 0, "empty labels");
     is_int(n, 0, "... give none");
-    is_int(agentd_labels_parse("rack", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("rack", &kv, &n, &err), -EINVAL,
         "a label without '=' is an error");
     ok(strstr(err.msg, "rack") != NULL, "... naming it: %s", err.msg);
-    is_int(agentd_labels_parse("a=1,a=2", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("a=1,a=2", &kv, &n, &err), -EINVAL,
         "a duplicate label is an error");
-    is_int(agentd_labels_parse("bad key=1", &kv, &n, &err), -EINVAL,
+    is_int(resources_labels_parse("bad key=1", &kv, &n, &err), -EINVAL,
         "a label key with a space is an error");
-    ok(agentd_detect_cpus() >= 1, "at least one CPU detected");
-    ok(agentd_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
-    is_int(agentd_detect_memory_mb("/nonexistent"), 0,
+    ok(resources_detect_cpus() >= 1, "at least one CPU detected");
+    ok(resources_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
+    is_int(resources_detect_memory_mb("/nonexistent"), 0,
         "no meminfo gives 0");
 }
 
@@ -260,7 +270,7 @@ test_tail(void)
 
     snprintf(path, sizeof(path), "%s/tail", tmpdir);
     write_file(path, "one\ntwo\nthree\n", 14);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     is_str(t, "one\ntwo\nthree\n", "a short file is returned whole");
     free(t);
 
@@ -268,7 +278,7 @@ test_tail(void)
     for (i = 0; len < 10000; i++)
         len += (size_t)sprintf(big + len, "line %zu\n", i);
     write_file(path, big, len);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     ok(strlen(t) <= 4096, "the tail is at most 4 KiB (%zu)", strlen(t));
     ok(strncmp(t, "line ", 5) == 0, "the tail starts at a line start");
     ok(len >= strlen(t) && strcmp(big + len - strlen(t), t) == 0,
@@ -277,17 +287,170 @@ test_tail(void)
     free(big);
 
     write_file(path, "ok \xff\xfe bad\0nul \xc3\xa9\n", 17);
-    t = proc_read_tail(path, 4096);
+    t = tail_read(path, 4096);
     is_str(t, "ok ?? bad?nul \xc3\xa9\n",
         "invalid UTF-8 and NUL become '?', valid UTF-8 stays");
     free(t);
 
-    t = proc_read_tail("/nonexistent/file", 4096);
+    t = tail_read("/nonexistent/file", 4096);
     is_str(t, "", "a missing file gives an empty tail");
     free(t);
 
-    is_int(proc_spawn_exit_code(-ENOENT), 127, "ENOENT reports code 127");
-    is_int(proc_spawn_exit_code(-EACCES), 126, "EACCES reports code 126");
+    is_int(supfile_exec_exit_code(-ENOENT), 127, "ENOENT reports code 127");
+    is_int(supfile_exec_exit_code(-EACCES), 126, "EACCES reports code 126");
+}
+
+/* ---- generic helpers: backoff, mkdirp, rmtree, procfs -------------------- */
+
+/* Poll cond (no loop involved) until it holds or timeout_ms passes. */
+#define WAIT_FOR(cond, timeout_ms)                                          \
+    do {                                                                    \
+        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                      \
+        while (!(cond) && timeid_mono_ms() < dl_)                           \
+            usleep(5000);                                                   \
+    } while (0)
+
+static void
+test_backoff(void)
+{
+    int64_t cur = 0, wait = -1, lo = INT64_MAX, hi = 0;
+    int i;
+
+    cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 100, "the first backoff is the minimum");
+    ok(wait >= 50 && wait <= 100, "... waiting half to all of it (%lld)",
+        (long long)wait);
+    cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 200, "then it doubles");
+    for (i = 0; i < 10; i++)
+        cur = backoff_next(cur, 100, 5000, &wait);
+    is_int(cur, 5000, "up to the maximum");
+    for (i = 0; i < 200; i++) {
+        backoff_next(5000, 100, 5000, &wait);
+        lo = wait < lo ? wait : lo;
+        hi = wait > hi ? wait : hi;
+    }
+    ok(lo >= 2500 && hi <= 5000 && lo < hi,
+        "waits are jittered within [max/2, max] (%lld..%lld)", (long long)lo,
+        (long long)hi);
+}
+
+static void
+test_mkdirp_rmtree(void)
+{
+    char top[PATH_MAX + 32], path[PATH_MAX + 64], keep[PATH_MAX + 32];
+    struct stat st;
+    volatile int cancel = 1;
+
+    snprintf(top, sizeof(top), "%s/tree", tmpdir);
+    snprintf(path, sizeof(path), "%s/a/b/c", top);
+    is_int(mkdirp(path, 0755), 0, "mkdirp makes every missing parent");
+    ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "... down to a/b/c");
+    is_int(mkdirp(path, 0755), 0, "mkdirp of an existing directory is fine");
+    snprintf(path, sizeof(path), "%s/a/file", top);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/a/file/d", top);
+    is_int(mkdirp(path, 0755), -ENOTDIR, "a file in the way is -ENOTDIR");
+
+    /* A link in the tree to a directory outside it: removed, not
+     * followed. */
+    snprintf(keep, sizeof(keep), "%s/keep", tmpdir);
+    mkdirp(keep, 0755);
+    snprintf(path, sizeof(path), "%s/keep/precious", tmpdir);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/a/b/link", top);
+    if (symlink(keep, path) < 0)
+        diag("symlink: %s", strerror(errno));
+    is_int(rmtree_at(AT_FDCWD, top, &cancel), -ECANCELED,
+        "rmtree_at stops at once when cancelled");
+    ok(access(top, F_OK) == 0, "... leaving the tree");
+    cancel = 0;
+    is_int(rmtree_at(AT_FDCWD, top, &cancel), 0, "rmtree_at removes a tree");
+    ok(access(top, F_OK) < 0 && errno == ENOENT, "... all of it");
+    snprintf(path, sizeof(path), "%s/keep/precious", tmpdir);
+    ok(access(path, F_OK) == 0, "... but not what a link in it points to");
+    is_int(rmtree_at(AT_FDCWD, top, NULL), 0, "a missing tree is no error");
+}
+
+static int
+test_procfs_find_cb(int pid, void *arg)
+{
+    return pid == *(int *)arg;
+}
+
+static void
+test_procfs_handler(int sig)
+{
+    (void)sig;
+}
+
+static void
+test_procfs(void)
+{
+    struct procfs_stat st;
+    struct sigaction sa, old;
+    char exe[PATH_MAX + 1];
+    const char *env[] = { "LOCKSTEP_JOB_ID=1", NULL };
+    int self = (int)getpid(), fd;
+    pid_t child;
+
+    is_int(procfs_stat(self, &st), 0, "procfs_stat reads our own stat");
+    ok(st.state == 'R' && st.ppid == (int)getppid()
+        && st.pgrp == (int)getpgrp() && st.start_time > 0,
+        "... state R, our parent, our group, a start time");
+    ok(procfs_start_time(self) == st.start_time,
+        "procfs_start_time is its field 22");
+    is_int(procfs_stat(0, &st), -ESRCH, "pid 0 is no process");
+    ok(procfs_state(INT32_MAX) == '\0' && procfs_start_time(INT32_MAX) == 0,
+        "a missing process has no state and no start time");
+    is_int(procfs_each(0, test_procfs_find_cb, &self), 1,
+        "procfs_each over every process finds us");
+    is_int(procfs_each(self, test_procfs_find_cb, &self), 1,
+        "procfs_each over our threads finds the main one");
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    is_int(procfs_each_fd(test_procfs_find_cb, &fd), 1,
+        "procfs_each_fd finds a descriptor we opened");
+    close(fd);
+    ok(procfs_exe(0, exe, sizeof(exe)) > 0
+        && strstr(exe, "test_agent") != NULL,
+        "procfs_exe(0) names our executable (%s)", exe);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = test_procfs_handler;
+    sigaction(SIGUSR2, NULL, &old);
+    ok(!procfs_catches(self, SIGUSR2), "no handler: SIGUSR2 not caught");
+    sigaction(SIGUSR2, &sa, NULL);
+    ok(procfs_catches(self, SIGUSR2), "a handler: SIGUSR2 caught");
+    sigaction(SIGUSR2, &old, NULL);
+
+    child = fork();
+    if (child == 0) {
+        setpgid(0, 0);
+        execlp("sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(child, child);
+    /* Until the exec, the child runs test_agent. */
+    WAIT_FOR(procfs_runs((int)child, "sleep", "30"), 5000);
+    ok(procfs_runs((int)child, "sleep", "30"),
+        "procfs_runs knows a process by executable and first argument");
+    ok(!procfs_runs((int)child, "sleep", "3")
+        && !procfs_runs((int)child, "slee", "30"),
+        "... both of them, whole");
+    ok(procfs_group_is((int)child, procfs_start_time((int)child), env),
+        "a live group leader with its start time is its group");
+    ok(procfs_group_is((int)child, 0, env),
+        "... as it is when no start time was recorded");
+    ok(!procfs_group_is((int)child, procfs_start_time((int)child) + 1, env),
+        "a leader with another start time is not (a reused pid)");
+    kill((int)child, SIGKILL);
+    WAIT_FOR(procfs_state((int)child) == 'Z', 5000);
+    ok(procfs_state((int)child) == 'Z' && procfs_start_time((int)child) == 0
+        && !procfs_runs((int)child, "sleep", "30"),
+        "a zombie has no start time and runs nothing");
+    waitpid(child, NULL, 0);
+    ok(!procfs_group_is((int)child, 0, env),
+        "a group with no process left is not one to kill");
 }
 
 /* ---- jobs on a loop, through real supervisors ---------------------------- */
@@ -1034,9 +1197,9 @@ test_dump(void)
     l.dump_seq = 1;
     t0 = timeid_mono_ms();
     proc_apply(pt, &w);
-    ok(job->dump_running, "dump_seq 1 starts a dump");
-    RUN_UNTIL(&t.loop, job->dump_seq_served == 1, 5000);
-    is_int(job->dump_seq_served, 1, "served after about 1 s (%lld ms)",
+    ok(job->dump.running, "dump_seq 1 starts a dump");
+    RUN_UNTIL(&t.loop, job->dump.seq_served == 1, 5000);
+    is_int(job->dump.seq_served, 1, "served after about 1 s (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
     ok(job->ranks[0].dump != NULL
         && strstr(job->ranks[0].dump, "most recent call first") != NULL
@@ -1063,7 +1226,7 @@ test_dump(void)
         "the report carries dump_seq 1 and the dumps");
     proto_node_report_release(&rep);
     proc_apply(pt, &w);
-    ok(!job->dump_running, "the same dump_seq again asks nothing");
+    ok(!job->dump.running, "the same dump_seq again asks nothing");
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     memset(&rep, 0, sizeof(rep));
     proc_fill_report(pt, &rep);
@@ -1363,6 +1526,9 @@ main(void)
     test_gpus();
     test_labels();
     test_tail();
+    test_backoff();
+    test_mkdirp_rmtree();
+    test_procfs();
     test_loop();
     test_adopt();
     test_progress();

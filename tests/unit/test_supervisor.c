@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/procfs.h"
 #include "agent/supfile.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -209,7 +210,7 @@ group_gone(int pgid)
 static bool
 pid_gone(int pid)
 {
-    char state = supfile_pid_state(pid);
+    char state = procfs_state(pid);
 
     return state == '\0';
 }

@@ -1,0 +1,32 @@
+/*
+ * proc_ckpt.h - checkpoints by directory convention: scan and prune
+ *
+ * See proc_ckpt.c. Called by the table (proc.c) at every status report and
+ * at shutdown; the work runs on libuv's thread pool, the results land on
+ * the loop thread.
+ */
+#ifndef AGENT_PROC_CKPT_H
+#define AGENT_PROC_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct proc_job;
+
+/*
+ * Start a scan of job->checkpoint_dir for complete checkpoints
+ * (directories step-<N> holding a regular file COMPLETE; nothing else
+ * counts) on the thread pool, unless a scan or deletion is in flight. When
+ * it ends, job->ckpt_complete is updated and, with keep_checkpoints K > 0,
+ * the deletion of the complete ones older than the K newest starts (never
+ * the one resumed from, never an incomplete one). So a report carries the
+ * result of the scan the previous report started.
+ */
+void proc_ckpt_scan(struct proc_job *job);
+/* The steps to report: the complete ones not being deleted, ascending,
+ * the newest PROTO_STEPS_MAX at most (allocated; caller frees). */
+int64_t *proc_ckpt_report(const struct proc_job *job, size_t *n);
+/* Ask a deletion in flight to stop early (agent shutdown). */
+void proc_ckpt_cancel(struct proc_job *job);
+
+#endif

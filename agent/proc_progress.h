@@ -1,0 +1,41 @@
+/*
+ * proc_progress.h - how far each rank got: steps, output, committed steps
+ *
+ * Sampled for every status report (proc.c) and before a stack dump
+ * (proc_dump.c); see proc_progress.c for the measures. Loop thread.
+ */
+#ifndef AGENT_PROC_PROGRESS_H
+#define AGENT_PROC_PROGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+
+struct proc_rank;
+
+/*
+ * Sample a rank's progress file, output sizes and commit file (each only
+ * when it changed) at now_mono (monotonic ms) / now_ms (wall clock).
+ * A progress record of another attempt is ignored.
+ */
+void proc_progress_sample(struct proc_rank *r, int64_t now_mono,
+    int64_t now_ms);
+/* Fill rs->step, progress, idle_ms and ckpt_steps (copied) from r. */
+void proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
+    struct proto_rank_status *rs);
+
+/* The monotonic time of ms, a wall-clock instant in the past (clamped to
+ * now_mono; 0 or a future ms count as now), given the two clocks now. An
+ * instant a rank recorded keeps its age across an agent restart. */
+int64_t proc_progress_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms);
+
+/*
+ * Parse a commit file's text: lines "<step> <attempt>"; lines of another
+ * attempt and malformed lines are ignored. Returns the distinct steps,
+ * ascending, at most the newest `max` (caller frees; NULL when none).
+ */
+int64_t *proc_commit_parse(const char *text, int attempt, size_t max,
+    size_t *n);
+
+#endif
