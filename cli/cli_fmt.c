@@ -46,26 +46,25 @@ cli_jhas_num(const cJSON *o, const char *key)
         cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
-/* ---- job states ---------------------------------------------------------- */
-
-static const char *const job_states[] = {
-    "PENDING", "PLACED", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED",
-    "CANCELLED",
-};
+/* ---- job states (common/proto.h names them) ----------------------------- */
 
 bool
 cli_job_state_final(const char *state)
 {
-    return strcmp(state, "SUCCEEDED") == 0 || strcmp(state, "FAILED") == 0 ||
-        strcmp(state, "CANCELLED") == 0;
+    enum proto_job_state s;
+
+    return proto_job_state_parse(state, &s) == 0 &&
+           proto_job_state_finished(s);
 }
 
 const char *
 cli_job_state_parse(const char *s)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(job_states); i++) {
-        if (strcasecmp(s, job_states[i]) == 0)
-            return job_states[i];
+    for (int i = 0; i < PROTO_JOB_STATE_COUNT; i++) {
+        const char *name = proto_job_state_str((enum proto_job_state)i);
+
+        if (strcasecmp(s, name) == 0)
+            return name;
     }
     return NULL;
 }

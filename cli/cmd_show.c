@@ -27,22 +27,46 @@ sig_name(int64_t sig, char *buf, size_t len)
     return buf;
 }
 
-/* "rank 1, exit code 3": how the rank that failed the job ended. */
-static void
-print_failure(const cJSON *o, const char *rank_key)
+/* The kind of the newest failure among the attempts ("hang"), or NULL. */
+static const char *
+latest_failure_kind(const cJSON *job)
 {
-    int64_t rank = cli_jint(o, rank_key, -1);
-    int64_t code = cli_jint(o, "exit_code", 0);
-    int64_t sig = cli_jint(o, "signal", 0);
+    const cJSON *attempts = cJSON_GetObjectItemCaseSensitive(job, "attempts");
+    const char *kind = NULL;
+    const cJSON *a;
+
+    cJSON_ArrayForEach(a, attempts) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(a, "failure");
+
+        if (cJSON_IsObject(f) && *cli_jstr(f, "kind"))
+            kind = cli_jstr(f, "kind");
+    }
+    return kind;
+}
+
+/* "rank 1, exit code 3" or "rank 1, killed by SIGKILL": how the rank that
+ * failed the job ended. A rank that hung or was lost has no exit status:
+ * then the failure's kind says what happened. */
+static void
+print_failure(const cJSON *job)
+{
+    int64_t rank = cli_jint(job, "failed_rank", -1);
+    int64_t sig = cli_jint(job, "signal", 0);
+    const char *kind;
     char buf[64];
 
     printf("  failure:     ");
     if (rank >= 0)
         printf("rank %lld, ", (long long)rank);
-    if (sig > 0)
+    if (!cli_jhas_num(job, "exit_code")) {
+        kind = latest_failure_kind(job);
+        printf("no exit status (%s)\n", kind ? kind : "unknown");
+    } else if (sig > 0) {
         printf("killed by %s\n", sig_name(sig, buf, sizeof(buf)));
-    else
-        printf("exit code %lld\n", (long long)code);
+    } else {
+        printf("exit code %lld\n",
+            (long long)cli_jint(job, "exit_code", 0));
+    }
 }
 
 static void
@@ -337,7 +361,7 @@ print_job(const cJSON *job, const char *name)
     print_times("ended:", cli_jint(job, "end_ms", 0), now);
     if (cli_jhas_num(job, "failed_rank") || cli_jint(job, "exit_code", 0) ||
         cli_jint(job, "signal", 0))
-        print_failure(job, "failed_rank");
+        print_failure(job);
     if (*tail) {
         printf("  stderr (last lines):\n");
         cli_print_indented(stdout, "    | ", tail);

@@ -281,15 +281,16 @@ submit_wait(struct cli *cli, int64_t id, bool json)
         snprintf(last, sizeof(last), "%s", state);
         if (cli_job_state_final(state)) {
             const char *reason = cli_jstr(job, "reason");
+            bool succeeded = strcmp(state,
+                proto_job_state_str(PROTO_JOB_SUCCEEDED)) == 0;
 
             if (json)
                 cli_print_body(&resp);
-            else if (strcmp(state, "SUCCEEDED") == 0 || *reason == '\0')
+            else if (succeeded || *reason == '\0')
                 printf("job %lld %s\n", (long long)id, state);
             else
                 printf("job %lld %s: %s\n", (long long)id, state, reason);
-            status = strcmp(state, "SUCCEEDED") == 0 ? CLI_EXIT_OK
-                                                     : CLI_EXIT_FAIL;
+            status = succeeded ? CLI_EXIT_OK : CLI_EXIT_FAIL;
             cJSON_Delete(job);
             break;
         }
