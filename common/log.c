@@ -72,7 +72,7 @@ log_level_parse(const char *s, enum log_level *out)
     return -EINVAL;
 }
 
-static void
+static void __attribute__((format(printf, 5, 0)))
 log_vmsg(enum log_level level, const char *file, int line, const char *func,
     const char *fmt, va_list ap)
 {

@@ -21,7 +21,8 @@ void sbuf_addstr(struct sbuf *sb, const char *s);
 void sbuf_addch(struct sbuf *sb, char c);
 void sbuf_addf(struct sbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void sbuf_vaddf(struct sbuf *sb, const char *fmt, va_list ap);
+void sbuf_vaddf(struct sbuf *sb, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Drop the first n bytes. */
 void sbuf_consume(struct sbuf *sb, size_t n);
 /* Hand the buffer to the caller (who frees it); sb is left empty. */

@@ -32,7 +32,7 @@ plan(int n)
     fflush(stdout);
 }
 
-static inline void
+static inline void __attribute__((format(printf, 1, 2)))
 diag(const char *fmt, ...)
 {
     va_list ap;
@@ -45,7 +45,7 @@ diag(const char *fmt, ...)
     fflush(stdout);
 }
 
-static inline int
+static inline int __attribute__((format(printf, 4, 5)))
 tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
