@@ -4,10 +4,11 @@
 docs/architecture.md states them; this makes them build facts:
 
  1. no include cycle among the modules of scheduler/, of agent/, of cli/
-    and of common/ (a module is a file stem: x.c and x.h are one node, and
-    a private header x_int.h belongs to x; an edge is an #include
-    "dir/y.h" between two of them), and no daemon includes another's
-    headers (common/ includes only common/);
+    and of common/ (a module is a file stem: x.c and x.h are one node; an
+    edge is an #include "dir/y.h" between two of them, a header without
+    code of its own, like a private x_int.h, passing on what it includes),
+    and no daemon includes another's headers (common/ includes only
+    common/);
  2. only the store (scheduler/db*.c) includes sqlite3.h or holds SQL;
  3. the pure model (the files of model_lib in scheduler/meson.build)
     includes no libuv, SQLite, libcurl or http_parser header;
@@ -25,6 +26,8 @@ private header (db_*.c with db_int.h, http_*.c with http_int.h) are one
 module split by concern, so calls among them do not count.
 
 Usage: check-layout.py [SOURCE_ROOT [BUILD_DIR]]
+       check-layout.py --self-test   (each rule fails on a tree made to
+                                      break it)
 """
 import glob
 import os
@@ -32,7 +35,8 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and
+                       sys.argv[1] != "--self-test" else
                        os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 DIRS = ["common", "scheduler", "agent", "cli"]
@@ -67,27 +71,43 @@ def strip_comments(text):
 
 
 def stem(path):
-    """The module of a file: its name without the extension. A private
-    header X_int.h belongs to module X (libuv's internal.h habit)."""
-    s = os.path.splitext(os.path.basename(path))[0]
-    return s[:-4] if s.endswith("_int") else s
+    """The module of a file: its name without the extension (x.c and x.h
+    are one module)."""
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:([a-z]+)/)?([^"]+)\.h"', re.M)
 
 
 def include_graph(d):
-    """{module: {modules it includes}} within directory d."""
-    graph = {}
+    """{module: {modules it includes}} within directory d, over the
+    modules that have code (a .c file). A header without a .c of its own
+    (a private header like db_int.h) is transparent: whoever includes it
+    includes what it includes."""
+    direct = {}
     for p in sources(d):
-        deps = graph.setdefault(stem(p), set())
+        deps = direct.setdefault(stem(p), set())
         for m in INCLUDE.finditer(strip_comments(read(p))):
             where, name = m.group(1), m.group(2)
             # common/ includes its siblings without the directory.
             if (where == d or (where is None and d == "common")) and \
                     os.path.exists(os.path.join(ROOT, d, name + ".h")):
-                if stem(name + ".h") != stem(p):
-                    deps.add(stem(name + ".h"))
+                deps.add(name)
+    code = {stem(p) for p in sources(d) if p.endswith(".c")}
+
+    def reach(mod, seen):
+        for dep in direct.get(mod, ()):
+            if dep in seen:
+                continue
+            seen.add(dep)
+            if dep not in code:
+                reach(dep, seen)
+        return seen
+
+    graph = {}
+    for mod in code:
+        graph[mod] = {m for m in reach(mod, set()) if m in code and
+                      m != mod}
     return graph
 
 
@@ -320,13 +340,88 @@ def check_sizes():
        big_handlers)
 
 
+BROKEN_TREES = {
+    # rule name (a prefix of the test's name): files of a tree breaking it
+    "no include cycle among the modules of scheduler/": {
+        "scheduler/a.c": '#include "scheduler/b.h"\n',
+        "scheduler/a.h": "",
+        "scheduler/b.c": '#include "scheduler/c.h"\n',
+        "scheduler/b.h": "",
+        "scheduler/c.c": "",
+        "scheduler/c.h": '#include "scheduler/a_int.h"\n',
+        "scheduler/a_int.h": '#include "scheduler/a.h"\n',
+    },
+    "agent/ includes no other daemon's headers": {
+        "agent/a.c": '#include "scheduler/schedd.h"\n',
+    },
+    "only scheduler/db*.c include sqlite3.h": {
+        "scheduler/status.c": "#include <sqlite3.h>\n",
+    },
+    "no SQL outside scheduler/db*.c": {
+        "cli/x.c": 'const char *q = "SELECT id FROM jobs";\n',
+    },
+    "job and attempt states are assigned only": {
+        "scheduler/status.c": "void\nf(void)\n{\n    a->state = "
+                              "PROTO_ATTEMPT_FAILED;\n}\n",
+    },
+    "only the event path (event.c) applies transitions": {
+        "scheduler/nodes.c": "void\nf(void)\n{\n    job_transition(job, "
+                             "PROTO_JOB_FAILED);\n}\n",
+    },
+    "no source file over": {
+        "common/big.c": "int x;\n" * 1001,
+    },
+    "no function over": {
+        "agent/long.c": "int\nf(void)\n{\n" + "    ;\n" * 100 + "}\n",
+    },
+    "no API handler over": {
+        "scheduler/api_x.c": "int\napi_x_get(void)\n{\n" + "    ;\n" * 45 +
+                             "}\n",
+    },
+}
+
+
+def self_test():
+    """Each rule must fail on a tree made to break it (and the rules'
+    names must still match this table)."""
+    import tempfile
+    global ROOT, BUILD, results
+    checks = []
+    for rule, files in sorted(BROKEN_TREES.items()):
+        with tempfile.TemporaryDirectory() as tmp:
+            for d in DIRS:
+                os.makedirs(os.path.join(tmp, d))
+            with open(os.path.join(tmp, "scheduler", "meson.build"), "w") as f:
+                f.write("model_lib = static_library('m',\n  'job.c',\n)\n")
+            for path, text in files.items():
+                with open(os.path.join(tmp, path), "w") as f:
+                    f.write(text)
+            ROOT, BUILD, results = tmp, None, []
+            check_includes()
+            check_store()
+            check_states()
+            check_sizes()
+            hit = [r for r in results if r[1].startswith(rule)]
+            checks.append((len(hit) == 1 and not hit[0][0],
+                           "the rule '%s' catches a tree that breaks it" %
+                           rule, [] if hit else ["no such rule"]))
+    results = checks
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--self-test":
+        self_test()
+        return report()
     check_includes()
     check_calls()
     check_store()
     check_model()
     check_states()
     check_sizes()
+    return report()
+
+
+def report():
     print("1..%d" % len(results))
     for i, (passed, name, diag) in enumerate(results, 1):
         print("%s %d - %s" % ("ok" if passed else "not ok", i, name))
