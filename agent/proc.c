@@ -33,6 +33,7 @@
 #include "agent/logship.h"
 #include "agent/mkdirp.h"
 #include "agent/proc_ckpt.h"
+#include "agent/proc_directive.h"
 #include "agent/proc_dump.h"
 #include "agent/proc_int.h"
 #include "agent/proc_progress.h"
@@ -376,7 +377,7 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
     job->desired = true;
     proc_job_set_launch(job, l);
     /* A fresh attempt has nothing to dump yet. */
-    proc_dump_init(job, l->dump_seq);
+    proc_directive_set(job, l, true);
     log_info("job=%lld attempt=%d name=%s user=%s ranks=%zu starting",
         (long long)l->job, l->attempt, l->name != NULL ? l->name : "",
         l->user != NULL ? l->user : "", l->nranks);
@@ -408,7 +409,7 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
             job->desired = true;
             /* Adopted jobs learn their checkpoint settings here. */
             proc_job_set_launch(job, l);
-            proc_dump_request(job, l->dump_seq);
+            proc_directive_set(job, l, false);
             continue;
         }
         if (proc_tombstoned(pt, l->job, l->attempt)) {
@@ -471,6 +472,7 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
             proc_progress_fill(r, now_mono, rs);
         }
         proc_dump_report(job, js, seq);
+        proc_directive_report(job, js);
         if (job->final_report == 0 && job->done && proc_job_all_ended(job))
             job->final_report = seq;
     }

@@ -88,9 +88,9 @@ void proc_set_change_cb(struct proc_table *pt, proc_change_fn fn, void *arg);
  * Makes the held jobs follow the desired state: starts each (job,
  * attempt) of w not held and never held before (exactly once), tears down
  * held jobs absent from w, releases those that are absent and done, and
- * starts the stack dumps a launch's dump_seq asks for. A launch that cannot
- * start reports its ranks exited (code 127 or 126) with the reason as
- * stderr_tail. Returns how many jobs were started.
+ * carries out the directives a launch lists (proc_directive.h). A launch
+ * that cannot start reports its ranks exited (code 127 or 126) with the
+ * reason as stderr_tail. Returns how many jobs were started.
  */
 int proc_apply(struct proc_table *pt, const struct proto_work *w);
 

@@ -2,9 +2,9 @@
  * proc_dump.c - stack dumps of every rank of a job, on the scheduler's
  * request
  *
- * Before it tears down an attempt it judges hung, the scheduler raises the
- * launch's dump_seq (docs/fault-tolerance.md). The agent then runs one
- * dump over the job:
+ * Before it tears down an attempt it judges hung, the scheduler posts a
+ * dump directive (docs/fault-tolerance.md). The agent then runs one dump
+ * over the job:
  *
  *   1. sends SIGUSR1 to each running rank that uses the SDK: its progress
  *      file exists, and the process (the one that wrote that file when it
@@ -17,14 +17,13 @@
  *   3. records for each running rank its /proc state and wait channel, the
  *      same for its threads, its kernel stack (readable as root only), and
  *      the last lines of its stderr, as the rank's `dump` (at most
- *      PROTO_DUMP_MAX bytes), and reports dump_seq as served.
+ *      PROTO_DUMP_MAX bytes), and says the request was served.
  *
  * A dump stays in the reports until one that carried it is accepted.
  *
  * The file has two layers: the dump itself (signal, wait, collect), which
- * knows nothing of why it runs, and the requests (dump_seq), which start
- * it and say when it served them. Another kind of request (a directive of
- * the scheduler's) replaces only the second.
+ * knows nothing of why it runs, and the requests (the sequence numbers of
+ * dump directives), which start it and say when it served them.
  */
 #include "agent/proc_dump.h"
 
@@ -53,7 +52,7 @@
 /* /proc evidence gets at most this much; the stderr tail the rest. */
 #define PROC_DUMP_HEADER_MAX (PROTO_DUMP_MAX / 2)
 
-static void proc_dump_served(struct proc_job *job, size_t ranks);
+static void proc_dump_done(struct proc_job *job, size_t ranks);
 
 /* ---- the evidence of one rank ------------------------------------------- */
 
@@ -209,7 +208,7 @@ proc_dump_timer_cb(uv_timer_t *t)
         r->dump_report = 0;
         n++;
     }
-    proc_dump_served(job, n);
+    proc_dump_done(job, n);
 }
 
 /* Signal every running rank, then collect on the timer; the request
@@ -223,6 +222,7 @@ proc_dump_run(struct proc_job *job)
     int rc;
 
     job->dump.running = true;
+    job->dump.started_mono = now_mono;
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
@@ -230,7 +230,7 @@ proc_dump_run(struct proc_job *job)
             && proc_dump_signal(r, now_mono, now_ms))
             sent++;
     }
-    log_info("job=%lld attempt=%d dump_seq=%llu stack dumps requested "
+    log_info("job=%lld attempt=%d directive=%llu stack dumps requested "
         "ranks=%zu", (long long)job->job, job->attempt,
         (unsigned long long)job->dump.seq_running, sent);
     /* The wait counts from now, not from the start of this loop turn. */
@@ -245,7 +245,7 @@ proc_dump_run(struct proc_job *job)
     return sent;
 }
 
-/* ---- requests (dump_seq) ------------------------------------------------ */
+/* ---- requests ---------------------------------------------------------- */
 
 void
 proc_dump_init(struct proc_job *job, uint64_t seq)
@@ -276,15 +276,24 @@ proc_dump_request(struct proc_job *job, uint64_t seq)
 
 /* The dump ended, with `ranks` ranks' evidence collected. */
 static void
-proc_dump_served(struct proc_job *job, size_t ranks)
+proc_dump_done(struct proc_job *job, size_t ranks)
 {
     job->dump.seq_served = job->dump.seq_running;
     job->dump.running = false;
-    log_info("job=%lld attempt=%d dump_seq=%llu served ranks=%zu",
+    job->dump.duration_ms = timeid_mono_ms() - job->dump.started_mono;
+    log_info("job=%lld attempt=%d directive=%llu served ranks=%zu",
         (long long)job->job, job->attempt,
         (unsigned long long)job->dump.seq_served, ranks);
     proc_notify(job->pt);
     proc_dump_next(job);
+}
+
+bool
+proc_dump_served(const struct proc_job *job, uint64_t seq,
+    int64_t *duration_ms)
+{
+    *duration_ms = job->dump.duration_ms;
+    return seq <= job->dump.seq_served;
 }
 
 void
@@ -293,7 +302,6 @@ proc_dump_report(struct proc_job *job, struct proto_job_status *js,
 {
     size_t i;
 
-    js->dump_seq = job->dump.seq_served;
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 

@@ -96,6 +96,7 @@ proc_job_free(struct proc_job *job)
     free(job->resume_from);
     free(job->ckpt_complete);
     free(job->ckpt_deleting);
+    free(job->directives);
     free(job);
 }
 

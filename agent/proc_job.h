@@ -72,17 +72,19 @@ struct proc_rank {
 };
 
 /*
- * The stack dumps of a job (proc_dump.c). A request is a sequence number
- * (today the launch's dump_seq); the dump that serves it is one action
- * over every running rank: signal, wait on the timer, collect. Requests
- * that arrive while one runs are served by the next run.
+ * The stack dumps of a job (proc_dump.c). A request is the sequence
+ * number of a dump directive; the dump that serves it is one action over
+ * every running rank: signal, wait on the timer, collect. Requests that
+ * arrive while one runs are served by the next run.
  */
 struct proc_dump {
     uv_timer_t timer;           /* the wait for the stacks to land */
     uint64_t seq_want;          /* the newest request */
-    uint64_t seq_served;        /* reported as the job's dump_seq */
+    uint64_t seq_served;        /* every request up to this one is */
     uint64_t seq_running;       /* the request being served */
     bool running;               /* signals sent, timer pending */
+    int64_t started_mono;       /* when the running dump started */
+    int64_t duration_ms;        /* how long the last one took */
 };
 
 struct proc_job {
@@ -126,6 +128,8 @@ struct proc_job {
     char ckpt_err[160];         /* last scan error logged; "" none */
 
     struct proc_dump dump;
+    struct proto_directive *directives; /* the launch's (proc_directive.c) */
+    size_t ndirectives;
 
     int open_handles;           /* handles and requests to wait for */
     bool closing;

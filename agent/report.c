@@ -39,9 +39,6 @@
 #define REPORT_BACKOFF_MIN_MS 100
 #define REPORT_BACKOFF_MAX_MS 5000
 #define REPORT_HEARTBEAT_DEFAULT_MS 1000
-/* Bounds of the lease a status reply may grant (docs/api.md). */
-#define REPORT_LEASE_MIN_MS 100
-#define REPORT_LEASE_MAX_MS 3600000
 #define REPORT_STATUS_TIMEOUT_MS 5000L
 /* How long the scheduler may hold a work request, and how much longer we
  * wait for its answer before calling the connection dead. */
@@ -224,8 +221,10 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     struct report *rp = arg;
     struct err err = { 0 };
     cJSON *root = NULL;
-    int64_t hb = REPORT_HEARTBEAT_DEFAULT_MS, gen = 0;
-    int64_t lease = PROC_LEASE_DEFAULT_MS;
+    struct proto_status_reply reply = {
+        .heartbeat_ms = REPORT_HEARTBEAT_DEFAULT_MS,
+        .lease_ms = PROC_LEASE_DEFAULT_MS,
+    };
     bool was_reg = rp->status_reg_sent;
 
     rp->status_req = NULL;
@@ -235,11 +234,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     }
     /* Unknown fields are tolerated: a newer scheduler may add some. */
     if (jsonx_parse(body->buf, body->len, &root, &err) < 0
-        || jsonx_get_int(root, "heartbeat_ms", false, 100, 60000, &hb,
-               &err) < 0
-        || jsonx_get_int(root, "gen", true, 0, INT64_MAX, &gen, &err) < 0
-        || jsonx_get_int(root, "lease_ms", false, REPORT_LEASE_MIN_MS,
-               REPORT_LEASE_MAX_MS, &lease, &err) < 0) {
+        || proto_status_reply_from_json(root, &reply, &err) < 0) {
         char text[200];
 
         cJSON_Delete(root);
@@ -251,14 +246,14 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
 
     report_log_recovery(rp->status_err, "sending status");
     rp->status_backoff_ms = 0;
-    if (hb != rp->heartbeat_ms)
-        log_debug("heartbeat_ms=%lld", (long long)hb);
-    rp->heartbeat_ms = hb;
+    if (reply.heartbeat_ms != rp->heartbeat_ms)
+        log_debug("heartbeat_ms=%lld", (long long)reply.heartbeat_ms);
+    rp->heartbeat_ms = reply.heartbeat_ms;
     if (was_reg) {
         rp->need_register = false;
         log_info("node=%s agent_id=%s registered with scheduler jobs=%zu "
             "gen=%lld", rp->ad->node, rp->ad->agent_id,
-            proc_njobs(rp->ad->procs), (long long)gen);
+            proc_njobs(rp->ad->procs), (long long)reply.gen);
     }
     if (!rp->need_register && !rp->work_running) {
         rp->work_running = true;
@@ -268,7 +263,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         report_work_fetch(rp);
     }
     if (rp->work_running)
-        report_check_gen(rp, (uint64_t)gen);
+        report_check_gen(rp, reply.gen);
 
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
         rp->status_dirty || rp->need_register ? 0
@@ -279,7 +274,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
      * release's report_kick (the scheduler must learn of it now, not a
      * heartbeat later) is not overridden by the timer set above. */
     proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
-        lease);
+        reply.lease_ms);
 }
 
 /* Whether the output of every rank that ended lately is shipped. */

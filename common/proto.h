@@ -126,6 +126,42 @@ int proto_attempt_state_parse(const char *s, enum proto_attempt_state *out);
 /* STARTING or RUNNING. */
 bool proto_attempt_state_active(enum proto_attempt_state s);
 
+/* ---- directives: the scheduler's instructions to the ranks -------------- */
+
+/* docs/architecture.md "Directives". The cadence work adds "gc" and
+ * "checkpoint" (carried out by the rank's SDK at a step). */
+enum proto_directive_kind {
+    PROTO_DIRECTIVE_DUMP,       /* stack dumps now (hang evidence) */
+};
+#define PROTO_DIRECTIVE_KIND_COUNT 1
+#define PROTO_DIRECTIVES_MAX 64     /* per launch, and acks per rank */
+
+/* Who carries a directive out. */
+enum proto_directive_target {
+    PROTO_TARGET_AGENT,         /* the agent itself (a hung rank cannot) */
+    PROTO_TARGET_RANK,          /* the rank, through its SDK */
+};
+
+const char *proto_directive_kind_str(enum proto_directive_kind k);
+int proto_directive_kind_parse(const char *s,
+    enum proto_directive_kind *out);
+enum proto_directive_target proto_directive_target(
+    enum proto_directive_kind k);
+
+/* One directive in a launch. */
+struct proto_directive {
+    uint64_t seq;               /* within the attempt, from 1 */
+    enum proto_directive_kind kind;
+    int64_t step;               /* act at this step; -1: at once */
+};
+
+/* A rank carried a directive out (part of its status). */
+struct proto_ack {
+    uint64_t seq;
+    int64_t step;               /* the step it acted at; -1: none */
+    int64_t duration_ms;        /* how long it took */
+};
+
 /* ---- rank status: part of the node report ----------------------------- */
 
 enum proto_rank_state {
@@ -167,6 +203,8 @@ struct proto_rank_status {
     char *dump;                 /* stack/proc evidence; may be NULL */
     int64_t *ckpt_steps;        /* steps this rank committed (SDK) */
     size_t nckpt_steps;
+    struct proto_ack *acks;     /* directives carried out (pending ones) */
+    size_t nacks;
 };
 
 struct proto_job_status {
@@ -178,7 +216,6 @@ struct proto_job_status {
      * only), newest last, at most PROTO_STEPS_MAX. */
     int64_t *checkpoints;
     size_t ncheckpoints;
-    uint64_t dump_seq;          /* the last dump request served */
 };
 
 /* ---- node report: POST /v1/agent/status ------------------------------- */
@@ -258,7 +295,8 @@ struct proto_launch {
     int64_t resume_step;        /* -1 when none */
     int keep_checkpoints;       /* 0: keep all (node rank 0 prunes) */
     bool scan_checkpoints;      /* this node reports complete checkpoints */
-    uint64_t dump_seq;          /* increases: collect stack dumps now */
+    struct proto_directive *directives; /* pending for this node's ranks */
+    size_t ndirectives;
 };
 
 int proto_launch_from_json(const cJSON *json, struct proto_launch *l,

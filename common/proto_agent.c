@@ -61,13 +61,124 @@ add_steps(cJSON *obj, const char *key, const int64_t *v, size_t n)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]));
 }
 
+/* An array of at most PROTO_DIRECTIVES_MAX objects of one shape: each is
+ * parsed by fn into element i of an array of `size` bytes per element. */
+static int
+get_objects(const cJSON *obj, const char *key, size_t size,
+    int (*fn)(const cJSON *, void *, struct err *), void **out, size_t *n,
+    struct err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *item;
+    size_t count = 0;
+    char *v;
+    int rc;
+
+    if (arr == NULL)
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return err_set(err, -EINVAL, "field '%s': must be an array", key);
+    if ((size_t)cJSON_GetArraySize(arr) > PROTO_DIRECTIVES_MAX)
+        return err_set(err, -EINVAL, "field '%s': more than %d entries", key,
+            PROTO_DIRECTIVES_MAX);
+    v = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, size);
+    cJSON_ArrayForEach(item, arr) {
+        if ((rc = fn(item, v + count * size, err)) < 0) {
+            err_prefix(err, "field '%s[%zu]': ", key, count);
+            free(v);
+            return rc;
+        }
+        count++;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+static int
+ack_from_json(const cJSON *json, void *out, struct err *err)
+{
+    static const char *const keys[] = { "seq", "step", "duration_ms", NULL };
+    struct proto_ack *a = out;
+    int64_t seq = 0;
+    int rc;
+
+    a->step = -1;
+    if ((rc = jsonx_check_keys(json, keys, err)) ||
+        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq,
+             err)) ||
+        (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &a->step,
+             err)) ||
+        (rc = jsonx_get_int(json, "duration_ms", false, 0, INT64_MAX / 2,
+             &a->duration_ms, err)))
+        return rc;
+    a->seq = (uint64_t)seq;
+    return 0;
+}
+
+static void
+add_acks(cJSON *obj, const struct proto_ack *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, "acks");
+
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+
+        jsonx_add_int(o, "seq", (int64_t)v[i].seq);
+        jsonx_add_int(o, "step", v[i].step);
+        jsonx_add_int(o, "duration_ms", v[i].duration_ms);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+static int
+directive_from_json(const cJSON *json, void *out, struct err *err)
+{
+    static const char *const keys[] = { "seq", "kind", "step", NULL };
+    struct proto_directive *d = out;
+    char *kind = NULL;
+    int64_t seq = 0;
+    int rc;
+
+    d->step = -1;
+    if ((rc = jsonx_check_keys(json, keys, err)) ||
+        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq,
+             err)) ||
+        (rc = jsonx_get_str(json, "kind", true, 32, &kind, err)) ||
+        (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &d->step,
+             err)))
+        goto out;
+    d->seq = (uint64_t)seq;
+    if (proto_directive_kind_parse(kind, &d->kind) < 0)
+        rc = err_set(err, -EINVAL, "field 'kind': unknown directive '%s'",
+            kind);
+out:
+    free(kind);
+    return rc;
+}
+
+static void
+add_directives(cJSON *obj, const struct proto_directive *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, "directives");
+
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+
+        jsonx_add_int(o, "seq", (int64_t)v[i].seq);
+        jsonx_add_str(o, "kind", proto_directive_kind_str(v[i].kind));
+        jsonx_add_int(o, "step", v[i].step);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
 static int
 rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
     struct err *err)
 {
     static const char *const keys[] = { "rank", "state", "pid", "start_ms",
         "end_ms", "exit_code", "signal", "stderr_tail", "fenced", "step",
-        "idle_ms", "progress", "dump", "ckpt_steps", NULL };
+        "idle_ms", "progress", "dump", "ckpt_steps", "acks", NULL };
     char *state = NULL, *progress = NULL;
     int rc;
 
@@ -95,7 +206,9 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
         (rc = jsonx_get_str(json, "dump", false, PROTO_DUMP_MAX * 2, &r->dump,
              err)) ||
         (rc = get_steps(json, "ckpt_steps", &r->ckpt_steps, &r->nckpt_steps,
-             err)))
+             err)) ||
+        (rc = get_objects(json, "acks", sizeof(*r->acks), ack_from_json,
+             (void **)&r->acks, &r->nacks, err)))
         goto fail;
     if (proto_rank_state_parse(state, &r->state) < 0) {
         rc = err_set(err, -EINVAL, "field 'state': unknown rank state '%s'",
@@ -116,6 +229,7 @@ fail:
     free(r->stderr_tail);
     free(r->dump);
     free(r->ckpt_steps);
+    free(r->acks);
     memset(r, 0, sizeof(*r));
     return rc;
 }
@@ -144,6 +258,8 @@ rank_status_to_json(const struct proto_rank_status *r)
         jsonx_add_str(o, "dump", r->dump);
     if (r->nckpt_steps)
         add_steps(o, "ckpt_steps", r->ckpt_steps, r->nckpt_steps);
+    if (r->nacks)
+        add_acks(o, r->acks, r->nacks);
     return o;
 }
 
@@ -154,6 +270,7 @@ job_status_release(struct proto_job_status *j)
         free(j->ranks[i].stderr_tail);
         free(j->ranks[i].dump);
         free(j->ranks[i].ckpt_steps);
+        free(j->ranks[i].acks);
     }
     free(j->ranks);
     free(j->checkpoints);
@@ -165,9 +282,8 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
     struct err *err)
 {
     static const char *const keys[] = { "job", "attempt", "ranks",
-        "checkpoints", "dump_seq", NULL };
+        "checkpoints", NULL };
     const cJSON *ranks, *item;
-    int64_t dump_seq = 0;
     size_t n;
     int rc;
 
@@ -175,13 +291,11 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = jsonx_get_int(json, "job", true, 1, INT64_MAX / 2, &j->job,
              err)) ||
-        (rc = proto_get_int(json, "attempt", true, 1, INT32_MAX, &j->attempt, err)) ||
-        (rc = jsonx_get_int(json, "dump_seq", false, 0, INT64_MAX / 2,
-             &dump_seq, err)) ||
+        (rc = proto_get_int(json, "attempt", true, 1, INT32_MAX, &j->attempt,
+             err)) ||
         (rc = get_steps(json, "checkpoints", &j->checkpoints,
              &j->ncheckpoints, err)))
         return rc;
-    j->dump_seq = (uint64_t)dump_seq;
     ranks = cJSON_GetObjectItemCaseSensitive(json, "ranks");
     if (!cJSON_IsArray(ranks))
         return err_set(err, -EINVAL, "field 'ranks': must be an array");
@@ -313,8 +427,6 @@ proto_node_report_to_json(const struct proto_node_report *rep)
         jsonx_add_int(jo, "attempt", j->attempt);
         if (j->ncheckpoints)
             add_steps(jo, "checkpoints", j->checkpoints, j->ncheckpoints);
-        if (j->dump_seq)
-            jsonx_add_int(jo, "dump_seq", (int64_t)j->dump_seq);
         ranks = cJSON_AddArrayToObject(jo, "ranks");
         for (size_t r = 0; r < j->nranks; r++)
             cJSON_AddItemToArray(ranks, rank_status_to_json(&j->ranks[r]));
@@ -372,6 +484,7 @@ proto_launch_release(struct proto_launch *l)
     free(l->ranks);
     free(l->checkpoint_dir);
     free(l->resume_from);
+    free(l->directives);
     memset(l, 0, sizeof(*l));
 }
 
@@ -398,7 +511,6 @@ static int
 launch_fields_from_json(const cJSON *json, struct proto_launch *l,
     struct err *err)
 {
-    int64_t dump_seq = 0;
     int rc;
 
     if ((rc = jsonx_get_int(json, "job", true, 1, INT64_MAX / 2, &l->job,
@@ -435,11 +547,8 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
         (rc = proto_get_int(json, "keep_checkpoints", false, 0, 100000,
              &l->keep_checkpoints, err)) ||
         (rc = jsonx_get_bool(json, "scan_checkpoints", false,
-             &l->scan_checkpoints, err)) ||
-        (rc = jsonx_get_int(json, "dump_seq", false, 0, INT64_MAX / 2,
-             &dump_seq, err)))
+             &l->scan_checkpoints, err)))
         return rc;
-    l->dump_seq = (uint64_t)dump_seq;
     if (l->argc == 0 || l->argv[0][0] == '\0')
         return err_set(err, -EINVAL, "field 'argv': the command is empty");
     if (l->node_rank >= l->nnodes)
@@ -491,14 +600,17 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
         "world_size", "master_addr", "master_port", "ranks",
         "checkpoint_dir", "resume_from", "resume_step", "keep_checkpoints",
-        "scan_checkpoints", "dump_seq", NULL };
+        "scan_checkpoints", "directives", NULL };
     int rc;
 
     memset(l, 0, sizeof(*l));
     l->resume_step = -1;
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = launch_fields_from_json(json, l, err)) ||
-        (rc = launch_ranks_from_json(json, l, err))) {
+        (rc = launch_ranks_from_json(json, l, err)) ||
+        (rc = get_objects(json, "directives", sizeof(*l->directives),
+             directive_from_json, (void **)&l->directives, &l->ndirectives,
+             err))) {
         proto_launch_release(l);
         return rc;
     }
@@ -542,7 +654,8 @@ proto_launch_to_json(const struct proto_launch *l)
     jsonx_add_int(o, "resume_step", l->resume_step);
     jsonx_add_int(o, "keep_checkpoints", l->keep_checkpoints);
     cJSON_AddBoolToObject(o, "scan_checkpoints", l->scan_checkpoints);
-    jsonx_add_int(o, "dump_seq", (int64_t)l->dump_seq);
+    if (l->ndirectives)
+        add_directives(o, l->directives, l->ndirectives);
     return o;
 }
 

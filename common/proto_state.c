@@ -4,7 +4,7 @@
  * The names are the ones the API, the database and the CLI use (docs/
  * api.md); the scheduler's transition tables (scheduler/job.c) and the
  * CLI's formatting both work from these, so a state is spelled in one
- * place.
+ * place. The kinds of directives are here too, for the same reason.
  */
 #include "proto.h"
 
@@ -154,4 +154,37 @@ proto_progress_parse(const char *s, enum proto_progress *out)
         return i;
     *out = (enum proto_progress)i;
     return 0;
+}
+
+static const char *const directive_kind_names[PROTO_DIRECTIVE_KIND_COUNT] = {
+    [PROTO_DIRECTIVE_DUMP] = "dump",
+};
+
+const char *
+proto_directive_kind_str(enum proto_directive_kind k)
+{
+    if ((unsigned)k >= PROTO_DIRECTIVE_KIND_COUNT)
+        return "unknown";
+    return directive_kind_names[k];
+}
+
+int
+proto_directive_kind_parse(const char *s, enum proto_directive_kind *out)
+{
+    int i = name_index(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum proto_directive_kind)i;
+    return 0;
+}
+
+enum proto_directive_target
+proto_directive_target(enum proto_directive_kind k)
+{
+    switch (k) {
+    case PROTO_DIRECTIVE_DUMP:
+        break;
+    }
+    return PROTO_TARGET_AGENT;
 }

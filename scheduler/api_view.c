@@ -12,10 +12,13 @@
 #include "common/xalloc.h"
 #include "scheduler/api_req.h"
 #include "scheduler/db.h"
+#include "scheduler/failure.h"
 #include "scheduler/stats.h"
 
 #define API_VIEW_JOB_EVENTS 50
 #define API_VIEW_NODE_EVENTS 50
+/* Stack dumps shown with a hang (every rank keeps its own). */
+#define API_VIEW_DUMPS_MAX 64
 
 static void
 add_int_or_null(cJSON *o, const char *key, bool known, int64_t v)
@@ -67,11 +70,26 @@ attempt_ranks(const struct attempt *a)
     return ranks;
 }
 
+/* The attempt's failure: its evidence and, for a hang, the stack dumps
+ * of its ranks (the hung rank's first). */
+static cJSON *
+attempt_failure(const struct attempt *a)
+{
+    cJSON *f;
+
+    if (!a->has_failure)
+        return cJSON_CreateNull();
+    f = evidence_to_json(&a->failure);
+    if (a->failure.kind == POLICY_KIND_HANG)
+        cJSON_AddItemToObject(f, "dumps",
+            failure_dumps_json(a, a->failure.rank, API_VIEW_DUMPS_MAX));
+    return f;
+}
+
 static cJSON *
 attempt_json(const struct attempt *a)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *f = a->has_failure && a->failure ? cJSON_Parse(a->failure) : NULL;
 
     jsonx_add_int(o, "attempt", a->num);
     jsonx_add_str(o, "state", proto_attempt_state_str(a->state));
@@ -86,10 +104,7 @@ attempt_json(const struct attempt *a)
     jsonx_add_int(o, "failed_ms", a->failed_ms);
     jsonx_add_int(o, "detected_ms", a->detected_ms);
     jsonx_add_int(o, "released_ms", a->released_ms);
-    if (f)
-        cJSON_AddItemToObject(o, "failure", f);
-    else
-        cJSON_AddNullToObject(o, "failure");
+    cJSON_AddItemToObject(o, "failure", attempt_failure(a));
     cJSON_AddItemToObject(o, "nodes", attempt_nodes(a));
     cJSON_AddItemToObject(o, "ranks", attempt_ranks(a));
     return o;

@@ -65,7 +65,10 @@ attempt_destroy(struct attempt *a)
     free(a->reason);
     free(a->master_addr);
     free(a->resume_from);
-    free(a->failure);
+    evidence_release(&a->failure);
+    for (size_t i = 0; i < a->ndirectives; i++)
+        free(a->directives[i].acked);
+    free(a->directives);
     free(a->tallies);
     free(a);
 }
@@ -80,15 +83,16 @@ attempt_set_reason(struct attempt *a, const char *reason)
 }
 
 void
-attempt_set_failure(struct attempt *a, enum policy_kind kind,
-    const char *json)
+attempt_set_failure(struct attempt *a, const struct evidence *e, bool failed)
 {
-    char *copy = json ? xstrdup(json) : NULL;
+    struct evidence copy;
 
-    free(a->failure);
-    a->failure = copy;
-    a->has_failure = json != NULL;
-    a->failure_kind = kind;
+    if (e)
+        evidence_copy(&copy, e);
+    evidence_release(&a->failure);
+    if (e)
+        a->failure = copy;
+    a->has_failure = e && failed;
 }
 
 void
@@ -126,6 +130,101 @@ attempt_tally_prune(struct attempt *a, int64_t step)
             a->tallies[keep++] = a->tallies[i];
     }
     a->ntallies = keep;
+}
+
+/* ---- directives ------------------------------------------------------- */
+
+/* Forget directives, the oldest done ones first (the oldest of all when
+ * none is done), until there is room for one more. */
+static void
+directive_make_room(struct attempt *a)
+{
+    while (a->ndirectives >= ATTEMPT_DIRECTIVES_MAX) {
+        size_t i = 0;
+
+        while (i < a->ndirectives && a->directives[i].done_ms == 0)
+            i++;
+        if (i == a->ndirectives)
+            i = 0;
+        free(a->directives[i].acked);
+        memmove(&a->directives[i], &a->directives[i + 1],
+            (a->ndirectives - i - 1) * sizeof(*a->directives));
+        a->ndirectives--;
+    }
+}
+
+struct attempt_directive *
+attempt_directive_load(struct attempt *a, uint64_t seq,
+    enum proto_directive_kind kind, int64_t step, int64_t issued_ms,
+    int64_t done_ms)
+{
+    struct attempt_directive *d;
+
+    directive_make_room(a);
+    a->directives = xreallocarray(a->directives, a->ndirectives + 1,
+        sizeof(*a->directives));
+    d = &a->directives[a->ndirectives++];
+    memset(d, 0, sizeof(*d));
+    d->seq = seq;
+    d->kind = kind;
+    d->step = step;
+    d->issued_ms = issued_ms;
+    d->done_ms = done_ms;
+    d->acked = xcalloc(a->nranks + 1, sizeof(*d->acked));
+    if (seq > a->directive_seq)
+        a->directive_seq = seq;
+    return d;
+}
+
+struct attempt_directive *
+attempt_directive_add(struct attempt *a, enum proto_directive_kind kind,
+    int64_t step, int64_t now)
+{
+    return attempt_directive_load(a, a->directive_seq + 1, kind, step, now,
+        0);
+}
+
+struct attempt_directive *
+attempt_directive_find(const struct attempt *a, uint64_t seq)
+{
+    for (size_t i = 0; i < a->ndirectives; i++) {
+        if (a->directives[i].seq == seq)
+            return &a->directives[i];
+    }
+    return NULL;
+}
+
+bool
+attempt_directive_ack(const struct attempt *a, struct attempt_directive *d,
+    int rank)
+{
+    if (rank < 0 || (size_t)rank >= a->nranks || d->acked[rank])
+        return false;
+    d->acked[rank] = true;
+    d->nacked++;
+    return true;
+}
+
+bool
+attempt_directive_node_done(const struct attempt *a,
+    const struct attempt_directive *d, int k)
+{
+    for (int l = 0; l < a->ranks_per_node; l++) {
+        if (!d->acked[(size_t)k * (size_t)a->ranks_per_node + (size_t)l])
+            return false;
+    }
+    return true;
+}
+
+bool
+attempt_directive_live_done(const struct attempt *a,
+    const struct attempt_directive *d, const bool *live)
+{
+    for (int k = 0; k < a->nnodes; k++) {
+        if (live[k] && !attempt_directive_node_done(a, d, k))
+            return false;
+    }
+    return true;
 }
 
 struct placement *

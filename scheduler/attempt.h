@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "scheduler/evidence.h"
 #include "scheduler/policy.h"
 
 struct job;
@@ -36,8 +37,6 @@ struct placement {
     int64_t memory_mb;          /* held */
     uint64_t gen;               /* node generation that first carried it */
     bool released;
-    uint64_t dump_acked;        /* the last dump request its agent served
-                                 * (in memory; reports repeat it) */
 };
 
 struct attempt_rank {
@@ -62,6 +61,24 @@ struct attempt_rank {
     int64_t seen_mono;          /* when that report arrived; 0 never */
     int64_t ckpt_max;           /* highest SDK commit counted; -1 none */
 };
+
+/* An instruction to the ranks of the attempt (docs/architecture.md
+ * "Directives"): "stack dump now", later "at step S collect garbage",
+ * "at step S checkpoint". Each has a sequence number within the attempt;
+ * the agents acknowledge it for each rank once it was carried out. */
+struct attempt_directive {
+    uint64_t seq;
+    enum proto_directive_kind kind;
+    int64_t step;               /* -1: at once */
+    int64_t issued_ms;
+    int64_t done_ms;            /* every live rank acknowledged it; 0 not
+                                 * yet */
+    size_t nacked;
+    bool *acked;                /* by rank; in memory only (agents repeat
+                                 * their acks while it is pending) */
+};
+/* Directives kept per attempt; adding one drops the oldest done ones. */
+#define ATTEMPT_DIRECTIVES_MAX 16
 
 /* Ranks that committed one (not yet complete) checkpoint step through the
  * SDK or the API in this attempt. */
@@ -89,12 +106,14 @@ struct attempt {
     int64_t failed_ms;          /* when the evidence says it failed */
     int64_t detected_ms;        /* when the scheduler decided it had */
     int64_t released_ms;        /* every node released it */
-    bool has_failure;
-    enum policy_kind failure_kind;
-    char *failure;              /* JSON evidence; NULL when none */
-    uint64_t dump_seq;          /* stack-dump requests sent so far */
-    int64_t dump_deadline_ms;   /* a hang waiting for its dumps (failure
-                                 * holds its evidence); 0 none */
+    bool has_failure;           /* it failed: failure is its evidence */
+    struct evidence failure;    /* also a hang's while it waits for its
+                                 * dumps (has_failure still false) */
+    int64_t dump_deadline_ms;   /* a hang waiting for its dumps; 0 none */
+    uint64_t hang_seq;          /* the dump directive that hang waits for */
+    struct attempt_directive *directives;   /* the newest, by seq */
+    size_t ndirectives;
+    uint64_t directive_seq;     /* the last sequence number handed out */
     struct attempt_tally *tallies;  /* incomplete checkpoint steps */
     size_t ntallies;
 
@@ -113,9 +132,10 @@ struct attempt *attempt_create(int64_t job_id, int num, int nnodes,
 /* Frees everything the attempt owns. Accepts NULL. */
 void attempt_destroy(struct attempt *a);
 void attempt_set_reason(struct attempt *a, const char *reason);
-/* Replace the failure evidence (JSON text, copied; NULL clears it). */
-void attempt_set_failure(struct attempt *a, enum policy_kind kind,
-    const char *json);
+/* Replace the evidence with a copy of e (has_failure as given); NULL
+ * clears it. */
+void attempt_set_failure(struct attempt *a, const struct evidence *e,
+    bool failed);
 void attempt_set_resume(struct attempt *a, int64_t step, const char *path);
 
 /* Count a checkpoint commit of `step` by a rank not counted for it yet
@@ -124,6 +144,33 @@ void attempt_set_resume(struct attempt *a, int64_t step, const char *path);
 int attempt_tally_add(struct attempt *a, int64_t step);
 /* Forget the tallies of steps <= step (they can no longer matter). */
 void attempt_tally_prune(struct attempt *a, int64_t step);
+
+/* ---- directives ------------------------------------------------------- */
+
+/* A new directive of kind at step (-1: at once), issued at now: the next
+ * sequence number. Beyond ATTEMPT_DIRECTIVES_MAX the oldest done ones are
+ * forgotten first. The pointers these return are valid until the next
+ * directive is added. */
+struct attempt_directive *attempt_directive_add(struct attempt *a,
+    enum proto_directive_kind kind, int64_t step, int64_t now);
+/* Put back a directive loaded from the database (its acks are unknown). */
+struct attempt_directive *attempt_directive_load(struct attempt *a,
+    uint64_t seq, enum proto_directive_kind kind, int64_t step,
+    int64_t issued_ms, int64_t done_ms);
+/* The directive seq; NULL when unknown (or forgotten). */
+struct attempt_directive *attempt_directive_find(const struct attempt *a,
+    uint64_t seq);
+/* rank acknowledged d; true when that is news. */
+bool attempt_directive_ack(const struct attempt *a,
+    struct attempt_directive *d, int rank);
+/* Whether every rank of node rank k acknowledged d. */
+bool attempt_directive_node_done(const struct attempt *a,
+    const struct attempt_directive *d, int k);
+/* Whether every rank acknowledged d on the nodes k with live[k] (a node
+ * that is lost, or whose placement was released, sends nothing, so the
+ * caller leaves it out). */
+bool attempt_directive_live_done(const struct attempt *a,
+    const struct attempt_directive *d, const bool *live);
 
 /* The placement on node `name`; NULL if none. */
 struct placement *attempt_placement_by_node(struct attempt *a,

@@ -193,6 +193,7 @@ static const struct db_stmt_def *const db_stmt_tables[] = {
     db_node_stmts,
     db_job_stmts,
     db_attempt_stmts,
+    db_directive_stmts,
     db_ckpt_stmts,
     db_blame_stmts,
     db_history_stmts,

@@ -96,14 +96,14 @@ int db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
 
 /* Insert the attempt row, its placements and its (pending) ranks. */
 int db_attempt_insert(struct db *db, const struct attempt *a);
-/* Write state, reason and end_ms. */
+/* Write its state, reason, times, failure evidence and pending hang. */
 int db_attempt_update(struct db *db, const struct attempt *a);
 int db_rank_update(struct db *db, const struct attempt *a,
     const struct attempt_rank *r);
 int db_placement_release(struct db *db, const struct placement *p);
 
-/* One attempt with placements and ranks; -ENOENT when absent. *out:
- * caller destroys. */
+/* One attempt with placements, ranks and directives; -ENOENT when absent.
+ * *out: caller destroys. */
 int db_attempt_get(struct db *db, int64_t job_id, int num,
     struct attempt **out);
 /* Every attempt of a job, oldest first. *out (array of pointers) and each
@@ -152,7 +152,7 @@ int db_blame_insert(struct db *db, const char *node, int64_t job_id,
     int attempt, int64_t time_ms, const char *kind, const char *evidence,
     bool withdrawn);
 /* Withdraw the blame an attempt's failure put on nodes (its evidence's
- * "blamed" becomes "blame_withdrawn"). */
+ * blame becomes "withdrawn"). */
 int db_blame_withdraw(struct db *db, int64_t job_id, int attempt);
 
 /* A blame row; strings borrowed for the callback. */
@@ -172,12 +172,20 @@ int db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
 int db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
     db_blame_fn *fn, void *arg);
 
+/* ---- directives --------------------------------------------------------- */
+
+/* A new directive of attempt a. */
+int db_directive_insert(struct db *db, const struct attempt *a,
+    const struct attempt_directive *d);
+/* d is done (its done_ms). */
+int db_directive_done(struct db *db, const struct attempt *a,
+    const struct attempt_directive *d);
+
 /* ---- failure history (crash loops) -------------------------------------- */
 
 struct db_failure_row {
     int attempt;
-    enum policy_kind kind;
-    char *failure;              /* its evidence, JSON */
+    struct evidence failure;    /* its evidence */
     int64_t resume_step;
     /* How the asked-for rank ended in that attempt. */
     bool rank_known;

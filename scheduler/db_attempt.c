@@ -24,8 +24,8 @@
 static const char sql_attempt_insert[] =
     "INSERT INTO attempts (job_id, attempt, state, reason, start_ms, "
     "end_ms, nodes, ranks_per_node, master_addr, master_port, resume_step, "
-    "resume_from, dump_seq) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+    "resume_from) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 static const char sql_placement_insert[] =
     "INSERT INTO placements (job_id, attempt, node_rank, node, gpus, cpus, "
@@ -107,7 +107,6 @@ db_attempt_insert(struct db *db, const struct attempt *a)
     sqlite3_bind_int(st, 10, a->master_port);
     sqlite3_bind_int64(st, 11, a->resume_step);
     db_bind_text(st, 12, a->resume_from);
-    sqlite3_bind_int64(st, 13, (sqlite3_int64)a->dump_seq);
     if ((rc = db_write(db, st, "attempt insert")) < 0)
         return rc;
     for (int k = 0; k < a->nnodes; k++) {
@@ -124,8 +123,13 @@ db_attempt_insert(struct db *db, const struct attempt *a)
 static const char sql_attempt_update[] =
     "UPDATE attempts SET state = ?3, reason = ?4, end_ms = ?5, "
     "running_ms = ?6, failed_ms = ?7, detected_ms = ?8, released_ms = ?9, "
-    "failure_kind = ?10, failure = ?11, dump_seq = ?12, "
-    "dump_deadline_ms = ?13 WHERE job_id = ?1 AND attempt = ?2";
+    "failure_kind = ?10, dump_deadline_ms = ?11, hang_seq = ?12, "
+    "failure_node = ?13, failure_rank = ?14, failure_exit_code = ?15, "
+    "failure_signal = ?16, failure_fenced = ?17, failure_last_step = ?18, "
+    "failure_heartbeat_ms = ?19, failure_idle_ms = ?20, "
+    "failure_source = ?21, failure_actor = ?22, failure_stderr = ?23, "
+    "failure_evidence_ms = ?24, failure_blame = ?25 "
+    "WHERE job_id = ?1 AND attempt = ?2";
 
 int
 db_attempt_update(struct db *db, const struct attempt *a)
@@ -140,12 +144,11 @@ db_attempt_update(struct db *db, const struct attempt *a)
     sqlite3_bind_int64(st, 7, a->failed_ms);
     sqlite3_bind_int64(st, 8, a->detected_ms);
     sqlite3_bind_int64(st, 9, a->released_ms);
-    db_bind_text(st, 10, a->has_failure ? policy_kind_str(a->failure_kind)
+    db_bind_text(st, 10, a->has_failure ? policy_kind_str(a->failure.kind)
                                         : "");
-    if (a->failure)
-        db_bind_text(st, 11, a->failure);
-    sqlite3_bind_int64(st, 12, (sqlite3_int64)a->dump_seq);
-    sqlite3_bind_int64(st, 13, a->dump_deadline_ms);
+    sqlite3_bind_int64(st, 11, a->dump_deadline_ms);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)a->hang_seq);
+    db_bind_evidence(st, 13, &a->failure);
     return db_write(db, st, "attempt update");
 }
 
@@ -260,7 +263,10 @@ attempt_load_children(struct db *db, struct attempt *a)
     if (rc < 0)
         return rc;
     db_bind_attempt_key(db->ranks_of, 1, a->job_id, a->num);
-    return db_rows(db, db->ranks_of, "ranks load", rank_row, a);
+    rc = db_rows(db, db->ranks_of, "ranks load", rank_row, a);
+    if (rc < 0)
+        return rc;
+    return db_directives_load(db, a);
 }
 
 /* ---- reads -------------------------------------------------------------- */
@@ -269,23 +275,26 @@ attempt_load_children(struct db *db, struct attempt *a)
     "job_id, attempt, state, reason, start_ms, end_ms, nodes, "             \
     "ranks_per_node, master_addr, master_port, resume_step, resume_from, "  \
     "running_ms, failed_ms, detected_ms, released_ms, failure_kind, "       \
-    "failure, dump_seq, dump_deadline_ms"
+    "dump_deadline_ms, hang_seq, " DB_EVIDENCE_COLUMNS
 
-/* Columns 16 and 17 (failure_kind, failure): the attempt's failure. */
+/* Columns 16 on (failure_kind, dump_deadline_ms, hang_seq, the evidence):
+ * the attempt's failure, or the evidence of a hang waiting for its
+ * dumps. */
 static void
 attempt_failure_from_row(sqlite3_stmt *st, struct attempt *a)
 {
-    if (db_col_text(st, 16)[0] != '\0') {
-        enum policy_kind kind = POLICY_KIND_RANK_EXIT;
+    const char *kind = db_col_text(st, 16);
 
-        policy_kind_parse(db_col_text(st, 16), &kind);
-        attempt_set_failure(a, kind,
-            db_col_is_null(st, 17) ? "{}" : db_col_text(st, 17));
-    } else if (!db_col_is_null(st, 17)) {
-        /* A hang's evidence, waiting for its dumps. */
-        attempt_set_failure(a, POLICY_KIND_HANG, db_col_text(st, 17));
-        a->has_failure = false;
-    }
+    a->dump_deadline_ms = sqlite3_column_int64(st, 17);
+    a->hang_seq = (uint64_t)sqlite3_column_int64(st, 18);
+    if (kind[0] == '\0' && a->dump_deadline_ms <= 0)
+        return;
+    evidence_init(&a->failure, POLICY_KIND_HANG);
+    db_col_evidence(st, 19, &a->failure);
+    a->has_failure = kind[0] != '\0';
+    if (a->has_failure &&
+        policy_kind_parse(kind, &a->failure.kind) < 0)
+        a->failure.kind = POLICY_KIND_RANK_EXIT;
 }
 
 /* An attempt from a row of ATTEMPT_COLUMNS, without children. NULL when
@@ -319,8 +328,6 @@ attempt_from_row(sqlite3_stmt *st)
     a->detected_ms = sqlite3_column_int64(st, 14);
     a->released_ms = sqlite3_column_int64(st, 15);
     attempt_failure_from_row(st, a);
-    a->dump_seq = (uint64_t)sqlite3_column_int64(st, 18);
-    a->dump_deadline_ms = sqlite3_column_int64(st, 19);
     return a;
 }
 

@@ -36,10 +36,8 @@ static const char sql_blame_withdraw[] =
 
 /* The attempt's evidence says so too: "blamed" becomes "blame_withdrawn". */
 static const char sql_failure_unblame[] =
-    "UPDATE attempts SET failure = json_remove(json_set(failure, "
-    "'$.blame_withdrawn', json_extract(failure, '$.blamed')), '$.blamed') "
-    "WHERE job_id = ?1 AND attempt = ?2 AND json_valid(failure) "
-    "AND json_extract(failure, '$.blamed') IS NOT NULL";
+    "UPDATE attempts SET failure_blame = 'withdrawn' "
+    "WHERE job_id = ?1 AND attempt = ?2 AND failure_blame = 'blamed'";
 
 int
 db_blame_withdraw(struct db *db, int64_t job_id, int attempt)

@@ -189,3 +189,66 @@ db_unjson_strv(const char *text, char ***out, size_t *n)
         *out = v;
     return rc;
 }
+
+/* ---- failure evidence --------------------------------------------------- */
+
+static void
+bind_opt_text(struct sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+}
+
+void
+db_bind_evidence(struct sqlite3_stmt *st, int first,
+    const struct evidence *e)
+{
+    bind_opt_text(st, first, e->node);
+    if (e->rank >= 0)
+        sqlite3_bind_int(st, first + 1, e->rank);
+    if (e->has_exit) {
+        sqlite3_bind_int(st, first + 2, e->exit_code);
+        sqlite3_bind_int(st, first + 3, e->signal);
+    }
+    sqlite3_bind_int(st, first + 4, e->fenced);
+    if (e->last_step >= 0)
+        sqlite3_bind_int64(st, first + 5, e->last_step);
+    sqlite3_bind_int64(st, first + 6, e->last_heartbeat_ms);
+    sqlite3_bind_int64(st, first + 7, e->idle_ms);
+    bind_opt_text(st, first + 8, e->source);
+    bind_opt_text(st, first + 9, e->actor);
+    bind_opt_text(st, first + 10, e->stderr_tail);
+    sqlite3_bind_int64(st, first + 11, e->failed_ms);
+    db_bind_text(st, first + 12, evidence_blame_str(e->blame));
+}
+
+static char *
+col_opt_strdup(struct sqlite3_stmt *st, int i)
+{
+    return db_col_is_null(st, i) ? NULL : db_col_strdup(st, i);
+}
+
+void
+db_col_evidence(struct sqlite3_stmt *st, int first, struct evidence *e)
+{
+    e->node = col_opt_strdup(st, first);
+    e->rank = db_col_is_null(st, first + 1) ? -1
+                                            : sqlite3_column_int(st,
+                                                  first + 1);
+    e->has_exit = !db_col_is_null(st, first + 2);
+    e->exit_code = sqlite3_column_int(st, first + 2);
+    e->signal = sqlite3_column_int(st, first + 3);
+    e->fenced = sqlite3_column_int(st, first + 4) != 0;
+    e->last_step = db_col_is_null(st, first + 5)
+                       ? -1
+                       : sqlite3_column_int64(st, first + 5);
+    e->last_heartbeat_ms = sqlite3_column_int64(st, first + 6);
+    e->idle_ms = sqlite3_column_int64(st, first + 7);
+    e->source = col_opt_strdup(st, first + 8);
+    e->actor = col_opt_strdup(st, first + 9);
+    e->stderr_tail = col_opt_strdup(st, first + 10);
+    e->failed_ms = sqlite3_column_int64(st, first + 11);
+    if (evidence_blame_parse(db_col_text(st, first + 12), &e->blame) < 0)
+        e->blame = EVIDENCE_BLAME_NONE;
+}
+

@@ -21,8 +21,9 @@
 
 /* Every failed attempt of a job, with how one rank ended in it. */
 static const char sql_failures_job[] =
-    "SELECT a.attempt, a.failure_kind, a.failure, a.resume_step, "
-    "r.state, r.exit_code, r.signal, r.step, r.end_ms, a.detected_ms "
+    "SELECT a.attempt, a.failure_kind, a.resume_step, "
+    "r.state, r.exit_code, r.signal, r.step, r.end_ms, a.detected_ms, "
+    DB_EVIDENCE_COLUMNS " "
     "FROM attempts a LEFT JOIN ranks r ON r.job_id = a.job_id "
     "AND r.attempt = a.attempt AND r.rank = ?2 "
     "WHERE a.job_id = ?1 AND a.failure_kind != '' ORDER BY a.attempt";
@@ -35,7 +36,7 @@ void
 db_failure_rows_free(struct db_failure_row *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        free(v[i].failure);
+        evidence_release(&v[i].failure);
         for (size_t k = 0; k < v[i].nnodes; k++)
             free(v[i].nodes[k]);
         free(v[i].nodes);
@@ -59,19 +60,19 @@ failure_row(sqlite3_stmt *st, void *arg)
     f = &vec->v[vec->n++];
     memset(f, 0, sizeof(*f));
     f->attempt = sqlite3_column_int(st, 0);
-    if (policy_kind_parse(db_col_text(st, 1), &f->kind) < 0)
-        f->kind = POLICY_KIND_RANK_EXIT;
-    f->failure = db_col_strdup(st, 2);
-    f->resume_step = sqlite3_column_int64(st, 3);
-    f->rank_known = !db_col_is_null(st, 4);
+    evidence_init(&f->failure, POLICY_KIND_RANK_EXIT);
+    policy_kind_parse(db_col_text(st, 1), &f->failure.kind);
+    f->resume_step = sqlite3_column_int64(st, 2);
+    f->rank_known = !db_col_is_null(st, 3);
     if (f->rank_known)
-        proto_rank_state_parse(db_col_text(st, 4), &f->rank_state);
-    f->rank_has_exit = !db_col_is_null(st, 5);
-    f->rank_exit_code = sqlite3_column_int(st, 5);
-    f->rank_signal = sqlite3_column_int(st, 6);
-    f->rank_step = f->rank_known ? sqlite3_column_int64(st, 7) : -1;
-    f->rank_end_ms = sqlite3_column_int64(st, 8);
-    f->detected_ms = sqlite3_column_int64(st, 9);
+        proto_rank_state_parse(db_col_text(st, 3), &f->rank_state);
+    f->rank_has_exit = !db_col_is_null(st, 4);
+    f->rank_exit_code = sqlite3_column_int(st, 4);
+    f->rank_signal = sqlite3_column_int(st, 5);
+    f->rank_step = f->rank_known ? sqlite3_column_int64(st, 6) : -1;
+    f->rank_end_ms = sqlite3_column_int64(st, 7);
+    f->detected_ms = sqlite3_column_int64(st, 8);
+    db_col_evidence(st, 9, &f->failure);
     return 0;
 }
 

@@ -11,6 +11,7 @@
  *   db_node.c     nodes
  *   db_job.c      jobs
  *   db_attempt.c  attempts with their placements and ranks
+ *   db_directive.c  the directives of attempts
  *   db_ckpt.c     complete checkpoints and per-rank commits
  *   db_blame.c    blame put on nodes, and its withdrawal
  *   db_history.c  failure history (crash loops) and goodput rows
@@ -78,6 +79,10 @@ struct db {
     struct sqlite3_stmt *attempts_live;
     struct sqlite3_stmt *placements_of;
     struct sqlite3_stmt *ranks_of;
+    /* db_directive.c */
+    struct sqlite3_stmt *directive_insert;
+    struct sqlite3_stmt *directive_done;
+    struct sqlite3_stmt *directives_of;
     /* db_ckpt.c */
     struct sqlite3_stmt *checkpoint_insert;
     struct sqlite3_stmt *checkpoints_job;
@@ -118,6 +123,7 @@ struct db_stmt_def {
 extern const struct db_stmt_def db_node_stmts[];
 extern const struct db_stmt_def db_job_stmts[];
 extern const struct db_stmt_def db_attempt_stmts[];
+extern const struct db_stmt_def db_directive_stmts[];
 extern const struct db_stmt_def db_ckpt_stmts[];
 extern const struct db_stmt_def db_blame_stmts[];
 extern const struct db_stmt_def db_history_stmts[];
@@ -172,6 +178,10 @@ struct db_walk {
     void *arg;
 };
 
+/* Add the directives of a (bound by the caller's key) to it
+ * (db_directive.c). */
+int db_directives_load(struct db *db, struct attempt *a);
+
 /* ---- values in and out of columns (db_col.c) ---------------------------- */
 
 /* Bind s as text ("" for NULL), copied. */
@@ -192,6 +202,19 @@ bool db_col_is_null(struct sqlite3_stmt *st, int i);
  * element (so string vectors are NULL-terminated; caller frees it and,
  * for strings, each element) and *n to its length; -EIO, with *out
  * untouched, when text is not the expected JSON container. */
+/* An attempt's failure evidence in DB_EVIDENCE_NCOLS columns from ?first
+ * (failure_node .. failure_blame; NULL where a field does not apply), and
+ * back from the column first of a row (kind is the caller's). */
+#define DB_EVIDENCE_COLUMNS                                                 \
+    "failure_node, failure_rank, failure_exit_code, failure_signal, "       \
+    "failure_fenced, failure_last_step, failure_heartbeat_ms, "             \
+    "failure_idle_ms, failure_source, failure_actor, failure_stderr, "      \
+    "failure_evidence_ms, failure_blame"
+#define DB_EVIDENCE_NCOLS 13
+void db_bind_evidence(struct sqlite3_stmt *st, int first,
+    const struct evidence *e);
+void db_col_evidence(struct sqlite3_stmt *st, int first, struct evidence *e);
+
 char *db_json_int_array(const int *v, size_t n);
 char *db_json_kv(const struct proto_kv *kv, size_t n);
 char *db_json_strv(char *const *v, size_t n);

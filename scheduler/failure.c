@@ -1,9 +1,7 @@
 /*
  * failure.c - failure evidence and its classification (pure)
  *
- * failure.h states the rules. The JSON shape is docs/api.md's "failure"
- * object; it is what the API shows and what the job_failure event
- * carries.
+ * failure.h states the rules.
  */
 #include "scheduler/failure.h"
 
@@ -30,125 +28,16 @@ set_str(char **dst, const char *s)
 }
 
 void
-failure_init(struct failure *f, enum policy_kind kind)
-{
-    memset(f, 0, sizeof(*f));
-    f->kind = kind;
-    f->rank = -1;
-    f->last_step = -1;
-}
-
-void
-failure_release(struct failure *f)
-{
-    free(f->node);
-    free(f->source);
-    free(f->actor);
-    free(f->stderr_tail);
-    memset(f, 0, sizeof(*f));
-}
-
-void
-failure_copy(struct failure *dst, const struct failure *src)
-{
-    *dst = *src;
-    dst->node = dup_or_null(src->node);
-    dst->source = dup_or_null(src->source);
-    dst->actor = dup_or_null(src->actor);
-    dst->stderr_tail = dup_or_null(src->stderr_tail);
-}
-
-void
 failure_case_init(struct failure_case *fc, enum policy_kind kind)
 {
     memset(fc, 0, sizeof(*fc));
-    failure_init(&fc->ev, kind);
+    evidence_init(&fc->ev, kind);
 }
 
 void
 failure_case_release(struct failure_case *fc)
 {
-    failure_release(&fc->ev);
-}
-
-/* ---- JSON ---------------------------------------------------------------- */
-
-cJSON *
-failure_to_json(const struct failure *f)
-{
-    cJSON *o = cJSON_CreateObject();
-
-    jsonx_add_str(o, "kind", policy_kind_str(f->kind));
-    if (f->node)
-        jsonx_add_str(o, "node", f->node);
-    if (f->rank >= 0)
-        jsonx_add_int(o, "rank", f->rank);
-    if (f->has_exit) {
-        jsonx_add_int(o, "exit_code", f->exit_code);
-        jsonx_add_int(o, "signal", f->signal);
-    }
-    if (f->fenced)
-        cJSON_AddBoolToObject(o, "fenced", true);
-    if (f->last_step >= 0)
-        jsonx_add_int(o, "last_step", f->last_step);
-    if (f->last_heartbeat_ms > 0)
-        jsonx_add_int(o, "last_heartbeat_ms", f->last_heartbeat_ms);
-    if (f->kind == POLICY_KIND_HANG)
-        jsonx_add_int(o, "idle_ms", f->idle_ms);
-    if (f->source)
-        jsonx_add_str(o, "source", f->source);
-    if (f->actor)
-        jsonx_add_str(o, "actor", f->actor);
-    if (f->stderr_tail && *f->stderr_tail)
-        jsonx_add_str(o, "stderr_tail", f->stderr_tail);
-    if (f->node && f->blame == FAILURE_BLAME_BLAMED)
-        jsonx_add_str(o, "blamed", f->node);
-    if (f->node && f->blame == FAILURE_BLAME_WITHDRAWN)
-        jsonx_add_str(o, "blame_withdrawn", f->node);
-    return o;
-}
-
-static int64_t
-json_int(const cJSON *o, const char *key, int64_t def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
-}
-
-static const char *
-json_str(const cJSON *o, const char *key)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
-void
-failure_from_json(const cJSON *o, struct failure *f)
-{
-    const char *kind = json_str(o, "kind");
-    enum policy_kind k = POLICY_KIND_HANG;
-
-    if (kind)
-        policy_kind_parse(kind, &k);
-    failure_init(f, k);
-    f->node = dup_or_null(json_str(o, "node"));
-    f->rank = (int)json_int(o, "rank", -1);
-    f->has_exit = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o,
-        "exit_code"));
-    f->exit_code = (int)json_int(o, "exit_code", 0);
-    f->signal = (int)json_int(o, "signal", 0);
-    f->fenced = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fenced"));
-    f->last_step = json_int(o, "last_step", -1);
-    f->last_heartbeat_ms = json_int(o, "last_heartbeat_ms", 0);
-    f->idle_ms = json_int(o, "idle_ms", 0);
-    f->source = dup_or_null(json_str(o, "source"));
-    f->actor = dup_or_null(json_str(o, "actor"));
-    f->stderr_tail = dup_or_null(json_str(o, "stderr_tail"));
-    f->failed_ms = json_int(o, "failed_ms", 0);
-    if (json_str(o, "blamed"))
-        f->blame = FAILURE_BLAME_BLAMED;
-    else if (json_str(o, "blame_withdrawn"))
-        f->blame = FAILURE_BLAME_WITHDRAWN;
+    evidence_release(&fc->ev);
 }
 
 cJSON *
@@ -276,13 +165,13 @@ stuck_rank(const struct attempt *a)
 
 void
 failure_case_hang(struct failure_case *fc, const struct attempt *a,
-    const struct failure *pending)
+    const struct evidence *pending)
 {
     int hung = pending->rank, stuck;
 
-    failure_copy(&fc->ev, pending);
+    evidence_copy(&fc->ev, pending);
     fc->ev.kind = POLICY_KIND_HANG;
-    fc->ev.blame = FAILURE_BLAME_NONE;
+    fc->ev.blame = EVIDENCE_BLAME_NONE;
     if (fc->ev.source == NULL)
         fc->ev.source = xstrdup("none");
     fc->blame = pending->node != NULL;

@@ -1,11 +1,10 @@
 /*
  * failure.h - what a failed attempt's evidence says, and what it means
  *
- * docs/fault-tolerance.md §Failure kinds. `struct failure` is the
- * evidence of one failure, typed: which rank, how it ended (exit code and
- * signal only when known: a lost or hung rank has neither), its last
- * step, where it ran. The classifiers turn what the scheduler saw into a
- * `struct failure_case`: the evidence, whether it points at the node
+ * docs/fault-tolerance.md §Failure kinds. The classifiers turn what the
+ * scheduler saw into a
+ * `struct failure_case`: the evidence (evidence.h), whether it points at
+ * the node
  * (blame), which budget it may spend, and a sentence for people. They
  * hold every rule of "what does this failure mean", including the
  * fencing rule (a rank its supervisor killed because the lease ran out
@@ -24,60 +23,22 @@
 #include <cjson/cJSON.h>
 
 #include "scheduler/attempt.h"
+#include "scheduler/evidence.h"
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
 
-/* What the failure did to its node's record. */
-enum failure_blame {
-    FAILURE_BLAME_NONE,
-    FAILURE_BLAME_BLAMED,       /* a blame row counts against the node */
-    FAILURE_BLAME_WITHDRAWN,    /* the job's own bug after all */
-};
-
-/* The evidence. Strings are owned (NULL: none). */
-struct failure {
-    enum policy_kind kind;
-    char *node;                 /* where the evidence points */
-    int rank;                   /* -1: none */
-    bool has_exit;              /* exit_code and signal are known */
-    int exit_code;
-    int signal;
-    bool fenced;                /* the rank's supervisor fenced it */
-    int64_t last_step;          /* -1: none */
-    int64_t last_heartbeat_ms;  /* the node's last status; 0: none */
-    int64_t idle_ms;            /* hang: no progress for this long */
-    char *source;               /* hang: what progress was measured by */
-    char *actor;                /* node_excluded: who excluded the node */
-    char *stderr_tail;
-    int64_t failed_ms;          /* when, by the evidence; 0: unknown */
-    enum failure_blame blame;
-};
-
 /* A failure as the recovery decides on it. */
 struct failure_case {
-    struct failure ev;
+    struct evidence ev;
     bool blame;                 /* the evidence points at ev.node */
     bool suspect;               /* a rank exit on a node that is lost or
                                  * unhealthy: the infrastructure's budget */
     char reason[256];           /* the attempt's reason, for people */
 };
 
-/* Zeroed evidence of `kind`: no rank, no step. */
-void failure_init(struct failure *f, enum policy_kind kind);
-/* Free the strings; f is zeroed. Accepts a zeroed f. */
-void failure_release(struct failure *f);
-/* A deep copy into dst (which is overwritten, not released). */
-void failure_copy(struct failure *dst, const struct failure *src);
 void failure_case_init(struct failure_case *fc, enum policy_kind kind);
 void failure_case_release(struct failure_case *fc);
 
-/* The evidence as the API shows it (docs/api.md: fields that do not apply
- * are left out; "blamed" or "blame_withdrawn" name the node). Caller
- * owns the object. */
-cJSON *failure_to_json(const struct failure *f);
-/* Back from failure_to_json's shape (unknown fields ignored); f is
- * initialised first. */
-void failure_from_json(const cJSON *o, struct failure *f);
 /* The stack dumps of a's ranks, the hung rank's first, then the others in
  * rank order, at most `max`: [{rank, dump}]. Caller owns the array. */
 cJSON *failure_dumps_json(const struct attempt *a, int hung, size_t max);
@@ -122,6 +83,6 @@ void failure_case_excluded(struct failure_case *fc, const struct attempt *a,
  * than the one progress pointed at (its peers wait in S).
  */
 void failure_case_hang(struct failure_case *fc, const struct attempt *a,
-    const struct failure *pending);
+    const struct evidence *pending);
 
 #endif

@@ -48,8 +48,8 @@ jobs_cancel(struct schedd *sd, struct job *job, const char *actor)
     if (a && proto_attempt_state_active(a->state)) {
         /* A hang being documented ends with the job. */
         a->dump_deadline_ms = 0;
-        if (a->failure && !a->has_failure)
-            attempt_set_failure(a, POLICY_KIND_HANG, NULL);
+        if (!a->has_failure)
+            attempt_set_failure(a, NULL, false);
         rc = event_attempt(sd, a, PROTO_ATTEMPT_CANCELLED, reason);
         if (rc < 0) {
             free(reason);

@@ -18,6 +18,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/directive.h"
 #include "scheduler/event.h"
 
 /* The job_placed event: where, and for a restart what it resumes from and
@@ -172,7 +173,7 @@ launch_fill(const struct placement *p, struct proto_launch *l)
      * markers (and prunes beyond keep_checkpoints). */
     l->scan_checkpoints = p->node_rank == 0 &&
                           job->spec.checkpoint_dir[0] != '\0';
-    l->dump_seq = a->dump_seq;
+    directive_launch(a, p, l);
     launch_ranks(a, p, l);
 }
 
@@ -197,6 +198,7 @@ launch_work_release(struct proto_work *w)
         for (size_t r = 0; r < w->jobs[i].nranks; r++)
             free(w->jobs[i].ranks[r].gpus);
         free(w->jobs[i].ranks);
+        free(w->jobs[i].directives);
     }
     free(w->jobs);
     memset(w, 0, sizeof(*w));

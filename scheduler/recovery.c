@@ -29,7 +29,7 @@
 #define RECOVERY_OWN_EXIT_SLACK_MS 1000
 /* Failures listed in an exclusion reason (the event has them all). */
 #define RECOVERY_REASON_FAILURES 6
-/* Stack dumps kept in a hang's evidence (each rank's stays in its row). */
+/* Stack dumps the job_failure event of a hang carries. */
 #define RECOVERY_DUMPS_MAX 64
 
 struct recovery_item {
@@ -100,19 +100,15 @@ static void
 past_from_row(struct policy_past *p, const struct db_failure_row *r,
     int rank)
 {
-    struct failure f;
-    cJSON *ev = cJSON_Parse(r->failure ? r->failure : "{}");
+    const struct evidence *f = &r->failure;
 
-    failure_from_json(ev, &f);
-    cJSON_Delete(ev);
     p->attempt = r->attempt;
-    p->failure.kind = r->kind;
-    p->failure.rank = f.rank;
-    p->failure.has_exit = f.has_exit;
-    p->failure.exit_code = f.exit_code;
-    p->failure.signal = f.signal;
-    p->failure.rel_step = rel_step(f.last_step, r->resume_step);
-    failure_release(&f);
+    p->failure.kind = f->kind;
+    p->failure.rank = f->rank;
+    p->failure.has_exit = f->has_exit;
+    p->failure.exit_code = f->exit_code;
+    p->failure.signal = f->signal;
+    p->failure.rel_step = rel_step(f->last_step, r->resume_step);
     p->rank_known = r->rank_known && r->rank_state == PROTO_RANK_EXITED &&
                     r->rank_has_exit &&
                     (r->detected_ms <= 0 ||
@@ -287,17 +283,17 @@ blame_record(struct schedd *sd, const struct attempt *a,
     const struct failure_case *fc, int64_t now)
 {
     char subject[PROTO_NODE_NAME_MAX + 8];
-    bool withdrawn = fc->ev.blame == FAILURE_BLAME_WITHDRAWN;
-    struct failure shown;
+    bool withdrawn = fc->ev.blame == EVIDENCE_BLAME_WITHDRAWN;
+    struct evidence shown;
     cJSON *ev, *detail;
     char *text;
     int rc;
 
     /* The blame row keeps the evidence as it was before any withdrawal. */
-    failure_copy(&shown, &fc->ev);
-    shown.blame = withdrawn ? FAILURE_BLAME_NONE : FAILURE_BLAME_BLAMED;
-    ev = failure_to_json(&shown);
-    failure_release(&shown);
+    evidence_copy(&shown, &fc->ev);
+    shown.blame = withdrawn ? EVIDENCE_BLAME_NONE : EVIDENCE_BLAME_BLAMED;
+    ev = evidence_to_json(&shown);
+    evidence_release(&shown);
     text = jsonx_print(ev);
     rc = schedd_db_check(sd, db_blame_insert(sd->db, fc->ev.node, a->job_id,
         a->num, now, policy_kind_str(fc->ev.kind), text, withdrawn));
@@ -326,16 +322,7 @@ static int
 fail_attempt(struct schedd *sd, struct attempt *a,
     const struct failure_case *fc, int64_t now)
 {
-    cJSON *ev = failure_to_json(&fc->ev);
-    char *text;
-
-    if (fc->ev.kind == POLICY_KIND_HANG)
-        cJSON_AddItemToObject(ev, "dumps",
-            failure_dumps_json(a, fc->ev.rank, RECOVERY_DUMPS_MAX));
-    text = jsonx_print(ev);
-    cJSON_Delete(ev);
-    attempt_set_failure(a, fc->ev.kind, text);
-    free(text);
+    attempt_set_failure(a, &fc->ev, true);
     a->detected_ms = now;
     a->failed_ms = fc->ev.failed_ms > 0 && fc->ev.failed_ms <= now
                        ? fc->ev.failed_ms
@@ -353,7 +340,7 @@ failure_event(struct schedd *sd, const struct job *job,
     enum policy_budget budget)
 {
     char subject[32];
-    cJSON *ev = failure_to_json(&fc->ev);
+    cJSON *ev = evidence_to_json(&fc->ev);
 
     if (fc->ev.kind == POLICY_KIND_HANG)
         cJSON_AddItemToObject(ev, "dumps",
@@ -435,12 +422,12 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
             fc->ev.signal, fc->ev.stderr_tail);
     plan_input(job, a, fc, &in);
     policy_plan(&sd->policy, &in, &plan);
-    if (fc->ev.blame != FAILURE_BLAME_NONE)
+    if (fc->ev.blame != EVIDENCE_BLAME_NONE)
         rc = blame_record(sd, a, fc, now);
     for (size_t i = 0; i < nmatched && rc == 0; i++)
         rc = schedd_db_check(sd, db_blame_withdraw(sd->db, a->job_id,
             matched[i]));
-    if (fc->ev.blame == FAILURE_BLAME_BLAMED)
+    if (fc->ev.blame == EVIDENCE_BLAME_BLAMED)
         blamed = node_table_find(&sd->nodes, fc->ev.node);
     if (rc == 0)
         rc = failure_event(sd, job, a, fc, plan.d.budget);
@@ -448,7 +435,7 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
         a->num, policy_kind_str(fc->ev.kind), fc->reason,
         plan.d.action == POLICY_RESTART ? "; restarting" : "");
     if (rc == 0)
-        rc = apply_plan(sd, job, a, &plan, fc->ev.blame != FAILURE_BLAME_NONE
+        rc = apply_plan(sd, job, a, &plan, fc->ev.blame != EVIDENCE_BLAME_NONE
                                                ? fc->ev.node
                                                : NULL, now);
     /* A node blamed often enough is excluded (queued), which fails
@@ -463,18 +450,11 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
 static void
 hang_first(struct attempt *a, struct failure_case *fc)
 {
-    struct failure pending;
-    cJSON *ev;
-
     if (a->dump_deadline_ms <= 0 || fc->ev.kind == POLICY_KIND_HANG)
         return;
-    ev = cJSON_Parse(a->failure ? a->failure : "{}");
-    failure_from_json(ev, &pending);
-    cJSON_Delete(ev);
     failure_case_release(fc);
     failure_case_init(fc, POLICY_KIND_HANG);
-    failure_case_hang(fc, a, &pending);
-    failure_release(&pending);
+    failure_case_hang(fc, a, &a->failure);
 }
 
 static int
@@ -502,7 +482,7 @@ process_failure(struct schedd *sd, struct attempt *a,
                     &nmatched)) < 0)
         return rc;
     if (fc->blame && fc->ev.node)
-        fc->ev.blame = loop ? FAILURE_BLAME_WITHDRAWN : FAILURE_BLAME_BLAMED;
+        fc->ev.blame = loop ? EVIDENCE_BLAME_WITHDRAWN : EVIDENCE_BLAME_BLAMED;
     rc = fail_attempt(sd, a, fc, now);
     if (job && rc == 0)
         rc = decide(sd, job, a, fc, &sig, loop, matched, nmatched, now);

@@ -30,6 +30,7 @@
 #include "common/xalloc.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/db.h"
+#include "scheduler/directive.h"
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
@@ -45,9 +46,10 @@ attempt_succeed(struct schedd *sd, struct attempt *a)
     struct event_job_change c = { .attempt = a };
     int rc;
 
+    /* A hang being documented is overruled by a clean finish. */
     a->dump_deadline_ms = 0;
-    if (a->failure && !a->has_failure)
-        attempt_set_failure(a, POLICY_KIND_HANG, NULL);
+    if (!a->has_failure)
+        attempt_set_failure(a, NULL, false);
     if (a->running_ms == 0)
         a->running_ms = a->start_ms;
     rc = event_attempt(sd, a, PROTO_ATTEMPT_SUCCEEDED, "");
@@ -224,12 +226,13 @@ status_attempt(struct schedd *sd, struct placement *p,
             return rc;
         if (latest && (rc = rank_commits(sd, job, a, rk, in)) < 0)
             return rc;
+        if ((rc = directive_acks(sd, a, p, in)) < 0)
+            return rc;
     }
     if (latest && p->node_rank == 0 && st->ncheckpoints > 0 &&
         (rc = checkpoint_scan(sd, job, a, st->checkpoints,
              st->ncheckpoints)) < 0)
         return rc;
-    p->dump_acked = st->dump_seq;
     if ((rc = watchdog_dumps(sd, a)) < 0)
         return rc;
     return attempt_decide(sd, a);

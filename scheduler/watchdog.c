@@ -16,6 +16,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/directive.h"
 #include "scheduler/failure.h"
 #include "scheduler/recovery.h"
 
@@ -56,20 +57,15 @@ static int
 watchdog_finish(struct schedd *sd, struct attempt *a)
 {
     struct failure_case fc;
-    struct failure pending;
-    cJSON *ev = cJSON_Parse(a->failure ? a->failure : "{}");
     size_t ndumps = 0;
 
-    failure_from_json(ev, &pending);
-    cJSON_Delete(ev);
     a->dump_deadline_ms = 0;
     failure_case_init(&fc, POLICY_KIND_HANG);
-    failure_case_hang(&fc, a, &pending);
-    if (fc.ev.rank != pending.rank)
+    failure_case_hang(&fc, a, &a->failure);
+    if (fc.ev.rank != a->failure.rank)
         log_info("job=%lld attempt=%d: rank %d is stopped or stuck (its "
             "dump); blaming it rather than rank %d", (long long)a->job_id,
-            a->num, fc.ev.rank, pending.rank);
-    failure_release(&pending);
+            a->num, fc.ev.rank, a->failure.rank);
     for (size_t r = 0; r < a->nranks; r++)
         ndumps += a->ranks[r].dump[0] != '\0';
     log_info("job=%lld attempt=%d: %zu stack dump(s) received",
@@ -77,47 +73,37 @@ watchdog_finish(struct schedd *sd, struct attempt *a)
     return recovery_fail(sd, a, &fc);
 }
 
-/* Hang detected: record its evidence, ask every node for stack dumps and
- * start the wait. */
+/* Hang detected: record its evidence, ask every node for stack dumps
+ * (a dump directive) and start the wait. */
 static int
 hang_start(struct schedd *sd, struct attempt *a, const struct attempt_rank *rk,
     int64_t idle, int64_t now)
 {
     const struct placement *p = &a->placements[rk->node_rank];
-    struct failure pending;
-    cJSON *ev;
-    char *text;
+    struct evidence pending;
     int rc;
 
-    failure_init(&pending, POLICY_KIND_HANG);
+    evidence_init(&pending, POLICY_KIND_HANG);
     pending.rank = rk->rank;
     pending.node = xstrdup(p->node_name);
     pending.idle_ms = idle;
     pending.source = xstrdup(proto_progress_str(rk->progress));
     pending.last_step = rk->step;
+    pending.failed_ms = now - idle;
     if (p->node)
         pending.last_heartbeat_ms = p->node->last_seen_ms;
-    ev = failure_to_json(&pending);
-    jsonx_add_int(ev, "failed_ms", now - idle);
-    failure_release(&pending);
-    text = jsonx_print(ev);
-    cJSON_Delete(ev);
-    attempt_set_failure(a, POLICY_KIND_HANG, text);
-    free(text);
-    a->has_failure = false;     /* evidence pending: not failed yet */
-    a->dump_seq++;
+    /* Evidence pending: not failed yet. */
+    attempt_set_failure(a, &pending, false);
+    evidence_release(&pending);
     a->dump_deadline_ms = now + sd->dump_timeout_ms;
-    rc = schedd_db_check(sd, db_attempt_update(sd->db, a));
-    if (rc < 0)
-        return rc;
     log_notice("job=%lld attempt=%d rank=%d node=%s hung: no progress for "
         "%lld ms (%s); collecting stack dumps", (long long)a->job_id, a->num,
         rk->rank, p->node_name, (long long)idle,
         proto_progress_str(rk->progress));
-    for (int k = 0; k < a->nnodes; k++) {
-        if (a->placements[k].node && !a->placements[k].released)
-            schedd_node_changed(sd, a->placements[k].node);
-    }
+    if ((rc = directive_post(sd, a, PROTO_DIRECTIVE_DUMP, -1,
+             &a->hang_seq)) < 0 ||
+        (rc = schedd_db_check(sd, db_attempt_update(sd->db, a))) < 0)
+        return rc;
     if (sd->dump_timeout_ms <= 0)
         return watchdog_finish(sd, a);
     return 0;
@@ -126,17 +112,10 @@ hang_start(struct schedd *sd, struct attempt *a, const struct attempt_rank *rk,
 int
 watchdog_dumps(struct schedd *sd, struct attempt *a)
 {
-    if (a->dump_deadline_ms <= 0 || !proto_attempt_state_active(a->state))
+    /* A node that is gone sends nothing; the others decide. */
+    if (a->dump_deadline_ms <= 0 || !proto_attempt_state_active(a->state) ||
+        !directive_done(a, a->hang_seq))
         return 0;
-    for (int k = 0; k < a->nnodes; k++) {
-        const struct placement *p = &a->placements[k];
-
-        /* A node that is gone sends nothing; the others decide. */
-        if (p->released || p->node == NULL || p->node->lost)
-            continue;
-        if (p->dump_acked < a->dump_seq)
-            return 0;
-    }
     return watchdog_finish(sd, a);
 }
 

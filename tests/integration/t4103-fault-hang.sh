@@ -57,7 +57,16 @@ test_expect_success 'a job that reports nothing is watched through its output' '
     wait_job_state $id FAILED 30 &&
     test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"kind\"]")" = hang &&
     test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"source\"]")" = output &&
-    wait_until 10 job_gone $id
+    wait_until 10 job_gone $id && echo $id >quiet_job
+'
+
+test_expect_success 'a hung rank has no exit status, and show says so' '
+    id=$(cat quiet_job) &&
+    test "$(job_json $id "j[\"exit_code\"] is None and j[\"signal\"] is None")" = True &&
+    test "$(job_json $id "\"exit_code\" in j[\"attempts\"][0][\"failure\"]")" = False &&
+    ls_cli show $id >show.txt && cat show.txt &&
+    grep -q "failure: *rank 0, no exit status (hang)" show.txt &&
+    ! grep -q "exit code 0" show.txt
 '
 
 test_done

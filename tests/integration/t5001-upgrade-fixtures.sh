@@ -30,6 +30,20 @@ for fixture in "$FIXTURES"/*.sql; do
         test "$(db_query "SELECT user FROM tokens")" = alice
     '
 
+    if [ "$((10#$v))" -ge 2 ]; then
+        test_expect_success "schema $v: the failure evidence reads back field by field" '
+            ls_cli show 2 --json | jget "j[\"attempts\"][0][\"failure\"]" >failure.txt &&
+            cat failure.txt &&
+            ls_cli show 2 --json >show2.json &&
+            test "$(jget "j[\"attempts\"][0][\"failure\"][\"kind\"]" <show2.json)" = rank_exit &&
+            test "$(jget "j[\"attempts\"][0][\"failure\"][\"node\"]" <show2.json)" = n1 &&
+            test "$(jget "j[\"attempts\"][0][\"failure\"][\"rank\"]" <show2.json)" = 0 &&
+            test "$(jget "j[\"attempts\"][0][\"failure\"][\"exit_code\"]" <show2.json)" = 3 &&
+            test "$(jget "j[\"attempts\"][0][\"failure\"][\"blamed\"]" <show2.json)" = n1 &&
+            jget "j[\"attempts\"][0][\"failure\"][\"stderr_tail\"]" <show2.json | grep -qx oops
+        '
+    fi
+
     test_expect_success "schema $v: new work runs on the upgraded database" '
         start_agent n1 &&
         wait_for 20 "test \$(node_state n1) = UP" &&

@@ -1194,10 +1194,18 @@ test_dump(void)
         && access(job->ranks[0].progress_path, F_OK) == 0, 10000);
     usleep(200000);
 
-    l.dump_seq = 1;
+    l.directives = xcalloc(1, sizeof(*l.directives));
+    l.directives[0].seq = 1;
+    l.directives[0].kind = PROTO_DIRECTIVE_DUMP;
+    l.directives[0].step = -1;
+    l.ndirectives = 1;
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    ok(rep.jobs[0].ranks[0].nacks == 0, "nothing acknowledged before");
+    proto_node_report_release(&rep);
     t0 = timeid_mono_ms();
     proc_apply(pt, &w);
-    ok(job->dump.running, "dump_seq 1 starts a dump");
+    ok(job->dump.running, "dump directive 1 starts a dump");
     RUN_UNTIL(&t.loop, job->dump.seq_served == 1, 5000);
     is_int(job->dump.seq_served, 1, "served after about 1 s (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
@@ -1221,17 +1229,33 @@ test_dump(void)
 
     memset(&rep, 0, sizeof(rep));
     seq = proc_fill_report(pt, &rep);
-    ok(rep.jobs[0].dump_seq == 1 && rep.jobs[0].ranks[0].dump != NULL
+    ok(rep.jobs[0].ranks[0].nacks == 1 && rep.jobs[0].ranks[0].acks[0].seq == 1
+        && rep.jobs[0].ranks[1].nacks == 1
+        && rep.jobs[0].ranks[1].acks[0].seq == 1
+        && rep.jobs[0].ranks[0].acks[0].duration_ms >= 900
+        && rep.jobs[0].ranks[0].dump != NULL
         && rep.jobs[0].ranks[1].dump != NULL,
-        "the report carries dump_seq 1 and the dumps");
+        "the report acknowledges directive 1 for both ranks (%lld ms) and "
+        "carries the dumps", rep.jobs[0].ranks[0].nacks
+            ? (long long)rep.jobs[0].ranks[0].acks[0].duration_ms : -1LL);
     proto_node_report_release(&rep);
     proc_apply(pt, &w);
-    ok(!job->dump.running, "the same dump_seq again asks nothing");
+    ok(!job->dump.running, "the same directive again asks nothing");
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     memset(&rep, 0, sizeof(rep));
     proc_fill_report(pt, &rep);
-    ok(rep.jobs[0].dump_seq == 1 && rep.jobs[0].ranks[0].dump == NULL,
-        "once accepted, the dumps are not sent again");
+    ok(rep.jobs[0].ranks[0].nacks == 1 && rep.jobs[0].ranks[0].dump == NULL,
+        "once accepted, the dumps are not sent again (the ack is, while "
+        "the launch lists the directive)");
+    proto_node_report_release(&rep);
+    free(l.directives);
+    l.directives = NULL;
+    l.ndirectives = 0;
+    proc_apply(pt, &w);
+    memset(&rep, 0, sizeof(rep));
+    proc_fill_report(pt, &rep);
+    ok(rep.jobs[0].ranks[0].nacks == 0,
+        "no ack once the launch no longer lists it");
     proto_node_report_release(&rep);
 
     proc_job_teardown(job);

@@ -266,9 +266,23 @@ test_fault_tolerance(void)
     a1->detected_ms = 950;
     a1->released_ms = 990;
     a1->end_ms = 950;
-    a1->dump_seq = 2;
-    attempt_set_failure(a1, POLICY_KIND_HANG,
-        "{\"kind\":\"hang\",\"rank\":1,\"last_step\":12}");
+    {
+        struct evidence ev;
+
+        evidence_init(&ev, POLICY_KIND_HANG);
+        ev.rank = 1;
+        ev.last_step = 12;
+        ev.idle_ms = 60000;
+        attempt_set_failure(a1, &ev, true);
+        evidence_release(&ev);
+    }
+    is_int(db_directive_insert(db, a1, attempt_directive_add(a1,
+        PROTO_DIRECTIVE_DUMP, -1, 800)), 0, "a dump directive");
+    is_int(db_directive_insert(db, a1, attempt_directive_add(a1,
+        PROTO_DIRECTIVE_DUMP, -1, 850)), 0, "a second one");
+    a1->directives[1].done_ms = 870;
+    is_int(db_directive_done(db, a1, &a1->directives[1]), 0,
+        "the second one done");
     is_int(db_attempt_update(db, a1), 0, "record its failure");
     a1->ranks[1].state = PROTO_RANK_EXITED;
     a1->ranks[1].has_exit = true;
@@ -325,11 +339,19 @@ test_fault_tolerance(void)
     job_destroy(got);
     is_int(db_attempt_get(db, job->id, 1, &ga), 0, "read attempt 1 back");
     if (ga) {
-        ok(ga->has_failure && ga->failure_kind == POLICY_KIND_HANG,
+        ok(ga->has_failure && ga->failure.kind == POLICY_KIND_HANG,
             "its failure kind");
+        is_int(ga->failure.rank, 1, "the evidence's rank");
+        is_int(ga->failure.last_step, 12, "the evidence's last step");
+        is_int(ga->failure.idle_ms, 60000, "the evidence's idle time");
+        ok(!ga->failure.has_exit, "a hung rank has no exit status");
         is_int(ga->failed_ms, 900, "failed_ms");
         is_int(ga->released_ms, 990, "released_ms");
-        is_int((long long)ga->dump_seq, 2, "dump_seq");
+        is_int((long long)ga->directive_seq, 2, "the last directive");
+        ok(ga->ndirectives == 2 && ga->directives[0].done_ms == 0 &&
+               ga->directives[1].done_ms == 870 &&
+               ga->directives[1].kind == PROTO_DIRECTIVE_DUMP,
+            "the directives, one of them done");
         is_int(ga->ranks[1].step, 12, "a rank's last step");
         is_str(ga->ranks[1].dump, "rank 1 pid 7 state T", "a rank's dump");
     }

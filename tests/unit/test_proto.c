@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "common/xalloc.h"
 #include "tests/tap.h"
 
 /* Parse text as a job spec; returns rc, leaves message in err. */
@@ -176,8 +177,9 @@ test_node_report(void)
         "{\"rank\":1,\"state\":\"exited\",\"exit_code\":3,\"signal\":0,"
         "\"stderr_tail\":\"boom\",\"fenced\":true,\"step\":120,"
         "\"idle_ms\":900,\"progress\":\"step\",\"dump\":\"State: T\","
-        "\"ckpt_steps\":[100,110]}],\"checkpoints\":[100],"
-        "\"dump_seq\":2}]}";
+        "\"ckpt_steps\":[100,110],"
+        "\"acks\":[{\"seq\":2,\"step\":-1,\"duration_ms\":1003}]}],"
+        "\"checkpoints\":[100]}]}";
     struct proto_node_report rep, back;
     struct err err;
     cJSON *json = NULL;
@@ -212,8 +214,10 @@ test_node_report(void)
                r->ckpt_steps[1] == 110,
             "progress, fencing, dump and commits round trip");
         ok(back.jobs[0].ncheckpoints == 1 && back.jobs[0].checkpoints[0] == 100
-               && back.jobs[0].dump_seq == 2,
-            "convention checkpoints and dump_seq round trip");
+               && r->nacks == 1 && r->acks[0].seq == 2 &&
+               r->acks[0].step == -1 && r->acks[0].duration_ms == 1003,
+            "convention checkpoints and a directive's ack round trip");
+        ok(back.jobs[0].ranks[0].nacks == 0, "a rank without acks");
     }
     free(out);
     proto_node_report_release(&back);
@@ -265,9 +269,9 @@ test_work(void)
     cJSON_Delete(json);
     ok(back.jobs[0].master_port == 29500 && back.jobs[0].resume_step == -1,
         "round trip keeps values");
-    ok(!back.jobs[0].scan_checkpoints && back.jobs[0].dump_seq == 0 &&
+    ok(!back.jobs[0].scan_checkpoints && back.jobs[0].ndirectives == 0 &&
            back.jobs[0].keep_checkpoints == 0,
-        "launch defaults for scan, dump and keep");
+        "launch defaults for scan, directives and keep");
     free(out);
     proto_work_release(&back);
     proto_work_release(&w);
@@ -283,6 +287,101 @@ test_work(void)
     cJSON_Delete(json);
 }
 
+/* A launch's directives and the scheduler's status reply. */
+static void
+test_directives(void)
+{
+    const char *head =
+        "{\"version\":1,\"gen\":7,\"jobs\":[{\"job\":3,\"attempt\":2,"
+        "\"name\":\"t\",\"user\":\"root\",\"argv\":[\"sh\"],"
+        "\"workdir\":\"/\",\"nnodes\":1,\"node_rank\":0,"
+        "\"ranks_per_node\":1,\"world_size\":1,\"master_addr\":\"a\","
+        "\"master_port\":1,\"ranks\":[{\"rank\":0,\"local_rank\":0}],"
+        "\"directives\":";
+    struct proto_status_reply reply = { 1000, 0, 5000 }, back;
+    struct proto_work w, w2;
+    struct {
+        const char *text;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        { "[{\"seq\":4,\"kind\":\"dump\",\"step\":-1},"
+          "{\"seq\":5,\"kind\":\"dump\"}]", 0, NULL },
+        { "[{\"seq\":4,\"kind\":\"dance\"}]", -EINVAL, "dance" },
+        { "[{\"seq\":0,\"kind\":\"dump\"}]", -EINVAL, "seq" },
+        { "[{\"seq\":1,\"kind\":\"dump\",\"when\":1}]", -EINVAL, "when" },
+        { "{}", -EINVAL, "directives" },
+    };
+    struct err err;
+    cJSON *json = NULL;
+    char *text, *out;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        int rc;
+
+        text = xasprintf("%s%s}]}", head, cases[i].text);
+        jsonx_parse(text, strlen(text), &json, &err);
+        err_clear(&err);
+        rc = proto_work_from_json(json, &w, &err);
+        cJSON_Delete(json);
+        ok(rc == cases[i].rc && (cases[i].msg == NULL ||
+                                    strstr(err.msg, cases[i].msg)),
+            "directives %s: %d %s", cases[i].text, rc, err.msg);
+        if (rc == 0) {
+            ok(w.jobs[0].ndirectives == 2 && w.jobs[0].directives[0].seq == 4
+                   && w.jobs[0].directives[0].kind == PROTO_DIRECTIVE_DUMP &&
+                   w.jobs[0].directives[1].step == -1,
+                "a launch's directives, step -1 by default");
+            json = proto_work_to_json(&w);
+            out = jsonx_print(json);
+            cJSON_Delete(json);
+            jsonx_parse(out, strlen(out), &json, &err);
+            is_int(proto_work_from_json(json, &w2, &err), 0,
+                "directives round trip");
+            ok(w2.jobs[0].ndirectives == 2 &&
+                   w2.jobs[0].directives[1].seq == 5,
+                "... unchanged");
+            cJSON_Delete(json);
+            free(out);
+            proto_work_release(&w2);
+            proto_work_release(&w);
+        }
+        free(text);
+    }
+    is_str(proto_directive_kind_str(PROTO_DIRECTIVE_DUMP), "dump",
+        "the dump directive's name");
+    ok(proto_directive_target(PROTO_DIRECTIVE_DUMP) == PROTO_TARGET_AGENT,
+        "a stack dump is the agent's own work");
+
+    reply.gen = 42;
+    json = proto_status_reply_to_json(&reply);
+    memset(&back, 0, sizeof(back));
+    back.heartbeat_ms = 1;
+    is_int(proto_status_reply_from_json(json, &back, &err), 0,
+        "status reply round trip");
+    ok(back.heartbeat_ms == 1000 && back.gen == 42 && back.lease_ms == 5000,
+        "... every field");
+    cJSON_Delete(json);
+    text = "{\"version\":1,\"gen\":3,\"future\":true}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    back.heartbeat_ms = 777;
+    back.lease_ms = 888;
+    ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
+           back.gen == 3 && back.heartbeat_ms == 777 && back.lease_ms == 888,
+        "unknown fields tolerated, absent ones keep the caller's defaults");
+    cJSON_Delete(json);
+    text = "{\"version\":1,\"gen\":3,\"lease_ms\":5}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL &&
+           strstr(err.msg, "lease_ms"), "a lease out of range: %s", err.msg);
+    cJSON_Delete(json);
+    text = "{\"version\":1}";
+    jsonx_parse(text, strlen(text), &json, &err);
+    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL &&
+           strstr(err.msg, "gen"), "gen is required: %s", err.msg);
+    cJSON_Delete(json);
+}
+
 int
 main(void)
 {
@@ -291,5 +390,6 @@ main(void)
     test_id_list();
     test_node_report();
     test_work();
+    test_directives();
     return done_testing();
 }
