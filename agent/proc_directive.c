@@ -32,8 +32,9 @@ proc_directive_set(struct proc_job *job, const struct proto_launch *l,
 
     proc_directive_release(job);
     job->directives = xcalloc(l->ndirectives + 1, sizeof(*job->directives));
-    memcpy(job->directives, l->directives,
-        l->ndirectives * sizeof(*job->directives));
+    if (l->ndirectives > 0)
+        memcpy(job->directives, l->directives,
+            l->ndirectives * sizeof(*job->directives));
     job->ndirectives = l->ndirectives;
     for (size_t i = 0; i < l->ndirectives; i++) {
         const struct proto_directive *d = &l->directives[i];
