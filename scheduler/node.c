@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/xalloc.h"
 #include "scheduler/attempt.h"
 
@@ -25,21 +26,18 @@ static const char *const node_state_names[NODE_STATE_COUNT] = {
 const char *
 node_state_str(enum node_state s)
 {
-    if ((unsigned)s >= NODE_STATE_COUNT)
-        return "UNKNOWN";
-    return node_state_names[s];
+    return names_str(node_state_names, NODE_STATE_COUNT, s, "UNKNOWN");
 }
 
 int
 node_state_parse(const char *s, enum node_state *out)
 {
-    for (int i = 0; i < NODE_STATE_COUNT; i++) {
-        if (strcmp(s, node_state_names[i]) == 0) {
-            *out = (enum node_state)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    int i = names_index(node_state_names, NODE_STATE_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum node_state)i;
+    return 0;
 }
 
 struct node *
