@@ -176,101 +176,73 @@ job_ckpt_path(const struct job *job, int64_t step)
 /* ---- table -------------------------------------------------------------- */
 
 static size_t
-job_hash(int64_t id, size_t nbuckets)
+job_hash(int64_t id)
 {
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
+    return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17);
+}
 
-    return (size_t)(x >> 17) & (nbuckets - 1);
+static struct job *
+job_of(const struct itab_link *l)
+{
+    return l ? container_of(l, struct job, link) : NULL;
+}
+
+static bool
+job_has_id(const struct itab_link *l, const void *id)
+{
+    return job_of(l)->id == *(const int64_t *)id;
+}
+
+static void
+job_free_link(struct itab_link *l)
+{
+    job_destroy(job_of(l));
 }
 
 void
 job_table_init(struct job_table *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->nbuckets = 64;
-    t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+    itab_init(&t->t);
 }
 
 void
 job_table_release(struct job_table *t)
 {
-    struct job *job = t->head;
-
-    while (job) {
-        struct job *next = job->next;
-
-        job_destroy(job);
-        job = next;
-    }
-    free(t->buckets);
-    memset(t, 0, sizeof(*t));
-}
-
-static void
-job_table_grow(struct job_table *t)
-{
-    size_t n = t->nbuckets * 2;
-    struct job **b = xcalloc(n, sizeof(*b));
-
-    for (struct job *job = t->head; job; job = job->next) {
-        size_t h = job_hash(job->id, n);
-
-        job->hnext = b[h];
-        b[h] = job;
-    }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
+    itab_release(&t->t, job_free_link);
 }
 
 void
 job_table_add(struct job_table *t, struct job *job)
 {
-    size_t h;
-
-    if (t->count + 1 > t->nbuckets)
-        job_table_grow(t);
-    h = job_hash(job->id, t->nbuckets);
-    job->hnext = t->buckets[h];
-    t->buckets[h] = job;
-    job->prev = t->tail;
-    job->next = NULL;
-    if (t->tail)
-        t->tail->next = job;
-    else
-        t->head = job;
-    t->tail = job;
-    t->count++;
+    itab_add(&t->t, &job->link, job_hash(job->id));
 }
 
 void
 job_table_remove(struct job_table *t, struct job *job)
 {
-    struct job **pp = &t->buckets[job_hash(job->id, t->nbuckets)];
-
-    while (*pp && *pp != job)
-        pp = &(*pp)->hnext;
-    if (*pp == NULL)
-        return;
-    *pp = job->hnext;
-    if (job->prev)
-        job->prev->next = job->next;
-    else
-        t->head = job->next;
-    if (job->next)
-        job->next->prev = job->prev;
-    else
-        t->tail = job->prev;
-    job->prev = job->next = job->hnext = NULL;
-    t->count--;
+    itab_remove(&t->t, &job->link);
 }
 
 struct job *
 job_table_find(const struct job_table *t, int64_t id)
 {
-    struct job *job = t->buckets[job_hash(id, t->nbuckets)];
+    return job_of(itab_find(&t->t, job_hash(id), job_has_id, &id));
+}
 
-    while (job && job->id != id)
-        job = job->hnext;
-    return job;
+struct job *
+job_table_first(const struct job_table *t)
+{
+    return job_of(t->t.head);
+}
+
+struct job *
+job_table_next(const struct job *job)
+{
+    return job_of(job->link.next);
+}
+
+size_t
+job_table_count(const struct job_table *t)
+{
+    return t->t.count;
 }

@@ -253,7 +253,8 @@ nodes_lost(struct schedd *sd, struct node *node)
 int
 nodes_tick(struct schedd *sd, int64_t mono)
 {
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         int rc;
 
         if (node->lost ||
@@ -270,7 +271,8 @@ nodes_tick(struct schedd *sd, int64_t mono)
 void
 nodes_persist_last_seen(struct schedd *sd)
 {
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         int rc;
 
         if (node->last_seen_ms == node->last_seen_saved_ms)

@@ -52,7 +52,8 @@ pass_retry_at(struct pass *ps, int64_t at)
 static void
 pass_mark_draining(struct schedd *sd)
 {
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         job->draining = false;
     for (struct attempt *a = sd->attempts; a; a = a->next) {
         struct job *job;
@@ -71,11 +72,14 @@ pass_nodes(struct schedd *sd, struct pass_input *in)
 {
     size_t ngpus = 0, off = 0;
 
-    in->nodes = xcalloc(sd->nodes.count + 1, sizeof(*in->nodes));
-    for (struct node *node = sd->nodes.head; node; node = node->next)
+    in->nnodes = node_table_count(&sd->nodes);
+    in->nodes = xcalloc(in->nnodes + 1, sizeof(*in->nodes));
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node))
         ngpus += node->ngpus;
     in->gpu_pool = xcalloc(ngpus + 1, sizeof(*in->gpu_pool));
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         struct sched_node *n = &in->nodes[node->idx];
 
         n->name = node->name;
@@ -90,7 +94,6 @@ pass_nodes(struct schedd *sd, struct pass_input *in)
         off += node->ngpus;
         n->data = node;
     }
-    in->nnodes = sd->nodes.count;
 }
 
 /* Why a restarting job is not in this pass, or NULL when it is. */
@@ -189,11 +192,13 @@ pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
     struct schedd *sd = ps->sd;
     int rc = 0;
 
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         in->njobs += proto_job_state_queued(job->state);
     in->jobs = xcalloc(in->njobs + 1, sizeof(*in->jobs));
     in->njobs = 0;
-    for (struct job *job = sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job)) {
         struct sched_job *j;
 
         if (!proto_job_state_queued(job->state) ||
@@ -290,7 +295,8 @@ pass_run(struct pass *ps)
 
     ps->restart_retry_ms = 0;
     pass_mark_draining(sd);
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         nqueued += proto_job_state_queued(job->state);
     if (nqueued == 0)
         return;
@@ -340,7 +346,8 @@ pass_backoff_arm(struct pass *ps)
 
     if (ps->sd->stopping || ps->nhandles == 0)
         return;
-    for (struct job *job = ps->sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&ps->sd->jobs); job;
+         job = job_table_next(job)) {
         if (job->state == PROTO_JOB_RESTARTING && job->not_before_ms > now &&
             (next == 0 || job->not_before_ms < next))
             next = job->not_before_ms;

@@ -295,10 +295,8 @@ schedd_model_clear(struct schedd *sd)
         a = next;
     }
     sd->attempts = NULL;
-    if (sd->jobs.buckets)
-        job_table_release(&sd->jobs);
-    if (sd->nodes.buckets)
-        node_table_release(&sd->nodes);
+    job_table_release(&sd->jobs);
+    node_table_release(&sd->nodes);
     portpool_clear(&sd->ports);
 }
 
@@ -320,13 +318,15 @@ schedd_model_load(struct schedd *sd, struct err *err)
         return err_set(err, rc, "cannot load nodes from the database");
     if ((rc = db_jobs_load_unfinished(sd->db, &sd->jobs)) < 0)
         return err_set(err, rc, "cannot load jobs from the database");
-    for (struct job *job = sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job)) {
         if (job->state == PROTO_JOB_RESTARTING)
             job->restart_reason = xstrdup(job->reason);
     }
     if ((rc = db_attempts_load_live(sd->db, schedd_attempt_load_cb, sd)) < 0)
         return err_set(err, rc, "cannot load attempts from the database");
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         node->last_seen_mono = mono;
         node->reconciled = false;
         node->gen = schedd_next_gen(sd);
@@ -335,7 +335,8 @@ schedd_model_load(struct schedd *sd, struct err *err)
     for (struct attempt *a = sd->attempts; a; a = a->next)
         nlive++;
     log_info("loaded %zu node(s), %zu unfinished job(s), %zu live "
-        "attempt(s)", sd->nodes.count, sd->jobs.count, nlive);
+        "attempt(s)", node_table_count(&sd->nodes), job_table_count(&sd->jobs),
+        nlive);
     return 0;
 }
 

@@ -150,7 +150,7 @@ test_fresh(void)
 
         job_table_init(&t);
         is_int(db_jobs_load_unfinished(db, &t), 0, "load unfinished jobs");
-        is_int(t.count, 1, "one unfinished job");
+        is_int(job_table_count(&t), 1, "one unfinished job");
         job_table_release(&t);
     }
     {
