@@ -3,7 +3,8 @@
  *
  * Each subcommand is one `struct cli_cmd` entry in its own
  * `cmd_<name>.c` (tmux's cmd-*.c): its name, summary, usage text, option
- * table and function. `main.c` lists the entries, parses the global
+ * table and function; a command that only shows one GET reply names its
+ * path and printer instead, and cli_run_get as its function. `main.c` lists the entries, parses the global
  * options into a `struct cli`, finds the subcommand and calls its function
  * with argv[0] the subcommand's name. The function parses its own options
  * with cli_parse() and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL
@@ -41,6 +42,10 @@ enum cli_exit {
 struct cli;
 
 typedef int cli_cmd_fn(int argc, char **argv, struct cli *cli);
+
+/* Prints a reply as a person reads it (a table, a summary); name is the
+ * object the command is about, as the user gave it, or NULL. */
+typedef void cli_print_fn(const cJSON *reply, const char *name);
 
 /* ---- option tables (cli_opt.c) ------------------------------------------ */
 
@@ -110,6 +115,8 @@ struct cli_cmd {
     const char *hint;               /* added to the one for too many */
     cli_cmd_fn *fn;
     unsigned flags;                 /* enum cli_cmd_flags */
+    const char *get;                /* cli_run_get's request path ... */
+    cli_print_fn *print;            /* ... and how it prints the reply */
 };
 
 /* What option parsing leaves: the operands, and the common options. */
@@ -236,10 +243,6 @@ int cli_fail_about(struct cli *cli, const char *kind, const char *name,
  * not end with one (--json). */
 void cli_print_body(const struct cli_resp *resp);
 
-/* Prints a reply as a person reads it (a table, a summary); name is the
- * object the command is about, as the user gave it, or NULL. */
-typedef void cli_print_fn(const cJSON *reply, const char *name);
-
 /* Send one request and print its reply: unchanged with --json, else
  * through print. For a request about one object (kind "job", name "12") a
  * failure is reported with cli_fail_about; with kind NULL, as cli_call
@@ -248,12 +251,12 @@ int cli_call_print(struct cli *cli, const char *method, const char *path,
     const cJSON *body, const char *kind, const char *name,
     cli_print_fn *print);
 
-/* The whole body of a command that takes no argument besides --json and
- * --help: parse, GET path, then print the reply unchanged (--json) or
- * through print. A stray argument is a usage error (with the entry's
- * hint). Returns the command's exit status. */
-int cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print);
+/* The function of a command that takes no argument besides --json and
+ * --help and only shows one GET reply: the entry (cli->cmd) names the
+ * path (.get) and the printer (.print). Parse, GET, then print the reply
+ * unchanged (--json) or through print. A stray argument is a usage error
+ * (with the entry's hint). Returns the command's exit status. */
+int cli_run_get(int argc, char **argv, struct cli *cli);
 
 /* Sleep ms milliseconds, resuming after a signal handler. */
 void cli_sleep_ms(int64_t ms);

@@ -378,15 +378,15 @@ cli_call_print(struct cli *cli, const char *method, const char *path,
 }
 
 int
-cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print)
+cli_run_get(int argc, char **argv, struct cli *cli)
 {
     struct cli_args args;
     int status;
 
     if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
         return status;
-    return cli_call_print(cli, "GET", path, NULL, NULL, NULL, print);
+    return cli_call_print(cli, "GET", cli->cmd->get, NULL, NULL, NULL,
+        cli->cmd->print);
 }
 
 void
