@@ -170,8 +170,7 @@ agentd_settings_release(struct agentd *ad)
     free(ad->state_dir);
     free(ad->log_dir);
     free(ad->supervisor);
-    free(ad->res.gpus);
-    proto_kv_array_free(ad->res.labels, ad->res.nlabels);
+    proto_resources_release(&ad->res);
     if (ad->auth_header != NULL)
         explicit_bzero(ad->auth_header, strlen(ad->auth_header));
     free(ad->auth_header);

@@ -75,6 +75,16 @@ xstrndup(const char *s, size_t n)
     return p;
 }
 
+void
+xstrv_free(char **v, size_t n)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 char *
 xasprintf(const char *fmt, ...)
 {

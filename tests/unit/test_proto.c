@@ -188,7 +188,7 @@ test_node_report(void)
     jsonx_parse(text, strlen(text), &json, &err);
     is_int(proto_node_report_from_json(json, &rep, &err), 0, "report parses");
     cJSON_Delete(json);
-    ok(rep.reg && rep.gen == 42 && rep.ngpus == 2 && rep.njobs == 1,
+    ok(rep.reg && rep.gen == 42 && rep.res.ngpus == 2 && rep.njobs == 1,
         "report fields");
     ok(rep.jobs[0].nranks == 2 && rep.jobs[0].ranks[1].exit_code == 3 &&
            rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
@@ -201,7 +201,7 @@ test_node_report(void)
     is_int(proto_node_report_from_json(json, &back, &err), 0,
         "report round trip");
     cJSON_Delete(json);
-    ok(back.jobs[0].ranks[0].pid == 10 && back.nlabels == 1,
+    ok(back.jobs[0].ranks[0].pid == 10 && back.res.nlabels == 1,
         "round trip keeps pid and labels");
     ok(back.jobs[0].ranks[0].step == -1 &&
            back.jobs[0].ranks[0].progress == PROTO_PROGRESS_NONE,
