@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
@@ -23,7 +24,7 @@ struct pass {
     const struct sched_policy *policy;
     uv_timer_t timer;           /* deferred, coalesced pass */
     uv_timer_t backoff_timer;   /* the next restart backoff to expire */
-    int nhandles;
+    bool closing;               /* pass_destroy was called */
     bool armed;
     int64_t last_mono;          /* when the last pass started */
     int64_t last_ms;            /* how long it took */
@@ -344,7 +345,7 @@ pass_backoff_arm(struct pass *ps)
     int64_t now = timeid_now_ms(), next = 0;
     int rc;
 
-    if (ps->sd->stopping || ps->nhandles == 0)
+    if (ps->sd->stopping || ps->closing)
         return;
     for (struct job *job = job_table_first(&ps->sd->jobs); job;
          job = job_table_next(job)) {
@@ -367,7 +368,7 @@ pass_trigger(struct pass *ps)
     uint64_t delay = 0;
     int rc;
 
-    if (ps->armed || ps->sd->stopping || ps->nhandles == 0)
+    if (ps->armed || ps->sd->stopping || ps->closing)
         return;
     if (2 * ps->last_ms > spacing)
         spacing = 2 * ps->last_ms;
@@ -415,25 +416,17 @@ pass_create(struct schedd *sd, const char *policy, struct err *err)
     ps->policy = p;
     uv_timer_init(sd->loop, &ps->timer);
     uv_timer_init(sd->loop, &ps->backoff_timer);
-    ps->nhandles = 2;
     sd->pass = ps;
     sd->hooks.sched_trigger = pass_hook_trigger;
     sd->hooks.sched_arg = ps;
     return ps;
 }
 
-static void
-pass_closed_cb(uv_handle_t *h)
-{
-    struct pass *ps = h->data;
-
-    if (--ps->nhandles == 0)
-        free(ps);
-}
-
 void
 pass_destroy(struct pass *ps)
 {
+    uv_handle_t *hs[2];
+
     if (ps == NULL)
         return;
     if (ps->sd->pass == ps) {
@@ -441,8 +434,8 @@ pass_destroy(struct pass *ps)
         ps->sd->hooks.sched_trigger = NULL;
         ps->sd->hooks.sched_arg = NULL;
     }
-    ps->timer.data = ps;
-    ps->backoff_timer.data = ps;
-    uv_close((uv_handle_t *)&ps->timer, pass_closed_cb);
-    uv_close((uv_handle_t *)&ps->backoff_timer, pass_closed_cb);
+    ps->closing = true;
+    hs[0] = (uv_handle_t *)&ps->timer;
+    hs[1] = (uv_handle_t *)&ps->backoff_timer;
+    uvx_close(hs, ARRAY_SIZE(hs), free, ps);
 }

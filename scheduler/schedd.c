@@ -28,6 +28,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/logstore.h"
@@ -481,7 +482,6 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
     /* Handles last: from here on schedd_stop() must close them. */
     uv_timer_init(loop, &sd->reload_timer);
     uv_check_init(loop, &sd->commit_check);
-    sd->nhandles = 2;
     return sd;
 fail:
     schedd_destroy(sd);
@@ -500,12 +500,10 @@ schedd_start(struct schedd *sd, struct err *err)
 }
 
 static void
-schedd_handle_closed_cb(uv_handle_t *h)
+schedd_closed(void *arg)
 {
-    struct schedd *sd = h->data;
+    struct schedd *sd = arg;
 
-    if (--sd->nhandles > 0)
-        return;
     /* Whatever the last callbacks wrote. */
     schedd_commit(sd);
     if (sd->stopped_cb)
@@ -524,10 +522,7 @@ schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
     sd->stopped_cb = cb;
     uv_timer_stop(&sd->reload_timer);
     schedd_commit(sd);
-    for (size_t i = 0; i < ARRAY_SIZE(hs); i++) {
-        hs[i]->data = sd;
-        uv_close(hs[i], schedd_handle_closed_cb);
-    }
+    uvx_close(hs, ARRAY_SIZE(hs), schedd_closed, sd);
 }
 
 void
