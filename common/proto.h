@@ -339,5 +339,8 @@ int proto_parse_id_list(const char *s, int **out, size_t *n,
 /* "K=V" → kv (copies). -EINVAL with err naming the entry when no '='. */
 int proto_kv_parse(const char *s, struct proto_kv *kv, struct err *err);
 void proto_kv_array_free(struct proto_kv *kv, size_t n);
+/* Add kv as the object `key` of obj (env, labels). */
+void proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv,
+    size_t n);
 
 #endif
