@@ -313,6 +313,19 @@ test_exits(void)
     free(dir);
 }
 
+/* Spawn the supervisor of dir and wait until its two ranks run (the
+ * check "ranks started"); their pids go to pids. */
+static pid_t
+spawn_two(const char *dir, struct supfile_status *st, int pids[2])
+{
+    pid_t sv = spawn(dir);
+
+    ok(wait_status(dir, all_started, 5000, st) >= 0, "ranks started");
+    pids[0] = st->nranks > 0 ? st->ranks[0].pid : 0;
+    pids[1] = st->nranks > 1 ? st->ranks[1].pid : 0;
+    return sv;
+}
+
 /* ---- lease --------------------------------------------------------------- */
 
 static void
@@ -327,10 +340,7 @@ test_lease(void)
     int k;
 
     dir = make_job("lease", cmds, 10000, 300);
-    sv = spawn(dir);
-    ok(wait_status(dir, all_started, 5000, &st) >= 0, "ranks started");
-    pids[0] = st.nranks > 0 ? st.ranks[0].pid : 0;
-    pids[1] = st.nranks > 1 ? st.ranks[1].pid : 0;
+    sv = spawn_two(dir, &st, pids);
     ok(pids[0] > 0 && getpgid(pids[0]) == pids[0]
         && getpgid(pids[1]) == pids[1] && getsid(pids[0]) == sv,
         "each rank leads its own process group, in the supervisor's "
@@ -383,10 +393,7 @@ test_stop(void)
     pid_t sv;
 
     dir = make_job("stop", cmds, 500, 60000);
-    sv = spawn(dir);
-    ok(wait_status(dir, all_started, 5000, &st) >= 0, "ranks started");
-    pids[0] = st.nranks > 0 ? st.ranks[0].pid : 0;
-    pids[1] = st.nranks > 1 ? st.ranks[1].pid : 0;
+    sv = spawn_two(dir, &st, pids);
     usleep(100000);             /* let sh set its trap */
     snprintf(path, sizeof(path), "%s/%s", dir, SUPFILE_STOP);
     t0 = timeid_mono_ms();
