@@ -57,20 +57,30 @@ count_job(struct job *job, void *arg)
     return 0;
 }
 
+/* db_open(path) with synchronous=FULL, checked: the check is named what. */
+static struct db *
+open_checked(const char *what)
+{
+    struct err err;
+    struct db *db;
+
+    err_clear(&err);
+    db = db_open(path, true, &err);
+    ok(db != NULL, "%s: %s", what, err.msg);
+    return db;
+}
+
 static void
 test_fresh(void)
 {
     struct err err;
-    struct db *db;
+    struct db *db = open_checked("open a fresh database");
     struct job *job, *got = NULL;
     struct node *node;
     struct attempt *a, *ga = NULL;
     char *user = NULL, *role = NULL;
     int n = 0;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open a fresh database: %s", err.msg);
     if (db == NULL)
         return;
     is_int(db_schema_version(db), migrate_latest(),
@@ -219,8 +229,8 @@ goodput_row(const struct db_goodput_row *r, void *arg)
 static void
 test_fault_tolerance(void)
 {
+    struct db *db = open_checked("open for the fault-tolerance rows");
     struct err err;
-    struct db *db;
     struct job *job, *got = NULL;
     struct attempt *a1, *a2, *ga = NULL;
     struct node *node;
@@ -232,9 +242,6 @@ test_fault_tolerance(void)
     size_t nrows = 0;
     int nblame = 0;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open for the fault-tolerance rows: %s", err.msg);
     if (db == NULL)
         return;
     node = node_create("n9");
@@ -444,13 +451,9 @@ test_walks(void)
 {
     struct walk_seen w = { 0, 1, 0 };
     struct db_job_filter all = { .all = true };
-    struct err err;
-    struct db *db;
+    struct db *db = open_checked("open for the walks");
     char *user = NULL, *role = NULL;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open for the walks: %s", err.msg);
     if (db == NULL)
         return;
     for (int i = 1; i <= 3; i++)
