@@ -180,11 +180,13 @@ void cli_release(struct cli *cli);
 void cli_warn(struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* cli_warn, then returns CLI_EXIT_FAIL. */
-int cli_fail(struct cli *cli, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE. */
-int cli_usage(struct cli *cli, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#define cli_fail(cli, ...) (cli_warn((cli), __VA_ARGS__), CLI_EXIT_FAIL)
+/* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE.
+ * cli is evaluated twice. */
+#define cli_usage(cli, ...) (cli_warn((cli), __VA_ARGS__), cli_synopsis(cli))
+/* The running command's synopsis and where to read more, on stderr (no
+ * command: nothing); returns CLI_EXIT_USAGE. */
+int cli_synopsis(struct cli *cli);
 /* The command's full usage on stdout (for --help); returns CLI_EXIT_OK. */
 int cli_help(struct cli *cli);
 /* Print a command's usage text to out. */
