@@ -56,6 +56,10 @@ enum cli_opt_kind {
                                      * into argv (const char *) */
     CLI_OPT_KIND_INT,               /* an integer in [min, max], stored in an
                                      * int or int64_t target */
+    CLI_OPT_KIND_PATH,              /* a non-empty path, made absolute
+                                     * against the current directory, stored
+                                     * as a new string in a char * target
+                                     * (whose old value is freed) */
 };
 
 /* Called instead of storing, for an option with a setter: opts is the
@@ -90,6 +94,9 @@ struct cli_opt {
 #define CLI_OPT_INT(name_, type, field, min_, max_) \
     { .name = (name_), .kind = CLI_OPT_KIND_INT, \
       CLI_OPT_TARGET(type, field), .min = (min_), .max = (max_) }
+/* --NAME PATH stores PATH, made absolute, in the char * field. */
+#define CLI_OPT_PATH(name_, type, field) \
+    { .name = (name_), .kind = CLI_OPT_KIND_PATH, CLI_OPT_TARGET(type, field) }
 /* --NAME (kind FLAG) or --NAME VALUE (kind STR) calls fn. */
 #define CLI_OPT_CALL(name_, kind_, fn) \
     { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
