@@ -4,8 +4,9 @@
  * Each subcommand is one `struct cli_cmd` entry in its own
  * `cmd_<name>.c` (tmux's cmd-*.c): its name, summary, usage text, option
  * table and function; a command that only shows one GET reply names its
- * path and printer instead, and cli_run_get as its function. `main.c` lists the entries, parses the global
- * options into a `struct cli`, finds the subcommand and calls its function
+ * path and printer instead, with cli_run_get as its function. `main.c`
+ * lists the entries, parses the global options into a `struct cli`, finds
+ * the subcommand and calls its function
  * with argv[0] the subcommand's name. The function parses its own options
  * with cli_parse() and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL
  * (the request failed, including HTTP errors) or CLI_EXIT_USAGE. Messages
@@ -102,6 +103,13 @@ struct cli_opt {
     { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
 #define CLI_OPT_END { .name = NULL }
 
+/* What a command's one operand is, when it has one. */
+enum cli_operand {
+    CLI_OPERAND_NONE,
+    CLI_OPERAND_NODE,               /* a node name */
+    CLI_OPERAND_JOB,                /* a job id */
+};
+
 enum cli_cmd_flags {
     CLI_CMD_OPERATOR = (1 << 0),    /* needs the operator role */
     CLI_CMD_LOCAL = (1 << 1),       /* never talks to the scheduler */
@@ -122,9 +130,17 @@ struct cli_cmd {
     const char *hint;               /* added to the one for too many */
     cli_cmd_fn *fn;
     unsigned flags;                 /* enum cli_cmd_flags */
-    const char *get;                /* cli_run_get's request path ... */
+    enum cli_operand operand;       /* what its one operand is */
+    const char *get;                /* cli_run_get's request path (the
+                                     * operand is added to it) ... */
     cli_print_fn *print;            /* ... and how it prints the reply */
 };
+
+/* The operand of a command about one node, or about one job. */
+#define CLI_ONE_NODE .min_args = 1, .max_args = 1, \
+    .missing = "which node? give its name", .operand = CLI_OPERAND_NODE
+#define CLI_ONE_JOB .min_args = 1, .max_args = 1, \
+    .missing = "which job? give its id", .operand = CLI_OPERAND_JOB
 
 /* What option parsing leaves: the operands, and the common options. */
 struct cli_args {
@@ -260,11 +276,14 @@ int cli_call_print(struct cli *cli, const char *method, const char *path,
     const cJSON *body, const char *kind, const char *name,
     cli_print_fn *print);
 
-/* The function of a command that takes no argument besides --json and
- * --help and only shows one GET reply: the entry (cli->cmd) names the
- * path (.get) and the printer (.print). Parse, GET, then print the reply
- * unchanged (--json) or through print. A stray argument is a usage error
- * (with the entry's hint). Returns the command's exit status. */
+/* The function of a command that only shows one GET reply, of no
+ * operand or of one (the entry's .operand: a node name, checked and
+ * encoded, or a job id, checked and written as a number, after .get and
+ * a '/'): the entry (cli->cmd) names the path (.get) and the printer
+ * (.print). Parse, GET, then print the reply unchanged (--json) or
+ * through print; a failure about the operand names it ("node n1: ...").
+ * A stray argument is a usage error (with the entry's hint). Returns the
+ * command's exit status. */
 int cli_run_get(int argc, char **argv, struct cli *cli);
 
 /* Sleep ms milliseconds, resuming after a signal handler. */
@@ -272,6 +291,10 @@ void cli_sleep_ms(int64_t ms);
 
 /* URL-encode s for a query string; caller frees. */
 char *cli_escape(struct cli *cli, const char *s);
+/* "<base>/<name, encoded>", then "/<verb>" when verb is not NULL, as in
+ * "/v1/nodes/n1/cordon"; caller frees. */
+char *cli_path(struct cli *cli, const char *base, const char *name,
+    const char *verb);
 
 /* ---- display helpers (cli_fmt.c) ---------------------------------------- */
 
