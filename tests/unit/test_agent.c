@@ -39,6 +39,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -1523,32 +1524,16 @@ test_curlx(void)
 int
 main(void)
 {
-    char cmd[PATH_MAX + 16], exe[PATH_MAX], *slash;
-    ssize_t n;
-
     plan(NO_PLAN);
     log_init("test_agent", LOG_LEVEL_INFO, LOG_MODE_PLAIN);
     /* Orphaned grandchildren of the ranks become our children, so the
      * test can reap them and check their process group is really empty
      * whatever PID 1 does. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* build/tests/test_agent -> build/agent/lockstep-supervisor */
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (test_built_path(supervisor_path, sizeof(supervisor_path),
+            "agent/" SUPFILE_EXE) < 0 ||
+        test_tmpdir(tmpdir, sizeof(tmpdir), "test_agent") < 0)
         return 1;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(supervisor_path, sizeof(supervisor_path), "%s/agent/%s", exe,
-        SUPFILE_EXE);
-    snprintf(tmpdir, sizeof(tmpdir), "%s/test_agent.XXXXXX",
-        getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        diag("mkdtemp: %s", strerror(errno));
-        return 1;
-    }
     test_env();
     test_gpus();
     test_labels();
@@ -1562,8 +1547,6 @@ main(void)
     test_ckpt();
     test_dump();
     test_curlx();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", tmpdir);
+    test_rmtree(tmpdir);
     return done_testing();
 }

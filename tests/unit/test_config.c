@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static const struct config_key keys[] = {
     { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0, "address" },
@@ -118,11 +119,6 @@ main(void)
 
     config_destroy(cfg);
     config_destroy(NULL);
-    {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            diag("could not remove %s", dir);
-    }
+    test_rmtree(dir);
     return done_testing();
 }

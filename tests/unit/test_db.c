@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char dir[] = "/tmp/lockstep-test-db.XXXXXX";
 static char path[256];
@@ -521,8 +522,6 @@ test_newer_refused(void)
 int
 main(void)
 {
-    char cmd[512];
-
     plan(NO_PLAN);
     if (mkdtemp(dir) == NULL) {
         ok(0, "mkdtemp: %s", strerror(errno));
@@ -533,8 +532,6 @@ main(void)
     test_fault_tolerance();
     test_walks();
     test_newer_refused();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", dir);
+    test_rmtree(dir);
     return done_testing();
 }

@@ -25,6 +25,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char tmpdir[PATH_MAX];
 static char supervisor[PATH_MAX + 64];
@@ -506,31 +507,16 @@ test_formats(void)
 int
 main(void)
 {
-    char exe[PATH_MAX], cmd[PATH_MAX + 16], *slash;
-    ssize_t n;
-
     plan(NO_PLAN);
-    /* build/tests/test_supervisor -> build/agent/lockstep-supervisor */
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (test_built_path(supervisor, sizeof(supervisor),
+            "agent/" SUPFILE_EXE) < 0)
         return 1;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(supervisor, sizeof(supervisor), "%s/agent/%s", exe,
-        SUPFILE_EXE);
     if (access(supervisor, X_OK) < 0) {
         diag("no %s: %s", supervisor, strerror(errno));
         return 1;
     }
-    snprintf(tmpdir, sizeof(tmpdir), "%s/test_supervisor.XXXXXX",
-        getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (test_tmpdir(tmpdir, sizeof(tmpdir), "test_supervisor") < 0)
         return 1;
-    }
     test_formats();
     test_exits();
     test_lease();
@@ -538,8 +524,6 @@ main(void)
     test_signal_and_errors();
     ok(bad_reads == 0 && good_reads > 100, "status.json was valid JSON at "
         "each of %d reads (%d bad)", good_reads, bad_reads);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", tmpdir);
+    test_rmtree(tmpdir);
     return done_testing();
 }
