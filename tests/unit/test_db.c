@@ -74,7 +74,7 @@ open_checked(const char *what)
 static void
 test_fresh(void)
 {
-    struct err err;
+    struct err err = { 0 };
     struct db *db = open_checked("open a fresh database");
     struct job *job, *got = NULL;
     struct node *node;
@@ -231,7 +231,7 @@ static void
 test_fault_tolerance(void)
 {
     struct db *db = open_checked("open for the fault-tolerance rows");
-    struct err err;
+    struct err err = { 0 };
     struct job *job, *got = NULL;
     struct attempt *a1, *a2, *ga = NULL;
     struct node *node;
