@@ -76,6 +76,15 @@ xstrndup(const char *s, size_t n)
 }
 
 void
+xstrset(char **dst, const char *s)
+{
+    char *copy = xstrdup(s ? s : "");
+
+    free(*dst);
+    *dst = copy;
+}
+
+void
 xstrv_free(char **v, size_t n)
 {
     if (v == NULL)

@@ -125,10 +125,7 @@ job_destroy(struct job *job)
 void
 job_set_reason(struct job *job, const char *reason)
 {
-    char *copy = xstrdup(reason ? reason : "");
-
-    free(job->reason);
-    job->reason = copy;
+    xstrset(&job->reason, reason);
 }
 
 void
