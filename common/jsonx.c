@@ -187,23 +187,16 @@ jsonx_get_str(const cJSON *obj, const char *key, bool required,
 }
 
 int
-jsonx_get_list(const cJSON *obj, const char *key, bool required,
-    bool is_object, const char *what, size_t maxn, const cJSON **out,
-    size_t *count, struct err *err)
+jsonx_count(const cJSON *c, const char *key, bool is_object,
+    const char *what, size_t maxn, size_t *count, struct err *err)
 {
-    const cJSON *c;
-    int rc = jsonx_need(obj, key, required, &c, err);
-
-    if (rc <= 0)
-        return rc;
     if (!(is_object ? cJSON_IsObject(c) : cJSON_IsArray(c)))
         return err_set(err, -EINVAL, "field '%s': must be %s", key, what);
     *count = (size_t)cJSON_GetArraySize(c);
     if (*count > maxn)
         return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
             maxn);
-    *out = c;
-    return 1;
+    return 0;
 }
 
 int
@@ -213,10 +206,13 @@ jsonx_get_str_array(const cJSON *obj, const char *key, bool required,
     const cJSON *arr, *item;
     char **v;
     size_t i = 0, count;
-    int rc = jsonx_get_list(obj, key, required, false, "an array of strings",
-        maxn, &arr, &count, err);
+    int rc = jsonx_need(obj, key, required, &arr, err);
 
     if (rc <= 0)
+        return rc;
+    rc = jsonx_count(arr, key, false, "an array of strings", maxn, &count,
+        err);
+    if (rc < 0)
         return rc;
     v = xcalloc(count + 1, sizeof(*v));
     cJSON_ArrayForEach(item, arr) {
@@ -245,10 +241,13 @@ jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
     const cJSON *arr, *item;
     size_t i = 0, count;
     int *v;
-    int rc = jsonx_get_list(obj, key, required, false, "an array of integers",
-        maxn, &arr, &count, err);
+    int rc = jsonx_need(obj, key, required, &arr, err);
 
     if (rc <= 0)
+        return rc;
+    rc = jsonx_count(arr, key, false, "an array of integers", maxn, &count,
+        err);
+    if (rc < 0)
         return rc;
     v = xcalloc(count + 1, sizeof(*v));
     cJSON_ArrayForEach(item, arr) {

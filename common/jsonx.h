@@ -46,15 +46,12 @@ int jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
     size_t maxn, int64_t min, int64_t max, int **out, size_t *n,
     struct err *err);
 
-/* For a caller that reads a list itself: the field key of obj, which
- * must be an array (an object when is_object) of at most maxn entries,
- * in *out (borrowed) with its number of entries in *count. 1 when
- * present; 0 when absent and not required (nothing set); -EINVAL with
- * err saying "missing field 'key'", "field 'key': must be <what>" or
- * "more than maxn entries". */
-int jsonx_get_list(const cJSON *obj, const char *key, bool required,
-    bool is_object, const char *what, size_t maxn, const cJSON **out,
-    size_t *count, struct err *err);
+/* For a caller that reads a list itself: the number of entries of c,
+ * the value of field key, which must be an array (an object when
+ * is_object) of at most maxn entries. 0 with *count set, or -EINVAL with
+ * err saying "field 'key': must be <what>" or "more than maxn entries". */
+int jsonx_count(const cJSON *c, const char *key, bool is_object,
+    const char *what, size_t maxn, size_t *count, struct err *err);
 
 /* Builders: add to obj, return the added item (owned by obj). */
 cJSON *jsonx_add_int(cJSON *obj, const char *key, int64_t v);

@@ -140,13 +140,16 @@ int
 proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn, bool env_keys,
     size_t maxval, struct proto_kv **out, size_t *n, struct err *err)
 {
-    const cJSON *map, *item;
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *item;
     struct proto_kv *kv;
     size_t i = 0, count;
-    int rc = jsonx_get_list(obj, key, false, true, "an object of strings",
-        maxn, &map, &count, err);
+    int rc;
 
-    if (rc <= 0)
+    if (map == NULL)
+        return 0;
+    if ((rc = jsonx_count(map, key, true, "an object of strings", maxn,
+             &count, err)) < 0)
         return rc;
     kv = xcalloc(count + 1, sizeof(*kv));
     cJSON_ArrayForEach(item, map) {

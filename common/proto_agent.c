@@ -20,13 +20,16 @@ static int
 get_steps(const cJSON *obj, const char *key, int64_t **out, size_t *n,
     struct err *err)
 {
-    const cJSON *arr, *item;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *item;
     size_t count;
     int64_t *v;
-    int rc = jsonx_get_list(obj, key, false, false, "an array of integers",
-        PROTO_STEPS_MAX, &arr, &count, err);
+    int rc;
 
-    if (rc <= 0)
+    if (arr == NULL)
+        return 0;
+    if ((rc = jsonx_count(arr, key, false, "an array of integers",
+             PROTO_STEPS_MAX, &count, err)) < 0)
         return rc;
     v = xcalloc(count + 1, sizeof(*v));
     count = 0;
