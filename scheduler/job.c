@@ -16,66 +16,53 @@
 #include "common/xalloc.h"
 #include "scheduler/attempt.h"
 
+/* The states a state may change to, as a set: TO(a) | TO(b). */
+#define TO(s) (1u << (s))
+
 /*
- * job_transitions[from][to]. PLACED may go straight to SUCCEEDED or FAILED:
- * a short job can start and end between two agent reports, so the
- * scheduler never sees it running. RESTARTING waits in the queue and goes
- * to PLACED when its next attempt is placed.
+ * job_next[from]. PLACED may go straight to SUCCEEDED or FAILED: a short
+ * job can start and end between two agent reports, so the scheduler
+ * never sees it running. RESTARTING waits in the queue and goes to PLACED
+ * when its next attempt is placed.
  */
-static const bool job_transitions[PROTO_JOB_STATE_COUNT][PROTO_JOB_STATE_COUNT] = {
-    [PROTO_JOB_PENDING] = {
-        [PROTO_JOB_PLACED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_PLACED] = {
-        [PROTO_JOB_RUNNING] = true,
-        [PROTO_JOB_RESTARTING] = true,
-        [PROTO_JOB_SUCCEEDED] = true,
-        [PROTO_JOB_FAILED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_RUNNING] = {
-        [PROTO_JOB_RESTARTING] = true,
-        [PROTO_JOB_SUCCEEDED] = true,
-        [PROTO_JOB_FAILED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_RESTARTING] = {
-        [PROTO_JOB_PLACED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
+static const unsigned job_next[PROTO_JOB_STATE_COUNT] = {
+    [PROTO_JOB_PENDING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_PLACED] = TO(PROTO_JOB_RUNNING) | TO(PROTO_JOB_RESTARTING) |
+        TO(PROTO_JOB_SUCCEEDED) | TO(PROTO_JOB_FAILED) |
+        TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_RUNNING] = TO(PROTO_JOB_RESTARTING) | TO(PROTO_JOB_SUCCEEDED) |
+        TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_RESTARTING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
 };
 
-static const bool attempt_transitions[PROTO_ATTEMPT_STATE_COUNT]
-                                     [PROTO_ATTEMPT_STATE_COUNT] = {
-    [PROTO_ATTEMPT_STARTING] = {
-        [PROTO_ATTEMPT_RUNNING] = true,
-        [PROTO_ATTEMPT_SUCCEEDED] = true,
-        [PROTO_ATTEMPT_FAILED] = true,
-        [PROTO_ATTEMPT_CANCELLED] = true,
-    },
-    [PROTO_ATTEMPT_RUNNING] = {
-        [PROTO_ATTEMPT_SUCCEEDED] = true,
-        [PROTO_ATTEMPT_FAILED] = true,
-        [PROTO_ATTEMPT_CANCELLED] = true,
-    },
+static const unsigned attempt_next[PROTO_ATTEMPT_STATE_COUNT] = {
+    [PROTO_ATTEMPT_STARTING] = TO(PROTO_ATTEMPT_RUNNING) |
+        TO(PROTO_ATTEMPT_SUCCEEDED) | TO(PROTO_ATTEMPT_FAILED) |
+        TO(PROTO_ATTEMPT_CANCELLED),
+    [PROTO_ATTEMPT_RUNNING] = TO(PROTO_ATTEMPT_SUCCEEDED) |
+        TO(PROTO_ATTEMPT_FAILED) | TO(PROTO_ATTEMPT_CANCELLED),
 };
+
+/* Whether next[from], of a table of n states, has to. */
+static bool
+transition_ok(const unsigned *next, size_t n, int from, int to)
+{
+    if (from < 0 || (size_t)from >= n || to < 0 || (size_t)to >= n)
+        return false;
+    return (next[from] & TO(to)) != 0;
+}
 
 bool
 job_transition_ok(enum proto_job_state from, enum proto_job_state to)
 {
-    if ((unsigned)from >= PROTO_JOB_STATE_COUNT || (unsigned)to >= PROTO_JOB_STATE_COUNT)
-        return false;
-    return job_transitions[from][to];
+    return transition_ok(job_next, ARRAY_SIZE(job_next), (int)from, (int)to);
 }
 
 bool
 attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to)
 {
-    if ((unsigned)from >= PROTO_ATTEMPT_STATE_COUNT ||
-        (unsigned)to >= PROTO_ATTEMPT_STATE_COUNT)
-        return false;
-    return attempt_transitions[from][to];
+    return transition_ok(attempt_next, ARRAY_SIZE(attempt_next), (int)from,
+        (int)to);
 }
 
 int
