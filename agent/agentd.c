@@ -39,16 +39,14 @@ const struct config_key agentd_config_keys[] = {
       "agent state" },
     { "log_dir", CONFIG_STR, "", 0, 0,
       "rank output (default: state_dir/logs)" },
-    { "cluster_secret_file", CONFIG_STR, "/etc/lockstep/cluster.secret", 0,
-      0, "shared secret agents authenticate with" },
+    CONFIG_KEY_CLUSTER_SECRET_FILE,
     { "kill_grace_ms", CONFIG_INT, "10000", 0, 3600000,
       "SIGTERM to SIGKILL grace when tearing ranks down" },
     { "run_as_submitter", CONFIG_BOOL, "true", 0, 0,
       "when root, start ranks as the submitting user" },
     { "supervisor", CONFIG_STR, "", 0, 0,
       "lockstep-supervisor executable (default: next to lockstep-agent)" },
-    { "log_level", CONFIG_STR, "info", 0, 0,
-      "error, warn, notice, info, debug" },
+    CONFIG_KEY_LOG_LEVEL,
     { NULL, CONFIG_STR, NULL, 0, 0, NULL },
 };
 
@@ -170,8 +168,7 @@ agentd_settings_release(struct agentd *ad)
     free(ad->state_dir);
     free(ad->log_dir);
     free(ad->supervisor);
-    free(ad->res.gpus);
-    proto_kv_array_free(ad->res.labels, ad->res.nlabels);
+    proto_resources_release(&ad->res);
     if (ad->auth_header != NULL)
         explicit_bzero(ad->auth_header, strlen(ad->auth_header));
     free(ad->auth_header);

@@ -51,16 +51,6 @@ struct proc_table;
 struct report;
 struct logship;
 
-/* What the node offers, as sent in every status report. */
-struct agentd_resources {
-    int cpus;
-    int64_t memory_mb;
-    int *gpus;
-    size_t ngpus;
-    struct proto_kv *labels;
-    size_t nlabels;
-};
-
 struct agentd {
     uv_loop_t *loop;
 
@@ -73,7 +63,7 @@ struct agentd {
     int64_t kill_grace_ms;
     bool run_as_submitter;
     char *supervisor;           /* lockstep-supervisor executable */
-    struct agentd_resources res;
+    struct proto_resources res;
     char *auth_header;          /* "Authorization: Agent <node>:<mac>" */
     char agent_id[33];          /* random per process */
 

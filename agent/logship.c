@@ -32,6 +32,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 
 #define LOGSHIP_TICK_MS 200
@@ -315,12 +316,6 @@ logship_create(struct agentd *ad, struct err *err)
     return ls;
 }
 
-static void
-logship_close_cb(uv_handle_t *h)
-{
-    free(container_of((uv_timer_t *)h, struct logship, timer));
-}
-
 void
 logship_destroy(struct logship *ls)
 {
@@ -328,5 +323,5 @@ logship_destroy(struct logship *ls)
         return;
     while (!LIST_EMPTY(&ls->outputs))
         logship_remove(LIST_FIRST(&ls->outputs));
-    uv_close((uv_handle_t *)&ls->timer, logship_close_cb);
+    uvx_close_one((uv_handle_t *)&ls->timer, free, ls);
 }

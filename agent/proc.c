@@ -43,6 +43,7 @@
 #include "agent/supfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 
 /* How often status.json files and adopted supervisors are checked, and
@@ -507,10 +508,9 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
 }
 
 static void
-proc_table_close_cb(uv_handle_t *h)
+proc_table_free(void *arg)
 {
-    struct proc_table *pt = container_of((uv_timer_t *)h, struct proc_table,
-        poll_timer);
+    struct proc_table *pt = arg;
 
     free(pt->jobs_dir);
     free(pt->tomb);
@@ -580,7 +580,7 @@ proc_create(struct agentd *ad, struct err *err)
         PROC_POLL_MS);
     if (rc < 0) {
         err_set(err, rc, "cannot start timer: %s", uv_strerror(rc));
-        uv_close((uv_handle_t *)&pt->poll_timer, proc_table_close_cb);
+        uvx_close_one((uv_handle_t *)&pt->poll_timer, proc_table_free, pt);
         free(jobs);
         return NULL;
     }
@@ -590,9 +590,7 @@ proc_create(struct agentd *ad, struct err *err)
 
 fail:
     free(jobs);
-    free(pt->jobs_dir);
-    free(pt->tomb);
-    free(pt);
+    proc_table_free(pt);
     return NULL;
 }
 
@@ -610,5 +608,5 @@ proc_destroy(struct proc_table *pt)
         proc_ckpt_cancel(job);
         proc_job_close(job);
     }
-    uv_close((uv_handle_t *)&pt->poll_timer, proc_table_close_cb);
+    uvx_close_one((uv_handle_t *)&pt->poll_timer, proc_table_free, pt);
 }

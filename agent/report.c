@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 
 #define REPORT_BACKOFF_MIN_MS 100
@@ -58,7 +59,6 @@ struct report {
     struct agentd *ad;
     uv_timer_t status_timer;
     uv_timer_t work_timer;
-    int open_handles;
     bool closing;
 
     /* status */
@@ -330,21 +330,13 @@ report_status_send(struct report *rp)
     rep.reg = rp->need_register;
     rep.agent_id = ad->agent_id;
     rep.addr = ad->addr;
-    rep.cpus = ad->res.cpus;
-    rep.memory_mb = ad->res.memory_mb;
-    rep.gpus = ad->res.gpus;
-    rep.ngpus = ad->res.ngpus;
-    rep.labels = ad->res.labels;
-    rep.nlabels = ad->res.nlabels;
+    rep.res = ad->res;
     rep.gen = rp->applied_gen;
     rp->status_sent_ms = timeid_mono_ms();
     rp->status_seq = proc_fill_report(ad->procs, &rep);
     json = proto_node_report_to_json(&rep);
     rep.node = rep.agent_id = rep.addr = NULL;
-    rep.gpus = NULL;
-    rep.ngpus = 0;
-    rep.labels = NULL;
-    rep.nlabels = 0;
+    memset(&rep.res, 0, sizeof(rep.res));
     proto_node_report_release(&rep);
     text = jsonx_print(json);
     cJSON_Delete(json);
@@ -487,7 +479,6 @@ report_create(struct agentd *ad, struct err *err)
         fatalx("cannot create timer: %s", uv_strerror(rc));
     rp->status_timer.data = rp;
     rp->work_timer.data = rp;
-    rp->open_handles = 2;
     proc_set_change_cb(ad->procs, report_proc_change_cb, rp);
     (void)err;
     return rp;
@@ -500,22 +491,16 @@ report_start(struct report *rp)
     return 0;
 }
 
-static void
-report_close_cb(uv_handle_t *h)
-{
-    struct report *rp = h->data;
-
-    if (--rp->open_handles == 0)
-        free(rp);
-}
-
 void
 report_destroy(struct report *rp)
 {
+    uv_handle_t *hs[2];
+
     if (rp == NULL || rp->closing)
         return;
     rp->closing = true;
     proc_set_change_cb(rp->ad->procs, NULL, NULL);
-    uv_close((uv_handle_t *)&rp->status_timer, report_close_cb);
-    uv_close((uv_handle_t *)&rp->work_timer, report_close_cb);
+    hs[0] = (uv_handle_t *)&rp->status_timer;
+    hs[1] = (uv_handle_t *)&rp->work_timer;
+    uvx_close(hs, ARRAY_SIZE(hs), free, rp);
 }

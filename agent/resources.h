@@ -2,7 +2,7 @@
  * resources.h - what a node offers: CPUs, memory, GPUs, labels
  *
  * Detection and the parsers of the `gpus` and `labels` settings, for
- * agentd_settings_load; the result is struct agentd_resources (agentd.h).
+ * agentd_settings_load; the result is struct proto_resources (common/proto.h).
  * Called once at start-up, before the loop runs.
  */
 #ifndef AGENT_RESOURCES_H

@@ -182,16 +182,47 @@ supfile_load_head(const char *dir, const char *name, cJSON **root,
     return 0;
 }
 
-/* The "ranks" array of root (borrowed) and its length. */
+/* Reads one entry of "ranks" into the zeroed element r. */
+typedef int supfile_rank_from_fn(const cJSON *o, void *r, struct err *err);
+/* One element r of a ranks array as a new JSON object. */
+typedef cJSON *supfile_rank_to_fn(const void *r);
+
+/* The "ranks" array of root, each entry read by from_json into a new
+ * array of elements of size bytes, handed over in *out with its length
+ * in *n (caller frees) as soon as the array is there: after a failed
+ * entry the caller's release frees what was read. */
 static int
-supfile_get_ranks(const cJSON *root, const cJSON **ranks, size_t *n,
+supfile_get_ranks(const cJSON *root, size_t size,
+    supfile_rank_from_fn *from_json, void **out, size_t *n,
     struct err *err)
 {
-    *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
-    if (!cJSON_IsArray(*ranks))
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
+    const cJSON *item;
+    char *v;
+    size_t i = 0;
+    int rc;
+
+    if (!cJSON_IsArray(ranks))
         return err_set(err, -EINVAL, "field 'ranks': must be an array");
-    *n = (size_t)cJSON_GetArraySize(*ranks);
+    *n = (size_t)cJSON_GetArraySize(ranks);
+    v = xcalloc(*n + 1, size);
+    *out = v;
+    cJSON_ArrayForEach(item, ranks) {
+        if ((rc = from_json(item, v + size * i++, err)) < 0)
+            return rc;
+    }
     return 0;
+}
+
+/* Add the n elements of size bytes at ranks to root as "ranks". */
+static void
+supfile_add_ranks(cJSON *root, const void *ranks, size_t size, size_t n,
+    supfile_rank_to_fn *to_json)
+{
+    cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
+
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, to_json((const char *)ranks + size * i));
 }
 
 /* A new file object with the head supfile_load_head checks. */
@@ -282,9 +313,9 @@ supfile_spec_rank_release(struct supfile_spec_rank *r)
 }
 
 static int
-supfile_spec_rank_from_json(const cJSON *o, struct supfile_spec_rank *r,
-    struct err *err)
+supfile_spec_rank_from_json(const cJSON *o, void *arg, struct err *err)
 {
+    struct supfile_spec_rank *r = arg;
     int64_t rank = 0, local_rank = 0;
     int rc;
 
@@ -313,30 +344,47 @@ supfile_spec_rank_from_json(const cJSON *o, struct supfile_spec_rank *r,
     return 0;
 }
 
+static cJSON *
+supfile_spec_rank_to_json(const void *arg)
+{
+    const struct supfile_spec_rank *r = arg;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *groups;
+
+    jsonx_add_int(o, "rank", r->rank);
+    jsonx_add_int(o, "local_rank", r->local_rank);
+    jsonx_add_str_array(o, "argv", r->argv, r->argc);
+    jsonx_add_str_array(o, "env", r->env, r->nenv);
+    jsonx_add_str(o, "cwd", r->cwd);
+    jsonx_add_int(o, "uid", r->uid);
+    jsonx_add_int(o, "gid", r->gid);
+    groups = cJSON_AddArrayToObject(o, "groups");
+    for (size_t g = 0; g < r->ngroups; g++)
+        cJSON_AddItemToArray(groups, cJSON_CreateNumber((double)r->groups[g]));
+    jsonx_add_str(o, "stdout", r->out_path);
+    jsonx_add_str(o, "stderr", r->err_path);
+    return o;
+}
+
 int
 supfile_spec_load(const char *dir, struct supfile_spec *spec,
     struct err *err)
 {
-    const cJSON *ranks, *item;
     cJSON *root = NULL;
+    void *ranks = NULL;
     int64_t grace = 0;
-    size_t i = 0;
     int rc;
 
     memset(spec, 0, sizeof(*spec));
     if ((rc = supfile_load_head(dir, SUPFILE_SPEC, &root, &spec->job,
              &spec->attempt, err))
         || (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000,
-                &grace, err))
-        || (rc = supfile_get_ranks(root, &ranks, &spec->nranks, err)))
+                &grace, err)))
         goto out;
+    rc = supfile_get_ranks(root, sizeof(*spec->ranks),
+        supfile_spec_rank_from_json, &ranks, &spec->nranks, err);
+    spec->ranks = ranks;
     spec->kill_grace_ms = grace;
-    spec->ranks = xcalloc(spec->nranks + 1, sizeof(*spec->ranks));
-    cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_spec_rank_from_json(item, &spec->ranks[i++], err))
-            < 0)
-            goto out;
-    }
 out:
     cJSON_Delete(root);
     if (rc < 0)
@@ -347,31 +395,11 @@ out:
 int
 supfile_spec_save(const char *dir, const struct supfile_spec *spec)
 {
-    cJSON *root = supfile_new_root(spec->job, spec->attempt), *ranks, *o;
-    cJSON *groups;
-    size_t i, g;
+    cJSON *root = supfile_new_root(spec->job, spec->attempt);
 
     jsonx_add_int(root, "kill_grace_ms", spec->kill_grace_ms);
-    ranks = cJSON_AddArrayToObject(root, "ranks");
-    for (i = 0; i < spec->nranks; i++) {
-        const struct supfile_spec_rank *r = &spec->ranks[i];
-
-        o = cJSON_CreateObject();
-        jsonx_add_int(o, "rank", r->rank);
-        jsonx_add_int(o, "local_rank", r->local_rank);
-        jsonx_add_str_array(o, "argv", r->argv, r->argc);
-        jsonx_add_str_array(o, "env", r->env, r->nenv);
-        jsonx_add_str(o, "cwd", r->cwd);
-        jsonx_add_int(o, "uid", r->uid);
-        jsonx_add_int(o, "gid", r->gid);
-        groups = cJSON_AddArrayToObject(o, "groups");
-        for (g = 0; g < r->ngroups; g++)
-            cJSON_AddItemToArray(groups,
-                cJSON_CreateNumber((double)r->groups[g]));
-        jsonx_add_str(o, "stdout", r->out_path);
-        jsonx_add_str(o, "stderr", r->err_path);
-        cJSON_AddItemToArray(ranks, o);
-    }
+    supfile_add_ranks(root, spec->ranks, sizeof(*spec->ranks), spec->nranks,
+        supfile_spec_rank_to_json);
     return supfile_save_json(dir, SUPFILE_SPEC, root);
 }
 
@@ -389,9 +417,9 @@ supfile_spec_release(struct supfile_spec *spec)
 /* ---- status.json -------------------------------------------------------- */
 
 static int
-supfile_rank_status_from_json(const cJSON *o, struct supfile_rank_status *r,
-    struct err *err)
+supfile_rank_status_from_json(const cJSON *o, void *arg, struct err *err)
 {
+    struct supfile_rank_status *r = arg;
     int64_t rank = 0, pid = 0, start = 0, code = 0, sig = 0;
     int64_t start_ms = 0, end_ms = 0;
     char *state = NULL;
@@ -428,14 +456,31 @@ out:
     return rc;
 }
 
+static cJSON *
+supfile_rank_status_to_json(const void *arg)
+{
+    const struct supfile_rank_status *r = arg;
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "rank", r->rank);
+    jsonx_add_int(o, "pid", r->pid);
+    jsonx_add_int(o, "proc_start", (int64_t)r->proc_start);
+    jsonx_add_str(o, "state", r->exited ? "exited" : "running");
+    jsonx_add_int(o, "exit_code", r->exit_code);
+    jsonx_add_int(o, "signal", r->signal);
+    jsonx_add_int(o, "start_ms", r->start_ms);
+    jsonx_add_int(o, "end_ms", r->end_ms);
+    cJSON_AddBoolToObject(o, "fenced", r->fenced);
+    return o;
+}
+
 int
 supfile_status_load(const char *dir, struct supfile_status *st,
     struct err *err)
 {
-    const cJSON *ranks, *item;
     cJSON *root = NULL;
+    void *ranks = NULL;
     int64_t pid = 0;
-    size_t i = 0;
     int rc;
 
     memset(st, 0, sizeof(*st));
@@ -444,16 +489,12 @@ supfile_status_load(const char *dir, struct supfile_status *st,
         || (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err))
         || (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err))
         || (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err))
-        || (rc = jsonx_get_bool(root, "done", true, &st->done, err))
-        || (rc = supfile_get_ranks(root, &ranks, &st->nranks, err)))
+        || (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
         goto out;
+    rc = supfile_get_ranks(root, sizeof(*st->ranks),
+        supfile_rank_status_from_json, &ranks, &st->nranks, err);
+    st->ranks = ranks;
     st->pid = (int)pid;
-    st->ranks = xcalloc(st->nranks + 1, sizeof(*st->ranks));
-    cJSON_ArrayForEach(item, ranks) {
-        if ((rc = supfile_rank_status_from_json(item, &st->ranks[i++], err))
-            < 0)
-            goto out;
-    }
 out:
     cJSON_Delete(root);
     if (rc < 0)
@@ -464,29 +505,14 @@ out:
 int
 supfile_status_save(const char *dir, const struct supfile_status *st)
 {
-    cJSON *root = supfile_new_root(st->job, st->attempt), *ranks, *o;
-    size_t i;
+    cJSON *root = supfile_new_root(st->job, st->attempt);
 
     jsonx_add_int(root, "pid", st->pid);
     cJSON_AddBoolToObject(root, "fenced", st->fenced);
     cJSON_AddBoolToObject(root, "stopping", st->stopping);
     cJSON_AddBoolToObject(root, "done", st->done);
-    ranks = cJSON_AddArrayToObject(root, "ranks");
-    for (i = 0; i < st->nranks; i++) {
-        const struct supfile_rank_status *r = &st->ranks[i];
-
-        o = cJSON_CreateObject();
-        jsonx_add_int(o, "rank", r->rank);
-        jsonx_add_int(o, "pid", r->pid);
-        jsonx_add_int(o, "proc_start", (int64_t)r->proc_start);
-        jsonx_add_str(o, "state", r->exited ? "exited" : "running");
-        jsonx_add_int(o, "exit_code", r->exit_code);
-        jsonx_add_int(o, "signal", r->signal);
-        jsonx_add_int(o, "start_ms", r->start_ms);
-        jsonx_add_int(o, "end_ms", r->end_ms);
-        cJSON_AddBoolToObject(o, "fenced", r->fenced);
-        cJSON_AddItemToArray(ranks, o);
-    }
+    supfile_add_ranks(root, st->ranks, sizeof(*st->ranks), st->nranks,
+        supfile_rank_status_to_json);
     return supfile_save_json(dir, SUPFILE_STATUS, root);
 }
 

@@ -3,8 +3,10 @@
  *
  * Each subcommand is one `struct cli_cmd` entry in its own
  * `cmd_<name>.c` (tmux's cmd-*.c): its name, summary, usage text, option
- * table and function. `main.c` lists the entries, parses the global
- * options into a `struct cli`, finds the subcommand and calls its function
+ * table and function; a command that only shows one GET reply names its
+ * path and printer instead, with cli_run_get as its function. `main.c`
+ * lists the entries, parses the global options into a `struct cli`, finds
+ * the subcommand and calls its function
  * with argv[0] the subcommand's name. The function parses its own options
  * with cli_parse() and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL
  * (the request failed, including HTTP errors) or CLI_EXIT_USAGE. Messages
@@ -42,6 +44,10 @@ struct cli;
 
 typedef int cli_cmd_fn(int argc, char **argv, struct cli *cli);
 
+/* Prints a reply as a person reads it (a table, a summary); name is the
+ * object the command is about, as the user gave it, or NULL. */
+typedef void cli_print_fn(const cJSON *reply, const char *name);
+
 /* ---- option tables (cli_opt.c) ------------------------------------------ */
 
 /* What an option takes, and so what it stores in its target. */
@@ -51,6 +57,10 @@ enum cli_opt_kind {
                                      * into argv (const char *) */
     CLI_OPT_KIND_INT,               /* an integer in [min, max], stored in an
                                      * int or int64_t target */
+    CLI_OPT_KIND_PATH,              /* a non-empty path, made absolute
+                                     * against the current directory, stored
+                                     * as a new string in a char * target
+                                     * (whose old value is freed) */
 };
 
 /* Called instead of storing, for an option with a setter: opts is the
@@ -85,10 +95,20 @@ struct cli_opt {
 #define CLI_OPT_INT(name_, type, field, min_, max_) \
     { .name = (name_), .kind = CLI_OPT_KIND_INT, \
       CLI_OPT_TARGET(type, field), .min = (min_), .max = (max_) }
+/* --NAME PATH stores PATH, made absolute, in the char * field. */
+#define CLI_OPT_PATH(name_, type, field) \
+    { .name = (name_), .kind = CLI_OPT_KIND_PATH, CLI_OPT_TARGET(type, field) }
 /* --NAME (kind FLAG) or --NAME VALUE (kind STR) calls fn. */
 #define CLI_OPT_CALL(name_, kind_, fn) \
     { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
 #define CLI_OPT_END { .name = NULL }
+
+/* What a command's one operand is, when it has one. */
+enum cli_operand {
+    CLI_OPERAND_NONE,
+    CLI_OPERAND_NODE,               /* a node name */
+    CLI_OPERAND_JOB,                /* a job id */
+};
 
 enum cli_cmd_flags {
     CLI_CMD_OPERATOR = (1 << 0),    /* needs the operator role */
@@ -110,7 +130,17 @@ struct cli_cmd {
     const char *hint;               /* added to the one for too many */
     cli_cmd_fn *fn;
     unsigned flags;                 /* enum cli_cmd_flags */
+    enum cli_operand operand;       /* what its one operand is */
+    const char *get;                /* cli_run_get's request path (the
+                                     * operand is added to it) ... */
+    cli_print_fn *print;            /* ... and how it prints the reply */
 };
+
+/* The operand of a command about one node, or about one job. */
+#define CLI_ONE_NODE .min_args = 1, .max_args = 1, \
+    .missing = "which node? give its name", .operand = CLI_OPERAND_NODE
+#define CLI_ONE_JOB .min_args = 1, .max_args = 1, \
+    .missing = "which job? give its id", .operand = CLI_OPERAND_JOB
 
 /* What option parsing leaves: the operands, and the common options. */
 struct cli_args {
@@ -173,11 +203,13 @@ void cli_release(struct cli *cli);
 void cli_warn(struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* cli_warn, then returns CLI_EXIT_FAIL. */
-int cli_fail(struct cli *cli, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE. */
-int cli_usage(struct cli *cli, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#define cli_fail(cli, ...) (cli_warn((cli), __VA_ARGS__), CLI_EXIT_FAIL)
+/* cli_warn, then the command's synopsis on stderr; returns CLI_EXIT_USAGE.
+ * cli is evaluated twice. */
+#define cli_usage(cli, ...) (cli_warn((cli), __VA_ARGS__), cli_synopsis(cli))
+/* The running command's synopsis and where to read more, on stderr (no
+ * command: nothing); returns CLI_EXIT_USAGE. */
+int cli_synopsis(struct cli *cli);
 /* The command's full usage on stdout (for --help); returns CLI_EXIT_OK. */
 int cli_help(struct cli *cli);
 /* Print a command's usage text to out. */
@@ -236,10 +268,6 @@ int cli_fail_about(struct cli *cli, const char *kind, const char *name,
  * not end with one (--json). */
 void cli_print_body(const struct cli_resp *resp);
 
-/* Prints a reply as a person reads it (a table, a summary); name is the
- * object the command is about, as the user gave it, or NULL. */
-typedef void cli_print_fn(const cJSON *reply, const char *name);
-
 /* Send one request and print its reply: unchanged with --json, else
  * through print. For a request about one object (kind "job", name "12") a
  * failure is reported with cli_fail_about; with kind NULL, as cli_call
@@ -248,18 +276,25 @@ int cli_call_print(struct cli *cli, const char *method, const char *path,
     const cJSON *body, const char *kind, const char *name,
     cli_print_fn *print);
 
-/* The whole body of a command that takes no argument besides --json and
- * --help: parse, GET path, then print the reply unchanged (--json) or
- * through print. A stray argument is a usage error (with the entry's
- * hint). Returns the command's exit status. */
-int cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print);
+/* The function of a command that only shows one GET reply, of no
+ * operand or of one (the entry's .operand: a node name, checked and
+ * encoded, or a job id, checked and written as a number, after .get and
+ * a '/'): the entry (cli->cmd) names the path (.get) and the printer
+ * (.print). Parse, GET, then print the reply unchanged (--json) or
+ * through print; a failure about the operand names it ("node n1: ...").
+ * A stray argument is a usage error (with the entry's hint). Returns the
+ * command's exit status. */
+int cli_run_get(int argc, char **argv, struct cli *cli);
 
 /* Sleep ms milliseconds, resuming after a signal handler. */
 void cli_sleep_ms(int64_t ms);
 
 /* URL-encode s for a query string; caller frees. */
 char *cli_escape(struct cli *cli, const char *s);
+/* "<base>/<name, encoded>", then "/<verb>" when verb is not NULL, as in
+ * "/v1/nodes/n1/cordon"; caller frees. */
+char *cli_path(struct cli *cli, const char *base, const char *name,
+    const char *verb);
 
 /* ---- display helpers (cli_fmt.c) ---------------------------------------- */
 

@@ -92,6 +92,18 @@ cli_escape(struct cli *cli, const char *s)
     return copy;
 }
 
+char *
+cli_path(struct cli *cli, const char *base, const char *name,
+    const char *verb)
+{
+    char *e = cli_escape(cli, name);
+    char *path = xasprintf("%s/%s%s%s", base, e, verb ? "/" : "",
+        verb ? verb : "");
+
+    free(e);
+    return path;
+}
+
 /* ---- replies ------------------------------------------------------------- */
 
 void
@@ -377,16 +389,52 @@ cli_call_print(struct cli *cli, const char *method, const char *path,
     return status;
 }
 
-int
-cli_get_print(int argc, char **argv, struct cli *cli, const char *path,
-    cli_print_fn *print)
+/* cli_run_get's request path with the operand s, or NULL after a usage
+ * error (printed). Caller frees. */
+static char *
+run_get_path(struct cli *cli, const char *s)
 {
+    const struct cli_cmd *cmd = cli->cmd;
+    int64_t id;
+
+    switch (cmd->operand) {
+    case CLI_OPERAND_NODE:
+        if (cli_check_node_name(cli, s) != 0)
+            return NULL;
+        return cli_path(cli, cmd->get, s, NULL);
+    case CLI_OPERAND_JOB:
+        if (cli_parse_job_id(cli, s, &id) != 0)
+            return NULL;
+        return xasprintf("%s/%lld", cmd->get, (long long)id);
+    case CLI_OPERAND_NONE:
+        break;
+    }
+    return xstrdup(cmd->get);
+}
+
+int
+cli_run_get(int argc, char **argv, struct cli *cli)
+{
+    static const char *const kinds[] = {
+        [CLI_OPERAND_NONE] = NULL,
+        [CLI_OPERAND_NODE] = "node",
+        [CLI_OPERAND_JOB] = "job",
+    };
+    const struct cli_cmd *cmd = cli->cmd;
+    const char *operand;
     struct cli_args args;
+    char *path;
     int status;
 
     if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
         return status;
-    return cli_call_print(cli, "GET", path, NULL, NULL, NULL, print);
+    operand = cmd->operand == CLI_OPERAND_NONE ? NULL : args.argv[0];
+    if ((path = run_get_path(cli, operand)) == NULL)
+        return CLI_EXIT_USAGE;
+    status = cli_call_print(cli, "GET", path, NULL, kinds[cmd->operand],
+        operand, cmd->print);
+    free(path);
+    return status;
 }
 
 void

@@ -41,17 +41,6 @@ cli_warn(struct cli *cli, const char *fmt, ...)
     va_end(ap);
 }
 
-int
-cli_fail(struct cli *cli, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    cli_vwarn(cli, fmt, ap);
-    va_end(ap);
-    return CLI_EXIT_FAIL;
-}
-
 void
 cli_print_usage(const struct cli_cmd *cmd, FILE *out)
 {
@@ -59,13 +48,8 @@ cli_print_usage(const struct cli_cmd *cmd, FILE *out)
 }
 
 int
-cli_usage(struct cli *cli, const char *fmt, ...)
+cli_synopsis(struct cli *cli)
 {
-    va_list ap;
-
-    va_start(ap, fmt);
-    cli_vwarn(cli, fmt, ap);
-    va_end(ap);
     if (cli && cli->cmd) {
         /* Only the synopsis lines: the option list is for --help. */
         const char *u = cli->cmd->usage;

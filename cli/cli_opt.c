@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/xalloc.h"
 
@@ -136,6 +137,42 @@ opt_int(const struct cli_opt *o, const char *s, int64_t *out,
     return 0;
 }
 
+/* s as given, or made absolute against the current directory, into
+ * *out (freeing what it held). The message is cut where a struct err
+ * cuts it, as it always was. */
+static int
+opt_path(const struct cli_opt *o, const char *s, char **out,
+    struct sbuf *why)
+{
+    struct err err;
+    char *cwd;
+    int e;
+
+    if (*s == '\0') {
+        err_set(&err, -EINVAL, "--%s must not be empty", o->name);
+        sbuf_addstr(why, err.msg);
+        return -EINVAL;
+    }
+    if (s[0] == '/') {
+        free(*out);
+        *out = xstrdup(s);
+        return 0;
+    }
+    cwd = getcwd(NULL, 0);
+    if (cwd == NULL) {
+        e = errno;
+        err_set(&err, -e,
+            "--%s '%s' is relative and the current directory is unknown: %s",
+            o->name, s, strerror(e));
+        sbuf_addstr(why, err.msg);
+        return -e;
+    }
+    free(*out);
+    *out = xasprintf("%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", s);
+    free(cwd);
+    return 0;
+}
+
 /* Act on one option: call its setter or fill its target. */
 static int
 opt_apply(const struct cli_opt *o, void *opts, const char *value,
@@ -166,6 +203,9 @@ opt_apply(const struct cli_opt *o, void *opts, const char *value,
             *(int *)target = (int)v;
         }
         return 0;
+    case CLI_OPT_KIND_PATH:
+        assert(o->size == sizeof(char *));
+        return opt_path(o, value, (char **)target, why);
     }
     abort();
 }

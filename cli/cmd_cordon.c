@@ -56,7 +56,7 @@ cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
     struct cordon_opts o = { .cordon = is_cordon };
     struct cli_args args;
     cJSON *body;
-    char *name, *path;
+    char *path;
     int status;
 
     if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
@@ -72,13 +72,11 @@ cordon_common(int argc, char **argv, struct cli *cli, const char *verb,
     jsonx_add_str(body, "reason", o.reason ? o.reason : "");
     if (o.evict)
         cJSON_AddBoolToObject(body, "evict", true);
-    name = cli_escape(cli, args.argv[0]);
-    path = xasprintf("/v1/nodes/%s/%s", name, verb);
+    path = cli_path(cli, "/v1/nodes", args.argv[0], verb);
     status = cli_call_print(cli, "POST", path, body, "node", args.argv[0],
         print_node_state);
     cJSON_Delete(body);
     free(path);
-    free(name);
     return status;
 }
 
@@ -105,9 +103,7 @@ const struct cli_cmd cli_cmd_cordon = {
         "                   nodes now, from their latest checkpoint\n"
         "  --json           print the node object the scheduler returns\n",
     .opts = cordon_opts,
-    .min_args = 1,
-    .max_args = 1,
-    .missing = "which node? give its name",
+    CLI_ONE_NODE,
     .fn = cmd_cordon,
     .flags = CLI_CMD_OPERATOR,
 };
@@ -121,9 +117,7 @@ const struct cli_cmd cli_cmd_uncordon = {
         "  --reason REASON  why (kept in the node's history)\n"
         "  --json           print the node object the scheduler returns\n",
     .opts = cordon_opts,
-    .min_args = 1,
-    .max_args = 1,
-    .missing = "which node? give its name",
+    CLI_ONE_NODE,
     .fn = cmd_uncordon,
     .flags = CLI_CMD_OPERATOR,
 };

@@ -403,9 +403,7 @@ const struct cli_cmd cli_cmd_logs = {
         "  --stream out|err  stdout (default) or stderr\n"
         "  -f, --follow      keep printing until the job has ended\n",
     .opts = logs_opts,
-    .min_args = 1,
-    .max_args = 1,
-    .missing = "which job? give its id",
+    CLI_ONE_JOB,
     .fn = cmd_logs,
     .flags = CLI_CMD_NO_JSON,
 };

@@ -88,26 +88,6 @@ print_node(const cJSON *n, const char *name)
     free(gpus);
 }
 
-static int
-cmd_node(int argc, char **argv, struct cli *cli)
-{
-    struct cli_args args;
-    char *name, *path;
-    int status;
-
-    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
-        return status;
-    if (cli_check_node_name(cli, args.argv[0]) != 0)
-        return CLI_EXIT_USAGE;
-    name = cli_escape(cli, args.argv[0]);
-    path = xasprintf("/v1/nodes/%s", name);
-    status = cli_call_print(cli, "GET", path, NULL, "node", args.argv[0],
-        print_node);
-    free(path);
-    free(name);
-    return status;
-}
-
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
     .summary = "show a node and its recent events",
@@ -115,8 +95,8 @@ const struct cli_cmd cli_cmd_node = {
         "usage: lockstep node NODE [--json]\n"
         "\n"
         "  --json  print the API reply unchanged\n",
-    .min_args = 1,
-    .max_args = 1,
-    .missing = "which node? give its name",
-    .fn = cmd_node,
+    CLI_ONE_NODE,
+    .fn = cli_run_get,
+    .get = "/v1/nodes",
+    .print = print_node,
 };

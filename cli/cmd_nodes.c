@@ -59,12 +59,6 @@ print_nodes(const cJSON *nodes, const char *name)
     cli_table_destroy(t);
 }
 
-static int
-cmd_nodes(int argc, char **argv, struct cli *cli)
-{
-    return cli_get_print(argc, argv, cli, "/v1/nodes", print_nodes);
-}
-
 const struct cli_cmd cli_cmd_nodes = {
     .name = "nodes",
     .summary = "list nodes",
@@ -73,5 +67,7 @@ const struct cli_cmd cli_cmd_nodes = {
         "\n"
         "  --json  print the API reply unchanged\n",
     .hint = "for one node: lockstep node NAME",
-    .fn = cmd_nodes,
+    .fn = cli_run_get,
+    .get = "/v1/nodes",
+    .print = print_nodes,
 };

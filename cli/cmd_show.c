@@ -372,25 +372,6 @@ print_job(const cJSON *job, const char *name)
     free(cmdline);
 }
 
-static int
-cmd_show(int argc, char **argv, struct cli *cli)
-{
-    struct cli_args args;
-    char *path;
-    int64_t id;
-    int status;
-
-    if ((status = cli_parse(cli, argc, argv, NULL, &args)) != CLI_CONTINUE)
-        return status;
-    if (cli_parse_job_id(cli, args.argv[0], &id) != 0)
-        return CLI_EXIT_USAGE;
-    path = xasprintf("/v1/jobs/%lld", (long long)id);
-    status = cli_call_print(cli, "GET", path, NULL, "job", args.argv[0],
-        print_job);
-    free(path);
-    return status;
-}
-
 const struct cli_cmd cli_cmd_show = {
     .name = "show",
     .summary = "show a job and each of its attempts",
@@ -398,8 +379,8 @@ const struct cli_cmd cli_cmd_show = {
         "usage: lockstep show JOB [--json]\n"
         "\n"
         "  --json  print the API reply unchanged\n",
-    .min_args = 1,
-    .max_args = 1,
-    .missing = "which job? give its id",
-    .fn = cmd_show,
+    CLI_ONE_JOB,
+    .fn = cli_run_get,
+    .get = "/v1/jobs",
+    .print = print_job,
 };

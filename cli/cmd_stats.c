@@ -40,12 +40,6 @@ print_stats(const cJSON *st, const char *name)
     printf("\n");
 }
 
-static int
-cmd_stats(int argc, char **argv, struct cli *cli)
-{
-    return cli_get_print(argc, argv, cli, "/v1/stats", print_stats);
-}
-
 const struct cli_cmd cli_cmd_stats = {
     .name = "stats",
     .summary = "cluster-wide goodput and failure counts",
@@ -53,5 +47,7 @@ const struct cli_cmd cli_cmd_stats = {
         "usage: lockstep stats [--json]\n"
         "\n"
         "  --json  print the API reply unchanged\n",
-    .fn = cmd_stats,
+    .fn = cli_run_get,
+    .get = "/v1/stats",
+    .print = print_stats,
 };

@@ -32,33 +32,6 @@ cli_submit_opts_release(struct cli_submit_opts *opts)
     memset(opts, 0, sizeof(*opts));
 }
 
-/* A path as given, or made absolute against the current directory. */
-static int
-abs_path(const char *what, const char *p, char **out, struct err *err)
-{
-    char *cwd;
-
-    if (*p == '\0')
-        return err_set(err, -EINVAL, "%s must not be empty", what);
-    if (p[0] == '/') {
-        free(*out);
-        *out = xstrdup(p);
-        return 0;
-    }
-    cwd = getcwd(NULL, 0);
-    if (cwd == NULL) {
-        int e = errno;
-
-        return err_set(err, -e,
-            "%s '%s' is relative and the current directory is unknown: %s",
-            what, p, strerror(e));
-    }
-    free(*out);
-    *out = xasprintf("%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", p);
-    free(cwd);
-    return 0;
-}
-
 /* --env K=V, or --env K to pass this shell's value. A key given twice
  * keeps the last value (the API refuses duplicate keys). */
 static int
@@ -137,26 +110,6 @@ set_env(void *opts, const char *value, struct sbuf *why)
     return rc < 0 ? set_failed(why, &err, rc) : 0;
 }
 
-static int
-set_workdir(void *opts, const char *value, struct sbuf *why)
-{
-    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
-    struct err err;
-    int rc = abs_path("--workdir", value, &spec->workdir, &err);
-
-    return rc < 0 ? set_failed(why, &err, rc) : 0;
-}
-
-static int
-set_checkpoint_dir(void *opts, const char *value, struct sbuf *why)
-{
-    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
-    struct err err;
-    int rc = abs_path("--checkpoint-dir", value, &spec->checkpoint_dir, &err);
-
-    return rc < 0 ? set_failed(why, &err, rc) : 0;
-}
-
 #define SPEC_INT(name, field, min, max) \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
@@ -169,12 +122,13 @@ static const struct cli_opt submit_opts[] = {
     SPEC_INT("memory-mb", memory_mb_per_node, 0, (int64_t)1 << 40),
     SPEC_INT("priority", priority, -1000, 1000),
     CLI_OPT_CALL("env", STR, set_env),
-    CLI_OPT_CALL("workdir", STR, set_workdir),
+    CLI_OPT_PATH("workdir", struct cli_submit_opts, spec.workdir),
     SPEC_INT("max-restarts", max_restarts, 0, 1000),
     SPEC_INT("max-infra-restarts", max_infra_restarts, 0, 10000),
     SPEC_INT("hang-timeout", hang_timeout_s, 0, PROTO_HANG_TIMEOUT_MAX),
     SPEC_INT("keep-checkpoints", keep_checkpoints, 0, 100000),
-    CLI_OPT_CALL("checkpoint-dir", STR, set_checkpoint_dir),
+    CLI_OPT_PATH("checkpoint-dir", struct cli_submit_opts,
+        spec.checkpoint_dir),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
     CLI_OPT_END,
 };

@@ -6,17 +6,10 @@
  */
 #include "cli/cli.h"
 
-
 static void
 print_whoami(const cJSON *me, const char *name)
 {
     printf("%s (%s)\n", cli_jstr(me, "user"), cli_jstr(me, "role"));
-}
-
-static int
-cmd_whoami(int argc, char **argv, struct cli *cli)
-{
-    return cli_get_print(argc, argv, cli, "/v1/whoami", print_whoami);
 }
 
 const struct cli_cmd cli_cmd_whoami = {
@@ -26,5 +19,7 @@ const struct cli_cmd cli_cmd_whoami = {
         "usage: lockstep whoami [--json]\n"
         "\n"
         "  --json  print the API reply unchanged\n",
-    .fn = cmd_whoami,
+    .fn = cli_run_get,
+    .get = "/v1/whoami",
+    .print = print_whoami,
 };

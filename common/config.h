@@ -32,6 +32,15 @@ struct config_key {
     const char *help;   /* one line, for --help and docs */
 };
 
+/* Keys both daemons have, alike: where the cluster secret is, and how
+ * much to log. */
+#define CONFIG_KEY_CLUSTER_SECRET_FILE                                      \
+    { "cluster_secret_file", CONFIG_STR, "/etc/lockstep/cluster.secret", 0, \
+      0, "shared secret agents authenticate with" }
+#define CONFIG_KEY_LOG_LEVEL                                                \
+    { "log_level", CONFIG_STR, "info", 0, 0,                                \
+      "error, warn, notice, info, debug" }
+
 struct config;
 
 /* keys is borrowed and must outlive the config (a static table). */

@@ -85,6 +85,20 @@ jsonx_field(const cJSON *obj, const char *key)
     return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
+/* The field key of obj in *item: 1 when present, 0 when absent and not
+ * required (nothing to read), -EINVAL when absent and required. */
+static int
+jsonx_need(const cJSON *obj, const char *key, bool required,
+    const cJSON **item, struct err *err)
+{
+    *item = jsonx_field(obj, key);
+    if (*item != NULL)
+        return 1;
+    if (required)
+        return err_set(err, -EINVAL, "missing field '%s'", key);
+    return 0;
+}
+
 static int
 jsonx_number(const cJSON *item, const char *key, int64_t min, int64_t max,
     int64_t *out, struct err *err)
@@ -127,13 +141,11 @@ int
 jsonx_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
     int64_t max, int64_t *out, struct err *err)
 {
-    const cJSON *item = jsonx_field(obj, key);
+    const cJSON *item;
+    int rc = jsonx_need(obj, key, required, &item, err);
 
-    if (item == NULL) {
-        if (required)
-            return err_set(err, -EINVAL, "missing field '%s'", key);
-        return 0;
-    }
+    if (rc <= 0)
+        return rc;
     return jsonx_number(item, key, min, max, out, err);
 }
 
@@ -141,13 +153,11 @@ int
 jsonx_get_bool(const cJSON *obj, const char *key, bool required, bool *out,
     struct err *err)
 {
-    const cJSON *item = jsonx_field(obj, key);
+    const cJSON *item;
+    int rc = jsonx_need(obj, key, required, &item, err);
 
-    if (item == NULL) {
-        if (required)
-            return err_set(err, -EINVAL, "missing field '%s'", key);
-        return 0;
-    }
+    if (rc <= 0)
+        return rc;
     if (!cJSON_IsBool(item))
         return err_set(err, -EINVAL, "field '%s': must be true or false",
             key);
@@ -159,14 +169,12 @@ int
 jsonx_get_str(const cJSON *obj, const char *key, bool required,
     size_t maxlen, char **out, struct err *err)
 {
-    const cJSON *item = jsonx_field(obj, key);
+    const cJSON *item;
     size_t len;
+    int rc = jsonx_need(obj, key, required, &item, err);
 
-    if (item == NULL) {
-        if (required)
-            return err_set(err, -EINVAL, "missing field '%s'", key);
-        return 0;
-    }
+    if (rc <= 0)
+        return rc;
     if (!cJSON_IsString(item) || item->valuestring == NULL)
         return err_set(err, -EINVAL, "field '%s': must be a string", key);
     len = strlen(item->valuestring);
@@ -178,46 +186,43 @@ jsonx_get_str(const cJSON *obj, const char *key, bool required,
     return 0;
 }
 
-static void
-free_strv(char **v, size_t n)
+int
+jsonx_count(const cJSON *c, const char *key, bool is_object,
+    const char *what, size_t maxn, size_t *count, struct err *err)
 {
-    if (v == NULL)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
+    if (!(is_object ? cJSON_IsObject(c) : cJSON_IsArray(c)))
+        return err_set(err, -EINVAL, "field '%s': must be %s", key, what);
+    *count = (size_t)cJSON_GetArraySize(c);
+    if (*count > maxn)
+        return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
+            maxn);
+    return 0;
 }
 
 int
 jsonx_get_str_array(const cJSON *obj, const char *key, bool required,
     size_t maxn, size_t maxlen, char ***out, size_t *n, struct err *err)
 {
-    const cJSON *arr = jsonx_field(obj, key);
-    const cJSON *item;
+    const cJSON *arr, *item;
     char **v;
     size_t i = 0, count;
+    int rc = jsonx_need(obj, key, required, &arr, err);
 
-    if (arr == NULL) {
-        if (required)
-            return err_set(err, -EINVAL, "missing field '%s'", key);
-        return 0;
-    }
-    if (!cJSON_IsArray(arr))
-        return err_set(err, -EINVAL, "field '%s': must be an array of strings",
-            key);
-    count = (size_t)cJSON_GetArraySize(arr);
-    if (count > maxn)
-        return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
-            maxn);
+    if (rc <= 0)
+        return rc;
+    rc = jsonx_count(arr, key, false, "an array of strings", maxn, &count,
+        err);
+    if (rc < 0)
+        return rc;
     v = xcalloc(count + 1, sizeof(*v));
     cJSON_ArrayForEach(item, arr) {
         if (!cJSON_IsString(item) || item->valuestring == NULL) {
-            free_strv(v, i);
+            xstrv_free(v, i);
             return err_set(err, -EINVAL, "field '%s[%zu]': must be a string",
                 key, i);
         }
         if (strlen(item->valuestring) > maxlen) {
-            free_strv(v, i);
+            xstrv_free(v, i);
             return err_set(err, -EINVAL,
                 "field '%s[%zu]': longer than %zu bytes", key, i, maxlen);
         }
@@ -233,28 +238,21 @@ jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
     size_t maxn, int64_t min, int64_t max, int **out, size_t *n,
     struct err *err)
 {
-    const cJSON *arr = jsonx_field(obj, key);
-    const cJSON *item;
+    const cJSON *arr, *item;
     size_t i = 0, count;
     int *v;
+    int rc = jsonx_need(obj, key, required, &arr, err);
 
-    if (arr == NULL) {
-        if (required)
-            return err_set(err, -EINVAL, "missing field '%s'", key);
-        return 0;
-    }
-    if (!cJSON_IsArray(arr))
-        return err_set(err, -EINVAL,
-            "field '%s': must be an array of integers", key);
-    count = (size_t)cJSON_GetArraySize(arr);
-    if (count > maxn)
-        return err_set(err, -EINVAL, "field '%s': more than %zu entries", key,
-            maxn);
+    if (rc <= 0)
+        return rc;
+    rc = jsonx_count(arr, key, false, "an array of integers", maxn, &count,
+        err);
+    if (rc < 0)
+        return rc;
     v = xcalloc(count + 1, sizeof(*v));
     cJSON_ArrayForEach(item, arr) {
         char name[96];
         int64_t x;
-        int rc;
 
         snprintf(name, sizeof(name), "%s[%zu]", key, i);
         rc = jsonx_number(item, name, min, max, &x, err);

@@ -46,6 +46,13 @@ int jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
     size_t maxn, int64_t min, int64_t max, int **out, size_t *n,
     struct err *err);
 
+/* For a caller that reads a list itself: the number of entries of c,
+ * the value of field key, which must be an array (an object when
+ * is_object) of at most maxn entries. 0 with *count set, or -EINVAL with
+ * err saying "field 'key': must be <what>" or "more than maxn entries". */
+int jsonx_count(const cJSON *c, const char *key, bool is_object,
+    const char *what, size_t maxn, size_t *count, struct err *err);
+
 /* Builders: add to obj, return the added item (owned by obj). */
 cJSON *jsonx_add_int(cJSON *obj, const char *key, int64_t v);
 cJSON *jsonx_add_str(cJSON *obj, const char *key, const char *s);

@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "names.h"
+#include "xalloc.h"
+
 static struct {
     char ident[32];
     enum log_level level;
@@ -55,21 +58,18 @@ log_get_level(void)
 const char *
 log_level_str(enum log_level level)
 {
-    if (level < LOG_LEVEL_ERROR || level > LOG_LEVEL_DEBUG)
-        return "unknown";
-    return level_names[level];
+    return names_str(level_names, ARRAY_SIZE(level_names), level, "unknown");
 }
 
 int
 log_level_parse(const char *s, enum log_level *out)
 {
-    for (int l = LOG_LEVEL_ERROR; l <= LOG_LEVEL_DEBUG; l++) {
-        if (strcmp(s, level_names[l]) == 0) {
-            *out = (enum log_level)l;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    int i = names_index(level_names, ARRAY_SIZE(level_names), s);
+
+    if (i < 0)
+        return i;
+    *out = (enum log_level)i;
+    return 0;
 }
 
 static void __attribute__((format(printf, 5, 0)))

@@ -144,21 +144,18 @@ proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn, bool env_keys
     const cJSON *item;
     struct proto_kv *kv;
     size_t i = 0, count;
+    int rc;
 
     if (map == NULL)
         return 0;
-    if (!cJSON_IsObject(map))
-        return err_set(err, -EINVAL,
-            "field '%s': must be an object of strings", key);
-    count = (size_t)cJSON_GetArraySize(map);
-    if (count > maxn)
-        return err_set(err, -EINVAL, "field '%s': more than %zu entries",
-            key, maxn);
+    if ((rc = jsonx_count(map, key, true, "an object of strings", maxn,
+             &count, err)) < 0)
+        return rc;
     kv = xcalloc(count + 1, sizeof(*kv));
     cJSON_ArrayForEach(item, map) {
         const cJSON *other;
-        int rc = 0;
 
+        rc = 0;
         if (env_keys && !proto_valid_env_key(item->string))
             rc = err_set(err, -EINVAL,
                 "field '%s': '%.40s' is not a valid variable name", key,
@@ -200,16 +197,6 @@ proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv, size_t 
         cJSON_AddStringToObject(map, kv[i].key, kv[i].value);
 }
 
-void
-proto_strv_free(char **v, size_t n)
-{
-    if (v == NULL)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 int
 proto_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
     int64_t max, int *out, struct err *err)
@@ -240,7 +227,7 @@ void
 proto_job_spec_release(struct proto_job_spec *spec)
 {
     free(spec->name);
-    proto_strv_free(spec->argv, spec->argc);
+    xstrv_free(spec->argv, spec->argc);
     proto_kv_array_free(spec->env, spec->nenv);
     free(spec->workdir);
     free(spec->checkpoint_dir);

@@ -220,17 +220,25 @@ struct proto_job_status {
 
 /* ---- node report: POST /v1/agent/status ------------------------------- */
 
-struct proto_node_report {
-    char *node;
-    bool reg;                   /* "register" */
-    char *agent_id;
-    char *addr;
+/* What a node offers: its agent's settings, carried by every report. */
+struct proto_resources {
     int cpus;
     int64_t memory_mb;
     int *gpus;
     size_t ngpus;
     struct proto_kv *labels;
     size_t nlabels;
+};
+
+/* Frees the GPUs and labels and zeroes res. */
+void proto_resources_release(struct proto_resources *res);
+
+struct proto_node_report {
+    char *node;
+    bool reg;                   /* "register" */
+    char *agent_id;
+    char *addr;
+    struct proto_resources res;
     uint64_t gen;
     struct proto_job_status *jobs;
     size_t njobs;
@@ -331,5 +339,8 @@ int proto_parse_id_list(const char *s, int **out, size_t *n,
 /* "K=V" → kv (copies). -EINVAL with err naming the entry when no '='. */
 int proto_kv_parse(const char *s, struct proto_kv *kv, struct err *err);
 void proto_kv_array_free(struct proto_kv *kv, size_t n);
+/* Add kv as the object `key` of obj (env, labels). */
+void proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv,
+    size_t n);
 
 #endif

@@ -24,16 +24,13 @@ get_steps(const cJSON *obj, const char *key, int64_t **out, size_t *n,
     const cJSON *item;
     size_t count;
     int64_t *v;
+    int rc;
 
     if (arr == NULL)
         return 0;
-    if (!cJSON_IsArray(arr))
-        return err_set(err, -EINVAL,
-            "field '%s': must be an array of integers", key);
-    count = (size_t)cJSON_GetArraySize(arr);
-    if (count > PROTO_STEPS_MAX)
-        return err_set(err, -EINVAL, "field '%s': more than %d entries", key,
-            PROTO_STEPS_MAX);
+    if ((rc = jsonx_count(arr, key, false, "an array of integers",
+             PROTO_STEPS_MAX, &count, err)) < 0)
+        return rc;
     v = xcalloc(count + 1, sizeof(*v));
     count = 0;
     cJSON_ArrayForEach(item, arr) {
@@ -320,13 +317,20 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
 /* ---- node report -------------------------------------------------------- */
 
 void
+proto_resources_release(struct proto_resources *res)
+{
+    free(res->gpus);
+    proto_kv_array_free(res->labels, res->nlabels);
+    memset(res, 0, sizeof(*res));
+}
+
+void
 proto_node_report_release(struct proto_node_report *rep)
 {
     free(rep->node);
     free(rep->agent_id);
     free(rep->addr);
-    free(rep->gpus);
-    proto_kv_array_free(rep->labels, rep->nlabels);
+    proto_resources_release(&rep->res);
     for (size_t i = 0; i < rep->njobs; i++)
         job_status_release(&rep->jobs[i]);
     free(rep->jobs);
@@ -340,6 +344,7 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
     static const char *const keys[] = { "version", "node", "register",
         "agent_id", "addr", "cpus", "memory_mb", "gpus", "labels", "gen",
         "jobs", NULL };
+    struct proto_resources *res = &rep->res;
     const cJSON *jobs, *item;
     int64_t gen = 0;
     int rc;
@@ -353,13 +358,13 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
         (rc = jsonx_get_str(json, "agent_id", true, 128, &rep->agent_id,
              err)) ||
         (rc = jsonx_get_str(json, "addr", true, 255, &rep->addr, err)) ||
-        (rc = proto_get_int(json, "cpus", true, 0, 1 << 20, &rep->cpus, err)) ||
+        (rc = proto_get_int(json, "cpus", true, 0, 1 << 20, &res->cpus, err)) ||
         (rc = jsonx_get_int(json, "memory_mb", true, 0, (int64_t)1 << 40,
-             &rep->memory_mb, err)) ||
+             &res->memory_mb, err)) ||
         (rc = jsonx_get_int_array(json, "gpus", false, PROTO_GPUS_MAX, 0,
-             PROTO_GPUS_MAX - 1, &rep->gpus, &rep->ngpus, err)) ||
+             PROTO_GPUS_MAX - 1, &res->gpus, &res->ngpus, err)) ||
         (rc = proto_kv_from_json(json, "labels", PROTO_LABELS_MAX, false, 256,
-             &rep->labels, &rep->nlabels, err)) ||
+             &res->labels, &res->nlabels, err)) ||
         (rc = jsonx_get_int(json, "gen", false, 0, INT64_MAX, &gen, err)))
         goto fail;
     rep->gen = (uint64_t)gen;
@@ -412,10 +417,10 @@ proto_node_report_to_json(const struct proto_node_report *rep)
     cJSON_AddBoolToObject(o, "register", rep->reg);
     jsonx_add_str(o, "agent_id", rep->agent_id);
     jsonx_add_str(o, "addr", rep->addr);
-    jsonx_add_int(o, "cpus", rep->cpus);
-    jsonx_add_int(o, "memory_mb", rep->memory_mb);
-    jsonx_add_int_array(o, "gpus", rep->gpus, rep->ngpus);
-    proto_kv_to_json(o, "labels", rep->labels, rep->nlabels);
+    jsonx_add_int(o, "cpus", rep->res.cpus);
+    jsonx_add_int(o, "memory_mb", rep->res.memory_mb);
+    jsonx_add_int_array(o, "gpus", rep->res.gpus, rep->res.ngpus);
+    proto_kv_to_json(o, "labels", rep->res.labels, rep->res.nlabels);
     jsonx_add_int(o, "gen", (int64_t)rep->gen);
     jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < rep->njobs; i++) {
@@ -475,7 +480,7 @@ proto_launch_release(struct proto_launch *l)
 {
     free(l->name);
     free(l->user);
-    proto_strv_free(l->argv, l->argc);
+    xstrv_free(l->argv, l->argc);
     proto_kv_array_free(l->env, l->nenv);
     free(l->workdir);
     free(l->master_addr);

@@ -20,11 +20,6 @@
 int proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn,
     bool env_keys, size_t maxval, struct proto_kv **out, size_t *n,
     struct err *err);
-/* Add kv as the object `key` of obj. */
-void proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv,
-    size_t n);
-/* Free n strings and the array. Accepts NULL. */
-void proto_strv_free(char **v, size_t n);
 /* jsonx_get_int into an int (*out keeps its value when absent). */
 int proto_get_int(const cJSON *obj, const char *key, bool required,
     int64_t min, int64_t max, int *out, struct err *err);

@@ -8,9 +8,7 @@
  */
 #include "proto.h"
 
-#include <errno.h>
-#include <string.h>
-
+#include "names.h"
 #include "xalloc.h"
 
 static const char *const job_state_names[PROTO_JOB_STATE_COUNT] = {
@@ -31,29 +29,16 @@ static const char *const attempt_state_names[PROTO_ATTEMPT_STATE_COUNT] = {
     [PROTO_ATTEMPT_CANCELLED] = "CANCELLED",
 };
 
-/* Index of s in names[0..n), or -EINVAL. */
-static int
-name_index(const char *const *names, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(s, names[i]) == 0)
-            return (int)i;
-    }
-    return -EINVAL;
-}
-
 const char *
 proto_job_state_str(enum proto_job_state s)
 {
-    if ((unsigned)s >= PROTO_JOB_STATE_COUNT)
-        return "UNKNOWN";
-    return job_state_names[s];
+    return names_str(job_state_names, PROTO_JOB_STATE_COUNT, s, "UNKNOWN");
 }
 
 int
 proto_job_state_parse(const char *s, enum proto_job_state *out)
 {
-    int i = name_index(job_state_names, PROTO_JOB_STATE_COUNT, s);
+    int i = names_index(job_state_names, PROTO_JOB_STATE_COUNT, s);
 
     if (i < 0)
         return i;
@@ -77,15 +62,14 @@ proto_job_state_queued(enum proto_job_state s)
 const char *
 proto_attempt_state_str(enum proto_attempt_state s)
 {
-    if ((unsigned)s >= PROTO_ATTEMPT_STATE_COUNT)
-        return "UNKNOWN";
-    return attempt_state_names[s];
+    return names_str(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT,
+        s, "UNKNOWN");
 }
 
 int
 proto_attempt_state_parse(const char *s, enum proto_attempt_state *out)
 {
-    int i = name_index(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT, s);
+    int i = names_index(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT, s);
 
     if (i < 0)
         return i;
@@ -109,15 +93,14 @@ static const char *const rank_state_names[] = {
 const char *
 proto_rank_state_str(enum proto_rank_state s)
 {
-    if ((size_t)s >= ARRAY_SIZE(rank_state_names))
-        return "unknown";
-    return rank_state_names[s];
+    return names_str(rank_state_names, ARRAY_SIZE(rank_state_names),
+        s, "unknown");
 }
 
 int
 proto_rank_state_parse(const char *s, enum proto_rank_state *out)
 {
-    int i = name_index(rank_state_names, ARRAY_SIZE(rank_state_names), s);
+    int i = names_index(rank_state_names, ARRAY_SIZE(rank_state_names), s);
 
     if (i < 0)
         return i;
@@ -140,15 +123,13 @@ static const char *const progress_names[] = {
 const char *
 proto_progress_str(enum proto_progress p)
 {
-    if ((size_t)p >= ARRAY_SIZE(progress_names))
-        return "unknown";
-    return progress_names[p];
+    return names_str(progress_names, ARRAY_SIZE(progress_names), p, "unknown");
 }
 
 int
 proto_progress_parse(const char *s, enum proto_progress *out)
 {
-    int i = name_index(progress_names, ARRAY_SIZE(progress_names), s);
+    int i = names_index(progress_names, ARRAY_SIZE(progress_names), s);
 
     if (i < 0)
         return i;
@@ -163,15 +144,14 @@ static const char *const directive_kind_names[PROTO_DIRECTIVE_KIND_COUNT] = {
 const char *
 proto_directive_kind_str(enum proto_directive_kind k)
 {
-    if ((unsigned)k >= PROTO_DIRECTIVE_KIND_COUNT)
-        return "unknown";
-    return directive_kind_names[k];
+    return names_str(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT,
+        k, "unknown");
 }
 
 int
 proto_directive_kind_parse(const char *s, enum proto_directive_kind *out)
 {
-    int i = name_index(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT, s);
+    int i = names_index(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT, s);
 
     if (i < 0)
         return i;

@@ -75,6 +75,25 @@ xstrndup(const char *s, size_t n)
     return p;
 }
 
+void
+xstrset(char **dst, const char *s)
+{
+    char *copy = xstrdup(s ? s : "");
+
+    free(*dst);
+    *dst = copy;
+}
+
+void
+xstrv_free(char **v, size_t n)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 char *
 xasprintf(const char *fmt, ...)
 {

@@ -17,6 +17,11 @@ void *xrealloc(void *p, size_t n);
 void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* Replace the string *dst (freed) with a copy of s, "" for NULL; s may
+ * be *dst itself or point into it. */
+void xstrset(char **dst, const char *s);
+/* Free the first n strings of v, then v. Accepts NULL. */
+void xstrv_free(char **v, size_t n);
 /* printf into a new string; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -16,6 +16,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
@@ -55,12 +56,6 @@ waiter_list(struct api *api, const struct node *node)
 }
 
 static void
-waiter_close_cb(uv_handle_t *h)
-{
-    free(container_of((uv_timer_t *)h, struct api_waiter, timer));
-}
-
-static void
 waiter_unlink(struct api_waiter *w)
 {
     struct api_waiter **head = waiter_list(w->api, w->node);
@@ -73,7 +68,7 @@ waiter_unlink(struct api_waiter *w)
         w->next->prev = w->prev;
     w->prev = w->next = NULL;
     uv_timer_stop(&w->timer);
-    uv_close((uv_handle_t *)&w->timer, waiter_close_cb);
+    uvx_close_one((uv_handle_t *)&w->timer, free, w);
 }
 
 static cJSON *
@@ -164,7 +159,7 @@ waiter_add(struct api *api, struct node *node, int64_t wait_ms,
     }
     rc = uv_timer_start(&w->timer, waiter_timeout_cb, (uint64_t)wait_ms, 0);
     if (rc < 0) {
-        uv_close((uv_handle_t *)&w->timer, waiter_close_cb);
+        uvx_close_one((uv_handle_t *)&w->timer, free, w);
         return err_set(err, -EFAULT, "cannot start a timer: %s",
             uv_strerror(rc));
     }

@@ -28,11 +28,12 @@ int
 api_nodes_list(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
-    struct node **v = xcalloc(sd->nodes.count + 1, sizeof(*v));
+    struct node **v = xcalloc(node_table_count(&sd->nodes) + 1, sizeof(*v));
     cJSON *arr = cJSON_CreateArray();
     size_t n = 0;
 
-    for (struct node *node = sd->nodes.head; node; node = node->next)
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node))
         v[n++] = node;
     qsort(v, n, sizeof(*v), node_ptr_cmp);
     for (size_t i = 0; i < n; i++)

@@ -114,8 +114,6 @@ attempt_json(const struct attempt *a)
 static void
 job_spec_json(cJSON *o, const struct proto_job_spec *s)
 {
-    cJSON *env;
-
     jsonx_add_int(o, "priority", s->priority);
     jsonx_add_int(o, "nodes", s->nodes);
     jsonx_add_int(o, "ranks_per_node", s->ranks_per_node);
@@ -123,9 +121,7 @@ job_spec_json(cJSON *o, const struct proto_job_spec *s)
     jsonx_add_int(o, "cpus_per_rank", s->cpus_per_rank);
     jsonx_add_int(o, "memory_mb_per_node", s->memory_mb_per_node);
     jsonx_add_str_array(o, "argv", s->argv, s->argc);
-    env = cJSON_AddObjectToObject(o, "env");
-    for (size_t i = 0; i < s->nenv; i++)
-        cJSON_AddStringToObject(env, s->env[i].key, s->env[i].value);
+    proto_kv_to_json(o, "env", s->env, s->nenv);
     jsonx_add_str(o, "workdir", s->workdir);
     jsonx_add_int(o, "max_restarts", s->max_restarts);
     jsonx_add_int(o, "max_infra_restarts", s->max_infra_restarts);
@@ -219,6 +215,24 @@ job_attempts(struct schedd *sd, const struct job *job, cJSON *arr)
     return rc;
 }
 
+/* Add the latest limit events of subject to o as "events" and hand o over
+ * in *out; on failure o is deleted. */
+static int
+view_add_events(struct schedd *sd, cJSON *o, const char *subject, int limit,
+    cJSON **out)
+{
+    int rc;
+
+    cJSON_AddItemToObject(o, "events", api_req_events(sd, subject, limit,
+        &rc));
+    if (rc < 0) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    *out = o;
+    return 0;
+}
+
 int
 api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out)
 {
@@ -237,16 +251,13 @@ api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out)
         cJSON_AddItemToObject(o, "goodput", api_view_goodput(&g, world));
         rc = job_attempts(sd, job, cJSON_AddArrayToObject(o, "attempts"));
     }
-    if (rc == 0)
-        cJSON_AddItemToObject(o, "events", api_req_events(sd,
-            schedd_subject_job(subject, sizeof(subject), job->id),
-            API_VIEW_JOB_EVENTS, &rc));
     if (rc < 0) {
         cJSON_Delete(o);
         return rc;
     }
-    *out = o;
-    return 0;
+    return view_add_events(sd, o,
+        schedd_subject_job(subject, sizeof(subject), job->id),
+        API_VIEW_JOB_EVENTS, out);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -294,7 +305,6 @@ cJSON *
 api_view_node(const struct node *node)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *labels;
     int *free_gpus = xcalloc(node->ngpus + 1, sizeof(*free_gpus));
     size_t nfree = node_free_gpus(node, free_gpus);
     char buf[96];
@@ -306,10 +316,7 @@ api_view_node(const struct node *node)
     jsonx_add_int(o, "cpus", node->cpus);
     jsonx_add_int(o, "memory_mb", node->memory_mb);
     jsonx_add_int_array(o, "gpus", node->gpus, node->ngpus);
-    labels = cJSON_AddObjectToObject(o, "labels");
-    for (size_t i = 0; i < node->nlabels; i++)
-        cJSON_AddStringToObject(labels, node->labels[i].key,
-            node->labels[i].value);
+    proto_kv_to_json(o, "labels", node->labels, node->nlabels);
     jsonx_add_int(o, "free_cpus", node_free_cpus(node));
     jsonx_add_int(o, "free_memory_mb", node_free_memory_mb(node));
     jsonx_add_int_array(o, "free_gpus", free_gpus, nfree);
@@ -324,16 +331,8 @@ int
 api_view_node_full(struct schedd *sd, const struct node *node, cJSON **out)
 {
     char subject[PROTO_NODE_NAME_MAX + 8];
-    cJSON *o = api_view_node(node);
-    int rc;
 
-    cJSON_AddItemToObject(o, "events", api_req_events(sd,
+    return view_add_events(sd, api_view_node(node),
         schedd_subject_node(subject, sizeof(subject), node->name),
-        API_VIEW_NODE_EVENTS, &rc));
-    if (rc < 0) {
-        cJSON_Delete(o);
-        return rc;
-    }
-    *out = o;
-    return 0;
+        API_VIEW_NODE_EVENTS, out);
 }

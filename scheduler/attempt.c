@@ -76,10 +76,7 @@ attempt_destroy(struct attempt *a)
 void
 attempt_set_reason(struct attempt *a, const char *reason)
 {
-    char *copy = xstrdup(reason ? reason : "");
-
-    free(a->reason);
-    a->reason = copy;
+    xstrset(&a->reason, reason);
 }
 
 void
@@ -98,10 +95,7 @@ attempt_set_failure(struct attempt *a, const struct evidence *e, bool failed)
 void
 attempt_set_resume(struct attempt *a, int64_t step, const char *path)
 {
-    char *copy = xstrdup(path ? path : "");
-
-    free(a->resume_from);
-    a->resume_from = copy;
+    xstrset(&a->resume_from, path);
     a->resume_step = step;
 }
 

@@ -180,10 +180,10 @@ db_schema_version(struct db *db)
 /* ---- the statement table ------------------------------------------------ */
 
 static const struct db_stmt_def db_core_stmts[] = {
-    DB_STMT(begin, sql_begin),
-    DB_STMT(commit, sql_commit),
-    DB_STMT(rollback, sql_rollback),
-    DB_STMT(user_version, sql_user_version),
+    DB_STMT(begin),
+    DB_STMT(commit),
+    DB_STMT(rollback),
+    DB_STMT(user_version),
     DB_STMT_END,
 };
 

@@ -43,18 +43,11 @@ static const char sql_rank_insert[] =
 static void
 rank_bind(sqlite3_stmt *st, const struct attempt_rank *r, int first)
 {
-    db_bind_text(st, first, proto_rank_state_str(r->state));
-    sqlite3_bind_int(st, first + 1, r->pid);
-    sqlite3_bind_int64(st, first + 2, r->start_ms);
-    sqlite3_bind_int64(st, first + 3, r->end_ms);
-    if (r->has_exit) {
-        sqlite3_bind_int(st, first + 4, r->exit_code);
-        sqlite3_bind_int(st, first + 5, r->signal);
-    }
-    db_bind_text(st, first + 6, r->stderr_tail);
-    sqlite3_bind_int64(st, first + 7, r->step);
-    sqlite3_bind_int(st, first + 8, r->fenced);
-    db_bind_text(st, first + 9, r->dump);
+    DB_BIND(st, first, DB_TEXT(proto_rank_state_str(r->state)),
+        DB_INT(r->pid), DB_INT(r->start_ms), DB_INT(r->end_ms),
+        DB_IF(r->has_exit, DB_INT(r->exit_code)),
+        DB_IF(r->has_exit, DB_INT(r->signal)), DB_TEXT(r->stderr_tail),
+        DB_INT(r->step), DB_INT(r->fenced), DB_TEXT(r->dump));
 }
 
 static int
@@ -64,14 +57,10 @@ placement_insert(struct db *db, const struct attempt *a,
     sqlite3_stmt *st = db->placement_insert;
     char *gpus = db_json_int_array(p->gpus, p->ngpus);
 
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    sqlite3_bind_int(st, 3, p->node_rank);
-    db_bind_text(st, 4, p->node_name);
-    db_bind_text(st, 5, gpus);
-    sqlite3_bind_int(st, 6, p->cpus);
-    sqlite3_bind_int64(st, 7, p->memory_mb);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)p->gen);
-    sqlite3_bind_int(st, 9, p->released);
+    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num), DB_INT(p->node_rank),
+        DB_TEXT(p->node_name), DB_TEXT(gpus), DB_INT(p->cpus),
+        DB_INT(p->memory_mb), DB_INT((sqlite3_int64)p->gen),
+        DB_INT(p->released));
     free(gpus);
     return db_write(db, st, "placement insert");
 }
@@ -82,10 +71,9 @@ rank_insert(struct db *db, const struct attempt *a,
 {
     sqlite3_stmt *st = db->rank_insert;
 
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    sqlite3_bind_int(st, 3, rk->rank);
-    db_bind_text(st, 4, a->placements[rk->node_rank].node_name);
-    sqlite3_bind_int(st, 5, rk->local_rank);
+    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num), DB_INT(rk->rank),
+        DB_TEXT(a->placements[rk->node_rank].node_name),
+        DB_INT(rk->local_rank));
     rank_bind(st, rk, 6);
     return db_write(db, st, "rank insert");
 }
@@ -96,17 +84,12 @@ db_attempt_insert(struct db *db, const struct attempt *a)
     sqlite3_stmt *st = db->attempt_insert;
     int rc;
 
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    db_bind_text(st, 3, proto_attempt_state_str(a->state));
-    db_bind_text(st, 4, a->reason);
-    sqlite3_bind_int64(st, 5, a->start_ms);
-    sqlite3_bind_int64(st, 6, a->end_ms);
-    sqlite3_bind_int(st, 7, a->nnodes);
-    sqlite3_bind_int(st, 8, a->ranks_per_node);
-    db_bind_text(st, 9, a->master_addr);
-    sqlite3_bind_int(st, 10, a->master_port);
-    sqlite3_bind_int64(st, 11, a->resume_step);
-    db_bind_text(st, 12, a->resume_from);
+    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num),
+        DB_TEXT(proto_attempt_state_str(a->state)), DB_TEXT(a->reason),
+        DB_INT(a->start_ms), DB_INT(a->end_ms), DB_INT(a->nnodes),
+        DB_INT(a->ranks_per_node), DB_TEXT(a->master_addr),
+        DB_INT(a->master_port), DB_INT(a->resume_step),
+        DB_TEXT(a->resume_from));
     if ((rc = db_write(db, st, "attempt insert")) < 0)
         return rc;
     for (int k = 0; k < a->nnodes; k++) {
@@ -136,18 +119,12 @@ db_attempt_update(struct db *db, const struct attempt *a)
 {
     sqlite3_stmt *st = db->attempt_update;
 
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    db_bind_text(st, 3, proto_attempt_state_str(a->state));
-    db_bind_text(st, 4, a->reason);
-    sqlite3_bind_int64(st, 5, a->end_ms);
-    sqlite3_bind_int64(st, 6, a->running_ms);
-    sqlite3_bind_int64(st, 7, a->failed_ms);
-    sqlite3_bind_int64(st, 8, a->detected_ms);
-    sqlite3_bind_int64(st, 9, a->released_ms);
-    db_bind_text(st, 10, a->has_failure ? policy_kind_str(a->failure.kind)
-                                        : "");
-    sqlite3_bind_int64(st, 11, a->dump_deadline_ms);
-    sqlite3_bind_int64(st, 12, (sqlite3_int64)a->hang_seq);
+    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num),
+        DB_TEXT(proto_attempt_state_str(a->state)), DB_TEXT(a->reason),
+        DB_INT(a->end_ms), DB_INT(a->running_ms), DB_INT(a->failed_ms),
+        DB_INT(a->detected_ms), DB_INT(a->released_ms),
+        DB_TEXT(a->has_failure ? policy_kind_str(a->failure.kind) : ""),
+        DB_INT(a->dump_deadline_ms), DB_INT((sqlite3_int64)a->hang_seq));
     db_bind_evidence(st, 13, &a->failure);
     return db_write(db, st, "attempt update");
 }
@@ -164,8 +141,7 @@ db_rank_update(struct db *db, const struct attempt *a,
 {
     sqlite3_stmt *st = db->rank_update;
 
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    sqlite3_bind_int(st, 3, r->rank);
+    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num), DB_INT(r->rank));
     rank_bind(st, r, 4);
     return db_write(db, st, "rank update");
 }
@@ -179,8 +155,8 @@ db_placement_release(struct db *db, const struct placement *p)
 {
     sqlite3_stmt *st = db->placement_release;
 
-    db_bind_attempt_key(st, 1, p->attempt->job_id, p->attempt->num);
-    sqlite3_bind_int(st, 3, p->node_rank);
+    DB_BIND(st, 1, DB_INT(p->attempt->job_id), DB_INT(p->attempt->num),
+        DB_INT(p->node_rank));
     return db_write(db, st, "placement release");
 }
 
@@ -455,16 +431,16 @@ db_attempts_load_live(struct db *db, db_attempt_fn *fn, void *arg)
 }
 
 const struct db_stmt_def db_attempt_stmts[] = {
-    DB_STMT(attempt_insert, sql_attempt_insert),
-    DB_STMT(placement_insert, sql_placement_insert),
-    DB_STMT(rank_insert, sql_rank_insert),
-    DB_STMT(attempt_update, sql_attempt_update),
-    DB_STMT(rank_update, sql_rank_update),
-    DB_STMT(placement_release, sql_placement_release),
-    DB_STMT(attempt_get, sql_attempt_get),
-    DB_STMT(attempts_job, sql_attempts_job),
-    DB_STMT(attempts_live, sql_attempts_live),
-    DB_STMT(placements_of, sql_placements_of),
-    DB_STMT(ranks_of, sql_ranks_of),
+    DB_STMT(attempt_insert),
+    DB_STMT(placement_insert),
+    DB_STMT(rank_insert),
+    DB_STMT(attempt_update),
+    DB_STMT(rank_update),
+    DB_STMT(placement_release),
+    DB_STMT(attempt_get),
+    DB_STMT(attempts_job),
+    DB_STMT(attempts_live),
+    DB_STMT(placements_of),
+    DB_STMT(ranks_of),
     DB_STMT_END,
 };

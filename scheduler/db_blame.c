@@ -20,15 +20,10 @@ int
 db_blame_insert(struct db *db, const char *node, int64_t job_id, int attempt,
     int64_t time_ms, const char *kind, const char *evidence, bool withdrawn)
 {
-    sqlite3_stmt *st = db->blame_insert;
-
-    db_bind_text(st, 1, node);
-    db_bind_attempt_key(st, 2, job_id, attempt);
-    sqlite3_bind_int64(st, 4, time_ms);
-    db_bind_text(st, 5, kind);
-    db_bind_text(st, 6, evidence ? evidence : "{}");
-    sqlite3_bind_int(st, 7, withdrawn);
-    return db_write(db, st, "blame insert");
+    DB_BIND(db->blame_insert, 1, DB_TEXT(node), DB_INT(job_id),
+        DB_INT(attempt), DB_INT(time_ms), DB_TEXT(kind),
+        DB_TEXT(evidence ? evidence : "{}"), DB_INT(withdrawn));
+    return db_write(db, db->blame_insert, "blame insert");
 }
 
 static const char sql_blame_withdraw[] =
@@ -81,8 +76,7 @@ db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
 {
     struct db_walk w = { .fn.blame = fn, .arg = arg };
 
-    db_bind_text(db->blame_node, 1, node);
-    sqlite3_bind_int64(db->blame_node, 2, since_ms);
+    DB_BIND(db->blame_node, 1, DB_TEXT(node), DB_INT(since_ms));
     return db_rows(db, db->blame_node, "blame by node", blame_row, &w);
 }
 
@@ -92,16 +86,15 @@ db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
 {
     struct db_walk w = { .fn.blame = fn, .arg = arg };
 
-    sqlite3_bind_int64(db->blame_job, 1, job_id);
-    sqlite3_bind_int64(db->blame_job, 2, since_ms);
+    DB_BIND(db->blame_job, 1, DB_INT(job_id), DB_INT(since_ms));
     return db_rows(db, db->blame_job, "blame by job", blame_row, &w);
 }
 
 const struct db_stmt_def db_blame_stmts[] = {
-    DB_STMT(blame_insert, sql_blame_insert),
-    DB_STMT(blame_withdraw, sql_blame_withdraw),
-    DB_STMT(failure_unblame, sql_failure_unblame),
-    DB_STMT(blame_node, sql_blame_node),
-    DB_STMT(blame_job, sql_blame_job),
+    DB_STMT(blame_insert),
+    DB_STMT(blame_withdraw),
+    DB_STMT(failure_unblame),
+    DB_STMT(blame_node),
+    DB_STMT(blame_job),
     DB_STMT_END,
 };

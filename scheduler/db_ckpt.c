@@ -31,16 +31,10 @@ static const char sql_checkpoint_insert[] =
 int
 db_checkpoint_insert(struct db *db, const struct db_checkpoint *c)
 {
-    sqlite3_stmt *st = db->checkpoint_insert;
-
-    sqlite3_bind_int64(st, 1, c->job_id);
-    sqlite3_bind_int64(st, 2, c->step);
-    sqlite3_bind_int(st, 3, c->attempt);
-    db_bind_text(st, 4, c->path);
-    sqlite3_bind_int(st, 5, c->committed);
-    sqlite3_bind_int64(st, 6, c->complete_ms);
-    db_bind_text(st, 7, c->source);
-    return ckpt_insert_new(db, st, "checkpoint insert");
+    DB_BIND(db->checkpoint_insert, 1, DB_INT(c->job_id), DB_INT(c->step),
+        DB_INT(c->attempt), DB_TEXT(c->path), DB_INT(c->committed),
+        DB_INT(c->complete_ms), DB_TEXT(c->source));
+    return ckpt_insert_new(db, db->checkpoint_insert, "checkpoint insert");
 }
 
 static const char sql_checkpoints_job[] =
@@ -84,13 +78,9 @@ int
 db_commit_insert(struct db *db, int64_t job_id, int attempt, int64_t step,
     int rank, int64_t time_ms)
 {
-    sqlite3_stmt *st = db->commit_insert;
-
-    db_bind_attempt_key(st, 1, job_id, attempt);
-    sqlite3_bind_int64(st, 3, step);
-    sqlite3_bind_int(st, 4, rank);
-    sqlite3_bind_int64(st, 5, time_ms);
-    return ckpt_insert_new(db, st, "checkpoint commit insert");
+    DB_BIND(db->commit_insert, 1, DB_INT(job_id), DB_INT(attempt),
+        DB_INT(step), DB_INT(rank), DB_INT(time_ms));
+    return ckpt_insert_new(db, db->commit_insert, "checkpoint commit insert");
 }
 
 static const char sql_commits_attempt[] =
@@ -112,16 +102,16 @@ db_commits_foreach(struct db *db, int64_t job_id, int attempt,
 {
     struct db_walk w = { .fn.commit = fn, .arg = arg };
 
-    db_bind_attempt_key(db->commits_attempt, 1, job_id, attempt);
-    sqlite3_bind_int64(db->commits_attempt, 3, above);
+    DB_BIND(db->commits_attempt, 1, DB_INT(job_id), DB_INT(attempt),
+        DB_INT(above));
     return db_rows(db, db->commits_attempt, "checkpoint commits load",
         commit_row, &w);
 }
 
 const struct db_stmt_def db_ckpt_stmts[] = {
-    DB_STMT(checkpoint_insert, sql_checkpoint_insert),
-    DB_STMT(checkpoints_job, sql_checkpoints_job),
-    DB_STMT(commit_insert, sql_commit_insert),
-    DB_STMT(commits_attempt, sql_commits_attempt),
+    DB_STMT(checkpoint_insert),
+    DB_STMT(checkpoints_job),
+    DB_STMT(commit_insert),
+    DB_STMT(commits_attempt),
     DB_STMT_END,
 };

@@ -27,6 +27,32 @@ db_bind_text(sqlite3_stmt *st, int i, const char *s)
 }
 
 void
+db_bind_vals(sqlite3_stmt *st, int first, const struct db_val *v, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        int i = first + (int)k;
+
+        switch (v[k].type) {
+        case DB_VAL_NULL:
+            sqlite3_bind_null(st, i);
+            break;
+        case DB_VAL_INT:
+            sqlite3_bind_int64(st, i, v[k].i);
+            break;
+        case DB_VAL_TEXT:
+            db_bind_text(st, i, v[k].s);
+            break;
+        case DB_VAL_OPT_TEXT:
+            if (v[k].s != NULL)
+                db_bind_text(st, i, v[k].s);
+            else
+                sqlite3_bind_null(st, i);
+            break;
+        }
+    }
+}
+
+void
 db_bind_attempt_key(sqlite3_stmt *st, int first, int64_t job_id,
     int attempt)
 {
@@ -192,34 +218,19 @@ db_unjson_strv(const char *text, char ***out, size_t *n)
 
 /* ---- failure evidence --------------------------------------------------- */
 
-static void
-bind_opt_text(struct sqlite3_stmt *st, int i, const char *s)
-{
-    if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-}
-
 void
 db_bind_evidence(struct sqlite3_stmt *st, int first,
     const struct evidence *e)
 {
-    bind_opt_text(st, first, e->node);
-    if (e->rank >= 0)
-        sqlite3_bind_int(st, first + 1, e->rank);
-    if (e->has_exit) {
-        sqlite3_bind_int(st, first + 2, e->exit_code);
-        sqlite3_bind_int(st, first + 3, e->signal);
-    }
-    sqlite3_bind_int(st, first + 4, e->fenced);
-    if (e->last_step >= 0)
-        sqlite3_bind_int64(st, first + 5, e->last_step);
-    sqlite3_bind_int64(st, first + 6, e->last_heartbeat_ms);
-    sqlite3_bind_int64(st, first + 7, e->idle_ms);
-    bind_opt_text(st, first + 8, e->source);
-    bind_opt_text(st, first + 9, e->actor);
-    bind_opt_text(st, first + 10, e->stderr_tail);
-    sqlite3_bind_int64(st, first + 11, e->failed_ms);
-    db_bind_text(st, first + 12, evidence_blame_str(e->blame));
+    DB_BIND(st, first, DB_OPT_TEXT(e->node),
+        DB_IF(e->rank >= 0, DB_INT(e->rank)),
+        DB_IF(e->has_exit, DB_INT(e->exit_code)),
+        DB_IF(e->has_exit, DB_INT(e->signal)), DB_INT(e->fenced),
+        DB_IF(e->last_step >= 0, DB_INT(e->last_step)),
+        DB_INT(e->last_heartbeat_ms), DB_INT(e->idle_ms),
+        DB_OPT_TEXT(e->source), DB_OPT_TEXT(e->actor),
+        DB_OPT_TEXT(e->stderr_tail), DB_INT(e->failed_ms),
+        DB_TEXT(evidence_blame_str(e->blame)));
 }
 
 static char *

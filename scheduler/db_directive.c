@@ -22,15 +22,11 @@ int
 db_directive_insert(struct db *db, const struct attempt *a,
     const struct attempt_directive *d)
 {
-    sqlite3_stmt *st = db->directive_insert;
-
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)d->seq);
-    db_bind_text(st, 4, proto_directive_kind_str(d->kind));
-    sqlite3_bind_int64(st, 5, d->step);
-    sqlite3_bind_int64(st, 6, d->issued_ms);
-    sqlite3_bind_int64(st, 7, d->done_ms);
-    return db_write(db, st, "directive insert");
+    DB_BIND(db->directive_insert, 1, DB_INT(a->job_id), DB_INT(a->num),
+        DB_INT((sqlite3_int64)d->seq),
+        DB_TEXT(proto_directive_kind_str(d->kind)), DB_INT(d->step),
+        DB_INT(d->issued_ms), DB_INT(d->done_ms));
+    return db_write(db, db->directive_insert, "directive insert");
 }
 
 static const char sql_directive_done[] =
@@ -41,12 +37,9 @@ int
 db_directive_done(struct db *db, const struct attempt *a,
     const struct attempt_directive *d)
 {
-    sqlite3_stmt *st = db->directive_done;
-
-    db_bind_attempt_key(st, 1, a->job_id, a->num);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)d->seq);
-    sqlite3_bind_int64(st, 4, d->done_ms);
-    return db_write(db, st, "directive done");
+    DB_BIND(db->directive_done, 1, DB_INT(a->job_id), DB_INT(a->num),
+        DB_INT((sqlite3_int64)d->seq), DB_INT(d->done_ms));
+    return db_write(db, db->directive_done, "directive done");
 }
 
 static const char sql_directives_of[] =
@@ -85,8 +78,8 @@ db_directives_load(struct db *db, struct attempt *a)
 }
 
 const struct db_stmt_def db_directive_stmts[] = {
-    DB_STMT(directive_insert, sql_directive_insert),
-    DB_STMT(directive_done, sql_directive_done),
-    DB_STMT(directives_of, sql_directives_of),
+    DB_STMT(directive_insert),
+    DB_STMT(directive_done),
+    DB_STMT(directives_of),
     DB_STMT_END,
 };

@@ -21,14 +21,9 @@ int
 db_event_insert(struct db *db, int64_t time_ms, const char *actor,
     const char *subject, const char *kind, const char *detail)
 {
-    sqlite3_stmt *st = db->event_insert;
-
-    sqlite3_bind_int64(st, 1, time_ms);
-    db_bind_text(st, 2, actor);
-    db_bind_text(st, 3, subject);
-    db_bind_text(st, 4, kind);
-    db_bind_text(st, 5, detail ? detail : "{}");
-    return db_write(db, st, "event insert");
+    DB_BIND(db->event_insert, 1, DB_INT(time_ms), DB_TEXT(actor),
+        DB_TEXT(subject), DB_TEXT(kind), DB_TEXT(detail ? detail : "{}"));
+    return db_write(db, db->event_insert, "event insert");
 }
 
 static const char sql_events_subject[] =
@@ -57,8 +52,7 @@ db_events_foreach(struct db *db, const char *subject, int limit,
 {
     struct db_walk w = { .fn.event = fn, .arg = arg };
 
-    db_bind_text(db->events_subject, 1, subject);
-    sqlite3_bind_int(db->events_subject, 2, limit);
+    DB_BIND(db->events_subject, 1, DB_TEXT(subject), DB_INT(limit));
     return db_rows(db, db->events_subject, "events list", event_row, &w);
 }
 
@@ -72,13 +66,9 @@ int
 db_token_insert(struct db *db, const char *hash, const char *user,
     const char *role, int64_t created_ms)
 {
-    sqlite3_stmt *st = db->token_insert;
-
-    db_bind_text(st, 1, hash);
-    db_bind_text(st, 2, user);
-    db_bind_text(st, 3, role);
-    sqlite3_bind_int64(st, 4, created_ms);
-    return db_write(db, st, "token insert");
+    DB_BIND(db->token_insert, 1, DB_TEXT(hash), DB_TEXT(user), DB_TEXT(role),
+        DB_INT(created_ms));
+    return db_write(db, db->token_insert, "token insert");
 }
 
 static const char sql_token_lookup[] =
@@ -109,9 +99,9 @@ db_token_lookup(struct db *db, const char *hash, char **user, char **role)
 }
 
 const struct db_stmt_def db_event_stmts[] = {
-    DB_STMT(event_insert, sql_event_insert),
-    DB_STMT(events_subject, sql_events_subject),
-    DB_STMT(token_insert, sql_token_insert),
-    DB_STMT(token_lookup, sql_token_lookup),
+    DB_STMT(event_insert),
+    DB_STMT(events_subject),
+    DB_STMT(token_insert),
+    DB_STMT(token_lookup),
     DB_STMT_END,
 };

@@ -106,8 +106,7 @@ db_job_failures(struct db *db, int64_t job_id, int rank,
 
     *out = NULL;
     *n = 0;
-    sqlite3_bind_int64(db->failures_job, 1, job_id);
-    sqlite3_bind_int(db->failures_job, 2, rank);
+    DB_BIND(db->failures_job, 1, DB_INT(job_id), DB_INT(rank));
     rc = db_rows(db, db->failures_job, "failure history", failure_row, &vec);
     if (rc == 0 && vec.n > 0) {
         sqlite3_bind_int64(db->placement_nodes, 1, job_id);
@@ -183,9 +182,9 @@ db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn,
 }
 
 const struct db_stmt_def db_history_stmts[] = {
-    DB_STMT(failures_job, sql_failures_job),
-    DB_STMT(placement_nodes, sql_placement_nodes),
-    DB_STMT(goodput_all, sql_goodput_all),
-    DB_STMT(goodput_job, sql_goodput_job),
+    DB_STMT(failures_job),
+    DB_STMT(placement_nodes),
+    DB_STMT(goodput_all),
+    DB_STMT(goodput_job),
     DB_STMT_END,
 };

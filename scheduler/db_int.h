@@ -115,7 +115,9 @@ struct db_stmt_def {
     const char *sql;
 };
 
-#define DB_STMT(field, text) { offsetof(struct db, field), text }
+/* The statement in slot field, whose SQL is the static const char
+ * sql_<field>[] of the same file. */
+#define DB_STMT(field) { offsetof(struct db, field), sql_##field }
 #define DB_STMT_END { 0, NULL }
 
 /* Each concern file's statements, ended by DB_STMT_END; db_open prepares
@@ -186,6 +188,37 @@ int db_directives_load(struct db *db, struct attempt *a);
 
 /* Bind s as text ("" for NULL), copied. */
 void db_bind_text(struct sqlite3_stmt *st, int i, const char *s);
+
+/* One value of a row to bind: an integer (of any C integer type; SQLite
+ * stores it the same however it was bound), a text ("" for NULL), a text
+ * or NULL, or NULL. Texts are copied when bound. */
+struct db_val {
+    enum db_val_type {
+        DB_VAL_NULL,
+        DB_VAL_INT,
+        DB_VAL_TEXT,            /* NULL binds "" */
+        DB_VAL_OPT_TEXT,        /* NULL binds NULL */
+    } type;
+    int64_t i;
+    const char *s;
+};
+
+#define DB_INT(v) ((struct db_val){ .type = DB_VAL_INT, .i = (int64_t)(v) })
+#define DB_TEXT(v) ((struct db_val){ .type = DB_VAL_TEXT, .s = (v) })
+#define DB_OPT_TEXT(v) ((struct db_val){ .type = DB_VAL_OPT_TEXT, .s = (v) })
+#define DB_NULL ((struct db_val){ .type = DB_VAL_NULL })
+/* v when cond holds, else NULL. */
+#define DB_IF(cond, v) ((cond) ? (v) : DB_NULL)
+
+/* Bind the n values of v to ?first, ?first+1, ... in order. */
+void db_bind_vals(struct sqlite3_stmt *st, int first, const struct db_val *v,
+    size_t n);
+/* db_bind_vals of the values listed, so a statement's values read in the
+ * order of its columns: DB_BIND(st, 1, DB_INT(id), DB_TEXT(name)). */
+#define DB_BIND(st, first, ...)                                             \
+    db_bind_vals((st), (first), (const struct db_val[]){ __VA_ARGS__ },     \
+        sizeof((const struct db_val[]){ __VA_ARGS__ }) /                    \
+            sizeof(struct db_val))
 /* Bind ?first and ?first+1 to an attempt's key (job id, attempt). */
 void db_bind_attempt_key(struct sqlite3_stmt *st, int first, int64_t job_id,
     int attempt);

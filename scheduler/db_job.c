@@ -42,25 +42,15 @@ db_job_insert(struct db *db, struct job *job)
     char *env = db_json_kv(s->env, s->nenv);
     int rc;
 
-    db_bind_text(st, 1, s->name);
-    db_bind_text(st, 2, job->user);
-    db_bind_text(st, 3, proto_job_state_str(job->state));
-    db_bind_text(st, 4, job->reason);
-    sqlite3_bind_int(st, 5, s->priority);
-    sqlite3_bind_int(st, 6, s->nodes);
-    sqlite3_bind_int(st, 7, s->ranks_per_node);
-    sqlite3_bind_int(st, 8, s->gpus_per_node);
-    sqlite3_bind_int(st, 9, s->cpus_per_rank);
-    sqlite3_bind_int64(st, 10, s->memory_mb_per_node);
-    db_bind_text(st, 11, argv);
-    db_bind_text(st, 12, env);
-    db_bind_text(st, 13, s->workdir ? s->workdir : "/");
-    sqlite3_bind_int(st, 14, s->max_restarts);
-    db_bind_text(st, 15, s->checkpoint_dir);
-    sqlite3_bind_int64(st, 16, job->submit_ms);
-    sqlite3_bind_int(st, 17, s->max_infra_restarts);
-    sqlite3_bind_int(st, 18, s->hang_timeout_s);
-    sqlite3_bind_int(st, 19, s->keep_checkpoints);
+    DB_BIND(st, 1, DB_TEXT(s->name), DB_TEXT(job->user),
+        DB_TEXT(proto_job_state_str(job->state)), DB_TEXT(job->reason),
+        DB_INT(s->priority), DB_INT(s->nodes), DB_INT(s->ranks_per_node),
+        DB_INT(s->gpus_per_node), DB_INT(s->cpus_per_rank),
+        DB_INT(s->memory_mb_per_node), DB_TEXT(argv), DB_TEXT(env),
+        DB_TEXT(s->workdir ? s->workdir : "/"), DB_INT(s->max_restarts),
+        DB_TEXT(s->checkpoint_dir), DB_INT(job->submit_ms),
+        DB_INT(s->max_infra_restarts), DB_INT(s->hang_timeout_s),
+        DB_INT(s->keep_checkpoints));
     free(argv);
     free(env);
     rc = db_write(db, st, "job insert");
@@ -81,25 +71,16 @@ db_job_update(struct db *db, const struct job *job)
     sqlite3_stmt *st = db->job_update;
     char *reserved = db_json_strv(job->reserved, job->nreserved);
 
-    sqlite3_bind_int64(st, 1, job->id);
-    db_bind_text(st, 2, proto_job_state_str(job->state));
-    db_bind_text(st, 3, job->reason);
-    sqlite3_bind_int64(st, 4, job->start_ms);
-    sqlite3_bind_int64(st, 5, job->end_ms);
-    sqlite3_bind_int(st, 6, job->attempt);
-    if (job->failed_rank >= 0) {
-        sqlite3_bind_int(st, 7, job->failed_rank);
-        db_bind_text(st, 10, job->stderr_tail ? job->stderr_tail : "");
-    }
-    if (job->has_exit) {
-        sqlite3_bind_int(st, 8, job->exit_code);
-        sqlite3_bind_int(st, 9, job->signal);
-    }
-    sqlite3_bind_int(st, 11, job->restarts);
-    sqlite3_bind_int(st, 12, job->infra_restarts);
-    sqlite3_bind_int(st, 13, job->fail_streak);
-    sqlite3_bind_int64(st, 14, job->not_before_ms);
-    db_bind_text(st, 15, reserved);
+    DB_BIND(st, 1, DB_INT(job->id), DB_TEXT(proto_job_state_str(job->state)),
+        DB_TEXT(job->reason), DB_INT(job->start_ms), DB_INT(job->end_ms),
+        DB_INT(job->attempt),
+        DB_IF(job->failed_rank >= 0, DB_INT(job->failed_rank)),
+        DB_IF(job->has_exit, DB_INT(job->exit_code)),
+        DB_IF(job->has_exit, DB_INT(job->signal)),
+        DB_IF(job->failed_rank >= 0, DB_TEXT(job->stderr_tail)),
+        DB_INT(job->restarts), DB_INT(job->infra_restarts),
+        DB_INT(job->fail_streak), DB_INT(job->not_before_ms),
+        DB_TEXT(reserved));
     free(reserved);
     return db_write(db, st, "job update");
 }
@@ -260,15 +241,15 @@ db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
 }
 
 const struct db_stmt_def db_job_stmts[] = {
-    DB_STMT(job_insert, sql_job_insert),
-    DB_STMT(job_update, sql_job_update),
-    DB_STMT(job_get, sql_job_get),
-    DB_STMT(jobs_unfinished, sql_jobs_unfinished),
-    DB_STMT(jobs_all, sql_jobs_all),
-    DB_STMT(jobs_live, sql_jobs_live),
-    DB_STMT(jobs_state, sql_jobs_state),
-    DB_STMT(jobs_user_all, sql_jobs_user_all),
-    DB_STMT(jobs_user_live, sql_jobs_user_live),
-    DB_STMT(jobs_user_state, sql_jobs_user_state),
+    DB_STMT(job_insert),
+    DB_STMT(job_update),
+    DB_STMT(job_get),
+    DB_STMT(jobs_unfinished),
+    DB_STMT(jobs_all),
+    DB_STMT(jobs_live),
+    DB_STMT(jobs_state),
+    DB_STMT(jobs_user_all),
+    DB_STMT(jobs_user_live),
+    DB_STMT(jobs_user_state),
     DB_STMT_END,
 };

@@ -35,18 +35,11 @@ node_bind(sqlite3_stmt *st, const struct node *node)
     char *gpus = db_json_int_array(node->gpus, node->ngpus);
     char *labels = db_json_kv(node->labels, node->nlabels);
 
-    db_bind_text(st, 1, node->name);
-    db_bind_text(st, 2, node_state_str(node->state));
-    db_bind_text(st, 3, node->reason);
-    sqlite3_bind_int(st, 4, node->cordoned);
-    db_bind_text(st, 5, node->addr);
-    sqlite3_bind_int(st, 6, node->cpus);
-    sqlite3_bind_int64(st, 7, node->memory_mb);
-    db_bind_text(st, 8, gpus);
-    db_bind_text(st, 9, labels);
-    db_bind_text(st, 10, node->agent_id);
-    sqlite3_bind_int(st, 11, node->unhealthy);
-    db_bind_text(st, 12, node->health_reason);
+    DB_BIND(st, 1, DB_TEXT(node->name), DB_TEXT(node_state_str(node->state)),
+        DB_TEXT(node->reason), DB_INT(node->cordoned), DB_TEXT(node->addr),
+        DB_INT(node->cpus), DB_INT(node->memory_mb), DB_TEXT(gpus),
+        DB_TEXT(labels), DB_TEXT(node->agent_id), DB_INT(node->unhealthy),
+        DB_TEXT(node->health_reason));
     free(gpus);
     free(labels);
 }
@@ -55,8 +48,8 @@ int
 db_node_insert(struct db *db, const struct node *node)
 {
     node_bind(db->node_insert, node);
-    sqlite3_bind_int64(db->node_insert, 13, node->registered_ms);
-    sqlite3_bind_int64(db->node_insert, 14, node->last_seen_ms);
+    DB_BIND(db->node_insert, 13, DB_INT(node->registered_ms),
+        DB_INT(node->last_seen_ms));
     return db_write(db, db->node_insert, "node insert");
 }
 
@@ -73,8 +66,7 @@ static const char sql_node_touch[] =
 int
 db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
 {
-    db_bind_text(db->node_touch, 1, name);
-    sqlite3_bind_int64(db->node_touch, 2, last_seen_ms);
+    DB_BIND(db->node_touch, 1, DB_TEXT(name), DB_INT(last_seen_ms));
     return db_write(db, db->node_touch, "node touch");
 }
 
@@ -131,9 +123,9 @@ db_nodes_load(struct db *db, struct node_table *t)
 }
 
 const struct db_stmt_def db_node_stmts[] = {
-    DB_STMT(node_insert, sql_node_insert),
-    DB_STMT(node_update, sql_node_update),
-    DB_STMT(node_touch, sql_node_touch),
-    DB_STMT(nodes_all, sql_nodes_all),
+    DB_STMT(node_insert),
+    DB_STMT(node_update),
+    DB_STMT(node_touch),
+    DB_STMT(nodes_all),
     DB_STMT_END,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "common/names.h"
 #include "common/xalloc.h"
 
 static char *
@@ -54,21 +55,18 @@ static const char *const blame_names[] = {
 const char *
 evidence_blame_str(enum evidence_blame b)
 {
-    if ((size_t)b >= ARRAY_SIZE(blame_names))
-        return "";
-    return blame_names[b];
+    return names_str(blame_names, ARRAY_SIZE(blame_names), b, "");
 }
 
 int
 evidence_blame_parse(const char *s, enum evidence_blame *out)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(blame_names); i++) {
-        if (strcmp(s, blame_names[i]) == 0) {
-            *out = (enum evidence_blame)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    int i = names_index(blame_names, ARRAY_SIZE(blame_names), s);
+
+    if (i < 0)
+        return i;
+    *out = (enum evidence_blame)i;
+    return 0;
 }
 
 cJSON *

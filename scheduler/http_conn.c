@@ -32,30 +32,29 @@ static void conn_read_start(struct http_conn *conn);
 
 /* --- response queue ------------------------------------------------------ */
 
+/* The response of queue node l; NULL for the queue's own head. */
+static struct http_out *
+conn_out(struct http_conn *conn, struct http_list *l)
+{
+    return l == &conn->outq ? NULL : container_of(l, struct http_out, node);
+}
+
 void
 http_conn_enqueue(struct http_conn *conn, struct http_out *out)
 {
-    out->next = NULL;
-    if (conn->out_tail)
-        conn->out_tail->next = out;
-    else
-        conn->out_head = out;
-    conn->out_tail = out;
+    http_list_add_tail(&conn->outq, &out->node);
     conn->nout++;
 }
 
 static struct http_out *
 conn_dequeue(struct http_conn *conn)
 {
-    struct http_out *out = conn->out_head;
+    struct http_out *out = conn_out(conn, conn->outq.next);
 
     if (out == NULL)
         return NULL;
-    conn->out_head = out->next;
-    if (conn->out_head == NULL)
-        conn->out_tail = NULL;
+    http_list_remove(&out->node);
     conn->nout--;
-    out->next = NULL;
     return out;
 }
 
@@ -92,7 +91,7 @@ http_conn_timer_restart(struct http_conn *conn)
 static void
 conn_destroy(struct http_conn *conn)
 {
-    assert(conn->out_head == NULL);
+    assert(http_list_empty(&conn->outq));
     sbuf_release(&conn->url);
     sbuf_release(&conn->hname);
     sbuf_release(&conn->hval);
@@ -245,8 +244,8 @@ conn_eof(struct http_conn *conn)
     /* The peer may only have shut down its sending side: answer what it
      * asked, then close. A partly received request is dropped. */
     conn->close_after = true;
-    if (conn->out_tail != NULL)
-        conn->out_tail->keep_alive = false;
+    if (!http_list_empty(&conn->outq))
+        conn_out(conn, conn->outq.prev)->keep_alive = false;
     else
         conn_shutdown(conn);
 }
@@ -403,7 +402,10 @@ conn_write_out(struct http_conn *conn, struct http_out *out)
 static void
 conn_settle(struct http_conn *conn, int flush_rc)
 {
-    for (struct http_out *out = conn->out_head; out; out = out->next) {
+    for (struct http_list *l = conn->outq.next; l != &conn->outq;
+         l = l->next) {
+        struct http_out *out = conn_out(conn, l);
+
         if (out->state != HTTP_OUT_READY || out->settled)
             continue;
         if (flush_rc < 0 && out->resp.durable) {
@@ -425,7 +427,7 @@ conn_write_ready(struct http_conn *conn)
     bool keep;
     int rc;
 
-    while (!conn->closing && (out = conn->out_head) != NULL &&
+    while (!conn->closing && (out = conn_out(conn, conn->outq.next)) != NULL &&
         out->state == HTTP_OUT_READY && out->settled) {
         conn_dequeue(conn);
         keep = out->keep_alive;
@@ -439,7 +441,7 @@ conn_write_ready(struct http_conn *conn)
         }
         if (!keep) {
             /* The last response: nothing was parsed after it. */
-            assert(conn->out_head == NULL);
+            assert(http_list_empty(&conn->outq));
             conn_shutdown(conn);
             return;
         }
@@ -495,6 +497,7 @@ conn_create(struct http_server *srv, bool is_unix)
     conn->pid = -1;
     http_list_init(&conn->node);
     http_list_init(&conn->dirty);
+    http_list_init(&conn->outq);
     sbuf_init(&conn->url);
     sbuf_init(&conn->hname);
     sbuf_init(&conn->hval);

@@ -82,7 +82,7 @@ struct http_deferred {
 
 /* One response slot per request, queued on its connection in order. */
 struct http_out {
-    struct http_out *next;
+    struct http_list node;      /* in its connection's queue */
     struct http_conn *conn;
     enum http_out_state state;
     bool deferred;          /* http_resp_defer() called, not yet finished */
@@ -138,9 +138,8 @@ struct http_conn {
     const char *fail_code;
     char fail_msg[128];
 
-    /* Responses in request order. */
-    struct http_out *out_head;
-    struct http_out *out_tail;
+    /* Responses in request order (struct http_out, by node). */
+    struct http_list outq;
     size_t nout;
     size_t ndeferred;
     size_t timer_wq;            /* unsent bytes when the idle timer began */

@@ -16,66 +16,53 @@
 #include "common/xalloc.h"
 #include "scheduler/attempt.h"
 
+/* The states a state may change to, as a set: TO(a) | TO(b). */
+#define TO(s) (1u << (s))
+
 /*
- * job_transitions[from][to]. PLACED may go straight to SUCCEEDED or FAILED:
- * a short job can start and end between two agent reports, so the
- * scheduler never sees it running. RESTARTING waits in the queue and goes
- * to PLACED when its next attempt is placed.
+ * job_next[from]. PLACED may go straight to SUCCEEDED or FAILED: a short
+ * job can start and end between two agent reports, so the scheduler
+ * never sees it running. RESTARTING waits in the queue and goes to PLACED
+ * when its next attempt is placed.
  */
-static const bool job_transitions[PROTO_JOB_STATE_COUNT][PROTO_JOB_STATE_COUNT] = {
-    [PROTO_JOB_PENDING] = {
-        [PROTO_JOB_PLACED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_PLACED] = {
-        [PROTO_JOB_RUNNING] = true,
-        [PROTO_JOB_RESTARTING] = true,
-        [PROTO_JOB_SUCCEEDED] = true,
-        [PROTO_JOB_FAILED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_RUNNING] = {
-        [PROTO_JOB_RESTARTING] = true,
-        [PROTO_JOB_SUCCEEDED] = true,
-        [PROTO_JOB_FAILED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
-    [PROTO_JOB_RESTARTING] = {
-        [PROTO_JOB_PLACED] = true,
-        [PROTO_JOB_CANCELLED] = true,
-    },
+static const unsigned job_next[PROTO_JOB_STATE_COUNT] = {
+    [PROTO_JOB_PENDING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_PLACED] = TO(PROTO_JOB_RUNNING) | TO(PROTO_JOB_RESTARTING) |
+        TO(PROTO_JOB_SUCCEEDED) | TO(PROTO_JOB_FAILED) |
+        TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_RUNNING] = TO(PROTO_JOB_RESTARTING) | TO(PROTO_JOB_SUCCEEDED) |
+        TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED),
+    [PROTO_JOB_RESTARTING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
 };
 
-static const bool attempt_transitions[PROTO_ATTEMPT_STATE_COUNT]
-                                     [PROTO_ATTEMPT_STATE_COUNT] = {
-    [PROTO_ATTEMPT_STARTING] = {
-        [PROTO_ATTEMPT_RUNNING] = true,
-        [PROTO_ATTEMPT_SUCCEEDED] = true,
-        [PROTO_ATTEMPT_FAILED] = true,
-        [PROTO_ATTEMPT_CANCELLED] = true,
-    },
-    [PROTO_ATTEMPT_RUNNING] = {
-        [PROTO_ATTEMPT_SUCCEEDED] = true,
-        [PROTO_ATTEMPT_FAILED] = true,
-        [PROTO_ATTEMPT_CANCELLED] = true,
-    },
+static const unsigned attempt_next[PROTO_ATTEMPT_STATE_COUNT] = {
+    [PROTO_ATTEMPT_STARTING] = TO(PROTO_ATTEMPT_RUNNING) |
+        TO(PROTO_ATTEMPT_SUCCEEDED) | TO(PROTO_ATTEMPT_FAILED) |
+        TO(PROTO_ATTEMPT_CANCELLED),
+    [PROTO_ATTEMPT_RUNNING] = TO(PROTO_ATTEMPT_SUCCEEDED) |
+        TO(PROTO_ATTEMPT_FAILED) | TO(PROTO_ATTEMPT_CANCELLED),
 };
+
+/* Whether next[from], of a table of n states, has to. */
+static bool
+transition_ok(const unsigned *next, size_t n, int from, int to)
+{
+    if (from < 0 || (size_t)from >= n || to < 0 || (size_t)to >= n)
+        return false;
+    return (next[from] & TO(to)) != 0;
+}
 
 bool
 job_transition_ok(enum proto_job_state from, enum proto_job_state to)
 {
-    if ((unsigned)from >= PROTO_JOB_STATE_COUNT || (unsigned)to >= PROTO_JOB_STATE_COUNT)
-        return false;
-    return job_transitions[from][to];
+    return transition_ok(job_next, ARRAY_SIZE(job_next), (int)from, (int)to);
 }
 
 bool
 attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to)
 {
-    if ((unsigned)from >= PROTO_ATTEMPT_STATE_COUNT ||
-        (unsigned)to >= PROTO_ATTEMPT_STATE_COUNT)
-        return false;
-    return attempt_transitions[from][to];
+    return transition_ok(attempt_next, ARRAY_SIZE(attempt_next), (int)from,
+        (int)to);
 }
 
 int
@@ -125,10 +112,7 @@ job_destroy(struct job *job)
 void
 job_set_reason(struct job *job, const char *reason)
 {
-    char *copy = xstrdup(reason ? reason : "");
-
-    free(job->reason);
-    job->reason = copy;
+    xstrset(&job->reason, reason);
 }
 
 void
@@ -176,101 +160,73 @@ job_ckpt_path(const struct job *job, int64_t step)
 /* ---- table -------------------------------------------------------------- */
 
 static size_t
-job_hash(int64_t id, size_t nbuckets)
+job_hash(int64_t id)
 {
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
+    return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17);
+}
 
-    return (size_t)(x >> 17) & (nbuckets - 1);
+static struct job *
+job_of(const struct itab_link *l)
+{
+    return l ? container_of(l, struct job, link) : NULL;
+}
+
+static bool
+job_has_id(const struct itab_link *l, const void *id)
+{
+    return job_of(l)->id == *(const int64_t *)id;
+}
+
+static void
+job_free_link(struct itab_link *l)
+{
+    job_destroy(job_of(l));
 }
 
 void
 job_table_init(struct job_table *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->nbuckets = 64;
-    t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+    itab_init(&t->t);
 }
 
 void
 job_table_release(struct job_table *t)
 {
-    struct job *job = t->head;
-
-    while (job) {
-        struct job *next = job->next;
-
-        job_destroy(job);
-        job = next;
-    }
-    free(t->buckets);
-    memset(t, 0, sizeof(*t));
-}
-
-static void
-job_table_grow(struct job_table *t)
-{
-    size_t n = t->nbuckets * 2;
-    struct job **b = xcalloc(n, sizeof(*b));
-
-    for (struct job *job = t->head; job; job = job->next) {
-        size_t h = job_hash(job->id, n);
-
-        job->hnext = b[h];
-        b[h] = job;
-    }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
+    itab_release(&t->t, job_free_link);
 }
 
 void
 job_table_add(struct job_table *t, struct job *job)
 {
-    size_t h;
-
-    if (t->count + 1 > t->nbuckets)
-        job_table_grow(t);
-    h = job_hash(job->id, t->nbuckets);
-    job->hnext = t->buckets[h];
-    t->buckets[h] = job;
-    job->prev = t->tail;
-    job->next = NULL;
-    if (t->tail)
-        t->tail->next = job;
-    else
-        t->head = job;
-    t->tail = job;
-    t->count++;
+    itab_add(&t->t, &job->link, job_hash(job->id));
 }
 
 void
 job_table_remove(struct job_table *t, struct job *job)
 {
-    struct job **pp = &t->buckets[job_hash(job->id, t->nbuckets)];
-
-    while (*pp && *pp != job)
-        pp = &(*pp)->hnext;
-    if (*pp == NULL)
-        return;
-    *pp = job->hnext;
-    if (job->prev)
-        job->prev->next = job->next;
-    else
-        t->head = job->next;
-    if (job->next)
-        job->next->prev = job->prev;
-    else
-        t->tail = job->prev;
-    job->prev = job->next = job->hnext = NULL;
-    t->count--;
+    itab_remove(&t->t, &job->link);
 }
 
 struct job *
 job_table_find(const struct job_table *t, int64_t id)
 {
-    struct job *job = t->buckets[job_hash(id, t->nbuckets)];
+    return job_of(itab_find(&t->t, job_hash(id), job_has_id, &id));
+}
 
-    while (job && job->id != id)
-        job = job->hnext;
-    return job;
+struct job *
+job_table_first(const struct job_table *t)
+{
+    return job_of(t->t.head);
+}
+
+struct job *
+job_table_next(const struct job *job)
+{
+    return job_of(job->link.next);
+}
+
+size_t
+job_table_count(const struct job_table *t)
+{
+    return t->t.count;
 }

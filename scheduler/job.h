@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/itab.h"
 #include "common/proto.h"
 
 struct attempt;
@@ -64,8 +65,7 @@ struct job {
     struct attempt *cur;        /* borrowed: the live attempt, or NULL */
     bool draining;              /* scheduling pass: an earlier attempt
                                  * still holds resources somewhere */
-    struct job *hnext;          /* job_table bucket chain */
-    struct job *prev, *next;    /* job_table list, in id order */
+    struct itab_link link;      /* in the job_table, in id order */
 };
 
 /* Whether from → to is a legal change (the tables). from == to is not. */
@@ -97,10 +97,7 @@ char *job_ckpt_path(const struct job *job, int64_t step);
 /* ---- the table of unfinished jobs, by id -------------------------------- */
 
 struct job_table {
-    struct job **buckets;
-    size_t nbuckets;
-    size_t count;
-    struct job *head, *tail;    /* insertion order (ids ascend) */
+    struct itab t;              /* insertion order (ids ascend) */
 };
 
 void job_table_init(struct job_table *t);
@@ -111,5 +108,10 @@ void job_table_add(struct job_table *t, struct job *job);
 /* Unlinks (does not free) the job. */
 void job_table_remove(struct job_table *t, struct job *job);
 struct job *job_table_find(const struct job_table *t, int64_t id);
+/* The jobs in id order: the first (NULL when empty), the one after job
+ * (NULL after the last), and how many. */
+struct job *job_table_first(const struct job_table *t);
+struct job *job_table_next(const struct job *job);
+size_t job_table_count(const struct job_table *t);
 
 #endif

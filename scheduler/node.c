@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/xalloc.h"
 #include "scheduler/attempt.h"
 
@@ -25,21 +26,18 @@ static const char *const node_state_names[NODE_STATE_COUNT] = {
 const char *
 node_state_str(enum node_state s)
 {
-    if ((unsigned)s >= NODE_STATE_COUNT)
-        return "UNKNOWN";
-    return node_state_names[s];
+    return names_str(node_state_names, NODE_STATE_COUNT, s, "UNKNOWN");
 }
 
 int
 node_state_parse(const char *s, enum node_state *out)
 {
-    for (int i = 0; i < NODE_STATE_COUNT; i++) {
-        if (strcmp(s, node_state_names[i]) == 0) {
-            *out = (enum node_state)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    int i = names_index(node_state_names, NODE_STATE_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum node_state)i;
+    return 0;
 }
 
 struct node *
@@ -236,82 +234,72 @@ node_hold_remove(struct node *node, struct placement *p)
 /* ---- table -------------------------------------------------------------- */
 
 static size_t
-node_hash(const char *s, size_t nbuckets)
+node_hash(const char *s)
 {
     uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
 
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return (size_t)h & (nbuckets - 1);
+    return (size_t)h;
+}
+
+static struct node *
+node_of(const struct itab_link *l)
+{
+    return l ? container_of(l, struct node, link) : NULL;
+}
+
+static bool
+node_has_name(const struct itab_link *l, const void *name)
+{
+    return strcmp(node_of(l)->name, name) == 0;
+}
+
+static void
+node_free_link(struct itab_link *l)
+{
+    node_destroy(node_of(l));
 }
 
 void
 node_table_init(struct node_table *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->nbuckets = 64;
-    t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+    itab_init(&t->t);
 }
 
 void
 node_table_release(struct node_table *t)
 {
-    struct node *node = t->head;
-
-    while (node) {
-        struct node *next = node->next;
-
-        node_destroy(node);
-        node = next;
-    }
-    free(t->buckets);
-    memset(t, 0, sizeof(*t));
-}
-
-static void
-node_table_grow(struct node_table *t)
-{
-    size_t n = t->nbuckets * 2;
-    struct node **b = xcalloc(n, sizeof(*b));
-
-    for (struct node *node = t->head; node; node = node->next) {
-        size_t h = node_hash(node->name, n);
-
-        node->hnext = b[h];
-        b[h] = node;
-    }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
+    itab_release(&t->t, node_free_link);
 }
 
 void
 node_table_add(struct node_table *t, struct node *node)
 {
-    size_t h;
-
-    if (t->count + 1 > t->nbuckets)
-        node_table_grow(t);
-    h = node_hash(node->name, t->nbuckets);
-    node->idx = t->count;
-    node->hnext = t->buckets[h];
-    t->buckets[h] = node;
-    node->prev = t->tail;
-    node->next = NULL;
-    if (t->tail)
-        t->tail->next = node;
-    else
-        t->head = node;
-    t->tail = node;
-    t->count++;
+    node->idx = t->t.count;
+    itab_add(&t->t, &node->link, node_hash(node->name));
 }
 
 struct node *
 node_table_find(const struct node_table *t, const char *name)
 {
-    struct node *node = t->buckets[node_hash(name, t->nbuckets)];
+    return node_of(itab_find(&t->t, node_hash(name), node_has_name, name));
+}
 
-    while (node && strcmp(node->name, name) != 0)
-        node = node->hnext;
-    return node;
+struct node *
+node_table_first(const struct node_table *t)
+{
+    return node_of(t->t.head);
+}
+
+struct node *
+node_table_next(const struct node *node)
+{
+    return node_of(node->link.next);
+}
+
+size_t
+node_table_count(const struct node_table *t)
+{
+    return t->t.count;
 }

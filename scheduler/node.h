@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/itab.h"
 #include "common/proto.h"
 
 struct placement;
@@ -78,8 +79,7 @@ struct node {
     int64_t stale_job;          /* the last stale (job, attempt) report */
     int stale_attempt;          /* noted as an event (status.c) */
 
-    struct node *hnext;
-    struct node *prev, *next;
+    struct itab_link link;      /* in the node_table */
 };
 
 const char *node_state_str(enum node_state s);
@@ -119,10 +119,7 @@ void node_hold_remove(struct node *node, struct placement *p);
 /* ---- table of nodes by name ------------------------------------------- */
 
 struct node_table {
-    struct node **buckets;
-    size_t nbuckets;
-    size_t count;
-    struct node *head, *tail;
+    struct itab t;              /* insertion order (node->idx ascends) */
 };
 
 void node_table_init(struct node_table *t);
@@ -132,5 +129,10 @@ void node_table_release(struct node_table *t);
  * table's count before the call (nodes are never removed). */
 void node_table_add(struct node_table *t, struct node *node);
 struct node *node_table_find(const struct node_table *t, const char *name);
+/* The nodes in idx order: the first (NULL when empty), the one after node
+ * (NULL after the last), and how many. */
+struct node *node_table_first(const struct node_table *t);
+struct node *node_table_next(const struct node *node);
+size_t node_table_count(const struct node_table *t);
 
 #endif

@@ -38,10 +38,22 @@ resources_json(const struct proto_node_report *rep)
     cJSON *d = cJSON_CreateObject();
 
     jsonx_add_str(d, "addr", rep->addr);
-    jsonx_add_int(d, "cpus", rep->cpus);
-    jsonx_add_int(d, "memory_mb", rep->memory_mb);
-    jsonx_add_int_array(d, "gpus", rep->gpus, rep->ngpus);
+    jsonx_add_int(d, "cpus", rep->res.cpus);
+    jsonx_add_int(d, "memory_mb", rep->res.memory_mb);
+    jsonx_add_int_array(d, "gpus", rep->res.gpus, rep->res.ngpus);
     return d;
+}
+
+/* Take the node's resources from its agent's report; true when anything
+ * changed. */
+static bool
+nodes_update_resources(struct node *node,
+    const struct proto_node_report *rep)
+{
+    const struct proto_resources *res = &rep->res;
+
+    return node_update_resources(node, rep->addr, res->cpus, res->memory_mb,
+        res->gpus, res->ngpus, res->labels, res->nlabels);
 }
 
 /* A node seen for the first time. */
@@ -52,8 +64,7 @@ nodes_register(struct schedd *sd, const struct proto_node_report *rep,
     struct node *node = node_create(rep->node);
     int rc;
 
-    node_update_resources(node, rep->addr, rep->cpus, rep->memory_mb,
-        rep->gpus, rep->ngpus, rep->labels, rep->nlabels);
+    nodes_update_resources(node, rep);
     free(node->agent_id);
     node->agent_id = xstrdup(rep->agent_id);
     node->registered_ms = now;
@@ -93,8 +104,7 @@ nodes_report(struct schedd *sd, const struct proto_node_report *rep,
     if (node == NULL)
         return nodes_register(sd, rep, now, out);
     *out = node;
-    changed = node_update_resources(node, rep->addr, rep->cpus,
-        rep->memory_mb, rep->gpus, rep->ngpus, rep->labels, rep->nlabels);
+    changed = nodes_update_resources(node, rep);
     if (strcmp(node->agent_id, rep->agent_id) != 0) {
         free(node->agent_id);
         node->agent_id = xstrdup(rep->agent_id);
@@ -253,7 +263,8 @@ nodes_lost(struct schedd *sd, struct node *node)
 int
 nodes_tick(struct schedd *sd, int64_t mono)
 {
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         int rc;
 
         if (node->lost ||
@@ -270,7 +281,8 @@ nodes_tick(struct schedd *sd, int64_t mono)
 void
 nodes_persist_last_seen(struct schedd *sd)
 {
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         int rc;
 
         if (node->last_seen_ms == node->last_seen_saved_ms)

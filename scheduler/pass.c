@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
@@ -23,7 +24,7 @@ struct pass {
     const struct sched_policy *policy;
     uv_timer_t timer;           /* deferred, coalesced pass */
     uv_timer_t backoff_timer;   /* the next restart backoff to expire */
-    int nhandles;
+    bool closing;               /* pass_destroy was called */
     bool armed;
     int64_t last_mono;          /* when the last pass started */
     int64_t last_ms;            /* how long it took */
@@ -52,7 +53,8 @@ pass_retry_at(struct pass *ps, int64_t at)
 static void
 pass_mark_draining(struct schedd *sd)
 {
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         job->draining = false;
     for (struct attempt *a = sd->attempts; a; a = a->next) {
         struct job *job;
@@ -71,11 +73,14 @@ pass_nodes(struct schedd *sd, struct pass_input *in)
 {
     size_t ngpus = 0, off = 0;
 
-    in->nodes = xcalloc(sd->nodes.count + 1, sizeof(*in->nodes));
-    for (struct node *node = sd->nodes.head; node; node = node->next)
+    in->nnodes = node_table_count(&sd->nodes);
+    in->nodes = xcalloc(in->nnodes + 1, sizeof(*in->nodes));
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node))
         ngpus += node->ngpus;
     in->gpu_pool = xcalloc(ngpus + 1, sizeof(*in->gpu_pool));
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         struct sched_node *n = &in->nodes[node->idx];
 
         n->name = node->name;
@@ -90,7 +95,6 @@ pass_nodes(struct schedd *sd, struct pass_input *in)
         off += node->ngpus;
         n->data = node;
     }
-    in->nnodes = sd->nodes.count;
 }
 
 /* Why a restarting job is not in this pass, or NULL when it is. */
@@ -189,11 +193,13 @@ pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
     struct schedd *sd = ps->sd;
     int rc = 0;
 
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         in->njobs += proto_job_state_queued(job->state);
     in->jobs = xcalloc(in->njobs + 1, sizeof(*in->jobs));
     in->njobs = 0;
-    for (struct job *job = sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job)) {
         struct sched_job *j;
 
         if (!proto_job_state_queued(job->state) ||
@@ -290,7 +296,8 @@ pass_run(struct pass *ps)
 
     ps->restart_retry_ms = 0;
     pass_mark_draining(sd);
-    for (struct job *job = sd->jobs.head; job; job = job->next)
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job))
         nqueued += proto_job_state_queued(job->state);
     if (nqueued == 0)
         return;
@@ -338,9 +345,10 @@ pass_backoff_arm(struct pass *ps)
     int64_t now = timeid_now_ms(), next = 0;
     int rc;
 
-    if (ps->sd->stopping || ps->nhandles == 0)
+    if (ps->sd->stopping || ps->closing)
         return;
-    for (struct job *job = ps->sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&ps->sd->jobs); job;
+         job = job_table_next(job)) {
         if (job->state == PROTO_JOB_RESTARTING && job->not_before_ms > now &&
             (next == 0 || job->not_before_ms < next))
             next = job->not_before_ms;
@@ -360,7 +368,7 @@ pass_trigger(struct pass *ps)
     uint64_t delay = 0;
     int rc;
 
-    if (ps->armed || ps->sd->stopping || ps->nhandles == 0)
+    if (ps->armed || ps->sd->stopping || ps->closing)
         return;
     if (2 * ps->last_ms > spacing)
         spacing = 2 * ps->last_ms;
@@ -408,25 +416,17 @@ pass_create(struct schedd *sd, const char *policy, struct err *err)
     ps->policy = p;
     uv_timer_init(sd->loop, &ps->timer);
     uv_timer_init(sd->loop, &ps->backoff_timer);
-    ps->nhandles = 2;
     sd->pass = ps;
     sd->hooks.sched_trigger = pass_hook_trigger;
     sd->hooks.sched_arg = ps;
     return ps;
 }
 
-static void
-pass_closed_cb(uv_handle_t *h)
-{
-    struct pass *ps = h->data;
-
-    if (--ps->nhandles == 0)
-        free(ps);
-}
-
 void
 pass_destroy(struct pass *ps)
 {
+    uv_handle_t *hs[2];
+
     if (ps == NULL)
         return;
     if (ps->sd->pass == ps) {
@@ -434,8 +434,8 @@ pass_destroy(struct pass *ps)
         ps->sd->hooks.sched_trigger = NULL;
         ps->sd->hooks.sched_arg = NULL;
     }
-    ps->timer.data = ps;
-    ps->backoff_timer.data = ps;
-    uv_close((uv_handle_t *)&ps->timer, pass_closed_cb);
-    uv_close((uv_handle_t *)&ps->backoff_timer, pass_closed_cb);
+    ps->closing = true;
+    hs[0] = (uv_handle_t *)&ps->timer;
+    hs[1] = (uv_handle_t *)&ps->backoff_timer;
+    uvx_close(hs, ARRAY_SIZE(hs), free, ps);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/xalloc.h"
 
 static const char *const policy_kind_names[POLICY_KIND_COUNT] = {
@@ -27,21 +28,18 @@ static const char *const policy_kind_names[POLICY_KIND_COUNT] = {
 const char *
 policy_kind_str(enum policy_kind k)
 {
-    if ((unsigned)k >= POLICY_KIND_COUNT)
-        return "unknown";
-    return policy_kind_names[k];
+    return names_str(policy_kind_names, POLICY_KIND_COUNT, k, "unknown");
 }
 
 int
 policy_kind_parse(const char *s, enum policy_kind *out)
 {
-    for (int i = 0; i < POLICY_KIND_COUNT; i++) {
-        if (strcmp(s, policy_kind_names[i]) == 0) {
-            *out = (enum policy_kind)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    int i = names_index(policy_kind_names, POLICY_KIND_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum policy_kind)i;
+    return 0;
 }
 
 enum policy_budget

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "common/jsonx.h"
 #include "common/log.h"
@@ -40,12 +41,12 @@ struct recovery_item {
     enum recovery_exclude how;
     char *reason;
     cJSON *evidence;
-    struct recovery_item *next;
+    STAILQ_ENTRY(recovery_item) link;
 };
 
 struct recovery {
     struct schedd *sd;
-    struct recovery_item *head, *tail;
+    STAILQ_HEAD(, recovery_item) queue;
     bool running;
 };
 
@@ -55,6 +56,7 @@ recovery_create(struct schedd *sd)
     struct recovery *rc = xcalloc(1, sizeof(*rc));
 
     rc->sd = sd;
+    STAILQ_INIT(&rc->queue);
     sd->recovery = rc;
     return rc;
 }
@@ -69,17 +71,26 @@ item_free(struct recovery_item *it)
     free(it);
 }
 
+/* The first item of the queue, taken off it; NULL when empty. */
+static struct recovery_item *
+recovery_pop(struct recovery *rc)
+{
+    struct recovery_item *it = STAILQ_FIRST(&rc->queue);
+
+    if (it != NULL)
+        STAILQ_REMOVE_HEAD(&rc->queue, link);
+    return it;
+}
+
 void
 recovery_destroy(struct recovery *rc)
 {
+    struct recovery_item *it;
+
     if (rc == NULL)
         return;
-    while (rc->head) {
-        struct recovery_item *it = rc->head;
-
-        rc->head = it->next;
+    while ((it = recovery_pop(rc)) != NULL)
         item_free(it);
-    }
     if (rc->sd->recovery == rc)
         rc->sd->recovery = NULL;
     free(rc);
@@ -558,12 +569,7 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
 static void
 recovery_push(struct recovery *rc, struct recovery_item *it)
 {
-    it->next = NULL;
-    if (rc->tail)
-        rc->tail->next = it;
-    else
-        rc->head = it;
-    rc->tail = it;
+    STAILQ_INSERT_TAIL(&rc->queue, it, link);
 }
 
 /* Do the queued work in order, unless an outer call is doing it. After a
@@ -572,17 +578,13 @@ static int
 recovery_run(struct schedd *sd)
 {
     struct recovery *r = sd->recovery;
+    struct recovery_item *it;
     int rc = 0;
 
     if (r->running)
         return 0;
     r->running = true;
-    while (r->head) {
-        struct recovery_item *it = r->head;
-
-        r->head = it->next;
-        if (r->head == NULL)
-            r->tail = NULL;
+    while ((it = recovery_pop(r)) != NULL) {
         if (rc == 0)
             rc = it->a ? process_failure(sd, it->a, &it->fc)
                        : process_exclusion(sd, it);

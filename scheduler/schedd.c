@@ -28,6 +28,7 @@
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/logstore.h"
@@ -295,10 +296,8 @@ schedd_model_clear(struct schedd *sd)
         a = next;
     }
     sd->attempts = NULL;
-    if (sd->jobs.buckets)
-        job_table_release(&sd->jobs);
-    if (sd->nodes.buckets)
-        node_table_release(&sd->nodes);
+    job_table_release(&sd->jobs);
+    node_table_release(&sd->nodes);
     portpool_clear(&sd->ports);
 }
 
@@ -320,13 +319,15 @@ schedd_model_load(struct schedd *sd, struct err *err)
         return err_set(err, rc, "cannot load nodes from the database");
     if ((rc = db_jobs_load_unfinished(sd->db, &sd->jobs)) < 0)
         return err_set(err, rc, "cannot load jobs from the database");
-    for (struct job *job = sd->jobs.head; job; job = job->next) {
+    for (struct job *job = job_table_first(&sd->jobs); job;
+         job = job_table_next(job)) {
         if (job->state == PROTO_JOB_RESTARTING)
             job->restart_reason = xstrdup(job->reason);
     }
     if ((rc = db_attempts_load_live(sd->db, schedd_attempt_load_cb, sd)) < 0)
         return err_set(err, rc, "cannot load attempts from the database");
-    for (struct node *node = sd->nodes.head; node; node = node->next) {
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
         node->last_seen_mono = mono;
         node->reconciled = false;
         node->gen = schedd_next_gen(sd);
@@ -335,7 +336,8 @@ schedd_model_load(struct schedd *sd, struct err *err)
     for (struct attempt *a = sd->attempts; a; a = a->next)
         nlive++;
     log_info("loaded %zu node(s), %zu unfinished job(s), %zu live "
-        "attempt(s)", sd->nodes.count, sd->jobs.count, nlive);
+        "attempt(s)", node_table_count(&sd->nodes), job_table_count(&sd->jobs),
+        nlive);
     return 0;
 }
 
@@ -480,7 +482,6 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
     /* Handles last: from here on schedd_stop() must close them. */
     uv_timer_init(loop, &sd->reload_timer);
     uv_check_init(loop, &sd->commit_check);
-    sd->nhandles = 2;
     return sd;
 fail:
     schedd_destroy(sd);
@@ -499,12 +500,10 @@ schedd_start(struct schedd *sd, struct err *err)
 }
 
 static void
-schedd_handle_closed_cb(uv_handle_t *h)
+schedd_closed(void *arg)
 {
-    struct schedd *sd = h->data;
+    struct schedd *sd = arg;
 
-    if (--sd->nhandles > 0)
-        return;
     /* Whatever the last callbacks wrote. */
     schedd_commit(sd);
     if (sd->stopped_cb)
@@ -523,10 +522,7 @@ schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
     sd->stopped_cb = cb;
     uv_timer_stop(&sd->reload_timer);
     schedd_commit(sd);
-    for (size_t i = 0; i < ARRAY_SIZE(hs); i++) {
-        hs[i]->data = sd;
-        uv_close(hs[i], schedd_handle_closed_cb);
-    }
+    uvx_close(hs, ARRAY_SIZE(hs), schedd_closed, sd);
 }
 
 void

@@ -127,7 +127,6 @@ struct schedd {
     /* Handles (embedded; closed by schedd_stop). */
     uv_timer_t reload_timer;    /* model reload after a failed commit */
     uv_check_t commit_check;    /* commit what no reply flushed */
-    int nhandles;               /* still open */
 
     bool failed;                /* a write or commit failed this iteration */
     bool rolled_back;           /* work was rolled back since the last

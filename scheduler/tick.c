@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/timeid.h"
+#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/nodes.h"
 #include "scheduler/pass.h"
@@ -62,12 +63,6 @@ tick_create(struct schedd *sd, struct err *err)
     return t;
 }
 
-static void
-tick_closed_cb(uv_handle_t *h)
-{
-    free(container_of((uv_timer_t *)h, struct tick, timer));
-}
-
 void
 tick_destroy(struct tick *t)
 {
@@ -76,5 +71,5 @@ tick_destroy(struct tick *t)
     uv_timer_stop(&t->timer);
     if (!t->sd->failed)
         nodes_persist_last_seen(t->sd);
-    uv_close((uv_handle_t *)&t->timer, tick_closed_cb);
+    uvx_close_one((uv_handle_t *)&t->timer, free, t);
 }

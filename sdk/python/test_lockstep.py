@@ -168,14 +168,20 @@ def _run(code, env):
                           capture_output=True, text=True, timeout=60)
 
 
+def _run_rank(code, progress, attempt=1):
+    """_run as a rank of `attempt`, writing its progress to `progress`."""
+    return _run(code, {"LOCKSTEP_PROGRESS_FILE": str(progress),
+                       "LOCKSTEP_ATTEMPT": str(attempt)})
+
+
 def test_import_registers_the_dump_handler_and_announces_it(tmp_path):
     p = tmp_path / "rank-0.progress"
-    r = _run("import lockstep, os, signal\n"
-             "def train_loop():\n"
-             "    os.kill(os.getpid(), lockstep.DUMP_SIGNAL)\n"
-             "train_loop()\n"
-             "print('still alive')\n",
-             {"LOCKSTEP_PROGRESS_FILE": str(p), "LOCKSTEP_ATTEMPT": "3"})
+    r = _run_rank("import lockstep, os, signal\n"
+                  "def train_loop():\n"
+                  "    os.kill(os.getpid(), lockstep.DUMP_SIGNAL)\n"
+                  "train_loop()\n"
+                  "print('still alive')\n",
+                  p, attempt=3)
     assert r.returncode == 0, r.stderr
     assert "still alive" in r.stdout
     assert "most recent call first" in r.stderr
@@ -186,21 +192,21 @@ def test_import_registers_the_dump_handler_and_announces_it(tmp_path):
 
 def test_the_last_step_is_written_at_exit(tmp_path):
     p = tmp_path / "rank-0.progress"
-    r = _run("import lockstep\n"
-             "for i in range(1, 1000):\n"
-             "    lockstep.step(i)\n",
-             {"LOCKSTEP_PROGRESS_FILE": str(p), "LOCKSTEP_ATTEMPT": "1"})
+    r = _run_rank("import lockstep\n"
+                  "for i in range(1, 1000):\n"
+                  "    lockstep.step(i)\n",
+                  p)
     assert r.returncode == 0, r.stderr
     assert json.loads(p.read_text())["step"] == 999
 
 
 def test_a_python_handler_still_runs_after_the_dump(tmp_path):
     p = tmp_path / "rank-0.progress"
-    r = _run("import os, signal\n"
-             "signal.signal(signal.SIGUSR1, lambda *a: print('mine'))\n"
-             "import lockstep\n"
-             "os.kill(os.getpid(), signal.SIGUSR1)\n",
-             {"LOCKSTEP_PROGRESS_FILE": str(p), "LOCKSTEP_ATTEMPT": "1"})
+    r = _run_rank("import os, signal\n"
+                  "signal.signal(signal.SIGUSR1, lambda *a: print('mine'))\n"
+                  "import lockstep\n"
+                  "os.kill(os.getpid(), signal.SIGUSR1)\n",
+                  p)
     assert r.returncode == 0, r.stderr
     assert "mine" in r.stdout
     assert "most recent call first" in r.stderr
@@ -219,7 +225,6 @@ def test_outside_lockstep_import_leaves_sigusr1_alone(tmp_path):
 def test_an_existing_progress_file_is_not_reset_by_a_worker(tmp_path):
     p = tmp_path / "rank-0.progress"
     p.write_text('{"step": 42, "time_ms": 1, "attempt": 1, "pid": 1}')
-    r = _run("import lockstep\n",
-             {"LOCKSTEP_PROGRESS_FILE": str(p), "LOCKSTEP_ATTEMPT": "1"})
+    r = _run_rank("import lockstep\n", p)
     assert r.returncode == 0, r.stderr
     assert json.loads(p.read_text())["step"] == 42

@@ -5,21 +5,13 @@
 # uninterrupted run of the same script.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler
-start_agent n1
-start_agent n2
+fault_cluster 2
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 
-test_expect_success 'reference: an uninterrupted run of the script' '
-    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha && cat ref.sha
-'
+test_reference_run 'reference: an uninterrupted run of the script'
 
 test_expect_success 'the DDP job runs on both nodes' '
-    wait_nodes_up 2 &&
-    id=$(ddp_submit crash -- "${TRAIN[@]}") && echo $id >job &&
-    watch_attempts $id &&
-    wait_job_state $id RUNNING 60
+    ddp_running 2 crash -- "${TRAIN[@]}"
 '
 
 test_expect_success 'kill -9 rank 3 after checkpoint 10 is complete' '

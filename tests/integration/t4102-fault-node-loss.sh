@@ -6,23 +6,14 @@
 # other nodes and finishes with the same final parameters.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler
-start_agent n1
-start_agent n2
-start_agent n3
+fault_cluster 3
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 
-test_expect_success 'reference run' '
-    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha
-'
+test_reference_run
 
 test_expect_success 'the DDP job runs on two of three nodes' '
-    wait_nodes_up 3 &&
-    id=$(ddp_submit loss -- "${TRAIN[@]}") && echo $id >job &&
-    watch_attempts $id &&
-    wait_job_state $id RUNNING 60 &&
-    job_json $id "j[\"attempts\"][0][\"nodes\"][1][\"node\"]" >victim &&
+    ddp_running 3 loss -- "${TRAIN[@]}" &&
+    job_json $(cat job) "j[\"attempts\"][0][\"nodes\"][1][\"node\"]" >victim &&
     cat victim
 '
 

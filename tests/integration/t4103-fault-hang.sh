@@ -6,21 +6,13 @@
 # output instead, and the evidence says which the watchdog used.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler
-start_agent n1
-start_agent n2
+fault_cluster 2
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 
-test_expect_success 'reference run' '
-    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha
-'
+test_reference_run
 
 test_expect_success 'a DDP job reporting steps through the SDK runs' '
-    wait_nodes_up 2 &&
-    id=$(ddp_submit hang --hang-timeout 4 -- "${TRAIN[@]}" --sdk) &&
-    echo $id >job && watch_attempts $id &&
-    wait_job_state $id RUNNING 60 &&
+    ddp_running 2 hang --hang-timeout 4 -- "${TRAIN[@]}" --sdk &&
     wait_for 90 "ckpt_complete hang 10"
 '
 

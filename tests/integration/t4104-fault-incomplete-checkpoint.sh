@@ -6,15 +6,10 @@
 # the one being resumed from.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler
-start_agent n1
-start_agent n2
+fault_cluster 2
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.1)
 
-test_expect_success 'reference run' '
-    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha
-'
+test_reference_run
 
 test_expect_success 'every rank crashes while writing checkpoint 20' '
     wait_nodes_up 2 &&

@@ -8,7 +8,7 @@
 # which is still valid, and the ranks' exit codes reach the scheduler.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
+fault_timeouts
 start_scheduler
 start_proxy
 start_agent n1

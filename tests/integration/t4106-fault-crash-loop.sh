@@ -4,9 +4,7 @@
 # ran on are not blamed.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler
-for n in n1 n2 n3 n4; do start_agent $n; done
+fault_cluster 4
 
 test_expect_success 'a job that always crashes at step 5' '
     wait_nodes_up 4 &&

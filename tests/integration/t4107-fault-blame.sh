@@ -5,7 +5,7 @@
 # uncordons the node.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
+fault_timeouts
 start_scheduler
 # n2 has the fewest GPUs, so best-fit placement puts GPU jobs there first.
 start_agent n1

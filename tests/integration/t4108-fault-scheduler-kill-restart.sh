@@ -4,23 +4,15 @@
 # with exactly one attempt running at any time.
 . "$(dirname "$0")/../lib/harness.sh"
 
-NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
-start_scheduler -o restart_backoff_ms=2000
-start_agent n1
-start_agent n2
+fault_cluster 2 -o restart_backoff_ms=2000
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 
-test_expect_success 'reference run' '
-    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha
-'
+test_reference_run
 
 test_expect_success 'a DDP job runs; kill a rank after checkpoint 10' '
-    wait_nodes_up 2 &&
-    id=$(ddp_submit restart -- "${TRAIN[@]}") && echo $id >job &&
-    watch_attempts $id &&
-    wait_job_state $id RUNNING 60 &&
+    ddp_running 2 restart -- "${TRAIN[@]}" &&
     wait_for 90 "ckpt_complete restart 10" &&
-    kill -9 $(rank_pid $id 0)
+    kill -9 $(rank_pid $(cat job) 0)
 '
 
 test_expect_success 'kill -9 the scheduler while the job is RESTARTING' '

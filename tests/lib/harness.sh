@@ -351,6 +351,43 @@ db_events() {
 
 DDP_TRAIN=$SRC_DIR/tests/helpers/ddp_train.py
 
+# fault_timeouts: the short timeouts of the fault tests, so that a lost
+# node, an expired lease or a hang is seen within seconds. Call before
+# starting the daemons.
+fault_timeouts() {
+    NODE_TIMEOUT_MS=3000 HEARTBEAT_MS=300 LEASE_MS=1500 KILL_GRACE_MS=1000
+}
+
+# fault_cluster N [-o key=value]...: fault_timeouts, a scheduler (with the
+# options given) and the agents n1 .. nN.
+fault_cluster() {
+    local n=$1 k
+    shift
+    fault_timeouts
+    start_scheduler "$@"
+    for k in $(seq 1 "$n"); do start_agent "n$k"; done
+}
+
+# test_reference_run [DESCRIPTION]: the test that keeps in ref.sha the
+# digest of an uninterrupted run with the options in TRAIN.
+test_reference_run() {
+    test_expect_success "${1:-reference run}" '
+    reference_sha "${TRAIN[@]}" >ref.sha && test -s ref.sha && cat ref.sha
+'
+}
+
+# ddp_running N NAME [submit options] -- [ddp_train.py options]: once N
+# nodes are UP, submit the DDP job NAME (ddp_submit), keep its id in the
+# file ./job, watch its attempts and wait until it runs.
+ddp_running() {
+    local n=$1 id
+    shift
+    wait_nodes_up "$n" &&
+        id=$(ddp_submit "$@") && echo "$id" >job &&
+        watch_attempts "$id" &&
+        wait_job_state "$id" RUNNING 60
+}
+
 # ddp_submit NAME [submit options] -- [ddp_train.py options]: submit the
 # deterministic PyTorch DDP job (2 nodes x 2 ranks unless overridden),
 # checkpointing under $TEST_DIR/NAME/ck, final parameters to

@@ -39,6 +39,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -105,9 +106,54 @@ launch_init(struct proto_launch *l, int64_t job, int attempt,
 
 /* ---- environment -------------------------------------------------------- */
 
+/* A variable a rank's environment must have; the check is named desc,
+ * or the key when desc is NULL. */
+struct env_want {
+    const char *key, *want, *desc;
+};
+
+static void
+check_env(char **env, const struct env_want *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        is_str(proc_env_get(env, w[i].key), w[i].want, "%s",
+            w[i].desc ? w[i].desc : w[i].key);
+}
+
 static void
 test_env(void)
 {
+    static const struct env_want rank3[] = {
+        { "RANK", "3", "RANK is the global rank" },
+        { "WORLD_SIZE", "4" },
+        { "LOCAL_RANK", "1" },
+        { "LOCAL_WORLD_SIZE", "2", "LOCAL_WORLD_SIZE is ranks_per_node" },
+        { "NODE_RANK", "1" },
+        { "GROUP_RANK", "1", "GROUP_RANK is node rank" },
+        { "MASTER_ADDR", "127.0.0.1" },
+        { "MASTER_PORT", "29500" },
+        { "LOCKSTEP_JOB_ID", "12" },
+        { "LOCKSTEP_ATTEMPT", "2" },
+        { "LOCKSTEP_NODE", "n7" },
+        { "LOCKSTEP_CHECKPOINT_DIR", "/ckpt/12" },
+        { "LOCKSTEP_RESUME_FROM", "",
+          "LOCKSTEP_RESUME_FROM empty without a checkpoint" },
+        { "LOCKSTEP_RESUME_STEP", "",
+          "LOCKSTEP_RESUME_STEP empty without a checkpoint" },
+        { "CUDA_VISIBLE_DEVICES", "2,3",
+          "CUDA_VISIBLE_DEVICES lists the rank's GPUs" },
+        { "FOO", "bar", "job env is passed" },
+        { "PATH", "/opt/bin:/usr/bin",
+          "job env overrides the agent's environment" },
+        { "HOME", "/root", "agent environment kept" },
+    };
+    static const struct env_want rank2[] = {
+        { "RANK", "2", "rank 2 gets RANK=2" },
+        { "CUDA_VISIBLE_DEVICES", "",
+          "CUDA_VISIBLE_DEVICES is empty without GPUs" },
+        { "LOCKSTEP_RESUME_FROM", "/ckpt/12/step-500" },
+        { "LOCKSTEP_RESUME_STEP", "500" },
+    };
     struct proto_launch l;
     const char *argv[] = { "python3", "train.py", NULL };
     char *base[] = { "PATH=/usr/bin", "HOME=/root", "NOTIFY_SOCKET=/run/x",
@@ -138,30 +184,7 @@ test_env(void)
     l.nenv = 4;
 
     env = proc_build_env(&l, &l.ranks[1], "n7", base);
-    is_str(proc_env_get(env, "RANK"), "3", "RANK is the global rank");
-    is_str(proc_env_get(env, "WORLD_SIZE"), "4", "WORLD_SIZE");
-    is_str(proc_env_get(env, "LOCAL_RANK"), "1", "LOCAL_RANK");
-    is_str(proc_env_get(env, "LOCAL_WORLD_SIZE"), "2",
-        "LOCAL_WORLD_SIZE is ranks_per_node");
-    is_str(proc_env_get(env, "NODE_RANK"), "1", "NODE_RANK");
-    is_str(proc_env_get(env, "GROUP_RANK"), "1", "GROUP_RANK is node rank");
-    is_str(proc_env_get(env, "MASTER_ADDR"), "127.0.0.1", "MASTER_ADDR");
-    is_str(proc_env_get(env, "MASTER_PORT"), "29500", "MASTER_PORT");
-    is_str(proc_env_get(env, "LOCKSTEP_JOB_ID"), "12", "LOCKSTEP_JOB_ID");
-    is_str(proc_env_get(env, "LOCKSTEP_ATTEMPT"), "2", "LOCKSTEP_ATTEMPT");
-    is_str(proc_env_get(env, "LOCKSTEP_NODE"), "n7", "LOCKSTEP_NODE");
-    is_str(proc_env_get(env, "LOCKSTEP_CHECKPOINT_DIR"), "/ckpt/12",
-        "LOCKSTEP_CHECKPOINT_DIR");
-    is_str(proc_env_get(env, "LOCKSTEP_RESUME_FROM"), "",
-        "LOCKSTEP_RESUME_FROM empty without a checkpoint");
-    is_str(proc_env_get(env, "LOCKSTEP_RESUME_STEP"), "",
-        "LOCKSTEP_RESUME_STEP empty without a checkpoint");
-    is_str(proc_env_get(env, "CUDA_VISIBLE_DEVICES"), "2,3",
-        "CUDA_VISIBLE_DEVICES lists the rank's GPUs");
-    is_str(proc_env_get(env, "FOO"), "bar", "job env is passed");
-    is_str(proc_env_get(env, "PATH"), "/opt/bin:/usr/bin",
-        "job env overrides the agent's environment");
-    is_str(proc_env_get(env, "HOME"), "/root", "agent environment kept");
+    check_env(env, rank3, ARRAY_SIZE(rank3));
     ok(proc_env_get(env, "LOCKSTEP_PROGRESS_FILE") == NULL,
         "the job's env cannot set LOCKSTEP_PROGRESS_FILE (the agent does)");
     ok(proc_env_get(env, "NOTIFY_SOCKET") == NULL
@@ -174,13 +197,7 @@ test_env(void)
     l.resume_from = xstrdup("/ckpt/12/step-500");
     l.resume_step = 500;
     env = proc_build_env(&l, &l.ranks[0], "n7", base);
-    is_str(proc_env_get(env, "RANK"), "2", "rank 2 gets RANK=2");
-    is_str(proc_env_get(env, "CUDA_VISIBLE_DEVICES"), "",
-        "CUDA_VISIBLE_DEVICES is empty without GPUs");
-    is_str(proc_env_get(env, "LOCKSTEP_RESUME_FROM"), "/ckpt/12/step-500",
-        "LOCKSTEP_RESUME_FROM");
-    is_str(proc_env_get(env, "LOCKSTEP_RESUME_STEP"), "500",
-        "LOCKSTEP_RESUME_STEP");
+    check_env(env, rank2, ARRAY_SIZE(rank2));
     proc_env_free(env);
     proto_launch_release(&l);
 }
@@ -477,35 +494,35 @@ find_job(struct proc_table *pt, int64_t id, int attempt)
     return NULL;
 }
 
+/* Whether job id (attempt 1) is held and each of its ranks is running
+ * (running) or has ended (!running). */
 static bool
-job_ended(struct proc_table *pt, int64_t id)
+job_ranks_are(struct proc_table *pt, int64_t id, bool running)
 {
     struct proc_job *job = find_job(pt, id, 1);
-    size_t i;
 
     if (job == NULL)
         return false;
-    for (i = 0; i < job->nranks; i++) {
-        if (job->ranks[i].state == PROTO_RANK_RUNNING
-            || job->ranks[i].state == PROTO_RANK_PENDING)
+    for (size_t i = 0; i < job->nranks; i++) {
+        enum proto_rank_state s = job->ranks[i].state;
+        bool live = s == PROTO_RANK_RUNNING || s == PROTO_RANK_PENDING;
+
+        if (running ? s != PROTO_RANK_RUNNING : live)
             return false;
     }
     return true;
 }
 
-static bool
-job_running(struct proc_table *pt, int64_t id)
-{
-    struct proc_job *job = find_job(pt, id, 1);
-    size_t i;
+#define job_ended(pt, id) job_ranks_are((pt), (id), false)
+#define job_running(pt, id) job_ranks_are((pt), (id), true)
 
-    if (job == NULL)
-        return false;
-    for (i = 0; i < job->nranks; i++) {
-        if (job->ranks[i].state != PROTO_RANK_RUNNING)
-            return false;
-    }
-    return true;
+/* A status report of pt's jobs in rep (released by the caller), as the
+ * agent would send it; its sequence number. */
+static uint64_t
+report_fill(struct proc_table *pt, struct proto_node_report *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    return proc_fill_report(pt, rep);
 }
 
 /* Turn the loop until cond holds or timeout_ms passes. The proc table's
@@ -526,8 +543,7 @@ ack_reports(struct proc_table *pt)
     struct proto_node_report rep;
     uint64_t seq;
 
-    memset(&rep, 0, sizeof(rep));
-    seq = proc_fill_report(pt, &rep);
+    seq = report_fill(pt, &rep);
     proto_node_report_release(&rep);
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     return true;
@@ -567,6 +583,7 @@ struct tagent {
     struct agentd ad;
     uv_loop_t loop;
     struct proc_table *pt;
+    struct proto_work work;     /* launch()'s work reply */
 };
 
 static void
@@ -598,6 +615,24 @@ tagent_start(struct tagent *t)
     proc_set_change_cb(t->pt, count_change_cb, NULL);
     proc_status_ok(t->pt, 0, timeid_mono_ms(), 60000);
     return t->pt;
+}
+
+/* tagent_init and tagent_start: the proc table, or NULL. */
+static struct proc_table *
+agent_up(struct tagent *t, const char *name)
+{
+    tagent_init(t, name);
+    return tagent_start(t);
+}
+
+/* Hand l to t's proc table in a work reply of its own (t->work), as the
+ * scheduler would: the job as the table holds it, or NULL. */
+static struct proc_job *
+launch(struct tagent *t, struct proto_launch *l)
+{
+    work_one(&t->work, l);
+    proc_apply(t->pt, &t->work);
+    return find_job(t->pt, l->job, l->attempt);
 }
 
 static void
@@ -679,8 +714,7 @@ test_loop(void)
     RUN_UNTIL(&t.loop, job->done && job->sv_gone, 5000);
     ok(job->done && job->sv_gone, "the supervisor is done and gone");
 
-    memset(&rep, 0, sizeof(rep));
-    seq = proc_fill_report(pt, &rep);
+    seq = report_fill(pt, &rep);
     ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1
         && rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED
         && rep.jobs[0].ranks[0].exit_code == 3
@@ -707,8 +741,7 @@ test_loop(void)
 
     /* 3. a command that does not exist */
     launch_init(&l3, 8, 1, argv3, 1);
-    work_one(&w, &l3);
-    proc_apply(pt, &w);
+    launch(&t, &l3);
     RUN_UNTIL(&t.loop, job_ended(pt, 8), 5000);
     job = find_job(pt, 8, 1);
     ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED
@@ -728,9 +761,7 @@ test_loop(void)
     launch_init(&l3, 6, 1, argv3, 1);
     free(l3.workdir);
     l3.workdir = xstrdup("/nonexistent-dir");
-    work_one(&w, &l3);
-    proc_apply(pt, &w);
-    job = find_job(pt, 6, 1);
+    job = launch(&t, &l3);
     ok(job != NULL && job->done && job->sv_pid == 0
         && job->ranks[0].state == PROTO_RANK_EXITED
         && job->ranks[0].exit_code == 127, "a missing working directory: "
@@ -757,8 +788,7 @@ test_loop(void)
 
     /* 4. teardown of ranks that ignore SIGTERM: SIGKILL after the grace */
     launch_init(&l2, 9, 1, argv2, 2);
-    work_one(&w, &l2);
-    proc_apply(pt, &w);
+    launch(&t, &l2);
     RUN_UNTIL(&t.loop, job_running(pt, 9), 5000);
     job = find_job(pt, 9, 1);
     pid = job != NULL ? job->ranks[0].pid : 0;
@@ -834,9 +864,7 @@ test_adopt(void)
         NULL };
     pid_t pid, pid2, sv1, sv3, sv4;
 
-    tagent_init(&t, "adopt");
-    pt = tagent_start(&t);
-    if (pt == NULL)
+    if ((pt = agent_up(&t, "adopt")) == NULL)
         return;
     launch_init(&l1, 10, 1, sleeper, 1);
     launch_init(&l2, 11, 1, exit3, 1);
@@ -890,14 +918,12 @@ test_adopt(void)
     ok(wait_group_gone(pid2, 5000), "... and its process group killed "
         "(identified by its members' LOCKSTEP_JOB_ID and attempt)");
 
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     is_int(rep.njobs, 3, "the register report lists all three");
     proto_node_report_release(&rep);
 
     /* The scheduler keeps job 10 only. */
-    work_one(&w, &l1);
-    proc_apply(pt, &w);
+    launch(&t, &l1);
     RUN_UNTIL(&t.loop, ack_reports(pt) && find_job(pt, 11, 1) == NULL
         && find_job(pt, 12, 1) == NULL, 3000);
     ok(find_job(pt, 11, 1) == NULL && find_job(pt, 12, 1) == NULL,
@@ -947,7 +973,6 @@ test_progress(void)
     struct proc_table *pt;
     struct proc_job *job;
     struct proto_launch l;
-    struct proto_work w;
     struct proto_node_report rep;
     struct proto_rank_status *rs;
     const char *argv[] = { "sh", "-c",
@@ -973,14 +998,12 @@ test_progress(void)
     ok(n == 2 && steps[0] == 2 && steps[1] == 3, "... the newest only");
     free(steps);
 
-    tagent_init(&t, "progress");
-    pt = tagent_start(&t);
-    if (pt == NULL)
+    if ((pt = agent_up(&t, "progress")) == NULL)
         return;
     launch_init(&l, 20, 1, argv, 4);
-    work_one(&w, &l);
+    work_one(&t.work, &l);
     t0 = timeid_mono_ms();
-    proc_apply(pt, &w);
+    proc_apply(pt, &t.work);
     job = find_job(pt, 20, 1);
     path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.ckpt", tmpdir);
     RUN_UNTIL(&t.loop, job_running(pt, 20) && access(path, F_OK) == 0,
@@ -994,8 +1017,7 @@ test_progress(void)
     usleep(300000);
     uv_run(&t.loop, UV_RUN_NOWAIT);
 
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     rs = rep.jobs[0].ranks;
     ok(rs[0].step == 5 && rs[0].progress == PROTO_PROGRESS_STEP,
         "rank 0 reports step 5 (progress: step)");
@@ -1025,8 +1047,7 @@ test_progress(void)
     write_file(path, buf, strlen(buf));
     rename(path, job->ranks[0].progress_path);
     free(path);
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     rs = rep.jobs[0].ranks;
     ok(rs[0].step == 6 && rs[0].idle_ms < 200, "a new step resets idle "
         "(%lld ms)", (long long)rs[0].idle_ms);
@@ -1076,7 +1097,6 @@ test_ckpt(void)
     struct proc_table *pt;
     struct proc_job *job;
     struct proto_launch l;
-    struct proto_work w;
     struct proto_node_report rep;
     const char *argv[] = { "sleep", "1000", NULL };
     char *ck = xasprintf("%s/ck", tmpdir), path[PATH_MAX + 64];
@@ -1096,9 +1116,7 @@ test_ckpt(void)
     snprintf(path, sizeof(path), "%s/step-9", ck);
     write_file(path, "", 0);
 
-    tagent_init(&t, "ckpt");
-    pt = tagent_start(&t);
-    if (pt == NULL)
+    if ((pt = agent_up(&t, "ckpt")) == NULL)
         return;
     launch_init(&l, 30, 1, argv, 1);
     free(l.checkpoint_dir);
@@ -1108,13 +1126,10 @@ test_ckpt(void)
     l.resume_step = 1;
     l.scan_checkpoints = true;
     l.keep_checkpoints = 2;
-    work_one(&w, &l);
-    proc_apply(pt, &w);
-    job = find_job(pt, 30, 1);
+    job = launch(&t, &l);
 
     /* The first report starts the scan; the deletion follows it. */
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     proto_node_report_release(&rep);
     RUN_UNTIL(&t.loop, job->ckpt_op == NULL && job->nckpt_complete > 0
         && !exists(ck, "step-3"), 5000);
@@ -1130,8 +1145,7 @@ test_ckpt(void)
     snprintf(path, sizeof(path), "%s/step-1/COMPLETE", ck);
     ok(access(path, F_OK) == 0, "the symbolic link's target is untouched");
 
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     ok(rep.jobs[0].ncheckpoints == 3 && rep.jobs[0].checkpoints[0] == 1
         && rep.jobs[0].checkpoints[1] == 4
         && rep.jobs[0].checkpoints[2] == 5,
@@ -1142,8 +1156,7 @@ test_ckpt(void)
     /* A new one completes: the next scans see it, and 4 goes. */
     mkstep(ck, "step-10", true);
     for (i = 0; i < 3; i++) {
-        memset(&rep, 0, sizeof(rep));
-        proc_fill_report(pt, &rep);
+        report_fill(pt, &rep);
         proto_node_report_release(&rep);
         RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
     }
@@ -1166,7 +1179,6 @@ test_dump(void)
     struct proc_table *pt;
     struct proc_job *job;
     struct proto_launch l;
-    struct proto_work w;
     struct proto_node_report rep;
     uint64_t seq;
     const char *argv[] = { "sh", "-c",
@@ -1182,14 +1194,10 @@ test_dump(void)
         "deep_in_training()\n'; fi; exec sleep 1000", NULL };
     int64_t t0;
 
-    tagent_init(&t, "dump");
-    pt = tagent_start(&t);
-    if (pt == NULL)
+    if ((pt = agent_up(&t, "dump")) == NULL)
         return;
     launch_init(&l, 40, 1, argv, 2);
-    work_one(&w, &l);
-    proc_apply(pt, &w);
-    job = find_job(pt, 40, 1);
+    job = launch(&t, &l);
     RUN_UNTIL(&t.loop, job_running(pt, 40)
         && access(job->ranks[0].progress_path, F_OK) == 0, 10000);
     usleep(200000);
@@ -1199,12 +1207,11 @@ test_dump(void)
     l.directives[0].kind = PROTO_DIRECTIVE_DUMP;
     l.directives[0].step = -1;
     l.ndirectives = 1;
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     ok(rep.jobs[0].ranks[0].nacks == 0, "nothing acknowledged before");
     proto_node_report_release(&rep);
     t0 = timeid_mono_ms();
-    proc_apply(pt, &w);
+    proc_apply(pt, &t.work);
     ok(job->dump.running, "dump directive 1 starts a dump");
     RUN_UNTIL(&t.loop, job->dump.seq_served == 1, 5000);
     is_int(job->dump.seq_served, 1, "served after about 1 s (%lld ms)",
@@ -1227,8 +1234,7 @@ test_dump(void)
     ok(strlen(job->ranks[0].dump) <= PROTO_DUMP_MAX, "a dump fits "
         "PROTO_DUMP_MAX");
 
-    memset(&rep, 0, sizeof(rep));
-    seq = proc_fill_report(pt, &rep);
+    seq = report_fill(pt, &rep);
     ok(rep.jobs[0].ranks[0].nacks == 1 && rep.jobs[0].ranks[0].acks[0].seq == 1
         && rep.jobs[0].ranks[1].nacks == 1
         && rep.jobs[0].ranks[1].acks[0].seq == 1
@@ -1239,11 +1245,10 @@ test_dump(void)
         "carries the dumps", rep.jobs[0].ranks[0].nacks
             ? (long long)rep.jobs[0].ranks[0].acks[0].duration_ms : -1LL);
     proto_node_report_release(&rep);
-    proc_apply(pt, &w);
+    proc_apply(pt, &t.work);
     ok(!job->dump.running, "the same directive again asks nothing");
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    report_fill(pt, &rep);
     ok(rep.jobs[0].ranks[0].nacks == 1 && rep.jobs[0].ranks[0].dump == NULL,
         "once accepted, the dumps are not sent again (the ack is, while "
         "the launch lists the directive)");
@@ -1251,9 +1256,8 @@ test_dump(void)
     free(l.directives);
     l.directives = NULL;
     l.ndirectives = 0;
-    proc_apply(pt, &w);
-    memset(&rep, 0, sizeof(rep));
-    proc_fill_report(pt, &rep);
+    proc_apply(pt, &t.work);
+    report_fill(pt, &rep);
     ok(rep.jobs[0].ranks[0].nacks == 0,
         "no ack once the launch no longer lists it");
     proto_node_report_release(&rep);
@@ -1520,32 +1524,16 @@ test_curlx(void)
 int
 main(void)
 {
-    char cmd[PATH_MAX + 16], exe[PATH_MAX], *slash;
-    ssize_t n;
-
     plan(NO_PLAN);
     log_init("test_agent", LOG_LEVEL_INFO, LOG_MODE_PLAIN);
     /* Orphaned grandchildren of the ranks become our children, so the
      * test can reap them and check their process group is really empty
      * whatever PID 1 does. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* build/tests/test_agent -> build/agent/lockstep-supervisor */
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (test_built_path(supervisor_path, sizeof(supervisor_path),
+            "agent/" SUPFILE_EXE) < 0 ||
+        test_tmpdir(tmpdir, sizeof(tmpdir), "test_agent") < 0)
         return 1;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(supervisor_path, sizeof(supervisor_path), "%s/agent/%s", exe,
-        SUPFILE_EXE);
-    snprintf(tmpdir, sizeof(tmpdir), "%s/test_agent.XXXXXX",
-        getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        diag("mkdtemp: %s", strerror(errno));
-        return 1;
-    }
     test_env();
     test_gpus();
     test_labels();
@@ -1559,8 +1547,6 @@ main(void)
     test_ckpt();
     test_dump();
     test_curlx();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", tmpdir);
+    test_rmtree(tmpdir);
     return done_testing();
 }

@@ -145,6 +145,28 @@ test_relative_paths(void)
     free(cwd);
 }
 
+/* A case's command line in argv: first, then args (NULL-terminated, at
+ * most 6), then NULL. Returns argc. */
+static int
+case_argv(char **argv, const char *first, const char *const *args)
+{
+    int argc = 0;
+
+    argv[argc++] = (char *)first;
+    for (int j = 0; args[j]; j++)
+        argv[argc++] = (char *)args[j];
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* is_str on a string the test owns, which it then frees. */
+static void
+is_str_free(char *got, const char *want, const char *name)
+{
+    is_str(got, want, "%s", name);
+    free(got);
+}
+
 /* Each bad command line fails with a message naming the culprit. */
 static void
 test_errors(void)
@@ -175,14 +197,11 @@ test_errors(void)
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-        char *argv[8] = { "submit" };
+        char *argv[8];
         struct cli_submit_opts o;
         struct err e;
-        int argc = 1, rc;
+        int argc = case_argv(argv, "submit", cases[i].args), rc;
 
-        for (int j = 0; cases[i].args[j]; j++)
-            argv[argc++] = (char *)cases[i].args[j];
-        argv[argc] = NULL;
         rc = parse(argc, argv, &o, &e);
         ok(rc == -EINVAL && strstr(e.msg, cases[i].want) != NULL,
             "case %zu fails naming %s", i, cases[i].want);
@@ -329,15 +348,13 @@ test_opt_errors(void)
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-        char *argv[8] = { "t" };
+        char *argv[8];
         struct t_opts o;
         struct cli_args a;
         struct sbuf why;
-        int argc = 1, rc;
+        int rc;
 
-        for (int j = 0; cases[i].args[j]; j++)
-            argv[argc++] = (char *)cases[i].args[j];
-        argv[argc] = NULL;
+        case_argv(argv, "t", cases[i].args);
         sbuf_init(&why);
         rc = tparse(&t_cmd, argv, &o, &a, &why);
         ok(rc == cases[i].rc && strncmp(why.buf, cases[i].want,
@@ -458,27 +475,18 @@ test_fmt(void)
     cJSON *empty = cJSON_Parse("[]");
     cJSON *labels = cJSON_Parse("{\"rack\":\"r1\",\"zone\":\"a\"}");
     cJSON *argv = cJSON_Parse("[\"python3\",\"-c\",\"print('hi')\",\"\"]");
-    char *s, buf[32];
+    char buf[32];
     int64_t now = 1000000000;
 
-    s = cli_fmt_int_list(arr, true);
-    is_str(s, "0-3,6,8-9", "compact GPU ranges");
-    free(s);
-    s = cli_fmt_int_list(arr, false);
-    is_str(s, "0,1,2,3,6,8,9", "plain lists");
-    free(s);
-    s = cli_fmt_int_list(one, true);
-    is_str(s, "12", "one element");
-    free(s);
-    s = cli_fmt_int_list(empty, true);
-    is_str(s, "-", "empty list");
-    free(s);
-    s = cli_fmt_labels(labels);
-    is_str(s, "rack=r1,zone=a", "labels");
-    free(s);
-    s = cli_fmt_argv(argv);
-    is_str(s, "python3 -c 'print('\\''hi'\\'')' ''", "argv quoted for a shell");
-    free(s);
+    is_str_free(cli_fmt_int_list(arr, true), "0-3,6,8-9",
+        "compact GPU ranges");
+    is_str_free(cli_fmt_int_list(arr, false), "0,1,2,3,6,8,9",
+        "plain lists");
+    is_str_free(cli_fmt_int_list(one, true), "12", "one element");
+    is_str_free(cli_fmt_int_list(empty, true), "-", "empty list");
+    is_str_free(cli_fmt_labels(labels), "rack=r1,zone=a", "labels");
+    is_str_free(cli_fmt_argv(argv), "python3 -c 'print('\\''hi'\\'')' ''",
+        "argv quoted for a shell");
 
     is_str(cli_fmt_age(0, now, buf, sizeof(buf)), "-", "age of nothing");
     is_str(cli_fmt_age(now - 45000, now, buf, sizeof(buf)), "45s", "seconds");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static const struct config_key keys[] = {
     { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0, "address" },
@@ -32,6 +33,21 @@ write_file(const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+/* A file (name, text) that must fail to load with rc; when want is set,
+ * the message must contain it (the check is named want_desc). */
+static void
+load_fails(struct config *cfg, const char *name, const char *text, int rc,
+    const char *desc, const char *want, const char *want_desc)
+{
+    struct err err;
+
+    err_clear(&err);
+    is_int(config_load_file(cfg, write_file(name, text), &err), rc, "%s",
+        desc);
+    if (want != NULL)
+        ok(strstr(err.msg, want) != NULL, "%s (%s)", want_desc, err.msg);
 }
 
 int
@@ -75,28 +91,16 @@ main(void)
         err.msg);
     ok(strstr(err.msg, "'bogus'") != NULL, "error names the key");
 
-    p = write_file("noeq.conf", "listen\n");
-    err_clear(&err);
-    is_int(config_load_file(cfg, p, &err), -EINVAL, "line without '=' fails");
-    ok(strstr(err.msg, "noeq.conf:1") != NULL, "names the line (%s)", err.msg);
-
-    p = write_file("range.conf", "timeout_ms = 5\n");
-    err_clear(&err);
-    is_int(config_load_file(cfg, p, &err), -ERANGE, "out of range fails");
-    ok(strstr(err.msg, "100..60000") != NULL, "range shown (%s)", err.msg);
-
-    p = write_file("type.conf", "timeout_ms = 12abc\nverbose = maybe\n");
-    err_clear(&err);
-    is_int(config_load_file(cfg, p, &err), -EINVAL, "non-integer fails");
-    ok(strstr(err.msg, "not an integer") != NULL, "says why (%s)", err.msg);
-
-    p = write_file("bool.conf", "verbose = maybe\n");
-    err_clear(&err);
-    is_int(config_load_file(cfg, p, &err), -EINVAL, "bad boolean fails");
-
-    p = write_file("quote.conf", "listen = \"abc\n");
-    err_clear(&err);
-    is_int(config_load_file(cfg, p, &err), -EINVAL, "unterminated quote");
+    load_fails(cfg, "noeq.conf", "listen\n", -EINVAL,
+        "line without '=' fails", "noeq.conf:1", "names the line");
+    load_fails(cfg, "range.conf", "timeout_ms = 5\n", -ERANGE,
+        "out of range fails", "100..60000", "range shown");
+    load_fails(cfg, "type.conf", "timeout_ms = 12abc\nverbose = maybe\n",
+        -EINVAL, "non-integer fails", "not an integer", "says why");
+    load_fails(cfg, "bool.conf", "verbose = maybe\n", -EINVAL,
+        "bad boolean fails", NULL, NULL);
+    load_fails(cfg, "quote.conf", "listen = \"abc\n", -EINVAL,
+        "unterminated quote", NULL, NULL);
 
     err_clear(&err);
     ok(config_load_file(cfg, "/nonexistent/x.conf", &err) == -ENOENT,
@@ -115,11 +119,6 @@ main(void)
 
     config_destroy(cfg);
     config_destroy(NULL);
-    {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            diag("could not remove %s", dir);
-    }
+    test_rmtree(dir);
     return done_testing();
 }

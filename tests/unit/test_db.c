@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char dir[] = "/tmp/lockstep-test-db.XXXXXX";
 static char path[256];
@@ -57,20 +58,30 @@ count_job(struct job *job, void *arg)
     return 0;
 }
 
-static void
-test_fresh(void)
+/* db_open(path) with synchronous=FULL, checked: the check is named what. */
+static struct db *
+open_checked(const char *what)
 {
     struct err err;
     struct db *db;
+
+    err_clear(&err);
+    db = db_open(path, true, &err);
+    ok(db != NULL, "%s: %s", what, err.msg);
+    return db;
+}
+
+static void
+test_fresh(void)
+{
+    struct err err = { 0 };
+    struct db *db = open_checked("open a fresh database");
     struct job *job, *got = NULL;
     struct node *node;
     struct attempt *a, *ga = NULL;
     char *user = NULL, *role = NULL;
     int n = 0;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open a fresh database: %s", err.msg);
     if (db == NULL)
         return;
     is_int(db_schema_version(db), migrate_latest(),
@@ -150,7 +161,7 @@ test_fresh(void)
 
         job_table_init(&t);
         is_int(db_jobs_load_unfinished(db, &t), 0, "load unfinished jobs");
-        is_int(t.count, 1, "one unfinished job");
+        is_int(job_table_count(&t), 1, "one unfinished job");
         job_table_release(&t);
     }
     {
@@ -219,8 +230,8 @@ goodput_row(const struct db_goodput_row *r, void *arg)
 static void
 test_fault_tolerance(void)
 {
-    struct err err;
-    struct db *db;
+    struct db *db = open_checked("open for the fault-tolerance rows");
+    struct err err = { 0 };
     struct job *job, *got = NULL;
     struct attempt *a1, *a2, *ga = NULL;
     struct node *node;
@@ -232,9 +243,6 @@ test_fault_tolerance(void)
     size_t nrows = 0;
     int nblame = 0;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open for the fault-tolerance rows: %s", err.msg);
     if (db == NULL)
         return;
     node = node_create("n9");
@@ -444,13 +452,9 @@ test_walks(void)
 {
     struct walk_seen w = { 0, 1, 0 };
     struct db_job_filter all = { .all = true };
-    struct err err;
-    struct db *db;
+    struct db *db = open_checked("open for the walks");
     char *user = NULL, *role = NULL;
 
-    err_clear(&err);
-    db = db_open(path, true, &err);
-    ok(db != NULL, "open for the walks: %s", err.msg);
     if (db == NULL)
         return;
     for (int i = 1; i <= 3; i++)
@@ -518,8 +522,6 @@ test_newer_refused(void)
 int
 main(void)
 {
-    char cmd[512];
-
     plan(NO_PLAN);
     if (mkdtemp(dir) == NULL) {
         ok(0, "mkdtemp: %s", strerror(errno));
@@ -530,8 +532,6 @@ main(void)
     test_fault_tolerance();
     test_walks();
     test_newer_refused();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", dir);
+    test_rmtree(dir);
     return done_testing();
 }

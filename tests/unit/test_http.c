@@ -334,16 +334,16 @@ client_close(struct client *c)
     c->fd = -1;
 }
 
+/* A new socket of domain connected to sa, or -1 (with a diagnostic
+ * naming what). */
 static int
-connect_tcp(void)
+connect_to(int domain, const struct sockaddr *sa, socklen_t len,
+    const char *what)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(domain, SOCK_STREAM, 0);
 
-    sa.sin_port = htons((uint16_t)tcp_port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        diag("connect tcp: %s", strerror(errno));
+    if (fd < 0 || connect(fd, sa, len) < 0) {
+        diag("connect %s: %s", what, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
@@ -352,19 +352,22 @@ connect_tcp(void)
 }
 
 static int
+connect_tcp(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+
+    sa.sin_port = htons((uint16_t)tcp_port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return connect_to(AF_INET, (struct sockaddr *)&sa, sizeof(sa), "tcp");
+}
+
+static int
 connect_unix(void)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        diag("connect unix: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    return fd;
+    return connect_to(AF_UNIX, (struct sockaddr *)&sa, sizeof(sa), "unix");
 }
 
 static bool
@@ -473,28 +476,70 @@ json_num(const cJSON *j, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* The field key ("code", "message") of a reply's error object, in buf;
+ * "(none)" without one. */
 static const char *
-error_code(const struct cresp *r, char *buf, size_t len)
+error_field(const struct cresp *r, const char *key, char *buf, size_t len)
 {
     cJSON *j = body_json(r);
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-    const char *code = json_str(e, "code");
+    const char *v = json_str(e, key);
 
-    snprintf(buf, len, "%s", code ? code : "(none)");
+    snprintf(buf, len, "%s", v ? v : "(none)");
     cJSON_Delete(j);
     return buf;
 }
 
-static const char *
-error_message(const struct cresp *r, char *buf, size_t len)
+/* is_str on the string field key of a reply's body. */
+static void
+is_body_str(const struct cresp *r, const char *key, const char *want,
+    const char *name)
 {
     cJSON *j = body_json(r);
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-    const char *msg = json_str(e, "message");
 
-    snprintf(buf, len, "%s", msg ? msg : "(none)");
+    is_str(json_str(j, key), want, "%s", name);
     cJSON_Delete(j);
-    return buf;
+}
+
+/* Send the request req on c, read its one reply and check its status;
+ * the check is named name. */
+static void
+ask(struct client *c, const char *req, int status, const char *name)
+{
+    client_sends(c, req);
+    client_read(c, 1);
+    is_int(c->r[0].status, status, "%s", name);
+}
+
+/* Open c over TCP, as the check "tcp connect". */
+static bool
+tcp_open(struct client *c)
+{
+    return ok(client_open(c, false), "tcp connect");
+}
+
+/* The reply on c is an error with this code that closes the connection:
+ * three checks named "<what>: ...". */
+static void
+closing_error(struct client *c, const char *what, const char *code)
+{
+    char buf[64];
+
+    is_str(error_field(&c->r[0], "code", buf, sizeof(buf)), code,
+        "%s: code %s", what, code);
+    ok(c->r[0].close, "%s: Connection: close", what);
+    ok(client_eof(c), "%s: server closes", what);
+}
+
+/* Whether the field key of a reply's body is true. */
+static bool
+body_true(const struct cresp *r, const char *key)
+{
+    cJSON *j = body_json(r);
+    bool v = cJSON_IsTrue(cJSON_GetObjectItem(j, key));
+
+    cJSON_Delete(j);
+    return v;
 }
 
 static bool
@@ -543,7 +588,7 @@ test_roundtrip_keepalive(void)
     char req[512];
     cJSON *j;
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /echo?q=a%20b+c&x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 1), 1, "GET: one response");
@@ -578,9 +623,8 @@ test_roundtrip_keepalive(void)
     cJSON_Delete(j);
 
     client_reset(&c);
-    client_sends(&c, "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n");
-    client_read(&c, 1);
-    is_int(c.r[0].status, 404, "third request on the connection: 404");
+    ask(&c, "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404,
+        "third request on the connection: 404");
     client_close(&c);
 }
 
@@ -591,7 +635,7 @@ test_pipelining(void)
     cJSON *j0, *j1, *j2;
     int before;
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     before = atomic_load(&flush_calls);
     client_sends(&c,
@@ -618,9 +662,7 @@ test_pipelining(void)
         "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
         "\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
     client_read(&c, 1);
-    j0 = body_json(&c.r[0]);
-    is_str(json_str(j0, "body"), "hello world", "chunked body decoded");
-    cJSON_Delete(j0);
+    is_body_str(&c.r[0], "body", "hello world", "chunked body decoded");
 
     /* Expect: 100-continue gets the interim response, then the answer. */
     client_reset(&c);
@@ -630,9 +672,7 @@ test_pipelining(void)
     is_int(c.r[0].status, 100, "expect: 100 Continue");
     client_sends(&c, "abc");
     is_int(client_read(&c, 2), 2, "expect: final response");
-    j0 = body_json(&c.r[1]);
-    is_str(json_str(j0, "body"), "abc", "expect: body after 100");
-    cJSON_Delete(j0);
+    is_body_str(&c.r[1], "body", "abc", "expect: body after 100");
     client_close(&c);
 }
 
@@ -644,7 +684,7 @@ test_backpressure(void)
     int i, n, in_order;
     cJSON *j;
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     /* More pipelined requests than the server queues per connection: it
      * pauses parsing and resumes as responses leave. */
@@ -673,13 +713,9 @@ test_backpressure(void)
     client_send(&c, req.buf, req.len);
     n = client_read(&c, 41);
     is_int(n, 41, "behind a deferred: 41 responses");
-    j = body_json(&c.r[0]);
-    ok(cJSON_IsTrue(cJSON_GetObjectItem(j, "deferred")),
+    ok(body_true(&c.r[0], "deferred"),
         "behind a deferred: the deferred one first");
-    cJSON_Delete(j);
-    j = body_json(&c.r[40]);
-    is_str(json_str(j, "q"), "39", "behind a deferred: the last one last");
-    cJSON_Delete(j);
+    is_body_str(&c.r[40], "q", "39", "behind a deferred: the last one last");
 
     /* Requests that arrive while megabytes of response wait for a client
      * that does not read (the write queue limit pauses parsing). */
@@ -691,32 +727,27 @@ test_backpressure(void)
     usleep(100000);
     is_int(client_read(&c, 3), 3, "an 8 MiB response and two more");
     is_int((long)c.r[0].body.len, 8L << 20, "big body complete");
-    j = body_json(&c.r[2]);
-    is_str(json_str(j, "q"), "b", "then the small ones");
-    cJSON_Delete(j);
+    is_body_str(&c.r[2], "q", "b", "then the small ones");
 
     sbuf_release(&req);
     client_close(&c);
 
     /* "Upgrade:" is ignored; the connection goes on as HTTP/1.1. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /echo?q=up HTTP/1.1\r\nHost: x\r\n"
         "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
         "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
         "GET /echo?q=next HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 2), 2, "upgrade ignored: both answered");
-    j = body_json(&c.r[1]);
-    is_str(json_str(j, "q"), "next", "upgrade ignored: second request");
-    cJSON_Delete(j);
+    is_body_str(&c.r[1], "q", "next", "upgrade ignored: second request");
     client_close(&c);
 
     /* A control character in the decoded path. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
-    client_sends(&c, "GET /a%0Ab HTTP/1.1\r\nHost: x\r\n\r\n");
-    client_read(&c, 1);
-    is_int(c.r[0].status, 400, "%%0A in the path: 400");
+    ask(&c, "GET /a%0Ab HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+        "%0A in the path: 400");
     client_close(&c);
 }
 
@@ -724,11 +755,11 @@ static void
 test_limits(void)
 {
     struct client c;
-    char code[64], *big;
+    char *big;
     size_t n;
 
     /* Announced oversized body: 413 at once, then close. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     n = 200000;
     big = xmalloc(n + 256);
@@ -738,14 +769,11 @@ test_limits(void)
     client_send(&c, big, n + 200000);
     is_int(client_read(&c, 1), 1, "413: a response");
     is_int(c.r[0].status, 413, "413: status");
-    is_str(error_code(&c.r[0], code, sizeof(code)), "too_large",
-        "413: code too_large");
-    ok(c.r[0].close, "413: Connection: close");
-    ok(client_eof(&c), "413: server closes");
+    closing_error(&c, "413", "too_large");
     client_close(&c);
 
     /* A chunked body that grows past the limit. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     n = (size_t)snprintf(big, 256, "POST /echo HTTP/1.1\r\nHost: x\r\n"
         "Transfer-Encoding: chunked\r\n\r\n2000\r\n");
@@ -758,7 +786,7 @@ test_limits(void)
     client_close(&c);
 
     /* A header block over 16 KiB. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     n = (size_t)snprintf(big, 256, "GET /echo HTTP/1.1\r\nX-Big: ");
     memset(big + n, 'h', 20000);
@@ -771,19 +799,14 @@ test_limits(void)
     free(big);
 
     /* Garbage. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
-    client_sends(&c, "GARBAGE\x01\x02 nonsense\r\n\r\n");
-    client_read(&c, 1);
-    is_int(c.r[0].status, 400, "400 for garbage");
-    is_str(error_code(&c.r[0], code, sizeof(code)), "bad_request",
-        "400: code bad_request");
-    ok(c.r[0].close, "400: Connection: close");
-    ok(client_eof(&c), "400: server closes");
+    ask(&c, "GARBAGE\x01\x02 nonsense\r\n\r\n", 400, "400 for garbage");
+    closing_error(&c, "400", "bad_request");
     client_close(&c);
 
     /* A good request, then garbage: the good one is answered first. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\nBLAH BLAH\r\n");
     is_int(client_read(&c, 2), 2, "good then bad: two responses");
@@ -793,16 +816,14 @@ test_limits(void)
     client_close(&c);
 
     /* HTTP/1.0 and Connection: close end the connection. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
-    client_sends(&c, "GET /plain HTTP/1.0\r\n\r\n");
-    client_read(&c, 1);
-    is_int(c.r[0].status, 200, "HTTP/1.0: 200");
+    ask(&c, "GET /plain HTTP/1.0\r\n\r\n", 200, "HTTP/1.0: 200");
     ok(c.r[0].close, "HTTP/1.0: Connection: close");
     ok(client_eof(&c), "HTTP/1.0: server closes");
     client_close(&c);
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /plain HTTP/1.1\r\nConnection: close\r\n\r\n"
         "GET /plain HTTP/1.1\r\n\r\n");
@@ -818,12 +839,11 @@ test_deferred(void)
 {
     struct client c;
     double t0, dt;
-    cJSON *j;
     int before;
 
     /* Completed from a timer; a pipelined request waits behind it. The
      * deferral outlasts the idle timeout, which must not apply. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     before = atomic_load(&defers_done);
     t0 = now_ms();
@@ -833,13 +853,9 @@ test_deferred(void)
     dt = now_ms() - t0;
     is_int(atomic_load(&defers_done) - before, 1, "deferred: timer ran");
     is_int(c.r[0].status, 200, "deferred: status");
-    j = body_json(&c.r[0]);
-    ok(cJSON_IsTrue(cJSON_GetObjectItem(j, "deferred")),
+    ok(body_true(&c.r[0], "deferred"),
         "deferred: first response is the deferred one");
-    cJSON_Delete(j);
-    j = body_json(&c.r[1]);
-    is_str(json_str(j, "q"), "after", "deferred: pipelined one after it");
-    cJSON_Delete(j);
+    is_body_str(&c.r[1], "q", "after", "deferred: pipelined one after it");
     ok(dt >= 1250, "deferred: answered after the timer (%.0f ms)", dt);
     ok(!c.r[0].close && !c.r[1].close,
         "deferred: no idle timeout while pending");
@@ -858,7 +874,7 @@ test_deferred(void)
 
     /* The client goes away before completion: cancel runs exactly once. */
     before = atomic_load(&cancel_calls);
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
     ok(wait_for(&holds, 1, 3000), "hold: handler ran");
@@ -885,7 +901,7 @@ test_flush_failure(void)
     struct client c;
     char code[64], msg[160];
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     atomic_store(&fail_flush, 1);
     client_sends(&c,
@@ -894,9 +910,9 @@ test_flush_failure(void)
     is_int(client_read(&c, 2), 2, "flush failure: two responses");
     atomic_store(&fail_flush, 0);
     is_int(c.r[0].status, 503, "flush failure: durable turns into 503");
-    is_str(error_code(&c.r[0], code, sizeof(code)), "unavailable",
+    is_str(error_field(&c.r[0], "code", code, sizeof(code)), "unavailable",
         "flush failure: code unavailable");
-    is_str(error_message(&c.r[0], msg, sizeof(msg)),
+    is_str(error_field(&c.r[0], "message", msg, sizeof(msg)),
         "cannot commit: Input/output error", "flush failure: message");
     is_int(c.r[1].status, 200, "flush failure: non-durable stays 200");
     ok(!c.r[0].close, "flush failure: connection stays usable");
@@ -917,9 +933,7 @@ test_unix(void)
 
     if (!ok(client_open(&c, true), "unix connect"))
         return;
-    client_sends(&c, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n");
-    client_read(&c, 1);
-    is_int(c.r[0].status, 200, "unix: status");
+    ask(&c, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n", 200, "unix: status");
     j = body_json(&c.r[0]);
     ok(cJSON_IsTrue(cJSON_GetObjectItem(j, "is_unix")), "unix: is_unix");
     is_int((long)json_num(j, "uid"), (long)getuid(), "unix: peer uid");
@@ -931,12 +945,10 @@ test_unix(void)
     client_sends(&c, "POST /echo HTTP/1.1\r\nHost: x\r\n"
         "Content-Length: 5\r\n\r\nhello");
     client_read(&c, 1);
-    j = body_json(&c.r[0]);
-    is_str(json_str(j, "body"), "hello", "unix: POST body");
-    cJSON_Delete(j);
+    is_body_str(&c.r[0], "body", "hello", "unix: POST body");
     client_close(&c);
 
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n");
     client_read(&c, 1);
@@ -954,7 +966,7 @@ test_rude_peers(void)
     double t0, dt;
 
     /* Idle keep-alive connection: closed after the timeout. */
-    if (!ok(client_open(&c, false), "tcp connect"))
+    if (!tcp_open(&c))
         return;
     t0 = now_ms();
     ok(client_eof(&c), "idle connection closed by the server");
@@ -1115,6 +1127,21 @@ test_query_get(void)
         "query: empty query");
 }
 
+/* Run loop to completion while fn plays the client on a thread of its
+ * own: uv_run's result. */
+static int
+run_with_client(uv_loop_t *loop, void *(*fn)(void *))
+{
+    pthread_t th;
+    int rc;
+
+    if (pthread_create(&th, NULL, fn, NULL) != 0)
+        fatal("pthread_create");
+    rc = uv_run(loop, UV_RUN_DEFAULT);
+    pthread_join(th, NULL);
+    return rc;
+}
+
 /* A socket file nobody listens on, as a crashed server leaves it. */
 static int
 make_stale_socket(const char *path)
@@ -1135,7 +1162,6 @@ main(void)
     struct http_server_opts opts = { .max_body = MAX_BODY,
                                      .idle_timeout_ms = IDLE_MS };
     struct err err;
-    pthread_t th;
     char path2[300];
     struct stat st;
     int port2, rc, fd;
@@ -1182,10 +1208,7 @@ main(void)
 
     uv_async_init(&loop, &stop_async, stop_async_cb);
     uv_timer_init(&loop, &finisher);
-    if (pthread_create(&th, NULL, client_main, NULL) != 0)
-        fatal("pthread_create");
-    rc = uv_run(&loop, UV_RUN_DEFAULT);
-    pthread_join(th, NULL);
+    rc = run_with_client(&loop, client_main);
 
     is_int(rc, 0, "loop ran to completion");
     is_int(done_calls, 1, "close: done called once");
@@ -1201,10 +1224,7 @@ main(void)
     uv_timer_init(&loop, &watchdog);
     uv_timer_start(&watchdog, watchdog_cb, 10000, 0);
     uv_unref((uv_handle_t *)&watchdog);
-    if (pthread_create(&th, NULL, client2_main, NULL) != 0)
-        fatal("pthread_create");
-    rc = uv_run(&loop, UV_RUN_DEFAULT);
-    pthread_join(th, NULL);
+    rc = run_with_client(&loop, client2_main);
     is_int(rc, 0, "second loop ran to completion");
     is_int(done2_calls, 1, "second server: done called once");
     is_int(atomic_load(&handled2), 1,

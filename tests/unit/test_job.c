@@ -166,8 +166,8 @@ test_table(void)
         job_destroy(job);
     }
     ok(job_table_find(&t, 70) == NULL, "a removed job is gone");
-    is_int(t.count, 499, "count follows");
-    is_int(t.head->id, 7, "list keeps insertion order");
+    is_int(job_table_count(&t), 499, "count follows");
+    is_int(job_table_first(&t)->id, 7, "list keeps insertion order");
     job_table_release(&t);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/xalloc.h"
 #include "scheduler/policy.h"
 #include "tests/tap.h"
 
@@ -204,29 +205,41 @@ test_backoff(void)
 static void
 test_decide(void)
 {
-    struct policy_budgets b = { 0, 3, 0, 20 };
-    struct policy_decision d;
+    /* budgets, which budget pays, crash loop, streak; the action and
+     * (-1: not checked) the backoff */
+    static const struct {
+        struct policy_budgets b;
+        enum policy_budget budget;
+        bool loop;
+        int streak;
+        enum policy_action action;
+        int64_t backoff_ms;
+        const char *name;
+    } cases[] = {
+        { { 0, 3, 0, 20 }, POLICY_BUDGET_JOB, false, 1, POLICY_RESTART, 500,
+          "budget left: restart after the backoff" },
+        { { 3, 3, 0, 20 }, POLICY_BUDGET_JOB, false, 4, POLICY_FAIL_BUDGET,
+          -1, "own budget spent: FAILED" },
+        { { 3, 3, 0, 20 }, POLICY_BUDGET_INFRA, false, 1, POLICY_RESTART, 0,
+          "the other budget is separate" },
+        { { 3, 3, 20, 20 }, POLICY_BUDGET_INFRA, false, 1,
+          POLICY_FAIL_BUDGET, -1, "infrastructure budget spent" },
+        { { 0, 3, 20, 20 }, POLICY_BUDGET_JOB, true, 2,
+          POLICY_FAIL_DETERMINISTIC, -1,
+          "a crash loop ends the job whatever the budget" },
+        { { 0, 0, 20, 20 }, POLICY_BUDGET_JOB, false, 1, POLICY_FAIL_BUDGET,
+          -1, "max_restarts 0: no restart" },
+    };
 
-    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 1, &d);
-    ok(d.action == POLICY_RESTART && d.backoff_ms == 500,
-        "budget left: restart after the backoff");
-    b.restarts = 3;
-    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 4, &d);
-    ok(d.action == POLICY_FAIL_BUDGET, "own budget spent: FAILED");
-    policy_decide(&cfg, POLICY_BUDGET_INFRA, false, &b, 1, &d);
-    ok(d.action == POLICY_RESTART && d.backoff_ms == 0,
-        "the other budget is separate");
-    b.infra_restarts = 20;
-    policy_decide(&cfg, POLICY_BUDGET_INFRA, false, &b, 1, &d);
-    ok(d.action == POLICY_FAIL_BUDGET, "infrastructure budget spent");
-    b.restarts = 0;
-    policy_decide(&cfg, POLICY_BUDGET_JOB, true, &b, 2, &d);
-    ok(d.action == POLICY_FAIL_DETERMINISTIC,
-        "a crash loop ends the job whatever the budget");
-    b.max_restarts = 0;
-    b.restarts = 0;
-    policy_decide(&cfg, POLICY_BUDGET_JOB, false, &b, 1, &d);
-    ok(d.action == POLICY_FAIL_BUDGET, "max_restarts 0: no restart");
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct policy_budgets b = cases[i].b;
+        struct policy_decision d;
+
+        policy_decide(&cfg, cases[i].budget, cases[i].loop, &b,
+            cases[i].streak, &d);
+        ok(d.action == cases[i].action && (cases[i].backoff_ms < 0 ||
+            d.backoff_ms == cases[i].backoff_ms), "%s", cases[i].name);
+    }
 }
 
 static void

@@ -26,6 +26,47 @@ spec_parse(const char *text, struct proto_job_spec *spec, struct err *err)
     return rc;
 }
 
+/* Scratch of FROM_TEXT and ROUND_TRIP (one thread). */
+static cJSON *scratch_json;
+static int scratch_rc;
+
+/* The JSON of text; NULL when it is not JSON. Caller deletes. */
+static cJSON *
+parse_text(const char *text)
+{
+    cJSON *json = NULL;
+
+    jsonx_parse(text, strlen(text), &json, NULL);
+    return json;
+}
+
+/* json printed and parsed again, as it crosses the wire; json is
+ * deleted. Caller deletes the result. */
+static cJSON *
+reparse(cJSON *json)
+{
+    char *text = jsonx_print(json);
+    cJSON *back;
+
+    cJSON_Delete(json);
+    back = parse_text(text);
+    free(text);
+    return back;
+}
+
+/* A message's decoder `from` on a text: from's result. */
+#define FROM_TEXT(from, text, out, err)                                     \
+    (scratch_json = parse_text(text),                                       \
+        scratch_rc = from(scratch_json, out, err),                          \
+        cJSON_Delete(scratch_json), scratch_rc)
+
+/* Encode in with `to`, print, parse and decode into out with `from`:
+ * from's result. */
+#define ROUND_TRIP(to, from, in, out, err)                                  \
+    (scratch_json = reparse(to(in)),                                        \
+        scratch_rc = from(scratch_json, out, err),                          \
+        cJSON_Delete(scratch_json), scratch_rc)
+
 static void
 expect_bad(const char *text, const char *needle)
 {
@@ -182,26 +223,18 @@ test_node_report(void)
         "\"checkpoints\":[100]}]}";
     struct proto_node_report rep, back;
     struct err err;
-    cJSON *json = NULL;
-    char *out;
 
-    jsonx_parse(text, strlen(text), &json, &err);
-    is_int(proto_node_report_from_json(json, &rep, &err), 0, "report parses");
-    cJSON_Delete(json);
-    ok(rep.reg && rep.gen == 42 && rep.ngpus == 2 && rep.njobs == 1,
+    is_int(FROM_TEXT(proto_node_report_from_json, text, &rep, &err), 0,
+        "report parses");
+    ok(rep.reg && rep.gen == 42 && rep.res.ngpus == 2 && rep.njobs == 1,
         "report fields");
     ok(rep.jobs[0].nranks == 2 && rep.jobs[0].ranks[1].exit_code == 3 &&
            rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
            strcmp(rep.jobs[0].ranks[1].stderr_tail, "boom") == 0,
         "rank exit kept");
-    json = proto_node_report_to_json(&rep);
-    out = jsonx_print(json);
-    cJSON_Delete(json);
-    jsonx_parse(out, strlen(out), &json, &err);
-    is_int(proto_node_report_from_json(json, &back, &err), 0,
-        "report round trip");
-    cJSON_Delete(json);
-    ok(back.jobs[0].ranks[0].pid == 10 && back.nlabels == 1,
+    is_int(ROUND_TRIP(proto_node_report_to_json, proto_node_report_from_json,
+               &rep, &back, &err), 0, "report round trip");
+    ok(back.jobs[0].ranks[0].pid == 10 && back.res.nlabels == 1,
         "round trip keeps pid and labels");
     ok(back.jobs[0].ranks[0].step == -1 &&
            back.jobs[0].ranks[0].progress == PROTO_PROGRESS_NONE,
@@ -219,23 +252,18 @@ test_node_report(void)
             "convention checkpoints and a directive's ack round trip");
         ok(back.jobs[0].ranks[0].nacks == 0, "a rank without acks");
     }
-    free(out);
     proto_node_report_release(&back);
     proto_node_report_release(&rep);
 
     text = "{\"version\":1,\"node\":\"bad name\",\"agent_id\":\"a\","
            "\"addr\":\"x\",\"cpus\":1,\"memory_mb\":1}";
-    jsonx_parse(text, strlen(text), &json, &err);
-    ok(proto_node_report_from_json(json, &rep, &err) == -EINVAL &&
+    ok(FROM_TEXT(proto_node_report_from_json, text, &rep, &err) == -EINVAL &&
            strstr(err.msg, "node name"), "bad node name: %s", err.msg);
-    cJSON_Delete(json);
     text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
            "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":1,\"attempt\":1,"
            "\"ranks\":[{\"rank\":0,\"state\":\"dancing\"}]}]}";
-    jsonx_parse(text, strlen(text), &json, &err);
-    ok(proto_node_report_from_json(json, &rep, &err) == -EINVAL &&
+    ok(FROM_TEXT(proto_node_report_from_json, text, &rep, &err) == -EINVAL &&
            strstr(err.msg, "dancing"), "bad rank state: %s", err.msg);
-    cJSON_Delete(json);
 }
 
 static void
@@ -252,27 +280,18 @@ test_work(void)
         "\"checkpoint_dir\":\"\",\"resume_from\":\"\",\"resume_step\":-1}]}";
     struct proto_work w, back;
     struct err err;
-    cJSON *json = NULL;
-    char *out;
 
-    jsonx_parse(text, strlen(text), &json, &err);
-    is_int(proto_work_from_json(json, &w, &err), 0, "work parses");
-    cJSON_Delete(json);
+    is_int(FROM_TEXT(proto_work_from_json, text, &w, &err), 0, "work parses");
     ok(w.gen == 7 && w.njobs == 1 && w.jobs[0].nranks == 2 &&
            w.jobs[0].ranks[1].rank == 3 && w.jobs[0].ranks[1].gpus[0] == 1,
         "launch fields");
-    json = proto_work_to_json(&w);
-    out = jsonx_print(json);
-    cJSON_Delete(json);
-    jsonx_parse(out, strlen(out), &json, &err);
-    is_int(proto_work_from_json(json, &back, &err), 0, "work round trip");
-    cJSON_Delete(json);
+    is_int(ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back,
+               &err), 0, "work round trip");
     ok(back.jobs[0].master_port == 29500 && back.jobs[0].resume_step == -1,
         "round trip keeps values");
     ok(!back.jobs[0].scan_checkpoints && back.jobs[0].ndirectives == 0 &&
            back.jobs[0].keep_checkpoints == 0,
         "launch defaults for scan, directives and keep");
-    free(out);
     proto_work_release(&back);
     proto_work_release(&w);
 
@@ -281,10 +300,8 @@ test_work(void)
            "\"workdir\":\"/\",\"nnodes\":1,\"node_rank\":0,"
            "\"ranks_per_node\":1,\"world_size\":1,\"master_addr\":\"a\","
            "\"master_port\":1,\"ranks\":[{\"rank\":5,\"local_rank\":0}]}]}";
-    jsonx_parse(text, strlen(text), &json, &err);
-    ok(proto_work_from_json(json, &w, &err) == -EINVAL &&
+    ok(FROM_TEXT(proto_work_from_json, text, &w, &err) == -EINVAL &&
            strstr(err.msg, "world_size"), "rank beyond world: %s", err.msg);
-    cJSON_Delete(json);
 }
 
 /* A launch's directives and the scheduler's status reply. */
@@ -314,16 +331,14 @@ test_directives(void)
     };
     struct err err;
     cJSON *json = NULL;
-    char *text, *out;
+    char *text;
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         int rc;
 
         text = xasprintf("%s%s}]}", head, cases[i].text);
-        jsonx_parse(text, strlen(text), &json, &err);
         err_clear(&err);
-        rc = proto_work_from_json(json, &w, &err);
-        cJSON_Delete(json);
+        rc = FROM_TEXT(proto_work_from_json, text, &w, &err);
         ok(rc == cases[i].rc && (cases[i].msg == NULL ||
                                     strstr(err.msg, cases[i].msg)),
             "directives %s: %d %s", cases[i].text, rc, err.msg);
@@ -332,17 +347,11 @@ test_directives(void)
                    && w.jobs[0].directives[0].kind == PROTO_DIRECTIVE_DUMP &&
                    w.jobs[0].directives[1].step == -1,
                 "a launch's directives, step -1 by default");
-            json = proto_work_to_json(&w);
-            out = jsonx_print(json);
-            cJSON_Delete(json);
-            jsonx_parse(out, strlen(out), &json, &err);
-            is_int(proto_work_from_json(json, &w2, &err), 0,
-                "directives round trip");
+            is_int(ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w,
+                       &w2, &err), 0, "directives round trip");
             ok(w2.jobs[0].ndirectives == 2 &&
                    w2.jobs[0].directives[1].seq == 5,
                 "... unchanged");
-            cJSON_Delete(json);
-            free(out);
             proto_work_release(&w2);
             proto_work_release(&w);
         }
@@ -362,24 +371,19 @@ test_directives(void)
     ok(back.heartbeat_ms == 1000 && back.gen == 42 && back.lease_ms == 5000,
         "... every field");
     cJSON_Delete(json);
-    text = "{\"version\":1,\"gen\":3,\"future\":true}";
-    jsonx_parse(text, strlen(text), &json, &err);
     back.heartbeat_ms = 777;
     back.lease_ms = 888;
-    ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
+    ok(FROM_TEXT(proto_status_reply_from_json,
+           "{\"version\":1,\"gen\":3,\"future\":true}", &back, &err) == 0 &&
            back.gen == 3 && back.heartbeat_ms == 777 && back.lease_ms == 888,
         "unknown fields tolerated, absent ones keep the caller's defaults");
-    cJSON_Delete(json);
-    text = "{\"version\":1,\"gen\":3,\"lease_ms\":5}";
-    jsonx_parse(text, strlen(text), &json, &err);
-    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL &&
-           strstr(err.msg, "lease_ms"), "a lease out of range: %s", err.msg);
-    cJSON_Delete(json);
-    text = "{\"version\":1}";
-    jsonx_parse(text, strlen(text), &json, &err);
-    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL &&
-           strstr(err.msg, "gen"), "gen is required: %s", err.msg);
-    cJSON_Delete(json);
+    ok(FROM_TEXT(proto_status_reply_from_json,
+           "{\"version\":1,\"gen\":3,\"lease_ms\":5}", &back, &err) ==
+           -EINVAL && strstr(err.msg, "lease_ms"),
+        "a lease out of range: %s", err.msg);
+    ok(FROM_TEXT(proto_status_reply_from_json, "{\"version\":1}", &back,
+           &err) == -EINVAL && strstr(err.msg, "gen"),
+        "gen is required: %s", err.msg);
 }
 
 int

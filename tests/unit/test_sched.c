@@ -4,6 +4,7 @@
  * No loop, no database: sched_pass is pure, so each case builds a small
  * cluster, runs one pass and checks the placements and reasons.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 struct cluster {
     struct sched_node nodes[MAXN];
     int gpus[MAXN][16];
+    char names[MAXN][16];       /* add_nodes' copies of the names */
     size_t n;
 };
 
@@ -54,6 +56,42 @@ mkjob(int64_t id, int prio, int nodes, int rpn, int gpus, int cpr)
     return j;
 }
 
+/* add_node for each of the space-separated names, alike. */
+static void
+add_nodes(struct cluster *c, const char *names, int cpus, int64_t mem,
+    int ngpus)
+{
+    const char *p = names;
+
+    while (*p) {
+        size_t len = strcspn(p, " ");
+
+        snprintf(c->names[c->n], sizeof(c->names[c->n]), "%.*s", (int)len,
+            p);
+        add_node(c, c->names[c->n], cpus, mem, ngpus);
+        p += len + (p[len] == ' ');
+    }
+}
+
+/* A restarting job that prefers (keeps) and excludes the given nodes. */
+static void
+restarting(struct sched_job *j, size_t *prefer, size_t nprefer,
+    size_t *exclude, size_t nexclude)
+{
+    j->restarting = true;
+    j->prefer = prefer;
+    j->nprefer = nprefer;
+    j->exclude = exclude;
+    j->nexclude = nexclude;
+}
+
+/* One FIFO pass over the cluster, placing up to 100 jobs. */
+static void
+pass(struct cluster *c, struct sched_job *jobs, size_t n)
+{
+    sched_pass(&sched_policy_fifo, c->nodes, c->n, jobs, n, 100);
+}
+
 static const char *
 placed_on(const struct cluster *c, const struct sched_job *j, int k)
 {
@@ -73,12 +111,11 @@ test_gang(void)
     struct cluster c = { .n = 0 };
     struct sched_job jobs[2];
 
-    add_node(&c, "a", 8, 1000, 4);
-    add_node(&c, "b", 8, 1000, 4);
+    add_nodes(&c, "a b", 8, 1000, 4);
     add_node(&c, "c", 8, 1000, 2);
     jobs[0] = mkjob(1, 0, 3, 1, 4, 1);  /* needs 3 nodes with 4 GPUs */
     jobs[1] = mkjob(2, 0, 2, 1, 4, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    pass(&c, jobs, 2);
     ok(!jobs[0].placed, "gang: 3x4 GPUs with only 2 such nodes is not placed");
     is_int(c.nodes[0].nfree_gpus + c.nodes[1].nfree_gpus, 0,
         "gang: the job that fits took both 4-GPU nodes");
@@ -100,7 +137,7 @@ test_best_fit(void)
     add_node(&c, "mid", 16, 1000, 4);
     jobs[0] = mkjob(1, 0, 1, 1, 2, 1);
     jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    pass(&c, jobs, 2);
     is_str(placed_on(&c, &jobs[0], 0), "small",
         "best fit: a 2-GPU job goes to the node with exactly 2 free GPUs");
     is_str(placed_on(&c, &jobs[1], 0), "small",
@@ -111,16 +148,15 @@ test_best_fit(void)
     add_node(&c, "x2", 32, 1000, 0);
     add_node(&c, "x1", 8, 1000, 0);
     jobs[0] = mkjob(1, 0, 1, 4, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     is_str(placed_on(&c, &jobs[0], 0), "x1",
         "best fit: fewest free CPUs breaks the tie");
     release(jobs, 1);
 
     memset(&c, 0, sizeof(c));
-    add_node(&c, "n2", 8, 1000, 0);
-    add_node(&c, "n1", 8, 1000, 0);
+    add_nodes(&c, "n2 n1", 8, 1000, 0);
     jobs[0] = mkjob(1, 0, 2, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     is_str(placed_on(&c, &jobs[0], 0), "n1", "equal nodes: by name (rank 0)");
     is_str(placed_on(&c, &jobs[0], 1), "n2", "equal nodes: by name (rank 1)");
     release(jobs, 1);
@@ -135,17 +171,14 @@ test_fragmentation(void)
     /* 4 nodes × 8 GPUs; three jobs take 6 GPUs on three of them: 6 GPUs
      * are free in total (2+2+2) plus a whole node, but a 2-node job
      * needing 4 GPUs each finds only one node. */
-    add_node(&c, "a", 64, 1000, 8);
-    add_node(&c, "b", 64, 1000, 8);
-    add_node(&c, "c", 64, 1000, 8);
-    add_node(&c, "d", 64, 1000, 8);
+    add_nodes(&c, "a b c d", 64, 1000, 8);
     jobs[0] = mkjob(1, 0, 3, 1, 6, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     ok(jobs[0].placed, "fragmentation: first job placed");
     release(jobs, 1);
     jobs[0] = mkjob(2, 0, 2, 1, 4, 1);
     jobs[1] = mkjob(3, 0, 1, 1, 2, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    pass(&c, jobs, 2);
     ok(!jobs[0].placed, "fragmentation: 2 nodes × 4 GPUs do not fit");
     is_str(jobs[0].reason, "needs 2 nodes with 4 free GPUs, 1 matches",
         "fragmentation: the reason names GPUs and how many nodes match");
@@ -161,15 +194,14 @@ test_blocked_vs_never(void)
     struct cluster c = { .n = 0 };
     struct sched_job jobs[4];
 
-    add_node(&c, "a", 8, 1000, 4);
-    add_node(&c, "b", 8, 1000, 4);
+    add_nodes(&c, "a b", 8, 1000, 4);
     c.nodes[1].nfree_gpus = 0;          /* b's GPUs are busy */
     c.nodes[1].free_cpus = 2;
     jobs[0] = mkjob(1, 10, 5, 1, 1, 1);  /* 5 nodes: never fits */
     jobs[1] = mkjob(2, 5, 2, 1, 4, 1);   /* fits empty, not now: blocks */
     jobs[2] = mkjob(3, 0, 1, 1, 1, 1);   /* would fit, but behind 2 */
     jobs[3] = mkjob(4, 0, 1, 1, 8, 1);   /* never fits: 8 GPUs */
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 4, 100);
+    pass(&c, jobs, 4);
     ok(!jobs[0].placed, "never-fit job is not placed");
     is_str(jobs[0].reason, "needs 5 nodes with 1 GPU, only 2 match in the "
         "whole cluster", "never-fit reason: too few nodes");
@@ -189,7 +221,7 @@ test_blocked_vs_never(void)
     add_node(&c, "a", 8, 1000, 4);
     jobs[0] = mkjob(1, 10, 2, 1, 0, 1);
     jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    pass(&c, jobs, 2);
     ok(!jobs[0].placed && jobs[1].placed,
         "a never-fit job does not block the next one");
     is_str(jobs[0].reason,
@@ -202,13 +234,13 @@ test_blocked_vs_never(void)
     add_node(&c, "a", 8, 1000, 0);
     c.nodes[0].free_cpus = 1;
     jobs[0] = mkjob(1, 0, 1, 2, 0, 2);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     is_str(jobs[0].reason, "needs 1 node with 4 free CPUs, 0 match",
         "CPU shortage reason");
     release(jobs, 1);
     jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
     jobs[0].memory_mb_per_node = 4096;
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     is_str(jobs[0].reason, "needs 1 node with 4096 MB memory, only 0 match "
         "in the whole cluster", "memory never-fit reason");
     release(jobs, 1);
@@ -218,7 +250,7 @@ test_blocked_vs_never(void)
     add_node(&c, "a", 8, 1000, 0);
     c.nodes[0].schedulable = false;
     jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     ok(!jobs[0].placed, "a cordoned/lost node gets no work");
     release(jobs, 1);
 }
@@ -233,7 +265,7 @@ test_order(void)
     jobs[0] = mkjob(5, 0, 1, 1, 0, 1);
     jobs[1] = mkjob(3, 0, 1, 1, 0, 1);
     jobs[2] = mkjob(9, 1, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 3, 100);
+    pass(&c, jobs, 3);
     ok(jobs[2].placed, "higher priority goes first");
     ok(!jobs[0].placed && !jobs[1].placed, "one CPU: only one job runs");
     is_str(jobs[1].reason, "needs 1 node with 1 free CPU, 0 match",
@@ -247,7 +279,7 @@ test_order(void)
     jobs[0] = mkjob(7, 0, 1, 1, 0, 1);
     jobs[1] = mkjob(2, 0, 1, 1, 0, 1);
     jobs[2] = mkjob(4, 0, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 3, 100);
+    pass(&c, jobs, 3);
     ok(jobs[1].placed && jobs[2].placed && !jobs[0].placed,
         "equal priority: lower ids first");
     release(jobs, 3);
@@ -278,7 +310,7 @@ test_gpu_ids(void)
     c.nodes[0].nfree_gpus = 6;
     add_node(&c, "b", 64, 1000, 8);
     jobs[0] = mkjob(1, 0, 2, 2, 3, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     ok(jobs[0].placed, "GPU job placed");
     is_str(placed_on(&c, &jobs[0], 0), "a", "node rank 0 is the best fit");
     ok(jobs[0].gpus[0] == 1 && jobs[0].gpus[1] == 3 && jobs[0].gpus[2] == 4,
@@ -305,7 +337,7 @@ test_many_shapes(void)
     for (int i = 0; i < 299; i++)
         jobs[i] = mkjob(i + 1, 1, 1, 1, 5 + i, 1);
     jobs[299] = mkjob(1000, 0, 1, 1, 1, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 300, 100);
+    pass(&c, jobs, 300);
     for (int i = 0; i < 299; i++)
         bad += jobs[i].placed || strstr(jobs[i].reason, "whole cluster") ==
                                      NULL;
@@ -348,21 +380,14 @@ test_restart_in_place(void)
     /* Job 7 ran on n3 (node rank 0) and n1 (node rank 1); n1 was blamed.
      * It keeps n3 (reserved for it) and gets a replacement; n2 is the best
      * fit otherwise but n3 comes first, as node rank 0 again. */
-    add_node(&c, "n1", 8, 1000, 0);
-    add_node(&c, "n2", 8, 1000, 0);
-    add_node(&c, "n3", 8, 1000, 0);
-    add_node(&c, "n4", 8, 1000, 0);
+    add_nodes(&c, "n1 n2 n3 n4", 8, 1000, 0);
     c.nodes[2].reserved_for = 7;
     prefer[0] = 2;
     exclude[0] = 0;
     jobs[0] = mkjob(1, 100, 1, 8, 0, 1);    /* pending, high priority */
     jobs[1] = mkjob(7, 0, 2, 1, 0, 1);      /* restarting */
-    jobs[1].restarting = true;
-    jobs[1].prefer = prefer;
-    jobs[1].nprefer = 1;
-    jobs[1].exclude = exclude;
-    jobs[1].nexclude = 1;
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    restarting(&jobs[1], prefer, 1, exclude, 1);
+    pass(&c, jobs, 2);
     ok(jobs[1].placed, "restart in place: the restarting job is placed");
     is_str(placed_on(&c, &jobs[1], 0), "n3",
         "its kept node first, keeping node rank 0");
@@ -375,11 +400,10 @@ test_restart_in_place(void)
 
     /* A reserved node is nobody else's, even while its job waits. */
     memset(&c, 0, sizeof(c));
-    add_node(&c, "n1", 8, 1000, 0);
-    add_node(&c, "n2", 8, 1000, 0);
+    add_nodes(&c, "n1 n2", 8, 1000, 0);
     c.nodes[0].reserved_for = 7;
     jobs[0] = mkjob(1, 0, 2, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    pass(&c, jobs, 1);
     ok(!jobs[0].placed, "a reserved node is not used by another job");
     is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (1 node "
         "reserved for restarting jobs)", "the reason says so");
@@ -387,29 +411,22 @@ test_restart_in_place(void)
 
     /* Excluded nodes are a last resort only when too few others exist. */
     memset(&c, 0, sizeof(c));
-    add_node(&c, "n1", 8, 1000, 0);
-    add_node(&c, "n2", 8, 1000, 0);
+    add_nodes(&c, "n1 n2", 8, 1000, 0);
     exclude[0] = 0;
     jobs[0] = mkjob(7, 0, 2, 1, 0, 1);
-    jobs[0].restarting = true;
-    jobs[0].exclude = exclude;
-    jobs[0].nexclude = 1;
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 1, 100);
+    restarting(&jobs[0], NULL, 0, exclude, 1);
+    pass(&c, jobs, 1);
     ok(jobs[0].placed, "a 2-node cluster: the blamed node is used anyway");
     is_str(placed_on(&c, &jobs[0], 1), "n1", "... last (node rank 1)");
     release(jobs, 1);
 
     memset(&c, 0, sizeof(c));
-    add_node(&c, "n1", 8, 1000, 0);
-    add_node(&c, "n2", 8, 1000, 0);
-    add_node(&c, "n3", 8, 1000, 0);
+    add_nodes(&c, "n1 n2 n3", 8, 1000, 0);
     c.nodes[2].free_cpus = 0;               /* busy, but it exists */
     jobs[0] = mkjob(7, 0, 2, 1, 0, 1);
-    jobs[0].restarting = true;
-    jobs[0].exclude = exclude;
-    jobs[0].nexclude = 1;
+    restarting(&jobs[0], NULL, 0, exclude, 1);
     jobs[1] = mkjob(8, 0, 1, 1, 0, 1);
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    pass(&c, jobs, 2);
     ok(!jobs[0].placed, "enough other nodes exist: it waits for them");
     is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (not "
         "counting 1 node blamed for its failures)",
@@ -422,8 +439,8 @@ test_restart_in_place(void)
     add_node(&c, "n1", 1, 1000, 0);
     jobs[0] = mkjob(1, 1000, 1, 1, 0, 1);
     jobs[1] = mkjob(9, 0, 1, 1, 0, 1);
-    jobs[1].restarting = true;
-    sched_pass(&sched_policy_fifo, c.nodes, c.n, jobs, 2, 100);
+    restarting(&jobs[1], NULL, 0, NULL, 0);
+    pass(&c, jobs, 2);
     ok(jobs[1].placed && !jobs[0].placed,
         "a restarting job does not go back to the end of the queue");
     release(jobs, 2);

@@ -25,6 +25,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
+#include "tests/testdir.h"
 
 static char tmpdir[PATH_MAX];
 static char supervisor[PATH_MAX + 64];
@@ -313,6 +314,19 @@ test_exits(void)
     free(dir);
 }
 
+/* Spawn the supervisor of dir and wait until its two ranks run (the
+ * check "ranks started"); their pids go to pids. */
+static pid_t
+spawn_two(const char *dir, struct supfile_status *st, int pids[2])
+{
+    pid_t sv = spawn(dir);
+
+    ok(wait_status(dir, all_started, 5000, st) >= 0, "ranks started");
+    pids[0] = st->nranks > 0 ? st->ranks[0].pid : 0;
+    pids[1] = st->nranks > 1 ? st->ranks[1].pid : 0;
+    return sv;
+}
+
 /* ---- lease --------------------------------------------------------------- */
 
 static void
@@ -327,10 +341,7 @@ test_lease(void)
     int k;
 
     dir = make_job("lease", cmds, 10000, 300);
-    sv = spawn(dir);
-    ok(wait_status(dir, all_started, 5000, &st) >= 0, "ranks started");
-    pids[0] = st.nranks > 0 ? st.ranks[0].pid : 0;
-    pids[1] = st.nranks > 1 ? st.ranks[1].pid : 0;
+    sv = spawn_two(dir, &st, pids);
     ok(pids[0] > 0 && getpgid(pids[0]) == pids[0]
         && getpgid(pids[1]) == pids[1] && getsid(pids[0]) == sv,
         "each rank leads its own process group, in the supervisor's "
@@ -383,10 +394,7 @@ test_stop(void)
     pid_t sv;
 
     dir = make_job("stop", cmds, 500, 60000);
-    sv = spawn(dir);
-    ok(wait_status(dir, all_started, 5000, &st) >= 0, "ranks started");
-    pids[0] = st.nranks > 0 ? st.ranks[0].pid : 0;
-    pids[1] = st.nranks > 1 ? st.ranks[1].pid : 0;
+    sv = spawn_two(dir, &st, pids);
     usleep(100000);             /* let sh set its trap */
     snprintf(path, sizeof(path), "%s/%s", dir, SUPFILE_STOP);
     t0 = timeid_mono_ms();
@@ -499,31 +507,16 @@ test_formats(void)
 int
 main(void)
 {
-    char exe[PATH_MAX], cmd[PATH_MAX + 16], *slash;
-    ssize_t n;
-
     plan(NO_PLAN);
-    /* build/tests/test_supervisor -> build/agent/lockstep-supervisor */
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (test_built_path(supervisor, sizeof(supervisor),
+            "agent/" SUPFILE_EXE) < 0)
         return 1;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(supervisor, sizeof(supervisor), "%s/agent/%s", exe,
-        SUPFILE_EXE);
     if (access(supervisor, X_OK) < 0) {
         diag("no %s: %s", supervisor, strerror(errno));
         return 1;
     }
-    snprintf(tmpdir, sizeof(tmpdir), "%s/test_supervisor.XXXXXX",
-        getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        diag("mkdtemp: %s", strerror(errno));
+    if (test_tmpdir(tmpdir, sizeof(tmpdir), "test_supervisor") < 0)
         return 1;
-    }
     test_formats();
     test_exits();
     test_lease();
@@ -531,8 +524,6 @@ main(void)
     test_signal_and_errors();
     ok(bad_reads == 0 && good_reads > 100, "status.json was valid JSON at "
         "each of %d reads (%d bad)", good_reads, bad_reads);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        diag("cannot remove %s", tmpdir);
+    test_rmtree(tmpdir);
     return done_testing();
 }
