@@ -24,28 +24,27 @@
 
 const struct config_key agentd_config_keys[] = {
     { "server", CONFIG_STR, "http://127.0.0.1:7300", 0, 0,
-      "scheduler URL, or an absolute Unix socket path" },
+        "scheduler URL, or an absolute Unix socket path" },
     { "node_name", CONFIG_STR, "", 0, 0,
-      "the node's name (default: host name)" },
+        "the node's name (default: host name)" },
     { "addr", CONFIG_STR, "", 0, 0,
-      "address other nodes reach this one at (default: host name)" },
+        "address other nodes reach this one at (default: host name)" },
     { "cpus", CONFIG_INT, "0", 0, 1 << 20, "CPUs offered (0: detect)" },
     { "memory_mb", CONFIG_INT, "0", 0, (int64_t)1 << 40,
-      "memory offered in MiB (0: detect)" },
+        "memory offered in MiB (0: detect)" },
     { "gpus", CONFIG_STR, "auto", 0, 0,
-      "auto, none, or an id list like 0-7 or 0,2,4" },
+        "auto, none, or an id list like 0-7 or 0,2,4" },
     { "labels", CONFIG_STR, "", 0, 0, "key=value pairs separated by commas" },
-    { "state_dir", CONFIG_STR, "/var/lib/lockstep-agent", 0, 0,
-      "agent state" },
+    { "state_dir", CONFIG_STR, "/var/lib/lockstep-agent", 0, 0, "agent state" },
     { "log_dir", CONFIG_STR, "", 0, 0,
-      "rank output (default: state_dir/logs)" },
+        "rank output (default: state_dir/logs)" },
     CONFIG_KEY_CLUSTER_SECRET_FILE,
     { "kill_grace_ms", CONFIG_INT, "10000", 0, 3600000,
-      "SIGTERM to SIGKILL grace when tearing ranks down" },
+        "SIGTERM to SIGKILL grace when tearing ranks down" },
     { "run_as_submitter", CONFIG_BOOL, "true", 0, 0,
-      "when root, start ranks as the submitting user" },
+        "when root, start ranks as the submitting user" },
     { "supervisor", CONFIG_STR, "", 0, 0,
-      "lockstep-supervisor executable (default: next to lockstep-agent)" },
+        "lockstep-supervisor executable (default: next to lockstep-agent)" },
     CONFIG_KEY_LOG_LEVEL,
     { NULL, CONFIG_STR, NULL, 0, 0, NULL },
 };
@@ -94,8 +93,10 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     s = config_str(cfg, "node_name");
     ad->node = s[0] != '\0' ? xstrdup(s) : agentd_hostname();
     if (!proto_valid_name(ad->node, PROTO_NODE_NAME_MAX)) {
-        rc = err_set(err, -EINVAL, "node_name '%s': must be 1 to %d of "
-            "[A-Za-z0-9._-]%s", ad->node, PROTO_NODE_NAME_MAX,
+        rc = err_set(err, -EINVAL,
+            "node_name '%s': must be 1 to %d of "
+            "[A-Za-z0-9._-]%s",
+            ad->node, PROTO_NODE_NAME_MAX,
             s[0] == '\0' ? " (it defaults to the host name: set it)" : "");
         goto fail;
     }
@@ -120,14 +121,15 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     s = config_str(cfg, "supervisor");
     ad->supervisor = s[0] != '\0' ? xstrdup(s) : agentd_default_supervisor();
     if (ad->supervisor[0] != '/') {
-        rc = err_set(err, -EINVAL, "supervisor '%s': must be an absolute "
-            "path", ad->supervisor);
+        rc = err_set(err, -EINVAL,
+            "supervisor '%s': must be an absolute "
+            "path",
+            ad->supervisor);
         goto fail;
     }
     if (access(ad->supervisor, X_OK) < 0) {
         rc = -errno;
-        err_set(err, rc, "supervisor '%s': %s", ad->supervisor,
-            strerror(-rc));
+        err_set(err, rc, "supervisor '%s': %s", ad->supervisor, strerror(-rc));
         goto fail;
     }
 
@@ -138,9 +140,9 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     if (ad->res.memory_mb == 0)
         ad->res.memory_mb = resources_detect_memory_mb("/proc/meminfo");
     if ((rc = resources_gpus_parse(config_str(cfg, "gpus"), "/dev",
-             &ad->res.gpus, &ad->res.ngpus, err)) < 0
-        || (rc = resources_labels_parse(config_str(cfg, "labels"),
-                &ad->res.labels, &ad->res.nlabels, err)) < 0)
+             &ad->res.gpus, &ad->res.ngpus, err)) < 0 ||
+        (rc = resources_labels_parse(config_str(cfg, "labels"), &ad->res.labels,
+             &ad->res.nlabels, err)) < 0)
         goto fail;
 
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &secret,

@@ -56,16 +56,16 @@ struct agentd {
 
     /* settings (owned) */
     char *server;
-    char *node;                 /* node_name */
+    char *node; /* node_name */
     char *addr;
     char *state_dir;
-    char *log_dir;              /* never empty: defaults to state_dir/logs */
+    char *log_dir; /* never empty: defaults to state_dir/logs */
     int64_t kill_grace_ms;
     bool run_as_submitter;
-    char *supervisor;           /* lockstep-supervisor executable */
+    char *supervisor; /* lockstep-supervisor executable */
     struct proto_resources res;
-    char *auth_header;          /* "Authorization: Agent <node>:<mac>" */
-    char agent_id[33];          /* random per process */
+    char *auth_header; /* "Authorization: Agent <node>:<mac>" */
+    char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */
     struct curlx *curlx;

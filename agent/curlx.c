@@ -51,21 +51,21 @@ struct curlx_req {
     char errbuf[CURL_ERROR_SIZE];
     curlx_done_fn cb;
     void *arg;
-    bool cancelled;             /* removed from the multi; awaiting delivery */
+    bool cancelled; /* removed from the multi; awaiting delivery */
     LIST_ENTRY(curlx_req) link;
 };
 
 struct curlx {
     uv_loop_t *loop;
     CURLM *multi;
-    uv_timer_t timer;           /* curl's own timeout */
-    uv_timer_t cancel_timer;    /* delivers cancelled requests */
-    char *base_url;             /* "http://localhost" for a Unix socket */
-    char *unix_path;            /* NULL for a URL */
-    char *header;               /* extra header line, may be NULL */
+    uv_timer_t timer;        /* curl's own timeout */
+    uv_timer_t cancel_timer; /* delivers cancelled requests */
+    char *base_url;          /* "http://localhost" for a Unix socket */
+    char *unix_path;         /* NULL for a URL */
+    char *header;            /* extra header line, may be NULL */
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
-    int open_handles;           /* handles whose close callback is due */
+    int open_handles; /* handles whose close callback is due */
     bool closing;
 };
 
@@ -217,9 +217,9 @@ curlx_check_done(struct curlx *cx)
         assert(req != NULL);
         curl_multi_remove_handle(cx->multi, easy);
         if (code != CURLE_OK)
-            log_debug("request failed: %s",
-                req->errbuf[0] != '\0' ? req->errbuf
-                                       : curl_easy_strerror(code));
+            log_debug("request failed: %s", req->errbuf[0] != '\0'
+                                                ? req->errbuf
+                                                : curl_easy_strerror(code));
         curlx_req_deliver(req, curlx_rc_from_curl(code));
     }
 }
@@ -338,13 +338,11 @@ curlx_socket_fn(CURL *easy, curl_socket_t fd, int action, void *userp,
 }
 
 static curl_socket_t
-curlx_opensocket_fn(void *arg, curlsocktype purpose,
-    struct curl_sockaddr *addr)
+curlx_opensocket_fn(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     (void)arg;
     (void)purpose;
-    return socket(addr->family, addr->socktype | SOCK_CLOEXEC,
-        addr->protocol);
+    return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 }
 
 static size_t
@@ -354,7 +352,7 @@ curlx_write_fn(char *data, size_t size, size_t nmemb, void *userp)
     size_t n = size * nmemb;
 
     if (req->resp.len + n > CURLX_MAX_RESPONSE)
-        return 0;               /* curl fails the transfer */
+        return 0; /* curl fails the transfer */
     sbuf_add(&req->resp, data, n);
     return n;
 }
@@ -403,16 +401,17 @@ curlx_check_server(const char *server, struct err *err)
 
     if (server != NULL && server[0] == '/')
         return 0;
-    if (server != NULL && (strncmp(server, "http://", 7) == 0
-            || strncmp(server, "https://", 8) == 0)) {
+    if (server != NULL && (strncmp(server, "http://", 7) == 0 ||
+                              strncmp(server, "https://", 8) == 0)) {
         host = strstr(server, "://") + 3;
         /* A path prefix would silently move every endpoint. */
-        if (host[0] != '\0' && host[0] != '/'
-            && strcspn(host, "/") + strspn(host + strcspn(host, "/"), "/")
-                == strlen(host))
+        if (host[0] != '\0' && host[0] != '/' &&
+            strcspn(host, "/") + strspn(host + strcspn(host, "/"), "/") ==
+                strlen(host))
             return 0;
     }
-    return err_set(err, -EINVAL, "server '%s': must be an http:// URL "
+    return err_set(err, -EINVAL,
+        "server '%s': must be an http:// URL "
         "without a path, or an absolute Unix socket path",
         server != NULL ? server : "");
 }
@@ -455,8 +454,8 @@ curlx_create(uv_loop_t *loop, const char *server, struct err *err)
 
     /* uv_timer_init cannot fail on Unix: a failure is a broken
      * invariant. */
-    if ((rc = uv_timer_init(loop, &cx->timer)) < 0
-        || (rc = uv_timer_init(loop, &cx->cancel_timer)) < 0)
+    if ((rc = uv_timer_init(loop, &cx->timer)) < 0 ||
+        (rc = uv_timer_init(loop, &cx->cancel_timer)) < 0)
         fatalx("cannot create timer: %s", uv_strerror(rc));
     cx->timer.data = cx;
     cx->cancel_timer.data = cx;
@@ -489,8 +488,7 @@ curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, curlx_write_fn);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
     curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, curlx_opensocket_fn);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-        CURLX_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, CURLX_CONNECT_TIMEOUT_MS);
     if (timeout_ms > 0)
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -559,8 +557,7 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
         curl_easy_setopt(easy, CURLOPT_POST, 1L);
         curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
             req->body != NULL ? req->body : "");
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
-            (curl_off_t)len);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     } else {
         curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     }
@@ -576,8 +573,8 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
 }
 
 void
-curlx_error_text(int rc, long http_status, const struct sbuf *body,
-    char *out, size_t len)
+curlx_error_text(int rc, long http_status, const struct sbuf *body, char *out,
+    size_t len)
 {
     const cJSON *e, *code, *msg;
     cJSON *root = NULL;
@@ -586,12 +583,11 @@ curlx_error_text(int rc, long http_status, const struct sbuf *body,
         snprintf(out, len, "%s", uv_strerror(rc));
         return;
     }
-    if (body != NULL && body->len > 0
-        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
-        && (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL
-        && cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code"))
-        && cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e,
-                              "message")))
+    if (body != NULL && body->len > 0 &&
+        jsonx_parse(body->buf, body->len, &root, NULL) == 0 &&
+        (e = cJSON_GetObjectItemCaseSensitive(root, "error")) != NULL &&
+        cJSON_IsString(code = cJSON_GetObjectItemCaseSensitive(e, "code")) &&
+        cJSON_IsString(msg = cJSON_GetObjectItemCaseSensitive(e, "message")))
         snprintf(out, len, "HTTP %ld %s: %s", http_status, code->valuestring,
             msg->valuestring);
     else

@@ -30,12 +30,12 @@ struct curlx_req;
  * status), otherwise a negative errno: -ECONNREFUSED, -ETIMEDOUT,
  * -EHOSTUNREACH, -ECONNRESET (the connection broke mid-request, e.g. a
  * restarted server), -ECANCELED (curlx_cancel) or -EIO for any other
- * transport failure. http_status is 0 unless rc is 0. body holds the response body
- * (NUL-terminated; borrowed, valid until the callback returns). The
+ * transport failure. http_status is 0 unless rc is 0. body holds the response
+ * body (NUL-terminated; borrowed, valid until the callback returns). The
  * request is freed after the callback returns.
  */
-typedef void (*curlx_done_fn)(int rc, long http_status,
-    const struct sbuf *body, void *arg);
+typedef void (*curlx_done_fn)(int rc, long http_status, const struct sbuf *body,
+    void *arg);
 
 /* 0 when `server` is an http:// or https:// URL without a path, or an
  * absolute path; otherwise -EINVAL with err set. */

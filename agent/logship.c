@@ -48,7 +48,7 @@ struct logship {
     uv_timer_t timer;
     size_t chunk;
     int in_flight;
-    char last_err[200];         /* last error logged; "" when healthy */
+    char last_err[200]; /* last error logged; "" when healthy */
     LIST_HEAD(, logship_output) outputs;
 };
 
@@ -167,8 +167,7 @@ logship_backoff(struct logship_file *f)
 }
 
 static void
-logship_done_cb(int rc, long http_status, const struct sbuf *body,
-    void *arg)
+logship_done_cb(int rc, long http_status, const struct sbuf *body, void *arg)
 {
     struct logship_req *lr = arg;
     struct logship *ls = lr->ls;
@@ -180,9 +179,9 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
 
     f->in_flight = false;
     ls->in_flight--;
-    if (rc == 0 && http_status == 200
-        && jsonx_parse(body->buf, body->len, &root, NULL) == 0
-        && jsonx_get_int(root, "size", true, 0, INT64_MAX, &size, NULL) == 0) {
+    if (rc == 0 && http_status == 200 &&
+        jsonx_parse(body->buf, body->len, &root, NULL) == 0 &&
+        jsonx_get_int(root, "size", true, 0, INT64_MAX, &size, NULL) == 0) {
         f->acked = (uint64_t)size;
         f->backoff_ms = 0;
         f->retry_at_ms = 0;
@@ -195,18 +194,20 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body,
     if (rc == 0 && http_status == 413 && ls->chunk > LOGSHIP_CHUNK_MIN) {
         ls->chunk /= 2;
         log_info("scheduler refused %zu bytes of log; sending at most %zu "
-            "per request", lr->len, ls->chunk);
+                 "per request",
+            lr->len, ls->chunk);
         goto out;
     }
     curlx_error_text(rc, http_status, body, text, sizeof(text));
     if (rc == 0 && http_status == 200)
         snprintf(text, sizeof(text), "reply without a valid size");
-    if (rc == 0 && http_status >= 400 && http_status < 500
-        && http_status != 401 && http_status != 403 && http_status != 408
-        && http_status != 429 && http_status != 413) {
+    if (rc == 0 && http_status >= 400 && http_status < 500 &&
+        http_status != 401 && http_status != 403 && http_status != 408 &&
+        http_status != 429 && http_status != 413) {
         f->abandoned = true;
         log_warn("job=%lld attempt=%d rank=%d stream=%s not shipping output: "
-            "%s", (long long)o->job, o->attempt, o->rank, lr->stream, text);
+                 "%s",
+            (long long)o->job, o->attempt, o->rank, lr->stream, text);
         goto out;
     }
     if (strcmp(ls->last_err, text) != 0) {
@@ -256,8 +257,8 @@ logship_file_ship(struct logship *ls, const struct logship_output *o,
     lr->offset = f->acked;
     lr->len = got;
     path = xasprintf("/v1/agent/logs?node=%s&job=%lld&attempt=%d&rank=%d"
-        "&stream=%s&offset=%" PRIu64, ls->ad->node, (long long)o->job,
-        o->attempt, o->rank, stream, f->acked);
+                     "&stream=%s&offset=%" PRIu64,
+        ls->ad->node, (long long)o->job, o->attempt, o->rank, stream, f->acked);
     if (curlx_request(ls->ad->curlx, "POST", path, buf, got,
             "application/octet-stream", LOGSHIP_TIMEOUT_MS, logship_done_cb,
             lr) == NULL) {

@@ -27,12 +27,12 @@ struct logship;
 
 /* Shipping state of one output file. */
 struct logship_file {
-    int fd;                     /* read side; -1 when there is no file */
-    uint64_t acked;             /* bytes the scheduler holds */
-    int64_t retry_at_ms;        /* monotonic; no request before this */
+    int fd;              /* read side; -1 when there is no file */
+    uint64_t acked;      /* bytes the scheduler holds */
+    int64_t retry_at_ms; /* monotonic; no request before this */
     int64_t backoff_ms;
     bool in_flight;
-    bool abandoned;             /* the scheduler refused it for good */
+    bool abandoned; /* the scheduler refused it for good */
 };
 
 /* The two output files of one rank, embedded in it; read-only outside
@@ -43,7 +43,7 @@ struct logship_output {
     int rank;
     struct logship_file out;
     struct logship_file err;
-    struct logship *ls;         /* registered with; NULL when not */
+    struct logship *ls; /* registered with; NULL when not */
     LIST_ENTRY(logship_output) link;
 };
 

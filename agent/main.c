@@ -64,8 +64,7 @@ usage(FILE *f)
         "their lease in time).\n"
         "\n"
         "settings:\n");
-    for (const struct config_key *k = agentd_config_keys; k->name != NULL;
-         k++)
+    for (const struct config_key *k = agentd_config_keys; k->name != NULL; k++)
         fprintf(f, "  %-20s %s (default: '%s')\n", k->name, k->help,
             k->def != NULL ? k->def : "");
 }
@@ -119,8 +118,7 @@ agentd_walk_cb(uv_handle_t *h, void *arg)
 /* Parse the command line and load the configuration. Returns -1 when the
  * agent should go on (*cfgp set), otherwise the exit status. */
 static int
-agentd_configure(int argc, char **argv, struct config **cfgp,
-    bool *check_only)
+agentd_configure(int argc, char **argv, struct config **cfgp, bool *check_only)
 {
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -199,7 +197,8 @@ agentd_settle(struct agentd *ad, struct config *cfg, bool check_only,
     int status = -1;
 
     if (log_level_parse(config_str(cfg, "log_level"), level) < 0) {
-        fprintf(stderr, "lockstep-agent: log_level '%s': must be one of "
+        fprintf(stderr,
+            "lockstep-agent: log_level '%s': must be one of "
             "error, warn, notice, info, debug\n",
             config_str(cfg, "log_level"));
         status = EXIT_CONFIG;
@@ -226,13 +225,13 @@ agentd_loop_init(struct agentd_main *m)
     if (rc < 0)
         fatalx("cannot create event loop: %s", uv_strerror(rc));
     m->ad.loop = &m->loop;
-    if ((rc = uv_signal_init(&m->loop, &m->sigterm)) < 0
-        || (rc = uv_signal_init(&m->loop, &m->sigint)) < 0)
+    if ((rc = uv_signal_init(&m->loop, &m->sigterm)) < 0 ||
+        (rc = uv_signal_init(&m->loop, &m->sigint)) < 0)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
     m->sigterm.data = m;
     m->sigint.data = m;
-    if ((rc = uv_signal_start(&m->sigterm, agentd_signal_cb, SIGTERM)) < 0
-        || (rc = uv_signal_start(&m->sigint, agentd_signal_cb, SIGINT)) < 0)
+    if ((rc = uv_signal_start(&m->sigterm, agentd_signal_cb, SIGTERM)) < 0 ||
+        (rc = uv_signal_start(&m->sigint, agentd_signal_cb, SIGINT)) < 0)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
 }
 
@@ -289,9 +288,9 @@ main(int argc, char **argv)
 
     if (agentd_subsystems_create(ad, &err) == 0) {
         log_info("node=%s agent_id=%s server=%s cpus=%d memory_mb=%lld "
-            "gpus=%zu held_jobs=%zu starting", ad->node, ad->agent_id,
-            ad->server, ad->res.cpus, (long long)ad->res.memory_mb,
-            ad->res.ngpus, proc_njobs(ad->procs));
+                 "gpus=%zu held_jobs=%zu starting",
+            ad->node, ad->agent_id, ad->server, ad->res.cpus,
+            (long long)ad->res.memory_mb, ad->res.ngpus, proc_njobs(ad->procs));
         report_start(ad->report);
         status = EXIT_SUCCESS;
     } else {

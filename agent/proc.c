@@ -166,8 +166,8 @@ proc_release_done(struct proc_table *pt)
         next = job->next;
         /* A supervisor we spawned must be reaped (its exit callback) before
          * its handle goes, or it would stay a zombie. */
-        if (job->desired || !job->done || !proc_job_all_ended(job)
-            || (job->has_process && !job->sv_gone))
+        if (job->desired || !job->done || !proc_job_all_ended(job) ||
+            (job->has_process && !job->sv_gone))
             continue;
         /* Once the agent reports at all, a job stays listed until the
          * scheduler has accepted a report with its ranks' final states:
@@ -180,8 +180,8 @@ proc_release_done(struct proc_table *pt)
             continue;
         if (!proc_job_logs_settled(job, false))
             log_warn("job=%lld attempt=%d released with output not yet "
-                "shipped to the scheduler", (long long)job->job,
-                job->attempt);
+                     "shipped to the scheduler",
+                (long long)job->job, job->attempt);
         log_info("job=%lld attempt=%d released", (long long)job->job,
             job->attempt);
         proc_job_unlink(job);
@@ -212,11 +212,11 @@ proc_sv_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
         snprintf(why, sizeof(why), "supervisor pid=%d exited with code %d",
             job->sv_pid, (int)exit_status);
     if (term_signal != 0 || exit_status != 0)
-        log_warn("job=%lld attempt=%d %s", (long long)job->job,
-            job->attempt, why);
+        log_warn("job=%lld attempt=%d %s", (long long)job->job, job->attempt,
+            why);
     else
-        log_debug("job=%lld attempt=%d %s", (long long)job->job,
-            job->attempt, why);
+        log_debug("job=%lld attempt=%d %s", (long long)job->job, job->attempt,
+            why);
     proc_state_supervisor_gone(job, why);
     proc_release_done(pt);
     proc_notify(pt);
@@ -225,8 +225,7 @@ proc_sv_exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
 static void
 proc_poll_cb(uv_timer_t *timer)
 {
-    struct proc_table *pt = container_of(timer, struct proc_table,
-        poll_timer);
+    struct proc_table *pt = container_of(timer, struct proc_table, poll_timer);
     struct proc_job *job;
     bool changed = false;
     char why[64];
@@ -236,8 +235,8 @@ proc_poll_cb(uv_timer_t *timer)
             continue;
         if (proc_state_refresh(job))
             changed = true;
-        if (job->sv_adopted && !job->sv_gone && !job->done
-            && kill(job->sv_pid, 0) < 0 && errno == ESRCH) {
+        if (job->sv_adopted && !job->sv_gone && !job->done &&
+            kill(job->sv_pid, 0) < 0 && errno == ESRCH) {
             snprintf(why, sizeof(why), "supervisor pid=%d is gone",
                 job->sv_pid);
             proc_state_supervisor_gone(job, why);
@@ -264,7 +263,7 @@ proc_kill_timer_cb(uv_timer_t *timer)
         if (!proc_rank_live(r) || r->pid <= 0)
             continue;
         log_warn("job=%lld attempt=%d rank=%d pid=%d still running %d ms "
-            "after its supervisor's grace period, sending SIGKILL",
+                 "after its supervisor's grace period, sending SIGKILL",
             (long long)job->job, job->attempt, r->rank, r->pid,
             PROC_BACKSTOP_MS);
         proc_rank_kill_group(r, SIGKILL);
@@ -313,9 +312,10 @@ proc_sv_spawn(struct proc_job *job, char *why, size_t len)
     int devnull = -1, logfd = -1, rc;
 
     logpath = xasprintf("%s/%s", job->dir, SUPFILE_LOG);
-    if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0
-        || (logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
-                | O_NOFOLLOW, 0600)) < 0) {
+    if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
+        (logfd = open(logpath,
+             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600)) <
+            0) {
         rc = -errno;
         snprintf(why, len, "cannot open '%s': %s",
             devnull < 0 ? "/dev/null" : logpath, strerror(-rc));
@@ -373,8 +373,7 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
     int rc;
 
     job = proc_job_new(pt, l->job, l->attempt, l->nranks,
-        xasprintf("%s/%lld.%d", pt->jobs_dir, (long long)l->job,
-            l->attempt));
+        xasprintf("%s/%lld.%d", pt->jobs_dir, (long long)l->job, l->attempt));
     job->desired = true;
     proc_job_set_launch(job, l);
     /* A fresh attempt has nothing to dump yet. */
@@ -415,7 +414,8 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
         }
         if (proc_tombstoned(pt, l->job, l->attempt)) {
             log_debug("job=%lld attempt=%d already ran here, not starting "
-                "it again", (long long)l->job, l->attempt);
+                      "it again",
+                (long long)l->job, l->attempt);
             continue;
         }
         proc_job_start(pt, l);
@@ -468,8 +468,8 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
             rs->exit_code = r->exit_code;
             rs->signal = r->signal;
             rs->fenced = r->fenced;
-            rs->stderr_tail = r->stderr_tail != NULL
-                ? xstrdup(r->stderr_tail) : NULL;
+            rs->stderr_tail = r->stderr_tail != NULL ? xstrdup(r->stderr_tail)
+                                                     : NULL;
             proc_progress_fill(r, now_mono, rs);
         }
         proc_dump_report(job, js, seq);
@@ -530,8 +530,8 @@ proc_check_search(const struct proc_table *pt)
         *slash = '\0';
         if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
             log_warn("directory '%s' is not searchable by other users "
-                "(mode %04o): ranks running as their submitter cannot "
-                "report progress or checkpoint commits; make it 0711",
+                     "(mode %04o): ranks running as their submitter cannot "
+                     "report progress or checkpoint commits; make it 0711",
                 dir, (unsigned)(st.st_mode & 07777));
             break;
         }
@@ -566,8 +566,8 @@ proc_create(struct agentd *ad, struct err *err)
     }
     pt->jobs_dir = xstrdup(real);
     if ((rc = mkdirp(ad->log_dir, 0755)) < 0) {
-        err_set(err, rc, "cannot create log directory '%s': %s",
-            ad->log_dir, strerror(-rc));
+        err_set(err, rc, "cannot create log directory '%s': %s", ad->log_dir,
+            strerror(-rc));
         goto fail;
     }
     proc_check_search(pt);

@@ -103,8 +103,7 @@ void proc_job_teardown(struct proc_job *job);
  * checkpoints first (cheap: small files, stat before read). Returns the
  * sequence number of this report, for proc_status_ok.
  */
-uint64_t proc_fill_report(struct proc_table *pt,
-    struct proto_node_report *rep);
+uint64_t proc_fill_report(struct proc_table *pt, struct proto_node_report *rep);
 
 /*
  * The scheduler accepted the status report `seq`, sent at sent_mono_ms
@@ -113,8 +112,8 @@ uint64_t proc_fill_report(struct proc_table *pt,
  * scheduler's node timeout started no earlier), and stack dumps that
  * report carried are dropped.
  */
-void proc_status_ok(struct proc_table *pt, uint64_t seq,
-    int64_t sent_mono_ms, int64_t lease_ms);
+void proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
+    int64_t lease_ms);
 
 /* The last lease the scheduler granted (PROC_LEASE_DEFAULT_MS before). */
 int64_t proc_lease_ms(const struct proc_table *pt);

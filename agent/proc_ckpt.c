@@ -52,17 +52,17 @@
 struct proc_ckpt_op {
     uv_work_t req;
     struct proc_job *job;
-    bool prune;                 /* else a scan */
+    bool prune; /* else a scan */
     char *dir;
-    int64_t uid, gid;           /* file-system identity; -1 keep */
-    int64_t *in;                /* scan: known complete; prune: to delete */
+    int64_t uid, gid; /* file-system identity; -1 keep */
+    int64_t *in;      /* scan: known complete; prune: to delete */
     size_t nin;
-    int64_t *out;               /* scan: complete found, ascending;
-                                 * prune: steps deleted */
+    int64_t *out; /* scan: complete found, ascending;
+                   * prune: steps deleted */
     size_t nout;
     volatile int cancel;
-    int rc;                     /* scan: reading DIR; prune: first error */
-    bool truncated;             /* scan: DIR had too many entries */
+    int rc;         /* scan: reading DIR; prune: first error */
+    bool truncated; /* scan: DIR had too many entries */
 };
 
 static int
@@ -125,15 +125,15 @@ proc_ckpt_scan_work(struct proc_ckpt_op *op)
             op->truncated = true;
             break;
         }
-        if (!proc_ckpt_parse(de->d_name, &step)
-            || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+        if (!proc_ckpt_parse(de->d_name, &step) ||
+            (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
             continue;
         if (!proc_ckpt_has(op->in, op->nin, step)) {
             snprintf(sub, sizeof(sub), "%s/COMPLETE", de->d_name);
-            if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
-                || !S_ISDIR(st.st_mode)
-                || fstatat(dfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0
-                || !S_ISREG(st.st_mode))
+            if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                !S_ISDIR(st.st_mode) ||
+                fstatat(dfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                !S_ISREG(st.st_mode))
                 continue;
         }
         if (op->nout == cap) {
@@ -162,8 +162,8 @@ proc_ckpt_prune_work(struct proc_ckpt_op *op)
     op->out = xcalloc(op->nin + 1, sizeof(*op->out));
     for (i = 0; i < op->nin && !op->cancel; i++) {
         snprintf(name, sizeof(name), "step-%" PRId64, op->in[i]);
-        sfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-            | O_CLOEXEC);
+        sfd = openat(dfd, name,
+            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sfd < 0) {
             if (errno != ENOENT && op->rc == 0)
                 op->rc = -errno;
@@ -171,8 +171,7 @@ proc_ckpt_prune_work(struct proc_ckpt_op *op)
         }
         /* It stops counting as complete before any of its data goes; if
          * that fails, the data stays. */
-        rc = unlinkat(sfd, "COMPLETE", 0) < 0 && errno != ENOENT ? -errno
-                                                                 : 0;
+        rc = unlinkat(sfd, "COMPLETE", 0) < 0 && errno != ENOENT ? -errno : 0;
         close(sfd);
         if (rc == 0)
             rc = rmtree_at(dfd, name, &op->cancel);
@@ -221,23 +220,24 @@ proc_ckpt_scan_done(struct proc_job *job, struct proc_ckpt_op *op)
         snprintf(text, sizeof(text), "%s", strerror(-op->rc));
         if (strcmp(text, job->ckpt_err) != 0)
             log_warn("job=%lld attempt=%d cannot scan checkpoint directory "
-                "'%s': %s", (long long)job->job, job->attempt, op->dir,
-                text);
+                     "'%s': %s",
+                (long long)job->job, job->attempt, op->dir, text);
         snprintf(job->ckpt_err, sizeof(job->ckpt_err), "%s", text);
         return;
     }
     if (job->ckpt_err[0] != '\0')
         log_notice("job=%lld attempt=%d checkpoint directory '%s' readable "
-            "again", (long long)job->job, job->attempt, op->dir);
+                   "again",
+            (long long)job->job, job->attempt, op->dir);
     job->ckpt_err[0] = '\0';
     if (op->truncated)
         log_warn("job=%lld attempt=%d checkpoint directory '%s' has more "
-            "than %d entries; only those were scanned", (long long)job->job,
-            job->attempt, op->dir, PROC_CKPT_SCAN_MAX);
+                 "than %d entries; only those were scanned",
+            (long long)job->job, job->attempt, op->dir, PROC_CKPT_SCAN_MAX);
     /* ENOENT: the job has not made its directory yet; nothing complete. */
-    changed = op->nout != job->nckpt_complete
-        || (op->nout > 0 && memcmp(op->out, job->ckpt_complete,
-                                op->nout * sizeof(*op->out)) != 0);
+    changed = op->nout != job->nckpt_complete ||
+              (op->nout > 0 && memcmp(op->out, job->ckpt_complete,
+                                   op->nout * sizeof(*op->out)) != 0);
     free(job->ckpt_complete);
     job->ckpt_complete = op->out;
     job->nckpt_complete = op->nout;
@@ -257,9 +257,9 @@ proc_ckpt_prune_done(struct proc_job *job, struct proc_ckpt_op *op)
 
     if (op->rc < 0) {
         log_warn("job=%lld attempt=%d deleted %zu of %zu old checkpoints in "
-            "'%s': %s (next try in %d s)", (long long)job->job,
-            job->attempt, op->nout, op->nin, op->dir, strerror(-op->rc),
-            PROC_CKPT_PRUNE_RETRY_MS / 1000);
+                 "'%s': %s (next try in %d s)",
+            (long long)job->job, job->attempt, op->nout, op->nin, op->dir,
+            strerror(-op->rc), PROC_CKPT_PRUNE_RETRY_MS / 1000);
         job->ckpt_prune_after = timeid_mono_ms() + PROC_CKPT_PRUNE_RETRY_MS;
     } else {
         log_info("job=%lld attempt=%d deleted %zu old checkpoints in '%s'",
@@ -342,9 +342,9 @@ proc_ckpt_prune_maybe(struct proc_job *job)
     struct sbuf list;
     size_t i, old, n = 0;
 
-    if (job->ckpt_op != NULL || job->keep_checkpoints <= 0
-        || job->nckpt_complete <= (size_t)job->keep_checkpoints
-        || timeid_mono_ms() < job->ckpt_prune_after)
+    if (job->ckpt_op != NULL || job->keep_checkpoints <= 0 ||
+        job->nckpt_complete <= (size_t)job->keep_checkpoints ||
+        timeid_mono_ms() < job->ckpt_prune_after)
         return;
     old = job->nckpt_complete - (size_t)job->keep_checkpoints;
     op = xcalloc(1, sizeof(*op));
@@ -364,8 +364,8 @@ proc_ckpt_prune_maybe(struct proc_job *job)
     for (i = 0; i < n; i++)
         sbuf_addf(&list, "%s%" PRId64, i > 0 ? "," : "", op->in[i]);
     log_info("job=%lld attempt=%d deleting checkpoints older than the %d "
-        "newest: steps=%s", (long long)job->job, job->attempt,
-        job->keep_checkpoints, list.buf);
+             "newest: steps=%s",
+        (long long)job->job, job->attempt, job->keep_checkpoints, list.buf);
     sbuf_release(&list);
     free(job->ckpt_deleting);
     job->ckpt_deleting = xcalloc(n, sizeof(*job->ckpt_deleting));
@@ -384,8 +384,8 @@ proc_ckpt_scan(struct proc_job *job)
 {
     struct proc_ckpt_op *op;
 
-    if (!job->scan_checkpoints || job->checkpoint_dir[0] != '/'
-        || job->ckpt_op != NULL || job->closing)
+    if (!job->scan_checkpoints || job->checkpoint_dir[0] != '/' ||
+        job->ckpt_op != NULL || job->closing)
         return;
     op = xcalloc(1, sizeof(*op));
     if (job->nckpt_complete > 0) {

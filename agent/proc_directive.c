@@ -54,8 +54,8 @@ proc_directive_set(struct proc_job *job, const struct proto_launch *l,
 
 /* Whether job has carried out directive d, and how long it took. */
 static bool
-proc_directive_done(const struct proc_job *job,
-    const struct proto_directive *d, int64_t *duration_ms)
+proc_directive_done(const struct proc_job *job, const struct proto_directive *d,
+    int64_t *duration_ms)
 {
     switch (d->kind) {
     case PROTO_DIRECTIVE_DUMP:
@@ -65,8 +65,7 @@ proc_directive_done(const struct proc_job *job,
 }
 
 void
-proc_directive_report(const struct proc_job *job,
-    struct proto_job_status *js)
+proc_directive_report(const struct proc_job *job, struct proto_job_status *js)
 {
     struct proto_ack *acks = xcalloc(job->ndirectives + 1, sizeof(*acks));
     size_t n = 0;

@@ -72,8 +72,8 @@ proc_dump_add_task(struct sbuf *sb, int pid)
     size_t len;
 
     sbuf_addf(sb, "state %c wchan ", state != '\0' ? state : '?');
-    if (procfs_read(pid, "wchan", 256, &text, &len) == 0 && len > 0
-        && strcmp(text, "0") != 0)
+    if (procfs_read(pid, "wchan", 256, &text, &len) == 0 && len > 0 &&
+        strcmp(text, "0") != 0)
         proc_dump_add_clean(sb, text);
     else
         sbuf_addch(sb, '-');
@@ -180,13 +180,12 @@ proc_dump_signal(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
     if (!r->have_progress)
         return false;
     target = r->pid;
-    if (r->sdk_pid > 0 && r->sdk_pid != r->pid
-        && getpgid(r->sdk_pid) == r->pid)
+    if (r->sdk_pid > 0 && r->sdk_pid != r->pid && getpgid(r->sdk_pid) == r->pid)
         target = r->sdk_pid;
     if (!procfs_catches(target, SIGUSR1)) {
         log_info("job=%lld attempt=%d rank=%d pid=%d does not catch "
-            "SIGUSR1: no Python stacks", (long long)job->job,
-            job->attempt, r->rank, target);
+                 "SIGUSR1: no Python stacks",
+            (long long)job->job, job->attempt, r->rank, target);
         return false;
     }
     return kill(target, SIGUSR1) == 0;
@@ -226,12 +225,13 @@ proc_dump_run(struct proc_job *job)
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        if (r->state == PROTO_RANK_RUNNING && r->pid > 0
-            && proc_dump_signal(r, now_mono, now_ms))
+        if (r->state == PROTO_RANK_RUNNING && r->pid > 0 &&
+            proc_dump_signal(r, now_mono, now_ms))
             sent++;
     }
     log_info("job=%lld attempt=%d directive=%llu stack dumps requested "
-        "ranks=%zu", (long long)job->job, job->attempt,
+             "ranks=%zu",
+        (long long)job->job, job->attempt,
         (unsigned long long)job->dump.seq_running, sent);
     /* The wait counts from now, not from the start of this loop turn. */
     uv_update_time(job->pt->ad->loop);
@@ -257,8 +257,8 @@ proc_dump_init(struct proc_job *job, uint64_t seq)
 static void
 proc_dump_next(struct proc_job *job)
 {
-    if (job->dump.running || job->closing
-        || job->dump.seq_want <= job->dump.seq_served)
+    if (job->dump.running || job->closing ||
+        job->dump.seq_want <= job->dump.seq_served)
         return;
     job->dump.seq_running = job->dump.seq_want;
     proc_dump_run(job);
@@ -289,8 +289,7 @@ proc_dump_done(struct proc_job *job, size_t ranks)
 }
 
 bool
-proc_dump_served(const struct proc_job *job, uint64_t seq,
-    int64_t *duration_ms)
+proc_dump_served(const struct proc_job *job, uint64_t seq, int64_t *duration_ms)
 {
     *duration_ms = job->dump.duration_ms;
     return seq <= job->dump.seq_served;
@@ -321,8 +320,7 @@ proc_dump_delivered(struct proc_job *job, uint64_t seq)
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        if (r->dump != NULL && r->dump_report != 0
-            && r->dump_report <= seq) {
+        if (r->dump != NULL && r->dump_report != 0 && r->dump_report <= seq) {
             free(r->dump);
             r->dump = NULL;
             r->dump_report = 0;

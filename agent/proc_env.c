@@ -19,11 +19,23 @@
 /* The variables lockstep sets for every rank; a job's env may not
  * override them (docs/api.md). */
 static const char *const proc_env_rank_keys[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-    "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "LOCKSTEP_JOB_ID",
-    "LOCKSTEP_ATTEMPT", "LOCKSTEP_NODE", "LOCKSTEP_CHECKPOINT_DIR",
-    "LOCKSTEP_RESUME_FROM", "LOCKSTEP_RESUME_STEP", "CUDA_VISIBLE_DEVICES",
-    "LOCKSTEP_PROGRESS_FILE", "LOCKSTEP_COMMIT_FILE",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LOCKSTEP_JOB_ID",
+    "LOCKSTEP_ATTEMPT",
+    "LOCKSTEP_NODE",
+    "LOCKSTEP_CHECKPOINT_DIR",
+    "LOCKSTEP_RESUME_FROM",
+    "LOCKSTEP_RESUME_STEP",
+    "CUDA_VISIBLE_DEVICES",
+    "LOCKSTEP_PROGRESS_FILE",
+    "LOCKSTEP_COMMIT_FILE",
     NULL,
 };
 
@@ -32,8 +44,12 @@ static const char *const proc_env_rank_keys[] = {
  * in the agent's name, one with JOURNAL_STREAM would think its stderr is
  * the journal. Prefixes end in '_'. */
 static const char *const proc_env_service_keys[] = {
-    "NOTIFY_SOCKET", "JOURNAL_STREAM", "INVOCATION_ID", "LISTEN_",
-    "WATCHDOG_", NULL,
+    "NOTIFY_SOCKET",
+    "JOURNAL_STREAM",
+    "INVOCATION_ID",
+    "LISTEN_",
+    "WATCHDOG_",
+    NULL,
 };
 
 static bool
@@ -124,8 +140,8 @@ proc_env_free(char **env)
 }
 
 char **
-proc_build_env(const struct proto_launch *l,
-    const struct proto_launch_rank *r, const char *node, char *const *base)
+proc_build_env(const struct proto_launch *l, const struct proto_launch_rank *r,
+    const char *node, char *const *base)
 {
     char **env = xcalloc(proc_env_count(base) + 1, sizeof(*env));
     struct sbuf gpus;
@@ -144,10 +160,10 @@ proc_build_env(const struct proto_launch *l,
             proc_env_set(&env, l->env[i].key, l->env[i].value);
     }
 
-#define SET_INT(k, v)                                                     \
-    do {                                                                  \
-        snprintf(num, sizeof(num), "%" PRId64, (int64_t)(v));             \
-        proc_env_set(&env, (k), num);                                     \
+#define SET_INT(k, v)                                                          \
+    do {                                                                       \
+        snprintf(num, sizeof(num), "%" PRId64, (int64_t)(v));                  \
+        proc_env_set(&env, (k), num);                                          \
     } while (0)
     SET_INT("RANK", r->rank);
     SET_INT("WORLD_SIZE", l->world_size);

@@ -21,8 +21,7 @@
  * proc_env_free.
  */
 char **proc_build_env(const struct proto_launch *l,
-    const struct proto_launch_rank *r, const char *node,
-    char *const *base);
+    const struct proto_launch_rank *r, const char *node, char *const *base);
 void proc_env_free(char **env);
 /* Value of key in a NULL-terminated env, or NULL (borrowed). */
 const char *proc_env_get(char *const *env, const char *key);

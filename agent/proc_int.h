@@ -35,16 +35,16 @@ struct proc_tombstone {
 
 struct proc_table {
     struct agentd *ad;
-    struct proc_job *jobs;      /* newest first */
+    struct proc_job *jobs; /* newest first */
     size_t njobs;
     uv_timer_t poll_timer;
-    char *jobs_dir;             /* <state_dir>/jobs, absolute */
-    void (*change_fn)(void *arg);   /* proc_set_change_cb */
+    char *jobs_dir;               /* <state_dir>/jobs, absolute */
+    void (*change_fn)(void *arg); /* proc_set_change_cb */
     void *change_arg;
     struct proc_tombstone *tomb;
     size_t ntomb;
     size_t tomb_next;
-    int64_t lease_ms;           /* last granted by the scheduler */
+    int64_t lease_ms; /* last granted by the scheduler */
     uint64_t report_seq;
 };
 
@@ -52,8 +52,8 @@ struct proc_table {
 
 /* A new job with nranks zeroed ranks (state pending, no paths yet), linked
  * at the head of pt's jobs, with its timers open. dir: taken over. */
-struct proc_job *proc_job_new(struct proc_table *pt, int64_t job,
-    int attempt, size_t nranks, char *dir);
+struct proc_job *proc_job_new(struct proc_table *pt, int64_t job, int attempt,
+    size_t nranks, char *dir);
 /* Take job out of pt's jobs and its ranks' output out of the log shipper
  * (nothing of it may be in flight, unless the agent is stopping). */
 void proc_job_unlink(struct proc_job *job);

@@ -30,8 +30,8 @@
 /* ---- lifetime ----------------------------------------------------------- */
 
 struct proc_job *
-proc_job_new(struct proc_table *pt, int64_t jobid, int attempt,
-    size_t nranks, char *dir)
+proc_job_new(struct proc_table *pt, int64_t jobid, int attempt, size_t nranks,
+    char *dir)
 {
     struct proc_job *job = xcalloc(1, sizeof(*job));
     size_t i;
@@ -58,8 +58,8 @@ proc_job_new(struct proc_table *pt, int64_t jobid, int attempt,
     job->resume_step = -1;
     /* uv_timer_init cannot fail on Unix: a failure is a broken
      * invariant. */
-    if ((rc = uv_timer_init(pt->ad->loop, &job->kill_timer)) < 0
-        || (rc = uv_timer_init(pt->ad->loop, &job->dump.timer)) < 0)
+    if ((rc = uv_timer_init(pt->ad->loop, &job->kill_timer)) < 0 ||
+        (rc = uv_timer_init(pt->ad->loop, &job->dump.timer)) < 0)
         fatalx("cannot create timer: %s", uv_strerror(rc));
     job->kill_timer.data = job;
     job->dump.timer.data = job;
@@ -202,8 +202,8 @@ proc_rank_set_paths(struct proc_rank *r, const char *out_path,
 
     r->out_path = xstrdup(out_path);
     r->err_path = xstrdup(err_path);
-    r->progress_path = xasprintf("%s/%s/rank-%d.progress", dir,
-        SUPFILE_SDK_DIR, r->rank);
+    r->progress_path = xasprintf("%s/%s/rank-%d.progress", dir, SUPFILE_SDK_DIR,
+        r->rank);
     r->commit_path = xasprintf("%s/%s/rank-%d.ckpt", dir, SUPFILE_SDK_DIR,
         r->rank);
     logship_output_init(&r->output, r->job->job, r->job->attempt, r->rank,
@@ -220,8 +220,8 @@ proc_job_rank_ended(struct proc_job *job)
 }
 
 void
-proc_rank_ended(struct proc_rank *r, enum proto_rank_state state,
-    int exit_code, int signal, int64_t end_ms)
+proc_rank_ended(struct proc_rank *r, enum proto_rank_state state, int exit_code,
+    int signal, int64_t end_ms)
 {
     struct proc_job *job = r->job;
 
@@ -234,8 +234,8 @@ proc_rank_ended(struct proc_rank *r, enum proto_rank_state state,
     r->stderr_tail = tail_read(r->err_path, PROTO_TAIL_MAX);
     if (state == PROTO_RANK_LOST)
         log_info("job=%lld attempt=%d rank=%d pid=%d lost (its supervisor "
-            "ended before it; exit status unknown)", (long long)job->job,
-            job->attempt, r->rank, r->pid);
+                 "ended before it; exit status unknown)",
+            (long long)job->job, job->attempt, r->rank, r->pid);
     else if (signal != 0)
         log_info("job=%lld attempt=%d rank=%d pid=%d exited signal=%d%s",
             (long long)job->job, job->attempt, r->rank, r->pid, signal,
@@ -261,8 +261,9 @@ proc_rank_kill_group(const struct proc_rank *r, int sig)
         return;
     if (kill(-r->pid, sig) < 0 && errno != ESRCH)
         log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal "
-            "%d to process group: %s", (long long)r->job->job,
-            r->job->attempt, r->rank, r->pid, sig, strerror(errno));
+                 "%d to process group: %s",
+            (long long)r->job->job, r->job->attempt, r->rank, r->pid, sig,
+            strerror(errno));
 }
 
 /* ---- the table's hook and paths ----------------------------------------- */
@@ -275,9 +276,9 @@ proc_notify(struct proc_table *pt)
 }
 
 char *
-proc_log_path(const struct proc_table *pt, int64_t job, int attempt,
-    int rank, const char *stream)
+proc_log_path(const struct proc_table *pt, int64_t job, int attempt, int rank,
+    const char *stream)
 {
-    return xasprintf("%s/%lld/%d/rank-%d.%s", pt->ad->log_dir,
-        (long long)job, attempt, rank, stream);
+    return xasprintf("%s/%lld/%d/rank-%d.%s", pt->ad->log_dir, (long long)job,
+        attempt, rank, stream);
 }

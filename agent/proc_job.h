@@ -38,37 +38,37 @@ struct proc_rank {
     int rank;
     int local_rank;
     enum proto_rank_state state;
-    int pid;                    /* also the process group id; 0 unknown */
-    uint64_t proc_start;        /* /proc/<pid>/stat start time (identity) */
+    int pid;             /* also the process group id; 0 unknown */
+    uint64_t proc_start; /* /proc/<pid>/stat start time (identity) */
     int64_t start_ms;
     int64_t end_ms;
-    int64_t end_mono_ms;        /* monotonic time we learnt it ended */
-    int exit_code;              /* -1 when signalled or unknown */
+    int64_t end_mono_ms; /* monotonic time we learnt it ended */
+    int exit_code;       /* -1 when signalled or unknown */
     int signal;
-    bool fenced;                /* killed by its supervisor's lease */
-    char *stderr_tail;          /* set once ended */
+    bool fenced;       /* killed by its supervisor's lease */
+    char *stderr_tail; /* set once ended */
     char *out_path;
     char *err_path;
-    char *progress_path;        /* LOCKSTEP_PROGRESS_FILE */
-    char *commit_path;          /* LOCKSTEP_COMMIT_FILE */
-    struct logship_output output;   /* stdout, stderr (shipped) */
+    char *progress_path;          /* LOCKSTEP_PROGRESS_FILE */
+    char *commit_path;            /* LOCKSTEP_COMMIT_FILE */
+    struct logship_output output; /* stdout, stderr (shipped) */
 
     /* progress (proc_progress.c); times are agent monotonic ms */
-    int64_t start_mono_ms;      /* 0 until known running */
-    int64_t step;               /* last step of this attempt; -1 none */
-    int64_t step_mono_ms;       /* when the step last changed */
-    int sdk_pid;                /* process that wrote the progress file */
-    bool have_progress;         /* the progress file exists (SDK in use) */
+    int64_t start_mono_ms; /* 0 until known running */
+    int64_t step;          /* last step of this attempt; -1 none */
+    int64_t step_mono_ms;  /* when the step last changed */
+    int sdk_pid;           /* process that wrote the progress file */
+    bool have_progress;    /* the progress file exists (SDK in use) */
     struct supfile_stamp progress_stamp;
-    uint64_t output_bytes;      /* stdout + stderr size last seen */
-    int64_t output_mono_ms;     /* when they last grew; 0 never */
+    uint64_t output_bytes;  /* stdout + stderr size last seen */
+    int64_t output_mono_ms; /* when they last grew; 0 never */
     struct supfile_stamp commit_stamp;
-    int64_t *ckpt_steps;        /* committed steps, ascending, newest */
+    int64_t *ckpt_steps; /* committed steps, ascending, newest */
     size_t nckpt_steps;
 
     /* stack dump (proc_dump.c) */
     char *dump;
-    uint64_t dump_report;       /* report seq that first carried it; 0 */
+    uint64_t dump_report; /* report seq that first carried it; 0 */
 };
 
 /*
@@ -78,13 +78,13 @@ struct proc_rank {
  * arrive while one runs are served by the next run.
  */
 struct proc_dump {
-    uv_timer_t timer;           /* the wait for the stacks to land */
-    uint64_t seq_want;          /* the newest request */
-    uint64_t seq_served;        /* every request up to this one is */
-    uint64_t seq_running;       /* the request being served */
-    bool running;               /* signals sent, timer pending */
-    int64_t started_mono;       /* when the running dump started */
-    int64_t duration_ms;        /* how long the last one took */
+    uv_timer_t timer;     /* the wait for the stacks to land */
+    uint64_t seq_want;    /* the newest request */
+    uint64_t seq_served;  /* every request up to this one is */
+    uint64_t seq_running; /* the request being served */
+    bool running;         /* signals sent, timer pending */
+    int64_t started_mono; /* when the running dump started */
+    int64_t duration_ms;  /* how long the last one took */
 };
 
 struct proc_job {
@@ -93,45 +93,45 @@ struct proc_job {
     int attempt;
     struct proc_rank *ranks;
     size_t nranks;
-    char *dir;                  /* <state_dir>/jobs/<job>.<attempt> */
-    int64_t uid, gid;           /* the ranks' user; -1 the agent's */
+    char *dir;        /* <state_dir>/jobs/<job>.<attempt> */
+    int64_t uid, gid; /* the ranks' user; -1 the agent's */
 
     /* the supervisor */
-    uv_process_t sv_process;    /* valid while has_process */
-    bool has_process;           /* our child: the handle is open */
-    int sv_pid;                 /* 0: none was started */
-    bool sv_adopted;            /* from an earlier agent: polled */
-    bool sv_gone;               /* it exited (or was found dead) */
-    bool done;                  /* every rank's end is final */
+    uv_process_t sv_process; /* valid while has_process */
+    bool has_process;        /* our child: the handle is open */
+    int sv_pid;              /* 0: none was started */
+    bool sv_adopted;         /* from an earlier agent: polled */
+    bool sv_gone;            /* it exited (or was found dead) */
+    bool done;               /* every rank's end is final */
     struct supfile_stamp status_stamp;
 
-    uv_timer_t kill_timer;      /* backstop after the stop file */
-    bool desired;               /* listed in the latest desired state */
-    bool stopping;              /* the stop file was created */
-    int64_t finished_ms;        /* monotonic time the last rank ended */
-    uint64_t final_report;      /* first status report carrying the final
-                                 * rank states; 0 before */
-    bool final_acked;           /* the scheduler accepted that report */
+    uv_timer_t kill_timer; /* backstop after the stop file */
+    bool desired;          /* listed in the latest desired state */
+    bool stopping;         /* the stop file was created */
+    int64_t finished_ms;   /* monotonic time the last rank ended */
+    uint64_t final_report; /* first status report carrying the final
+                            * rank states; 0 before */
+    bool final_acked;      /* the scheduler accepted that report */
 
     /* checkpoints by convention (proc_ckpt.c), from the launch */
-    char *checkpoint_dir;       /* "" none */
+    char *checkpoint_dir; /* "" none */
     char *resume_from;
     int64_t resume_step;
     int keep_checkpoints;
     bool scan_checkpoints;
-    int64_t *ckpt_complete;     /* complete steps seen, ascending */
+    int64_t *ckpt_complete; /* complete steps seen, ascending */
     size_t nckpt_complete;
-    int64_t *ckpt_deleting;     /* steps being deleted, ascending */
+    int64_t *ckpt_deleting; /* steps being deleted, ascending */
     size_t nckpt_deleting;
-    struct proc_ckpt_op *ckpt_op;   /* a scan or deletion in flight */
-    int64_t ckpt_prune_after;   /* monotonic; no deletion before */
-    char ckpt_err[160];         /* last scan error logged; "" none */
+    struct proc_ckpt_op *ckpt_op; /* a scan or deletion in flight */
+    int64_t ckpt_prune_after;     /* monotonic; no deletion before */
+    char ckpt_err[160];           /* last scan error logged; "" none */
 
     struct proc_dump dump;
     struct proto_directive *directives; /* the launch's (proc_directive.c) */
     size_t ndirectives;
 
-    int open_handles;           /* handles and requests to wait for */
+    int open_handles; /* handles and requests to wait for */
     bool closing;
     struct proc_job *prev, *next;
 };

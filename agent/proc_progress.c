@@ -71,24 +71,24 @@ proc_progress_read(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
         return;
     r->progress_stamp = stamp;
     /* Written by the rank: anything malformed is ignored, never trusted. */
-    if (supfile_read(r->progress_path, PROC_PROGRESS_MAX_BYTES, &text, &len)
-            < 0
-        || jsonx_parse(text, len, &root, NULL) < 0
-        || jsonx_get_int(root, "step", true, -1, INT64_MAX / 2, &step, NULL)
-            < 0
-        || jsonx_get_int(root, "attempt", true, 0, INT32_MAX, &attempt, NULL)
-            < 0
-        || jsonx_get_int(root, "time_ms", false, 0, INT64_MAX / 2, &time_ms,
-               NULL) < 0
-        || jsonx_get_int(root, "pid", false, 0, INT32_MAX, &pid, NULL) < 0
-        || attempt != r->job->attempt)
+    if (supfile_read(r->progress_path, PROC_PROGRESS_MAX_BYTES, &text, &len) <
+            0 ||
+        jsonx_parse(text, len, &root, NULL) < 0 ||
+        jsonx_get_int(root, "step", true, -1, INT64_MAX / 2, &step, NULL) < 0 ||
+        jsonx_get_int(root, "attempt", true, 0, INT32_MAX, &attempt, NULL) <
+            0 ||
+        jsonx_get_int(root, "time_ms", false, 0, INT64_MAX / 2, &time_ms,
+            NULL) < 0 ||
+        jsonx_get_int(root, "pid", false, 0, INT32_MAX, &pid, NULL) < 0 ||
+        attempt != r->job->attempt)
         goto out;
     r->have_progress = true;
     r->sdk_pid = (int)pid;
     if (step < 0 || step == r->step)
         goto out;
     r->step_mono_ms = r->step < 0
-        ? proc_progress_mono_of(time_ms, now_mono, now_ms) : now_mono;
+                          ? proc_progress_mono_of(time_ms, now_mono, now_ms)
+                          : now_mono;
     r->step = step;
 out:
     cJSON_Delete(root);
@@ -108,11 +108,11 @@ proc_progress_output(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
     if (r->output_mono_ms == 0) {
         /* First output seen: date it by the files. */
         if (o->out.fd >= 0 && fstat(o->out.fd, &st) == 0)
-            mtime = (int64_t)st.st_mtim.tv_sec * 1000
-                + st.st_mtim.tv_nsec / 1000000;
+            mtime = (int64_t)st.st_mtim.tv_sec * 1000 +
+                    st.st_mtim.tv_nsec / 1000000;
         if (o->err.fd >= 0 && fstat(o->err.fd, &st) == 0) {
-            m = (int64_t)st.st_mtim.tv_sec * 1000
-                + st.st_mtim.tv_nsec / 1000000;
+            m = (int64_t)st.st_mtim.tv_sec * 1000 +
+                st.st_mtim.tv_nsec / 1000000;
             if (m > mtime)
                 mtime = m;
         }
@@ -151,8 +151,8 @@ proc_commit_parse(const char *text, int attempt, size_t max, size_t *n)
         if (errno != 0 || *end != ' ' || end[1] < '0' || end[1] > '9')
             continue;
         a = strtoll(end + 1, &end, 10);
-        if (errno != 0 || (*end != '\n' && *end != '\0'
-                && !(*end == '\r' && end[1] == '\n')))
+        if (errno != 0 ||
+            (*end != '\n' && *end != '\0' && !(*end == '\r' && end[1] == '\n')))
             continue;
         if (a != attempt)
             continue;
@@ -194,13 +194,12 @@ proc_progress_commits(struct proc_rank *r)
     size_t len = 0;
     int fd;
 
-    if (supfile_stamp_get(r->commit_path, &stamp) < 0
-        || supfile_stamp_equal(&stamp, &r->commit_stamp))
+    if (supfile_stamp_get(r->commit_path, &stamp) < 0 ||
+        supfile_stamp_equal(&stamp, &r->commit_stamp))
         return;
     r->commit_stamp = stamp;
     /* The rank's own file: no link followed, no FIFO blocked on. */
-    fd = open(r->commit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW
-        | O_NONBLOCK);
+    fd = open(r->commit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -208,7 +207,8 @@ proc_progress_commits(struct proc_rank *r)
         return;
     }
     off = stamp.size > PROC_COMMIT_TAIL_BYTES
-        ? (off_t)(stamp.size - PROC_COMMIT_TAIL_BYTES) : 0;
+              ? (off_t)(stamp.size - PROC_COMMIT_TAIL_BYTES)
+              : 0;
     buf = xmalloc(PROC_COMMIT_TAIL_BYTES + 1);
     while (len < PROC_COMMIT_TAIL_BYTES) {
         got = pread(fd, buf + len, PROC_COMMIT_TAIL_BYTES - len,
@@ -260,8 +260,9 @@ proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
         rs->progress = PROTO_PROGRESS_NONE;
         last = r->start_mono_ms;
     }
-    rs->idle_ms = r->state == PROTO_RANK_RUNNING && last > 0
-            && now_mono > last ? now_mono - last : 0;
+    rs->idle_ms = r->state == PROTO_RANK_RUNNING && last > 0 && now_mono > last
+                      ? now_mono - last
+                      : 0;
     if (r->nckpt_steps > 0) {
         rs->ckpt_steps = xcalloc(r->nckpt_steps, sizeof(*rs->ckpt_steps));
         memcpy(rs->ckpt_steps, r->ckpt_steps,

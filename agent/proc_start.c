@@ -73,8 +73,11 @@ proc_job_fail(struct proc_job *job, int rc, const char *why)
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
-        fd = r->err_path != NULL ? open(r->err_path, O_WRONLY | O_CREAT
-            | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640) : -1;
+        fd = r->err_path != NULL
+                 ? open(r->err_path,
+                       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                       0640)
+                 : -1;
         if (fd >= 0) {
             if (write(fd, why, strlen(why)) < 0 || write(fd, "\n", 1) < 0)
                 log_debug("cannot write to '%s': %s", r->err_path,
@@ -109,8 +112,9 @@ proc_open_log(const char *path, const struct proc_user *u)
 {
     int fd, rc = 0;
 
-    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY
-        | O_NOFOLLOW, 0640);
+    fd = open(path,
+        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
+        0640);
     if (fd < 0)
         return -errno;
     if (u->switch_user && fchown(fd, u->uid, u->gid) < 0)
@@ -149,14 +153,14 @@ struct proc_prep {
     struct agentd *ad;
     struct proc_user u;
     struct passwd *pw;
-    char **base;                /* the environment ranks start from */
+    char **base; /* the environment ranks start from */
     int rc;
     char *why;
     size_t len;
 };
 
 /* Record a failure unless an earlier one is recorded. */
-static void __attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 3, 4))) static void
 proc_prep_fail(struct proc_prep *p, int rc, const char *fmt, ...)
 {
     va_list ap;
@@ -186,8 +190,10 @@ proc_user_lookup(struct proc_prep *p)
     pw = l->user != NULL && l->user[0] != '\0' ? getpwnam(l->user) : NULL;
     if (pw == NULL) {
         e = errno;
-        proc_prep_fail(p, e != 0 ? -e : -ENOENT, "cannot run as user '%s': "
-            "%s", l->user != NULL ? l->user : "",
+        proc_prep_fail(p, e != 0 ? -e : -ENOENT,
+            "cannot run as user '%s': "
+            "%s",
+            l->user != NULL ? l->user : "",
             e != 0 ? strerror(e) : "no such user on this node");
         return;
     }
@@ -215,8 +221,8 @@ proc_prep_job_dir(struct proc_prep *p)
     /* Left by an attempt this agent did not adopt: start clean. */
     rmtree_at(AT_FDCWD, dir, NULL);
     if (mkdir(dir, 0711) < 0 || mkdir(sdk, 0700) < 0)
-        proc_prep_fail(p, -errno, "cannot create job directory '%s': %s",
-            dir, strerror(errno));
+        proc_prep_fail(p, -errno, "cannot create job directory '%s': %s", dir,
+            strerror(errno));
     else if (p->u.switch_user && chown(sdk, p->u.uid, p->u.gid) < 0)
         proc_prep_fail(p, -errno, "cannot give '%s' to user %u: %s", sdk,
             (unsigned)p->u.uid, strerror(errno));
@@ -236,10 +242,12 @@ proc_prep_log_dir(struct proc_prep *p)
     if ((rc = mkdirp(dir, 0755)) < 0)
         proc_prep_fail(p, rc, "cannot create log directory '%s': %s", dir,
             strerror(-rc));
-    else if (p->rc == 0 && p->u.switch_user
-        && chown(dir, p->u.uid, p->u.gid) < 0)
-        proc_prep_fail(p, -errno, "cannot give log directory '%s' to "
-            "user '%s': %s", dir, l->user, strerror(errno));
+    else if (p->rc == 0 && p->u.switch_user &&
+             chown(dir, p->u.uid, p->u.gid) < 0)
+        proc_prep_fail(p, -errno,
+            "cannot give log directory '%s' to "
+            "user '%s': %s",
+            dir, l->user, strerror(errno));
     free(dir);
 }
 
@@ -275,33 +283,34 @@ proc_prep_rank(struct proc_prep *p, size_t i, struct supfile_spec_rank *sr)
 {
     const struct proto_launch *l = p->l;
     struct proc_rank *r = &p->job->ranks[i];
-    char *out = proc_log_path(p->job->pt, l->job, l->attempt,
-        l->ranks[i].rank, "out");
-    char *err = proc_log_path(p->job->pt, l->job, l->attempt,
-        l->ranks[i].rank, "err");
+    char *out = proc_log_path(p->job->pt, l->job, l->attempt, l->ranks[i].rank,
+        "out");
+    char *err = proc_log_path(p->job->pt, l->job, l->attempt, l->ranks[i].rank,
+        "err");
     int rc;
 
     r->rank = l->ranks[i].rank;
     r->local_rank = l->ranks[i].local_rank;
-    if (p->rc == 0 && ((rc = proc_open_log(out, &p->u)) < 0
-            || (rc = proc_open_log(err, &p->u)) < 0))
-        proc_prep_fail(p, rc, "cannot create output file in '%s/%lld/%d': "
-            "%s", p->ad->log_dir, (long long)l->job, l->attempt,
-            strerror(-rc));
+    if (p->rc == 0 && ((rc = proc_open_log(out, &p->u)) < 0 ||
+                          (rc = proc_open_log(err, &p->u)) < 0))
+        proc_prep_fail(p, rc,
+            "cannot create output file in '%s/%lld/%d': "
+            "%s",
+            p->ad->log_dir, (long long)l->job, l->attempt, strerror(-rc));
     proc_rank_set_paths(r, out, err);
     sr->rank = r->rank;
     sr->local_rank = r->local_rank;
     sr->argc = l->argc;
-    sr->argv = l->argv;         /* borrowed until the save */
+    sr->argv = l->argv; /* borrowed until the save */
     sr->env = proc_build_env(l, &l->ranks[i], p->ad->node, p->base);
     proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
     proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
     while (sr->env[sr->nenv] != NULL)
         sr->nenv++;
-    sr->cwd = l->workdir;       /* borrowed */
+    sr->cwd = l->workdir; /* borrowed */
     sr->uid = p->u.switch_user ? (int64_t)p->u.uid : -1;
     sr->gid = p->u.switch_user ? (int64_t)p->u.gid : -1;
-    sr->groups = p->u.groups;   /* borrowed */
+    sr->groups = p->u.groups; /* borrowed */
     sr->ngroups = p->u.switch_user ? p->u.ngroups : 0;
     sr->out_path = out;
     sr->err_path = err;
@@ -330,10 +339,10 @@ proc_prep_spec(struct proc_prep *p, int64_t lease_ms)
     if ((rc = supfile_spec_save(dir, &spec)) < 0)
         proc_prep_fail(p, rc, "cannot write '%s/%s': %s", dir, SUPFILE_SPEC,
             strerror(-rc));
-    if (p->rc == 0 && (rc = supfile_lease_write(dir,
-                           timeid_mono_ms() + lease_ms)) < 0)
-        proc_prep_fail(p, rc, "cannot write '%s/%s': %s", dir,
-            SUPFILE_LEASE, strerror(-rc));
+    if (p->rc == 0 &&
+        (rc = supfile_lease_write(dir, timeid_mono_ms() + lease_ms)) < 0)
+        proc_prep_fail(p, rc, "cannot write '%s/%s': %s", dir, SUPFILE_LEASE,
+            strerror(-rc));
     for (i = 0; i < spec.nranks; i++) {
         proc_env_free(spec.ranks[i].env);
         free(spec.ranks[i].out_path);
@@ -347,8 +356,8 @@ proc_job_set_launch(struct proc_job *job, const struct proto_launch *l)
 {
     free(job->checkpoint_dir);
     free(job->resume_from);
-    job->checkpoint_dir = xstrdup(l->checkpoint_dir != NULL
-        ? l->checkpoint_dir : "");
+    job->checkpoint_dir = xstrdup(
+        l->checkpoint_dir != NULL ? l->checkpoint_dir : "");
     job->resume_from = xstrdup(l->resume_from != NULL ? l->resume_from : "");
     job->resume_step = l->resume_step;
     job->keep_checkpoints = l->keep_checkpoints;

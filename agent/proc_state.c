@@ -75,8 +75,8 @@ proc_state_refresh(struct proc_job *job)
 
         if (rs->rank != r->rank) {
             log_warn("job=%lld attempt=%d status.json entry %zu is rank %d, "
-                "expected rank %d", (long long)job->job, job->attempt, i,
-                rs->rank, r->rank);
+                     "expected rank %d",
+                (long long)job->job, job->attempt, i, rs->rank, r->rank);
             continue;
         }
         if (r->state == PROTO_RANK_PENDING && (rs->pid > 0 || rs->exited)) {
@@ -110,7 +110,8 @@ proc_state_refresh(struct proc_job *job)
         }
         if (st.fenced)
             log_warn("job=%lld attempt=%d its supervisor fenced the ranks "
-                "(lease expired)", (long long)job->job, job->attempt);
+                     "(lease expired)",
+                (long long)job->job, job->attempt);
     }
     supfile_status_release(&st);
     if (changed)
@@ -128,7 +129,8 @@ proc_state_supervisor_gone(struct proc_job *job, const char *why)
     if (job->done)
         return;
     log_warn("job=%lld attempt=%d %s, its ranks had not ended: killing "
-        "their process groups", (long long)job->job, job->attempt, why);
+             "their process groups",
+        (long long)job->job, job->attempt, why);
     for (i = 0; i < job->nranks; i++) {
         struct proc_rank *r = &job->ranks[i];
 
@@ -168,11 +170,13 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     int pid, fd, rc;
     size_t i;
 
-    if (supfile_spec_load(dir, &spec, &err) < 0 || spec.job != jobid
-        || spec.attempt != attempt) {
+    if (supfile_spec_load(dir, &spec, &err) < 0 || spec.job != jobid ||
+        spec.attempt != attempt) {
         if (err.msg[0] == '\0')
-            snprintf(err.msg, sizeof(err.msg), "spec.json is for job %lld "
-                "attempt %d", (long long)spec.job, spec.attempt);
+            snprintf(err.msg, sizeof(err.msg),
+                "spec.json is for job %lld "
+                "attempt %d",
+                (long long)spec.job, spec.attempt);
         supfile_spec_release(&spec);
         pid = proc_state_read_pid(dir);
         if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
@@ -183,7 +187,8 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
                 close(fd);
             free(stop);
             log_error("cannot adopt '%s': %s (its supervisor pid=%d was "
-                "asked to stop)", dir, err.msg, pid);
+                      "asked to stop)",
+                dir, err.msg, pid);
         } else {
             log_error("cannot adopt '%s': %s (removing it)", dir, err.msg);
             if ((rc = rmtree_at(AT_FDCWD, dir, NULL)) < 0)
@@ -204,8 +209,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
 
         r->rank = spec.ranks[i].rank;
         r->local_rank = spec.ranks[i].local_rank;
-        proc_rank_set_paths(r, spec.ranks[i].out_path,
-            spec.ranks[i].err_path);
+        proc_rank_set_paths(r, spec.ranks[i].out_path, spec.ranks[i].err_path);
     }
     supfile_spec_release(&spec);
     proc_job_ship(job);
@@ -225,7 +229,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
             (long long)jobid, attempt, pid);
     } else {
         proc_state_supervisor_gone(job, "supervisor ended while no agent "
-            "ran");
+                                        "ran");
         log_info("job=%lld attempt=%d adopted (supervisor gone)",
             (long long)jobid, attempt);
     }
@@ -246,24 +250,24 @@ proc_state_legacy(const char *path)
     int64_t pid, start;
     size_t len;
 
-    if (supfile_read(path, 4u << 20, &text, &len) == 0
-        && jsonx_parse(text, len, &root, NULL) == 0
-        && cJSON_IsArray(ranks = cJSON_GetObjectItemCaseSensitive(root,
-                             "ranks"))) {
+    if (supfile_read(path, 4u << 20, &text, &len) == 0 &&
+        jsonx_parse(text, len, &root, NULL) == 0 &&
+        cJSON_IsArray(
+            ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks"))) {
         cJSON_ArrayForEach(item, ranks) {
             pid = start = 0;
-            if (jsonx_get_int(item, "pid", true, 1, INT32_MAX, &pid, NULL)
-                    < 0
-                || jsonx_get_int(item, "proc_start", false, 0, INT64_MAX,
-                       &start, NULL) < 0)
+            if (jsonx_get_int(item, "pid", true, 1, INT32_MAX, &pid, NULL) <
+                    0 ||
+                jsonx_get_int(item, "proc_start", false, 0, INT64_MAX, &start,
+                    NULL) < 0)
                 continue;
             /* Started by an agent of the same node: the job and attempt
              * are in the file name, checked by their start time. */
-            if (start != 0 && procfs_start_time((int)pid)
-                    == (uint64_t)start
-                && kill(-(int)pid, SIGKILL) == 0)
+            if (start != 0 && procfs_start_time((int)pid) == (uint64_t)start &&
+                kill(-(int)pid, SIGKILL) == 0)
                 log_warn("killed process group %lld left by an agent "
-                    "without supervisors ('%s')", (long long)pid, path);
+                         "without supervisors ('%s')",
+                    (long long)pid, path);
         }
     }
     cJSON_Delete(root);

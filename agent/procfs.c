@@ -80,8 +80,7 @@ procfs_start_time(int pid)
 }
 
 int
-procfs_read(int pid, const char *name, size_t max, char **text,
-    size_t *len)
+procfs_read(int pid, const char *name, size_t max, char **text, size_t *len)
 {
     char path[64 + NAME_MAX];
 
@@ -246,7 +245,7 @@ procfs_group_is(int pgid, uint64_t start_time, const char *const *env)
     if (procfs_stat(pgid, &st) == 0 && st.state != '\0')
         return start_time == 0 || st.start_time == start_time;
     if (kill(-pgid, 0) < 0 && errno != EPERM)
-        return false;           /* nothing left to kill */
+        return false; /* nothing left to kill */
     /* The leader is gone, the group is not: ours only if its members are
      * (a reused pid could lead a group that outlived its leader too). */
     procfs_each(0, procfs_group_member_cb, &g);

@@ -21,10 +21,10 @@
 
 /* Fields of /proc/<pid>/stat. */
 struct procfs_stat {
-    char state;                 /* field 3: 'R', 'S', 'Z'...; '\0' unknown */
-    int ppid;                   /* field 4 */
-    int pgrp;                   /* field 5 */
-    uint64_t start_time;        /* field 22: clock ticks after boot */
+    char state;          /* field 3: 'R', 'S', 'Z'...; '\0' unknown */
+    int ppid;            /* field 4 */
+    int pgrp;            /* field 5 */
+    uint64_t start_time; /* field 22: clock ticks after boot */
 };
 
 /* Read /proc/<pid>/stat into *st. Returns 0, -ESRCH when there is no such

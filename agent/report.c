@@ -63,23 +63,23 @@ struct report {
 
     /* status */
     struct curlx_req *status_req;
-    bool status_dirty;          /* a change while a status was in flight */
-    bool status_reg_sent;       /* the one in flight has register: true */
+    bool status_dirty;    /* a change while a status was in flight */
+    bool status_reg_sent; /* the one in flight has register: true */
     bool need_register;
     int64_t heartbeat_ms;
-    uint64_t status_seq;        /* proc's number for the one in flight */
-    int64_t status_sent_ms;     /* monotonic time it was built */
-    int64_t status_backoff_ms;  /* 0 while healthy */
-    char status_err[200];       /* last error logged; "" when healthy */
+    uint64_t status_seq;       /* proc's number for the one in flight */
+    int64_t status_sent_ms;    /* monotonic time it was built */
+    int64_t status_backoff_ms; /* 0 while healthy */
+    char status_err[200];      /* last error logged; "" when healthy */
 
     /* work */
-    bool work_running;          /* the loop was started */
+    bool work_running; /* the loop was started */
     struct curlx_req *work_req;
     int64_t work_sent_ms;
     int64_t work_backoff_ms;
     char work_err[200];
     uint64_t applied_gen;
-    int64_t gen_mismatch_ms;    /* when a newer gen was first announced */
+    int64_t gen_mismatch_ms; /* when a newer gen was first announced */
 };
 
 static void report_status_send(struct report *rp);
@@ -89,8 +89,8 @@ static void report_work_fetch(struct report *rp);
 
 /* Log a failure once per distinct text; last holds what was logged. */
 static void
-report_log_failure(char *last, size_t len, const char *what,
-    const char *text, long http_status)
+report_log_failure(char *last, size_t len, const char *what, const char *text,
+    long http_status)
 {
     if (strcmp(last, text) == 0)
         return;
@@ -111,8 +111,7 @@ report_log_recovery(char *last, const char *what)
 }
 
 static void
-report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb,
-    int64_t ms)
+report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb, int64_t ms)
 {
     int rc;
 
@@ -170,8 +169,8 @@ report_status_retry(struct report *rp, const char *text, long http_status)
 {
     int64_t wait;
 
-    report_log_failure(rp->status_err, sizeof(rp->status_err),
-        "send status", text, http_status);
+    report_log_failure(rp->status_err, sizeof(rp->status_err), "send status",
+        text, http_status);
     rp->need_register = true;
     rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
         REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
@@ -199,15 +198,15 @@ report_check_gen(struct report *rp, uint64_t gen)
         return;
     }
     if (rp->work_req == NULL) {
-        report_work_fetch(rp);  /* cuts a backoff wait short */
+        report_work_fetch(rp); /* cuts a backoff wait short */
         return;
     }
     if (rp->gen_mismatch_ms == 0) {
         rp->gen_mismatch_ms = now;
-    } else if (now - rp->gen_mismatch_ms >= REPORT_GEN_STUCK_MS
-        && now - rp->work_sent_ms >= REPORT_GEN_STUCK_MS) {
+    } else if (now - rp->gen_mismatch_ms >= REPORT_GEN_STUCK_MS &&
+               now - rp->work_sent_ms >= REPORT_GEN_STUCK_MS) {
         log_info("work request outstanding for %lld ms while gen=%" PRIu64
-            " is announced (applied gen=%" PRIu64 "); asking again",
+                 " is announced (applied gen=%" PRIu64 "); asking again",
             (long long)(now - rp->work_sent_ms), gen, rp->applied_gen);
         rp->gen_mismatch_ms = now;
         curlx_cancel(rp->work_req);
@@ -233,8 +232,8 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         return;
     }
     /* Unknown fields are tolerated: a newer scheduler may add some. */
-    if (jsonx_parse(body->buf, body->len, &root, &err) < 0
-        || proto_status_reply_from_json(root, &reply, &err) < 0) {
+    if (jsonx_parse(body->buf, body->len, &root, &err) < 0 ||
+        proto_status_reply_from_json(root, &reply, &err) < 0) {
         char text[200];
 
         cJSON_Delete(root);
@@ -252,8 +251,9 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     if (was_reg) {
         rp->need_register = false;
         log_info("node=%s agent_id=%s registered with scheduler jobs=%zu "
-            "gen=%lld", rp->ad->node, rp->ad->agent_id,
-            proc_njobs(rp->ad->procs), (long long)reply.gen);
+                 "gen=%lld",
+            rp->ad->node, rp->ad->agent_id, proc_njobs(rp->ad->procs),
+            (long long)reply.gen);
     }
     if (!rp->need_register && !rp->work_running) {
         rp->work_running = true;
@@ -266,8 +266,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         report_check_gen(rp, reply.gen);
 
     report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
-        rp->status_dirty || rp->need_register ? 0
-                                              : report_status_interval(rp));
+        rp->status_dirty || rp->need_register ? 0 : report_status_interval(rp));
     rp->status_dirty = false;
     /* The scheduler heard from us: every supervisor's lease moves on, and
      * jobs whose final states it now has are released. Last, so that the
@@ -291,8 +290,8 @@ report_exits_shipped(const struct report *rp)
         for (i = 0; i < job->nranks; i++) {
             const struct proc_rank *r = &job->ranks[i];
 
-            if (r->end_mono_ms == 0
-                || now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
+            if (r->end_mono_ms == 0 ||
+                now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
                 continue;
             if (!logship_output_flushed(&r->output))
                 return false;
@@ -343,8 +342,8 @@ report_status_send(struct report *rp)
 
     rp->status_reg_sent = rp->need_register;
     rp->status_dirty = false;
-    rp->status_req = curlx_request(ad->curlx, "POST", "/v1/agent/status",
-        text, strlen(text), "application/json", REPORT_STATUS_TIMEOUT_MS,
+    rp->status_req = curlx_request(ad->curlx, "POST", "/v1/agent/status", text,
+        strlen(text), "application/json", REPORT_STATUS_TIMEOUT_MS,
         report_status_done_cb, rp);
     if (rp->status_req == NULL)
         report_status_failed(rp, -EIO, 0, NULL);
@@ -385,8 +384,8 @@ report_work_failed(struct report *rp, const char *text, long http_status)
 {
     int64_t wait;
 
-    report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work",
-        text, http_status);
+    report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work", text,
+        http_status);
     rp->work_backoff_ms = backoff_next(rp->work_backoff_ms,
         REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
     report_timer_start(rp, &rp->work_timer, report_work_timer_cb, wait);
@@ -420,8 +419,8 @@ report_work_done_cb(int rc, long http_status, const struct sbuf *body,
         return;
     }
     memset(&w, 0, sizeof(w));
-    if (jsonx_parse(body->buf, body->len, &root, &err) < 0
-        || proto_work_from_json(root, &w, &err) < 0) {
+    if (jsonx_parse(body->buf, body->len, &root, &err) < 0 ||
+        proto_work_from_json(root, &w, &err) < 0) {
         cJSON_Delete(root);
         snprintf(text, sizeof(text), "bad work reply: %s", err.msg);
         report_work_failed(rp, text, 0);

@@ -55,8 +55,8 @@ resources_count_nvidia(const char *devdir, size_t *n, struct err *err)
 }
 
 int
-resources_gpus_parse(const char *spec, const char *devdir, int **ids,
-    size_t *n, struct err *err)
+resources_gpus_parse(const char *spec, const char *devdir, int **ids, size_t *n,
+    struct err *err)
 {
     size_t count, i;
     int rc;
@@ -127,8 +127,7 @@ resources_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
             continue;
         eq = strchr(item, '=');
         if (eq == NULL) {
-            rc = err_set(err, -EINVAL, "label '%s': expected key=value",
-                item);
+            rc = err_set(err, -EINVAL, "label '%s': expected key=value", item);
             goto out;
         }
         *eq = '\0';
@@ -152,8 +151,7 @@ resources_labels_parse(const char *spec, struct proto_kv **kv, size_t *n,
             }
         }
         if (count == PROTO_LABELS_MAX) {
-            rc = err_set(err, -EINVAL, "more than %d labels",
-                PROTO_LABELS_MAX);
+            rc = err_set(err, -EINVAL, "more than %d labels", PROTO_LABELS_MAX);
             goto out;
         }
         out = xreallocarray(out, count + 1, sizeof(*out));

@@ -18,8 +18,7 @@
 #define RMTREE_PASSES 3
 
 static int
-rmtree_depth(int dirfd, const char *name, const volatile int *cancel,
-    int depth)
+rmtree_depth(int dirfd, const char *name, const volatile int *cancel, int depth)
 {
     struct dirent *de;
     int fd, rc = 0, r, pass;
@@ -33,8 +32,7 @@ rmtree_depth(int dirfd, const char *name, const volatile int *cancel,
         return -errno;
     if (depth >= RMTREE_DEPTH_MAX)
         return -ELOOP;
-    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-        | O_CLOEXEC);
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     d = fdopendir(fd);
@@ -49,8 +47,7 @@ rmtree_depth(int dirfd, const char *name, const volatile int *cancel,
         if (pass > 0)
             rewinddir(d);
         while ((de = readdir(d)) != NULL) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..")
-                == 0)
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
             r = rmtree_depth(fd, de->d_name, cancel, depth + 1);
             if (r == -ECANCELED) {

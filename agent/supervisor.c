@@ -52,22 +52,22 @@ struct supervisor {
     struct supfile_spec spec;
     struct supfile_status st;
     int sigfd;
-    int64_t deadline;           /* lease, CLOCK_MONOTONIC ms */
+    int64_t deadline; /* lease, CLOCK_MONOTONIC ms */
     int64_t next_lease_check;
-    int lease_err;              /* last lease read error logged; 0 none */
-    int gate[2];                /* ranks wait on it until recorded */
-    int64_t kill_at;            /* stopping: SIGKILL at this time */
-    bool killed;                /* SIGKILL sent after the grace */
-    size_t live;                /* ranks not yet reaped */
-    bool dirty;                 /* status.json is behind */
-    int save_err;               /* last save error logged; 0 none */
+    int lease_err;   /* last lease read error logged; 0 none */
+    int gate[2];     /* ranks wait on it until recorded */
+    int64_t kill_at; /* stopping: SIGKILL at this time */
+    bool killed;     /* SIGKILL sent after the grace */
+    size_t live;     /* ranks not yet reaped */
+    bool dirty;      /* status.json is behind */
+    int save_err;    /* last save error logged; 0 none */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
 
 /* printf to a file descriptor, whole line or nothing useful lost; used
  * in the child between fork and exec, where stdio buffers are not ours. */
-static void __attribute__((format(printf, 2, 3)))
+__attribute__((format(printf, 2, 3))) static void
 supervisor_fdprintf(int fd, const char *fmt, ...)
 {
     char buf[1024];
@@ -124,8 +124,8 @@ supervisor_save(struct supervisor *sv)
         /* Logged once per distinct error; retried on the next turn. */
         if (rc != sv->save_err)
             log_error("job=%lld attempt=%d cannot write '%s/%s': %s",
-                (long long)sv->st.job, sv->st.attempt, sv->dir,
-                SUPFILE_STATUS, strerror(-rc));
+                (long long)sv->st.job, sv->st.attempt, sv->dir, SUPFILE_STATUS,
+                strerror(-rc));
         sv->save_err = rc;
         return;
     }
@@ -143,14 +143,15 @@ supervisor_kill_group(const struct supervisor *sv, size_t i, int sig)
 
     if (rs->pid > 0 && kill(-rs->pid, sig) < 0 && errno != ESRCH)
         log_warn("job=%lld attempt=%d rank=%d pid=%d cannot send signal %d "
-            "to process group: %s", (long long)sv->st.job, sv->st.attempt,
-            rs->rank, rs->pid, sig, strerror(errno));
+                 "to process group: %s",
+            (long long)sv->st.job, sv->st.attempt, rs->rank, rs->pid, sig,
+            strerror(errno));
 }
 
 /* ---- starting ranks ----------------------------------------------------- */
 
 /* In the child: become the rank. Never returns. */
-static void __attribute__((noreturn))
+__attribute__((noreturn)) static void
 supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
 {
     struct sigaction sa;
@@ -184,10 +185,11 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
 
     /* Until the rank's files are open, fd 2 is supervisor.log. */
     if (r->gid >= 0) {
-        if (setgroups(r->ngroups, r->groups) < 0 || setgid((gid_t)r->gid)
-            < 0) {
-            supervisor_fdprintf(2, "rank %d: cannot switch to group %lld: "
-                "%s\n", r->rank, (long long)r->gid, strerror(errno));
+        if (setgroups(r->ngroups, r->groups) < 0 || setgid((gid_t)r->gid) < 0) {
+            supervisor_fdprintf(2,
+                "rank %d: cannot switch to group %lld: "
+                "%s\n",
+                r->rank, (long long)r->gid, strerror(errno));
             _exit(126);
         }
     }
@@ -198,10 +200,13 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
     }
     /* Opened as the rank's user, without following a symbolic link: the
      * files lie in a directory that user owns. */
-    outfd = open(r->out_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW
-        | O_NOCTTY, 0640);
-    errfd = outfd < 0 ? -1 : open(r->err_path, O_WRONLY | O_CREAT | O_APPEND
-        | O_NOFOLLOW | O_NOCTTY, 0640);
+    outfd = open(r->out_path,
+        O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY, 0640);
+    errfd = outfd < 0
+                ? -1
+                : open(r->err_path,
+                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY,
+                      0640);
     if (outfd < 0 || errfd < 0) {
         e = errno;
         supervisor_fdprintf(2, "rank %d: cannot open '%s': %s\n", r->rank,
@@ -209,8 +214,7 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
         _exit(126);
     }
     fd = open("/dev/null", O_RDONLY);
-    if (fd < 0 || dup2(fd, 0) < 0 || dup2(outfd, 1) < 0
-        || dup2(errfd, 2) < 0) {
+    if (fd < 0 || dup2(fd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0) {
         e = errno;
         supervisor_fdprintf(errfd, "cannot set up standard streams: %s\n",
             strerror(e));
@@ -225,8 +229,10 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
 
     if (chdir(r->cwd) < 0) {
         e = errno;
-        supervisor_fdprintf(2, "cannot change to working directory '%s': "
-            "%s\n", r->cwd, strerror(e));
+        supervisor_fdprintf(2,
+            "cannot change to working directory '%s': "
+            "%s\n",
+            r->cwd, strerror(e));
         _exit(supfile_exec_exit_code(-e));
     }
     /* execvp searches the PATH of `environ`: the rank's own. */
@@ -256,8 +262,9 @@ supervisor_rank_start(struct supervisor *sv, size_t i)
         rs->exited = true;
         rs->exit_code = 126;
         rs->end_ms = rs->start_ms;
-        fd = open(r->err_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW
-            | O_NOCTTY | O_CLOEXEC, 0640);
+        fd = open(r->err_path,
+            O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+            0640);
         if (fd >= 0) {
             supervisor_fdprintf(fd, "cannot start rank %d: %s\n", r->rank,
                 r->argc > 0 ? strerror(e) : "empty command line");
@@ -297,7 +304,7 @@ supervisor_open_gate(struct supervisor *sv)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            break;              /* EPIPE: every rank died already */
+            break; /* EPIPE: every rank died already */
         n -= (size_t)w;
     }
     close(sv->gate[0]);
@@ -340,7 +347,7 @@ supervisor_reap(struct supervisor *sv)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         if (i == sv->st.nranks)
-            continue;           /* an orphaned descendant of a rank */
+            continue; /* an orphaned descendant of a rank */
         rs = &sv->st.ranks[i];
         rs->exited = true;
         rs->end_ms = timeid_now_ms();
@@ -375,8 +382,9 @@ supervisor_stop(struct supervisor *sv, const char *why)
     sv->st.stopping = true;
     sv->dirty = true;
     log_info("job=%lld attempt=%d stopping (%s): SIGTERM to ranks=%zu "
-        "grace_ms=%lld", (long long)sv->st.job, sv->st.attempt, why,
-        sv->live, (long long)sv->spec.kill_grace_ms);
+             "grace_ms=%lld",
+        (long long)sv->st.job, sv->st.attempt, why, sv->live,
+        (long long)sv->spec.kill_grace_ms);
     for (i = 0; i < sv->st.nranks; i++) {
         if (!sv->st.ranks[i].exited)
             supervisor_kill_group(sv, i, SIGTERM);
@@ -390,8 +398,9 @@ supervisor_fence(struct supervisor *sv, int64_t now)
     size_t i;
 
     log_warn("job=%lld attempt=%d lease expired %lld ms ago: killing "
-        "ranks=%zu", (long long)sv->st.job, sv->st.attempt,
-        (long long)(now - sv->deadline), sv->live);
+             "ranks=%zu",
+        (long long)sv->st.job, sv->st.attempt, (long long)(now - sv->deadline),
+        sv->live);
     for (i = 0; i < sv->st.nranks; i++) {
         if (sv->st.ranks[i].exited)
             continue;
@@ -422,8 +431,8 @@ supervisor_check_lease(struct supervisor *sv, int64_t now)
             sv->lease_err = 0;
         } else if (rc != sv->lease_err) {
             log_warn("job=%lld attempt=%d cannot read lease: %s (keeping "
-                "the last deadline)", (long long)sv->st.job, sv->st.attempt,
-                strerror(-rc));
+                     "the last deadline)",
+                (long long)sv->st.job, sv->st.attempt, strerror(-rc));
             sv->lease_err = rc;
         }
         sv->next_lease_check = now + SUPERVISOR_POLL_MS;
@@ -445,8 +454,8 @@ supervisor_check_stop(struct supervisor *sv, int64_t now)
         return;
     sv->killed = true;
     log_info("job=%lld attempt=%d ranks=%zu still running after the grace "
-        "period, sending SIGKILL", (long long)sv->st.job, sv->st.attempt,
-        sv->live);
+             "period, sending SIGKILL",
+        (long long)sv->st.job, sv->st.attempt, sv->live);
     for (i = 0; i < sv->st.nranks; i++) {
         if (!sv->st.ranks[i].exited)
             supervisor_kill_group(sv, i, SIGKILL);
@@ -469,8 +478,7 @@ supervisor_read_signals(struct supervisor *sv)
          * cgroup, an operator) mean the same as the stop file. SIGHUP is
          * ignored: there is no terminal. SIGCHLD: reaped after this. */
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-            supervisor_stop(sv, si.ssi_signo == SIGTERM ? "SIGTERM"
-                                                         : "SIGINT");
+            supervisor_stop(sv, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
     }
 }
 
@@ -505,8 +513,8 @@ supervisor_kill_child_cb(int pid, void *arg)
     struct supervisor_sweep *sw = arg;
     struct procfs_stat st;
 
-    if (procfs_stat(pid, &st) == 0 && st.ppid == sw->self
-        && kill(pid, SIGKILL) == 0)
+    if (procfs_stat(pid, &st) == 0 && st.ppid == sw->self &&
+        kill(pid, SIGKILL) == 0)
         sw->killed++;
     return 0;
 }
@@ -537,8 +545,9 @@ supervisor_finish(struct supervisor *sv)
     while (supervisor_reap(sv) != -ECHILD) {
         if (timeid_mono_ms() >= end) {
             log_warn("job=%lld attempt=%d descendants=%d still alive %d ms "
-                "after SIGKILL; giving up on them", (long long)sv->st.job,
-                sv->st.attempt, left, SUPERVISOR_SWEEP_MS);
+                     "after SIGKILL; giving up on them",
+                (long long)sv->st.job, sv->st.attempt, left,
+                SUPERVISOR_SWEEP_MS);
             break;
         }
         left = supervisor_kill_children();
@@ -593,9 +602,8 @@ supervisor_setup(struct supervisor *sv)
         log_error("cannot create a pipe: %s", strerror(errno));
         return rc;
     }
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0
-        || (sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC))
-            < 0) {
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+        (sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
         rc = -errno;
         log_error("cannot watch signals: %s", strerror(errno));
         return rc;

@@ -24,7 +24,8 @@ main(int argc, char **argv)
         return 0;
     }
     if (argc != 2 || argv[1][0] != '/') {
-        fprintf(stderr, "usage: lockstep-supervisor DIR\n"
+        fprintf(stderr,
+            "usage: lockstep-supervisor DIR\n"
             "\n"
             "Runs the ranks of one job attempt described by DIR/spec.json\n"
             "(DIR absolute). Started by lockstep-agent.\n");

@@ -49,8 +49,7 @@ supfile_write_atomic(const char *dir, const char *name, const void *data,
     char *tmp = xasprintf("%s/%s.tmp", dir, name);
     int fd, rc;
 
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-        mode);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
         rc = -errno;
         goto out;
@@ -166,17 +165,16 @@ supfile_save_json(const char *dir, const char *name, cJSON *root)
 /* Load dir/name and check the head every file with ranks has: "version"
  * 1, "job" and "attempt". *root: caller deletes, also on failure. */
 static int
-supfile_load_head(const char *dir, const char *name, cJSON **root,
-    int64_t *job, int *attempt, struct err *err)
+supfile_load_head(const char *dir, const char *name, cJSON **root, int64_t *job,
+    int *attempt, struct err *err)
 {
     int64_t a = 0;
     int rc;
 
-    if ((rc = supfile_load_json(dir, name, root, err)) < 0
-        || (rc = jsonx_check_version(*root, 1, err))
-        || (rc = jsonx_get_int(*root, "job", true, 1, INT64_MAX, job, err))
-        || (rc = jsonx_get_int(*root, "attempt", true, 1, INT32_MAX, &a,
-                err)))
+    if ((rc = supfile_load_json(dir, name, root, err)) < 0 ||
+        (rc = jsonx_check_version(*root, 1, err)) ||
+        (rc = jsonx_get_int(*root, "job", true, 1, INT64_MAX, job, err)) ||
+        (rc = jsonx_get_int(*root, "attempt", true, 1, INT32_MAX, &a, err)))
         return rc;
     *attempt = (int)a;
     return 0;
@@ -193,8 +191,7 @@ typedef cJSON *supfile_rank_to_fn(const void *r);
  * entry the caller's release frees what was read. */
 static int
 supfile_get_ranks(const cJSON *root, size_t size,
-    supfile_rank_from_fn *from_json, void **out, size_t *n,
-    struct err *err)
+    supfile_rank_from_fn *from_json, void **out, size_t *n, struct err *err)
 {
     const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
     const cJSON *item;
@@ -246,8 +243,8 @@ supfile_stamp_get(const char *path, struct supfile_stamp *stamp)
         return -errno;
     stamp->ino = (uint64_t)st.st_ino;
     stamp->size = (int64_t)st.st_size;
-    stamp->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000
-        + st.st_mtim.tv_nsec;
+    stamp->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+                      st.st_mtim.tv_nsec;
     return 0;
 }
 
@@ -255,8 +252,7 @@ bool
 supfile_stamp_equal(const struct supfile_stamp *a,
     const struct supfile_stamp *b)
 {
-    return a->ino == b->ino && a->size == b->size
-        && a->mtime_ns == b->mtime_ns;
+    return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns;
 }
 
 /* ---- spec.json ---------------------------------------------------------- */
@@ -280,12 +276,14 @@ supfile_get_gids(const cJSON *o, const char *key, gid_t **out, size_t *n,
         return err_set(err, -EINVAL, "field '%s': too many entries", key);
     v = xcalloc(count + 1, sizeof(*v));
     cJSON_ArrayForEach(item, arr) {
-        if (!cJSON_IsNumber(item) || item->valuedouble < 0
-            || item->valuedouble > 4294967294.0
-            || item->valuedouble != (double)(int64_t)item->valuedouble) {
+        if (!cJSON_IsNumber(item) || item->valuedouble < 0 ||
+            item->valuedouble > 4294967294.0 ||
+            item->valuedouble != (double)(int64_t)item->valuedouble) {
             free(v);
-            return err_set(err, -EINVAL, "field '%s[%zu]': must be a group "
-                "id", key, i);
+            return err_set(err, -EINVAL,
+                "field '%s[%zu]': must be a group "
+                "id",
+                key, i);
         }
         v[i++] = (gid_t)item->valuedouble;
     }
@@ -320,24 +318,19 @@ supfile_spec_rank_from_json(const cJSON *o, void *arg, struct err *err)
     int rc;
 
     r->uid = r->gid = -1;
-    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err))
-        || (rc = jsonx_get_int(o, "local_rank", false, 0, INT32_MAX,
-                &local_rank, err))
-        || (rc = jsonx_get_str_array(o, "argv", true, 1024 * 1024,
-                SUPFILE_ENV_LEN_MAX, &r->argv, &r->argc, err))
-        || (rc = jsonx_get_str_array(o, "env", true, SUPFILE_ENV_MAX,
-                SUPFILE_ENV_LEN_MAX, &r->env, &r->nenv, err))
-        || (rc = jsonx_get_str(o, "cwd", true, PATH_MAX, &r->cwd, err))
-        || (rc = jsonx_get_int(o, "uid", false, -1, 4294967294LL, &r->uid,
-                err))
-        || (rc = jsonx_get_int(o, "gid", false, -1, 4294967294LL, &r->gid,
-                err))
-        || (rc = supfile_get_gids(o, "groups", &r->groups, &r->ngroups,
-                err))
-        || (rc = jsonx_get_str(o, "stdout", true, PATH_MAX, &r->out_path,
-                err))
-        || (rc = jsonx_get_str(o, "stderr", true, PATH_MAX, &r->err_path,
-                err)))
+    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err)) ||
+        (rc = jsonx_get_int(o, "local_rank", false, 0, INT32_MAX, &local_rank,
+             err)) ||
+        (rc = jsonx_get_str_array(o, "argv", true, 1024 * 1024,
+             SUPFILE_ENV_LEN_MAX, &r->argv, &r->argc, err)) ||
+        (rc = jsonx_get_str_array(o, "env", true, SUPFILE_ENV_MAX,
+             SUPFILE_ENV_LEN_MAX, &r->env, &r->nenv, err)) ||
+        (rc = jsonx_get_str(o, "cwd", true, PATH_MAX, &r->cwd, err)) ||
+        (rc = jsonx_get_int(o, "uid", false, -1, 4294967294LL, &r->uid, err)) ||
+        (rc = jsonx_get_int(o, "gid", false, -1, 4294967294LL, &r->gid, err)) ||
+        (rc = supfile_get_gids(o, "groups", &r->groups, &r->ngroups, err)) ||
+        (rc = jsonx_get_str(o, "stdout", true, PATH_MAX, &r->out_path, err)) ||
+        (rc = jsonx_get_str(o, "stderr", true, PATH_MAX, &r->err_path, err)))
         return rc;
     r->rank = (int)rank;
     r->local_rank = (int)local_rank;
@@ -367,8 +360,7 @@ supfile_spec_rank_to_json(const void *arg)
 }
 
 int
-supfile_spec_load(const char *dir, struct supfile_spec *spec,
-    struct err *err)
+supfile_spec_load(const char *dir, struct supfile_spec *spec, struct err *err)
 {
     cJSON *root = NULL;
     void *ranks = NULL;
@@ -377,9 +369,9 @@ supfile_spec_load(const char *dir, struct supfile_spec *spec,
 
     memset(spec, 0, sizeof(*spec));
     if ((rc = supfile_load_head(dir, SUPFILE_SPEC, &root, &spec->job,
-             &spec->attempt, err))
-        || (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000,
-                &grace, err)))
+             &spec->attempt, err)) ||
+        (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000, &grace,
+             err)))
         goto out;
     rc = supfile_get_ranks(root, sizeof(*spec->ranks),
         supfile_spec_rank_from_json, &ranks, &spec->nranks, err);
@@ -425,22 +417,20 @@ supfile_rank_status_from_json(const cJSON *o, void *arg, struct err *err)
     char *state = NULL;
     int rc;
 
-    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err))
-        || (rc = jsonx_get_int(o, "pid", true, 0, INT32_MAX, &pid, err))
-        || (rc = jsonx_get_int(o, "proc_start", false, 0, INT64_MAX, &start,
-                err))
-        || (rc = jsonx_get_str(o, "state", true, 16, &state, err))
-        || (rc = jsonx_get_int(o, "exit_code", false, -1, 255, &code, err))
-        || (rc = jsonx_get_int(o, "signal", false, 0, 128, &sig, err))
-        || (rc = jsonx_get_int(o, "start_ms", false, 0, INT64_MAX,
-                &start_ms, err))
-        || (rc = jsonx_get_int(o, "end_ms", false, 0, INT64_MAX, &end_ms,
-                err))
-        || (rc = jsonx_get_bool(o, "fenced", false, &r->fenced, err)))
+    if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err)) ||
+        (rc = jsonx_get_int(o, "pid", true, 0, INT32_MAX, &pid, err)) ||
+        (rc = jsonx_get_int(o, "proc_start", false, 0, INT64_MAX, &start,
+             err)) ||
+        (rc = jsonx_get_str(o, "state", true, 16, &state, err)) ||
+        (rc = jsonx_get_int(o, "exit_code", false, -1, 255, &code, err)) ||
+        (rc = jsonx_get_int(o, "signal", false, 0, 128, &sig, err)) ||
+        (rc = jsonx_get_int(o, "start_ms", false, 0, INT64_MAX, &start_ms,
+             err)) ||
+        (rc = jsonx_get_int(o, "end_ms", false, 0, INT64_MAX, &end_ms, err)) ||
+        (rc = jsonx_get_bool(o, "fenced", false, &r->fenced, err)))
         goto out;
     if (strcmp(state, "running") != 0 && strcmp(state, "exited") != 0) {
-        rc = err_set(err, -EINVAL, "field 'state': unknown state '%s'",
-            state);
+        rc = err_set(err, -EINVAL, "field 'state': unknown state '%s'", state);
         goto out;
     }
     r->rank = (int)rank;
@@ -475,8 +465,7 @@ supfile_rank_status_to_json(const void *arg)
 }
 
 int
-supfile_status_load(const char *dir, struct supfile_status *st,
-    struct err *err)
+supfile_status_load(const char *dir, struct supfile_status *st, struct err *err)
 {
     cJSON *root = NULL;
     void *ranks = NULL;
@@ -485,11 +474,11 @@ supfile_status_load(const char *dir, struct supfile_status *st,
 
     memset(st, 0, sizeof(*st));
     if ((rc = supfile_load_head(dir, SUPFILE_STATUS, &root, &st->job,
-             &st->attempt, err))
-        || (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err))
-        || (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err))
-        || (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err))
-        || (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
+             &st->attempt, err)) ||
+        (rc = jsonx_get_int(root, "pid", true, 1, INT32_MAX, &pid, err)) ||
+        (rc = jsonx_get_bool(root, "fenced", false, &st->fenced, err)) ||
+        (rc = jsonx_get_bool(root, "stopping", false, &st->stopping, err)) ||
+        (rc = jsonx_get_bool(root, "done", true, &st->done, err)))
         goto out;
     rc = supfile_get_ranks(root, sizeof(*st->ranks),
         supfile_rank_status_from_json, &ranks, &st->nranks, err);

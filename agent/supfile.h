@@ -51,23 +51,23 @@
 struct supfile_spec_rank {
     int rank;
     int local_rank;
-    char **argv;                /* argc entries, NULL-terminated */
+    char **argv; /* argc entries, NULL-terminated */
     size_t argc;
-    char **env;                 /* "K=V", nenv entries, NULL-terminated */
+    char **env; /* "K=V", nenv entries, NULL-terminated */
     size_t nenv;
     char *cwd;
     int64_t uid;
     int64_t gid;
-    gid_t *groups;              /* supplementary groups (when gid >= 0) */
+    gid_t *groups; /* supplementary groups (when gid >= 0) */
     size_t ngroups;
-    char *out_path;             /* stdout, opened O_APPEND */
-    char *err_path;             /* stderr, opened O_APPEND */
+    char *out_path; /* stdout, opened O_APPEND */
+    char *err_path; /* stderr, opened O_APPEND */
 };
 
 struct supfile_spec {
     int64_t job;
     int attempt;
-    int64_t kill_grace_ms;      /* stop: SIGTERM, this long, SIGKILL */
+    int64_t kill_grace_ms; /* stop: SIGTERM, this long, SIGKILL */
     struct supfile_spec_rank *ranks;
     size_t nranks;
 };
@@ -75,23 +75,23 @@ struct supfile_spec {
 /* One rank of status.json. */
 struct supfile_rank_status {
     int rank;
-    int pid;                    /* also its process group id; 0 never ran */
-    uint64_t proc_start;        /* start time of pid (identity) */
-    bool exited;                /* else running */
-    int exit_code;              /* -1 when signalled */
+    int pid;             /* also its process group id; 0 never ran */
+    uint64_t proc_start; /* start time of pid (identity) */
+    bool exited;         /* else running */
+    int exit_code;       /* -1 when signalled */
     int signal;
     int64_t start_ms;
     int64_t end_ms;
-    bool fenced;                /* killed because the lease ran out */
+    bool fenced; /* killed because the lease ran out */
 };
 
 struct supfile_status {
     int64_t job;
     int attempt;
-    int pid;                    /* the supervisor */
-    bool fenced;                /* the lease ran out */
-    bool stopping;              /* a stop was requested */
-    bool done;                  /* every rank ended and was reaped */
+    int pid;       /* the supervisor */
+    bool fenced;   /* the lease ran out */
+    bool stopping; /* a stop was requested */
+    bool done;     /* every rank ended and was reaped */
     struct supfile_rank_status *ranks;
     size_t nranks;
 };
@@ -129,8 +129,8 @@ int supfile_lease_read(const char *dir, int64_t *deadline_ms);
  * O_NOFOLLOW; EINTR and short writes handled), then rename. Returns 0 or
  * -errno; the temporary file is removed on failure.
  */
-int supfile_write_atomic(const char *dir, const char *name,
-    const void *data, size_t len, mode_t mode);
+int supfile_write_atomic(const char *dir, const char *name, const void *data,
+    size_t len, mode_t mode);
 
 /*
  * Read a whole regular file of at most max bytes into a new NUL-terminated

@@ -91,7 +91,7 @@ tail_read(const char *path, size_t max)
             start = (size_t)(nl - buf) + 1;
         else
             while (start < n && (buf[start] & 0xc0) == 0x80)
-                start++;        /* the tail of a cut character */
+                start++; /* the tail of a cut character */
     }
     while (start < n) {
         len = buf[start] == '\0' ? 0 : tail_utf8_len(buf + start, n - start);

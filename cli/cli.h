@@ -34,7 +34,7 @@
 #define CLI_DEFAULT_SERVER "/run/lockstep/lockstepd.sock"
 
 enum cli_exit {
-    CLI_CONTINUE = -1,              /* no exit status: cli_parse's "go on" */
+    CLI_CONTINUE = -1, /* no exit status: cli_parse's "go on" */
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,
     CLI_EXIT_USAGE = 2,
@@ -52,15 +52,15 @@ typedef void cli_print_fn(const cJSON *reply, const char *name);
 
 /* What an option takes, and so what it stores in its target. */
 enum cli_opt_kind {
-    CLI_OPT_KIND_FLAG,              /* no value; the bool target becomes true */
-    CLI_OPT_KIND_STR,               /* a value, stored as a borrowed pointer
-                                     * into argv (const char *) */
-    CLI_OPT_KIND_INT,               /* an integer in [min, max], stored in an
-                                     * int or int64_t target */
-    CLI_OPT_KIND_PATH,              /* a non-empty path, made absolute
-                                     * against the current directory, stored
-                                     * as a new string in a char * target
-                                     * (whose old value is freed) */
+    CLI_OPT_KIND_FLAG, /* no value; the bool target becomes true */
+    CLI_OPT_KIND_STR,  /* a value, stored as a borrowed pointer
+                        * into argv (const char *) */
+    CLI_OPT_KIND_INT,  /* an integer in [min, max], stored in an
+                        * int or int64_t target */
+    CLI_OPT_KIND_PATH, /* a non-empty path, made absolute
+                        * against the current directory, stored
+                        * as a new string in a char * target
+                        * (whose old value is freed) */
 };
 
 /* Called instead of storing, for an option with a setter: opts is the
@@ -74,15 +74,16 @@ typedef int cli_opt_set_fn(void *opts, const char *value, struct sbuf *why);
  * the command fills with its defaults before parsing. --json and --help
  * are never listed: cli_parse_opts adds them to every command. */
 struct cli_opt {
-    const char *name;               /* long name, without "--" */
-    int letter;                     /* short option ('f'), or 0 */
+    const char *name; /* long name, without "--" */
+    int letter;       /* short option ('f'), or 0 */
     enum cli_opt_kind kind;
-    size_t offset;                  /* of the target in the options struct */
-    size_t size;                    /* of the target */
-    int64_t min, max;               /* CLI_OPT_KIND_INT's range */
-    cli_opt_set_fn *set;            /* when set, called instead of storing */
+    size_t offset;       /* of the target in the options struct */
+    size_t size;         /* of the target */
+    int64_t min, max;    /* CLI_OPT_KIND_INT's range */
+    cli_opt_set_fn *set; /* when set, called instead of storing */
 };
 
+/* clang-format off */
 #define CLI_OPT_TARGET(type, field) \
     .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
 /* --NAME sets the bool field of type to true. */
@@ -102,52 +103,55 @@ struct cli_opt {
 #define CLI_OPT_CALL(name_, kind_, fn) \
     { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
 #define CLI_OPT_END { .name = NULL }
+/* clang-format on */
 
 /* What a command's one operand is, when it has one. */
 enum cli_operand {
     CLI_OPERAND_NONE,
-    CLI_OPERAND_NODE,               /* a node name */
-    CLI_OPERAND_JOB,                /* a job id */
+    CLI_OPERAND_NODE, /* a node name */
+    CLI_OPERAND_JOB,  /* a job id */
 };
 
 enum cli_cmd_flags {
-    CLI_CMD_OPERATOR = (1 << 0),    /* needs the operator role */
-    CLI_CMD_LOCAL = (1 << 1),       /* never talks to the scheduler */
-    CLI_CMD_OPTS_FIRST = (1 << 2),  /* options end at the first operand, so
-                                     * the operands may carry their own */
-    CLI_CMD_NO_JSON = (1 << 3),     /* no --json option */
+    CLI_CMD_OPERATOR = (1 << 0),   /* needs the operator role */
+    CLI_CMD_LOCAL = (1 << 1),      /* never talks to the scheduler */
+    CLI_CMD_OPTS_FIRST = (1 << 2), /* options end at the first operand, so
+                                    * the operands may carry their own */
+    CLI_CMD_NO_JSON = (1 << 3),    /* no --json option */
 };
 
 /* A subcommand: one per cmd_<name>.c, listed by main.c. */
 struct cli_cmd {
     const char *name;
-    const char *summary;            /* one line for `lockstep help` */
-    const char *usage;              /* man-page synopsis and options */
-    const struct cli_opt *opts;     /* its options, or NULL for none */
-    int min_args;                   /* operands: at least min_args ... */
-    int max_args;                   /* ... and at most max_args (-1: any) */
-    const char *missing;            /* the usage error for too few */
-    const char *hint;               /* added to the one for too many */
+    const char *summary;        /* one line for `lockstep help` */
+    const char *usage;          /* man-page synopsis and options */
+    const struct cli_opt *opts; /* its options, or NULL for none */
+    int min_args;               /* operands: at least min_args ... */
+    int max_args;               /* ... and at most max_args (-1: any) */
+    const char *missing;        /* the usage error for too few */
+    const char *hint;           /* added to the one for too many */
     cli_cmd_fn *fn;
-    unsigned flags;                 /* enum cli_cmd_flags */
-    enum cli_operand operand;       /* what its one operand is */
-    const char *get;                /* cli_run_get's request path (the
-                                     * operand is added to it) ... */
-    cli_print_fn *print;            /* ... and how it prints the reply */
+    unsigned flags;           /* enum cli_cmd_flags */
+    enum cli_operand operand; /* what its one operand is */
+    const char *get;          /* cli_run_get's request path (the
+                               * operand is added to it) ... */
+    cli_print_fn *print;      /* ... and how it prints the reply */
 };
 
 /* The operand of a command about one node, or about one job. */
-#define CLI_ONE_NODE .min_args = 1, .max_args = 1, \
-    .missing = "which node? give its name", .operand = CLI_OPERAND_NODE
-#define CLI_ONE_JOB .min_args = 1, .max_args = 1, \
-    .missing = "which job? give its id", .operand = CLI_OPERAND_JOB
+#define CLI_ONE_NODE                                                           \
+    .min_args = 1, .max_args = 1, .missing = "which node? give its name",      \
+    .operand = CLI_OPERAND_NODE
+#define CLI_ONE_JOB                                                            \
+    .min_args = 1, .max_args = 1, .missing = "which job? give its id",         \
+    .operand = CLI_OPERAND_JOB
 
 /* What option parsing leaves: the operands, and the common options. */
 struct cli_args {
-    int argc;                       /* operands, borrowed from argv */
+    int argc; /* operands, borrowed from argv */
     char **argv;
-    bool json;                      /* --json */
-    bool help;                      /* --help or -h: parsing stopped there */
+    bool json; /* --json */
+    bool help; /* --help or -h: parsing stopped there */
 };
 
 /* Parse a command's arguments (argv[0] is its name) with getopt_long from
@@ -158,8 +162,8 @@ struct cli_args {
  * Returns 0 with *args filled, or a negative errno (a setter's, else
  * -EINVAL) with why holding the usage error: an unknown option, a missing
  * or bad value, too few or too many operands. */
-int cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv,
-    void *opts, struct cli_args *args, struct sbuf *why);
+int cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv, void *opts,
+    struct cli_args *args, struct sbuf *why);
 
 /* cli_parse_opts for the running command (cli->cmd), the one helper every
  * command parses with: --help prints the command's usage, an error
@@ -181,13 +185,13 @@ int cli_parse_job_id(struct cli *cli, const char *s, int64_t *id);
 int cli_check_node_name(struct cli *cli, const char *s);
 
 struct cli {
-    const struct cli_cmd *cmd;      /* the subcommand running */
+    const struct cli_cmd *cmd;         /* the subcommand running */
     const struct cli_cmd *const *cmds; /* every command, NULL-terminated */
-    const char *server;             /* URL or socket path; borrowed */
-    const char *token;              /* bearer token or NULL; borrowed */
-    bool json;                      /* --json, before or after the command */
-    CURL *curl;                     /* created on first use, reused */
-    char *base_url;                 /* "http://localhost" for a socket */
+    const char *server;                /* URL or socket path; borrowed */
+    const char *token;                 /* bearer token or NULL; borrowed */
+    bool json;                         /* --json, before or after the command */
+    CURL *curl;                        /* created on first use, reused */
+    char *base_url;                    /* "http://localhost" for a socket */
 };
 
 /* Set up from the server and token (borrowed; must outlive cli). Checks
@@ -223,9 +227,9 @@ struct cli_header {
 };
 
 struct cli_resp {
-    long status;                    /* 0 when no reply came */
+    long status; /* 0 when no reply came */
     struct sbuf body;
-    struct cli_header *headers;     /* of the final reply only */
+    struct cli_header *headers; /* of the final reply only */
     size_t nheaders;
 };
 
@@ -236,7 +240,7 @@ void cli_resp_release(struct cli_resp *resp);
 const char *cli_resp_header(const struct cli_resp *resp, const char *name);
 
 enum cli_http_flags {
-    CLI_HTTP_QUIET = (1 << 0),      /* do not print errors; see err */
+    CLI_HTTP_QUIET = (1 << 0), /* do not print errors; see err */
 };
 
 /* Send one request to the scheduler. path starts with "/v1/"; body is
@@ -246,8 +250,7 @@ enum cli_http_flags {
  * holds "cannot reach scheduler at <server>: <cause>", which is also
  * printed unless CLI_HTTP_QUIET. resp is reset first. */
 int cli_http(struct cli *cli, const char *method, const char *path,
-    const cJSON *body, unsigned flags, struct cli_resp *resp,
-    struct err *err);
+    const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err);
 
 /* cli_http, and a reply that is not 2xx becomes an error: the API's
  * {"error": {"message"}} (or "HTTP <status>") is printed unless
@@ -261,8 +264,8 @@ int cli_call(struct cli *cli, const char *method, const char *path,
 /* Report a failed cli_call about one object (kind "job", name "12"):
  * an HTTP error is printed as "job 12: <message>" unless the message
  * already names it; other errors as they are. Returns CLI_EXIT_FAIL. */
-int cli_fail_about(struct cli *cli, const char *kind, const char *name,
-    int rc, const struct err *err);
+int cli_fail_about(struct cli *cli, const char *kind, const char *name, int rc,
+    const struct err *err);
 
 /* Write the reply body to stdout unchanged, plus a newline when it does
  * not end with one (--json). */
@@ -273,8 +276,7 @@ void cli_print_body(const struct cli_resp *resp);
  * failure is reported with cli_fail_about; with kind NULL, as cli_call
  * prints it. Returns the command's exit status. */
 int cli_call_print(struct cli *cli, const char *method, const char *path,
-    const cJSON *body, const char *kind, const char *name,
-    cli_print_fn *print);
+    const cJSON *body, const char *kind, const char *name, cli_print_fn *print);
 
 /* The function of a command that only shows one GET reply, of no
  * operand or of one (the entry's .operand: a node name, checked and

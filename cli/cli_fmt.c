@@ -23,8 +23,8 @@ const char *
 cli_jstr(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_IsObject(o)
-        ? cJSON_GetObjectItemCaseSensitive(o, key)
-        : NULL;
+                         ? cJSON_GetObjectItemCaseSensitive(o, key)
+                         : NULL;
 
     return cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
 }
@@ -33,8 +33,8 @@ int64_t
 cli_jint(const cJSON *o, const char *key, int64_t def)
 {
     const cJSON *v = cJSON_IsObject(o)
-        ? cJSON_GetObjectItemCaseSensitive(o, key)
-        : NULL;
+                         ? cJSON_GetObjectItemCaseSensitive(o, key)
+                         : NULL;
 
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
 }
@@ -43,7 +43,7 @@ bool
 cli_jhas_num(const cJSON *o, const char *key)
 {
     return cJSON_IsObject(o) &&
-        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, key));
+           cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
 /* ---- job states (common/proto.h names them) ----------------------------- */
@@ -53,8 +53,7 @@ cli_job_state_final(const char *state)
 {
     enum proto_job_state s;
 
-    return proto_job_state_parse(state, &s) == 0 &&
-           proto_job_state_finished(s);
+    return proto_job_state_parse(state, &s) == 0 && proto_job_state_finished(s);
 }
 
 const char *
@@ -182,7 +181,8 @@ needs_quotes(const char *s)
         return true;
     for (; *s; s++) {
         if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                    "0123456789_-./:=,+@%", *s))
+                    "0123456789_-./:=,+@%",
+                *s))
             return true;
     }
     return false;
@@ -233,9 +233,9 @@ cli_print_indented(FILE *out, const char *prefix, const char *text)
 
 struct cli_table {
     size_t ncols;
-    char **cells;           /* nrows * ncols, row 0 the headers */
+    char **cells; /* nrows * ncols, row 0 the headers */
     size_t nrows;
-    size_t col;             /* next column of the last row */
+    size_t col; /* next column of the last row */
 };
 
 /* Width on a terminal: count UTF-8 code points, not bytes ("NODES×RANKS"). */
@@ -332,8 +332,8 @@ cli_table_print(const struct cli_table *t, FILE *out, int indent)
                 s = "";
             sbuf_addstr(&line, s);
             if (c + 1 < t->ncols)
-                sbuf_addf(&line, "%*s",
-                    (int)(width[c] - display_width(s) + 2), "");
+                sbuf_addf(&line, "%*s", (int)(width[c] - display_width(s) + 2),
+                    "");
         }
         /* Empty trailing cells would leave trailing blanks. */
         while (line.len > 0 && line.buf[line.len - 1] == ' ')

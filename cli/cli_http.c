@@ -45,7 +45,8 @@ cli_init(struct cli *cli, const char *server, const char *token,
         strncmp(server, "https://", 8) != 0)
         return err_set(err, -EINVAL,
             "invalid server '%s': expected an http:// or https:// URL or "
-            "an absolute Unix socket path", server);
+            "an absolute Unix socket path",
+            server);
     cli->base_url = xstrdup(server);
     n = strlen(cli->base_url);
     while (n > 0 && cli->base_url[n - 1] == '/')
@@ -93,8 +94,7 @@ cli_escape(struct cli *cli, const char *s)
 }
 
 char *
-cli_path(struct cli *cli, const char *base, const char *name,
-    const char *verb)
+cli_path(struct cli *cli, const char *base, const char *name, const char *verb)
 {
     char *e = cli_escape(cli, name);
     char *path = xasprintf("%s/%s%s%s", base, e, verb ? "/" : "",
@@ -172,8 +172,8 @@ cli_header_cb(char *data, size_t size, size_t nmemb, void *arg)
     v = colon + 1;
     while (v < end && (*v == ' ' || *v == '\t'))
         v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' ||
-                          end[-1] == ' ' || end[-1] == '\t'))
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' ||
+                          end[-1] == '\t'))
         end--;
     resp->headers = xreallocarray(resp->headers, resp->nheaders + 1,
         sizeof(*resp->headers));
@@ -187,8 +187,7 @@ cli_header_cb(char *data, size_t size, size_t nmemb, void *arg)
 
 int
 cli_http(struct cli *cli, const char *method, const char *path,
-    const cJSON *body, unsigned flags, struct cli_resp *resp,
-    struct err *err)
+    const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err)
 {
     CURL *c = cli_curl(cli);
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -244,13 +243,13 @@ cli_http(struct cli *cli, const char *method, const char *path,
         /* For a connection that never happened the OS reason ("No such
          * file or directory", "Connection refused") says more than curl's
          * text, which talks of "localhost port 80" for a Unix socket. */
-        if (oserr != 0 && (cc == CURLE_COULDNT_CONNECT ||
-                              cc == CURLE_COULDNT_RESOLVE_HOST))
+        if (oserr != 0 &&
+            (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
             cause = strerror((int)oserr);
         else
             cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
         rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
-            : cc == CURLE_COULDNT_CONNECT   ? -ECONNREFUSED
+             : cc == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
                                             : -EIO;
         err_set(err, rc, "cannot reach scheduler at %s: %s", cli->server,
             cause);
@@ -301,7 +300,8 @@ cli_error_message(struct cli *cli, const struct cli_resp *resp)
     }
     if (resp->status == 401 && cli->token == NULL) {
         char *hint = xasprintf("%s (over TCP the scheduler needs a token: "
-                               "set LOCKSTEP_TOKEN or use --token)", msg);
+                               "set LOCKSTEP_TOKEN or use --token)",
+            msg);
         free(msg);
         msg = hint;
     }
@@ -363,8 +363,7 @@ cli_print_body(const struct cli_resp *resp)
 
 int
 cli_call_print(struct cli *cli, const char *method, const char *path,
-    const cJSON *body, const char *kind, const char *name,
-    cli_print_fn *print)
+    const cJSON *body, const char *kind, const char *name, cli_print_fn *print)
 {
     struct cli_resp resp;
     cJSON *reply = NULL;

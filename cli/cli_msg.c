@@ -17,7 +17,7 @@ cli_cmd_name(const struct cli *cli)
     return cli && cli->cmd ? cli->cmd->name : NULL;
 }
 
-static void __attribute__((format(printf, 2, 0)))
+__attribute__((format(printf, 2, 0))) static void
 cli_vwarn(struct cli *cli, const char *fmt, va_list ap)
 {
     const char *name = cli_cmd_name(cli);

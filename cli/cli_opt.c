@@ -118,8 +118,7 @@ opt_find(const struct cli_opt *opts, size_t nopts, int c)
 }
 
 static int
-opt_int(const struct cli_opt *o, const char *s, int64_t *out,
-    struct sbuf *why)
+opt_int(const struct cli_opt *o, const char *s, int64_t *out, struct sbuf *why)
 {
     char *end = NULL;
     long long v;
@@ -130,7 +129,8 @@ opt_int(const struct cli_opt *o, const char *s, int64_t *out,
         v > o->max) {
         sbuf_addf(why,
             "invalid value '%s' for --%s: expected an integer from %lld to "
-            "%lld", s, o->name, (long long)o->min, (long long)o->max);
+            "%lld",
+            s, o->name, (long long)o->min, (long long)o->max);
         return -EINVAL;
     }
     *out = v;
@@ -141,8 +141,7 @@ opt_int(const struct cli_opt *o, const char *s, int64_t *out,
  * *out (freeing what it held). The message is cut where a struct err
  * cuts it, as it always was. */
 static int
-opt_path(const struct cli_opt *o, const char *s, char **out,
-    struct sbuf *why)
+opt_path(const struct cli_opt *o, const char *s, char **out, struct sbuf *why)
 {
     struct err err;
     char *cwd;
@@ -231,8 +230,8 @@ check_operands(const struct cli_cmd *cmd, const struct cli_args *args,
 }
 
 int
-cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv,
-    void *opts, struct cli_args *args, struct sbuf *why)
+cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv, void *opts,
+    struct cli_args *args, struct sbuf *why)
 {
     size_t nopts = opt_count(cmd->opts);
     char *optstring = xmalloc(nopts + 5);
@@ -254,8 +253,8 @@ cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv,
         }
         if (c == CLI_OPT_VAL + (int)nopts)
             args->json = true;
-        else if ((rc = opt_apply(opt_find(cmd->opts, nopts, c), opts,
-                      optarg, why)) < 0)
+        else if ((rc = opt_apply(opt_find(cmd->opts, nopts, c), opts, optarg,
+                      why)) < 0)
             goto out;
     }
     args->argc = argc - optind;

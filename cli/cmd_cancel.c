@@ -70,10 +70,9 @@ cmd_cancel(int argc, char **argv, struct cli *cli)
 const struct cli_cmd cli_cmd_cancel = {
     .name = "cancel",
     .summary = "cancel jobs",
-    .usage =
-        "usage: lockstep cancel [--json] JOB...\n"
-        "\n"
-        "  --json  print each job object the scheduler returns\n",
+    .usage = "usage: lockstep cancel [--json] JOB...\n"
+             "\n"
+             "  --json  print each job object the scheduler returns\n",
     .min_args = 1,
     .max_args = -1,
     .missing = "which job? give one or more ids",

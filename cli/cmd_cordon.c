@@ -18,7 +18,7 @@
 #include "common/xalloc.h"
 
 struct cordon_opts {
-    bool cordon;                /* cordon, not uncordon */
+    bool cordon; /* cordon, not uncordon */
     const char *reason;
     bool evict;
 };
@@ -95,13 +95,12 @@ cmd_uncordon(int argc, char **argv, struct cli *cli)
 const struct cli_cmd cli_cmd_cordon = {
     .name = "cordon",
     .summary = "stop placing new work on a node",
-    .usage =
-        "usage: lockstep cordon NODE --reason REASON [--evict] [--json]\n"
-        "\n"
-        "  --reason REASON  why (kept in the node's history; required)\n"
-        "  --evict          also restart the jobs running there on other\n"
-        "                   nodes now, from their latest checkpoint\n"
-        "  --json           print the node object the scheduler returns\n",
+    .usage = "usage: lockstep cordon NODE --reason REASON [--evict] [--json]\n"
+             "\n"
+             "  --reason REASON  why (kept in the node's history; required)\n"
+             "  --evict          also restart the jobs running there on other\n"
+             "                   nodes now, from their latest checkpoint\n"
+             "  --json           print the node object the scheduler returns\n",
     .opts = cordon_opts,
     CLI_ONE_NODE,
     .fn = cmd_cordon,
@@ -111,11 +110,10 @@ const struct cli_cmd cli_cmd_cordon = {
 const struct cli_cmd cli_cmd_uncordon = {
     .name = "uncordon",
     .summary = "make a node schedulable again",
-    .usage =
-        "usage: lockstep uncordon NODE [--reason REASON] [--json]\n"
-        "\n"
-        "  --reason REASON  why (kept in the node's history)\n"
-        "  --json           print the node object the scheduler returns\n",
+    .usage = "usage: lockstep uncordon NODE [--reason REASON] [--json]\n"
+             "\n"
+             "  --reason REASON  why (kept in the node's history)\n"
+             "  --json           print the node object the scheduler returns\n",
     .opts = cordon_opts,
     CLI_ONE_NODE,
     .fn = cmd_uncordon,

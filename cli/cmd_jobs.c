@@ -36,8 +36,7 @@ print_jobs(const cJSON *jobs)
         cli_table_cell(t, "%lld×%lld", (long long)cli_jint(job, "nodes", 0),
             (long long)cli_jint(job, "ranks_per_node", 0));
         cli_table_cell(t, "%s",
-            cli_fmt_age(cli_jint(job, "submit_ms", 0), now, age,
-                sizeof(age)));
+            cli_fmt_age(cli_jint(job, "submit_ms", 0), now, age, sizeof(age)));
         cli_table_cell(t, "%s", cli_jstr(job, "reason"));
     }
     cli_table_print(t, stdout, 0);
@@ -46,7 +45,7 @@ print_jobs(const cJSON *jobs)
 
 struct jobs_opts {
     bool all;
-    const char *state;          /* canonical name (static), or NULL */
+    const char *state; /* canonical name (static), or NULL */
     const char *user;
 };
 

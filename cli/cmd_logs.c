@@ -28,27 +28,27 @@
 
 struct rank_log {
     int64_t rank;
-    int64_t offset;             /* next byte to ask for */
-    int64_t size;               /* what the scheduler held at last reply */
-    struct sbuf line;           /* prefixed output: an unfinished line */
+    int64_t offset;   /* next byte to ask for */
+    int64_t size;     /* what the scheduler held at last reply */
+    struct sbuf line; /* prefixed output: an unfinished line */
 };
 
 struct logs {
     struct cli *cli;
     int64_t id;
-    int64_t attempt;            /* the attempt being read */
-    const char *stream;         /* "out" or "err" */
-    bool prefix;                /* more than one rank: "[rank N] " */
+    int64_t attempt;    /* the attempt being read */
+    const char *stream; /* "out" or "err" */
+    bool prefix;        /* more than one rank: "[rank N] " */
     struct rank_log *ranks;
     size_t nranks;
     struct cli_resp resp;
-    int64_t down_since;         /* monotonic ms of the first failure, or 0 */
+    int64_t down_since; /* monotonic ms of the first failure, or 0 */
 };
 
 struct job_view {
     char state[32];
-    int64_t attempt;            /* latest attempt, 0 before the first */
-    int64_t world;              /* nodes × ranks_per_node */
+    int64_t attempt; /* latest attempt, 0 before the first */
+    int64_t world;   /* nodes × ranks_per_node */
 };
 
 /* An outage or a 5xx is worth waiting out while following (the scheduler
@@ -83,7 +83,7 @@ get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
         snprintf(v->state, sizeof(v->state), "%s", cli_jstr(job, "state"));
         v->attempt = cli_jint(job, "attempt", 0);
         v->world = cli_jint(job, "nodes", 0) *
-            cli_jint(job, "ranks_per_node", 0);
+                   cli_jint(job, "ranks_per_node", 0);
     }
     cJSON_Delete(job);
     free(path);
@@ -128,8 +128,8 @@ fetch(struct logs *L, struct rank_log *r, struct err *err)
 {
     char *path = xasprintf(
         "/v1/jobs/%lld/logs?rank=%lld&attempt=%lld&stream=%s&offset=%lld",
-        (long long)L->id, (long long)r->rank, (long long)L->attempt,
-        L->stream, (long long)r->offset);
+        (long long)L->id, (long long)r->rank, (long long)L->attempt, L->stream,
+        (long long)r->offset);
     const char *size;
     int rc;
 
@@ -176,8 +176,7 @@ logs_once(struct logs *L)
         emit_rest(L, r);
         if (n < 0) {
             if (n == -ENOENT || n == -EIO) {
-                cli_warn(L->cli, "rank %lld: %s", (long long)r->rank,
-                    err.msg);
+                cli_warn(L->cli, "rank %lld: %s", (long long)r->rank, err.msg);
                 status = CLI_EXIT_FAIL;
                 continue;
             }
@@ -244,8 +243,8 @@ logs_follow(struct logs *L, bool pinned)
             reset_ranks(L);
             L->attempt++;
             fflush(stdout);
-            fprintf(stderr, "==> job %lld attempt %lld <==\n",
-                (long long)L->id, (long long)L->attempt);
+            fprintf(stderr, "==> job %lld attempt %lld <==\n", (long long)L->id,
+                (long long)L->attempt);
             continue;
         }
         if (cli_job_state_final(v.state)) {
@@ -286,9 +285,9 @@ wait_first_attempt(struct logs *L, struct job_view *v)
 }
 
 struct logs_opts {
-    int64_t rank;               /* -1: every rank */
-    int64_t attempt;            /* 0: the latest, and on through restarts */
-    const char *stream;         /* "out" or "err" (static) */
+    int64_t rank;       /* -1: every rank */
+    int64_t attempt;    /* 0: the latest, and on through restarts */
+    const char *stream; /* "out" or "err" (static) */
     bool follow;
 };
 
@@ -308,7 +307,9 @@ static const struct cli_opt logs_opts[] = {
     CLI_OPT_INT("rank", struct logs_opts, rank, 0, INT32_MAX),
     CLI_OPT_INT("attempt", struct logs_opts, attempt, 1, INT32_MAX),
     CLI_OPT_CALL("stream", STR, set_stream),
-    { .name = "follow", .letter = 'f', .kind = CLI_OPT_KIND_FLAG,
+    { .name = "follow",
+        .letter = 'f',
+        .kind = CLI_OPT_KIND_FLAG,
         CLI_OPT_TARGET(struct logs_opts, follow) },
     CLI_OPT_END,
 };

@@ -15,8 +15,8 @@
 static void
 print_events(const cJSON *events)
 {
-    static const char *const headers[] = { "TIME", "ACTOR", "KIND",
-        "SUBJECT", "DETAIL" };
+    static const char *const headers[] = { "TIME", "ACTOR", "KIND", "SUBJECT",
+        "DETAIL" };
     struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
     const cJSON *e;
 
@@ -91,10 +91,9 @@ print_node(const cJSON *n, const char *name)
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
     .summary = "show a node and its recent events",
-    .usage =
-        "usage: lockstep node NODE [--json]\n"
-        "\n"
-        "  --json  print the API reply unchanged\n",
+    .usage = "usage: lockstep node NODE [--json]\n"
+             "\n"
+             "  --json  print the API reply unchanged\n",
     CLI_ONE_NODE,
     .fn = cli_run_get,
     .get = "/v1/nodes",

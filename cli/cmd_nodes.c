@@ -39,16 +39,16 @@ print_nodes(const cJSON *nodes, const char *name)
         cli_table_cell(t, "%s", cli_jstr(n, "state"));
         cli_table_cell(t, "%lld", (long long)cli_jint(n, "cpus", 0));
         cli_table_cell(t, "%d/%d",
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n,
-                "free_gpus")),
+            cJSON_GetArraySize(
+                cJSON_GetObjectItemCaseSensitive(n, "free_gpus")),
             cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n, "gpus")));
         cli_table_cell(t, "%s",
             cli_fmt_mb(cli_jint(n, "memory_mb", 0), mem, sizeof(mem)));
         cli_table_cell(t, "%s", labels);
         cli_table_cell(t, "%s", jobs);
         if (seen > 0)
-            cli_table_cell(t, "%s ago", cli_fmt_age(seen, now, age,
-                sizeof(age)));
+            cli_table_cell(t, "%s ago",
+                cli_fmt_age(seen, now, age, sizeof(age)));
         else
             cli_table_cell(t, "never");
         cli_table_cell(t, "%s", *reason ? reason : "");
@@ -62,10 +62,9 @@ print_nodes(const cJSON *nodes, const char *name)
 const struct cli_cmd cli_cmd_nodes = {
     .name = "nodes",
     .summary = "list nodes",
-    .usage =
-        "usage: lockstep nodes [--json]\n"
-        "\n"
-        "  --json  print the API reply unchanged\n",
+    .usage = "usage: lockstep nodes [--json]\n"
+             "\n"
+             "  --json  print the API reply unchanged\n",
     .hint = "for one node: lockstep node NAME",
     .fn = cli_run_get,
     .get = "/v1/nodes",

@@ -17,8 +17,7 @@
 static const char *
 sig_name(int64_t sig, char *buf, size_t len)
 {
-    const char *abbrev = sig > 0 && sig < NSIG ? sigabbrev_np((int)sig)
-                                                : NULL;
+    const char *abbrev = sig > 0 && sig < NSIG ? sigabbrev_np((int)sig) : NULL;
 
     if (abbrev)
         snprintf(buf, len, "signal %lld (SIG%s)", (long long)sig, abbrev);
@@ -64,8 +63,7 @@ print_failure(const cJSON *job)
     } else if (sig > 0) {
         printf("killed by %s\n", sig_name(sig, buf, sizeof(buf)));
     } else {
-        printf("exit code %lld\n",
-            (long long)cli_jint(job, "exit_code", 0));
+        printf("exit code %lld\n", (long long)cli_jint(job, "exit_code", 0));
     }
 }
 
@@ -78,8 +76,8 @@ print_times(const char *label, int64_t ms, int64_t now)
         printf("  %-12s -\n", label);
         return;
     }
-    printf("  %-12s %s (%s ago)\n", label, cli_fmt_time(ms, when,
-        sizeof(when)), cli_fmt_age(ms, now, age, sizeof(age)));
+    printf("  %-12s %s (%s ago)\n", label, cli_fmt_time(ms, when, sizeof(when)),
+        cli_fmt_age(ms, now, age, sizeof(age)));
 }
 
 /* "+1.2s" from `from` to `to`, or "-" when either is unknown. */
@@ -113,8 +111,8 @@ print_attempt_failure(const cJSON *a, const cJSON *next)
     if (cli_jhas_num(f, "rank") && cli_jint(f, "rank", -1) >= 0)
         printf(", rank %lld", (long long)cli_jint(f, "rank", -1));
     if (cli_jint(f, "signal", 0) > 0)
-        printf(", killed by %s", sig_name(cli_jint(f, "signal", 0), sig,
-            sizeof(sig)));
+        printf(", killed by %s",
+            sig_name(cli_jint(f, "signal", 0), sig, sizeof(sig)));
     else if (cli_jhas_num(f, "exit_code") && cli_jint(f, "exit_code", 0))
         printf(", exit code %lld", (long long)cli_jint(f, "exit_code", 0));
     if (cli_jhas_num(f, "last_step") && cli_jint(f, "last_step", -1) >= 0)
@@ -156,8 +154,8 @@ print_attempt_times(const cJSON *a, int64_t now)
             timeid_fmt_duration(start > 0 ? end - start : -1, dur,
                 sizeof(dur)));
     else if (start > 0)
-        printf("  running:   %s\n", timeid_fmt_duration(now - start, dur,
-            sizeof(dur)));
+        printf("  running:   %s\n",
+            timeid_fmt_duration(now - start, dur, sizeof(dur)));
     if (*reason)
         printf("  reason:    %s\n", reason);
     if (cli_jint(a, "resume_step", -1) >= 0)
@@ -181,9 +179,9 @@ print_attempt_nodes(const cJSON *nodes)
         char *gpus = cli_fmt_int_list(
             cJSON_GetObjectItemCaseSensitive(it, "gpus"), true);
 
-        printf("%s%s (node rank %lld, GPUs %s)",
-            it == nodes->child ? "" : ", ", cli_jstr(it, "node"),
-            (long long)cli_jint(it, "node_rank", 0), gpus);
+        printf("%s%s (node rank %lld, GPUs %s)", it == nodes->child ? "" : ", ",
+            cli_jstr(it, "node"), (long long)cli_jint(it, "node_rank", 0),
+            gpus);
         free(gpus);
     }
     printf("\n");
@@ -213,12 +211,10 @@ print_attempt_ranks(const cJSON *ranks)
         cli_table_cell(t, "%lld", (long long)cli_jint(it, "local_rank", 0));
         cli_table_cell(t, "%s", state);
         if (exited && s == 0 && cli_jhas_num(it, "exit_code"))
-            cli_table_cell(t, "%lld",
-                (long long)cli_jint(it, "exit_code", 0));
+            cli_table_cell(t, "%lld", (long long)cli_jint(it, "exit_code", 0));
         else
             cli_table_cell(t, "-");
-        cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig))
-                                      : "-");
+        cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig)) : "-");
     }
     printf("\n");
     cli_table_print(t, stdout, 2);
@@ -234,8 +230,8 @@ print_failed_stderr(const cJSON *ranks)
     cJSON_ArrayForEach(it, ranks) {
         const char *tail = cli_jstr(it, "stderr_tail");
         bool failed = cli_jint(it, "exit_code", 0) != 0 ||
-            cli_jint(it, "signal", 0) != 0 ||
-            strcmp(cli_jstr(it, "state"), "lost") == 0;
+                      cli_jint(it, "signal", 0) != 0 ||
+                      strcmp(cli_jstr(it, "state"), "lost") == 0;
 
         if (*tail && failed) {
             printf("\n  stderr of rank %lld (last lines):\n",
@@ -375,10 +371,9 @@ print_job(const cJSON *job, const char *name)
 const struct cli_cmd cli_cmd_show = {
     .name = "show",
     .summary = "show a job and each of its attempts",
-    .usage =
-        "usage: lockstep show JOB [--json]\n"
-        "\n"
-        "  --json  print the API reply unchanged\n",
+    .usage = "usage: lockstep show JOB [--json]\n"
+             "\n"
+             "  --json  print the API reply unchanged\n",
     CLI_ONE_JOB,
     .fn = cli_run_get,
     .get = "/v1/jobs",

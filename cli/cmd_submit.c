@@ -46,7 +46,8 @@ add_env(struct proto_job_spec *spec, const char *arg, struct err *err)
         if (!proto_valid_env_key(arg))
             return err_set(err, -EINVAL,
                 "invalid --env '%s': expected KEY=VALUE or the name of a "
-                "variable", arg);
+                "variable",
+                arg);
         if (v == NULL)
             return err_set(err, -EINVAL,
                 "--env %s: %s is not set in this environment", arg, arg);
@@ -57,8 +58,8 @@ add_env(struct proto_job_spec *spec, const char *arg, struct err *err)
     }
     if (!proto_valid_env_key(kv.key)) {
         rc = err_set(err, -EINVAL,
-            "invalid --env '%.60s': '%.40s' is not a valid variable name",
-            arg, kv.key);
+            "invalid --env '%.60s': '%.40s' is not a valid variable name", arg,
+            kv.key);
         free(kv.key);
         free(kv.value);
         return rc;
@@ -92,8 +93,10 @@ set_name(void *opts, const char *value, struct sbuf *why)
     struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
 
     if (!proto_valid_name(value, PROTO_NAME_MAX)) {
-        sbuf_addf(why, "invalid --name '%.60s': use 1-%d characters of "
-                       "A-Z a-z 0-9 . _ -", value, PROTO_NAME_MAX);
+        sbuf_addf(why,
+            "invalid --name '%.60s': use 1-%d characters of "
+            "A-Z a-z 0-9 . _ -",
+            value, PROTO_NAME_MAX);
         return -EINVAL;
     }
     free(spec->name);
@@ -110,7 +113,7 @@ set_env(void *opts, const char *value, struct sbuf *why)
     return rc < 0 ? set_failed(why, &err, rc) : 0;
 }
 
-#define SPEC_INT(name, field, min, max) \
+#define SPEC_INT(name, field, min, max)                                        \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
 static const struct cli_opt submit_opts[] = {
@@ -127,8 +130,7 @@ static const struct cli_opt submit_opts[] = {
     SPEC_INT("max-infra-restarts", max_infra_restarts, 0, 10000),
     SPEC_INT("hang-timeout", hang_timeout_s, 0, PROTO_HANG_TIMEOUT_MAX),
     SPEC_INT("keep-checkpoints", keep_checkpoints, 0, 100000),
-    CLI_OPT_PATH("checkpoint-dir", struct cli_submit_opts,
-        spec.checkpoint_dir),
+    CLI_OPT_PATH("checkpoint-dir", struct cli_submit_opts, spec.checkpoint_dir),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
     CLI_OPT_END,
 };
@@ -236,7 +238,7 @@ submit_wait(struct cli *cli, int64_t id, bool json)
         if (cli_job_state_final(state)) {
             const char *reason = cli_jstr(job, "reason");
             bool succeeded = strcmp(state,
-                proto_job_state_str(PROTO_JOB_SUCCEEDED)) == 0;
+                                 proto_job_state_str(PROTO_JOB_SUCCEEDED)) == 0;
 
             if (json)
                 cli_print_body(&resp);

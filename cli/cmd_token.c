@@ -21,8 +21,7 @@ static int
 set_role(void *opts, const char *value, struct sbuf *why)
 {
     if (strcmp(value, "user") != 0 && strcmp(value, "operator") != 0) {
-        sbuf_addf(why, "invalid --role '%s': expected user or operator",
-            value);
+        sbuf_addf(why, "invalid --role '%s': expected user or operator", value);
         return -EINVAL;
     }
     ((struct token_opts *)opts)->role = value;
@@ -41,8 +40,8 @@ static int
 check_subcommand(struct cli *cli, int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
-        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
-                             strcmp(argv[1], "-h") == 0))
+        if (argc >= 2 &&
+            (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
             return cli_help(cli);
         return cli_usage(cli, "missing subcommand: expected 'create'");
     }
@@ -64,8 +63,8 @@ token_create(struct cli *cli, const struct token_opts *o)
     jsonx_add_str(body, "user", o->user);
     jsonx_add_str(body, "role", o->role);
     cli_resp_init(&resp);
-    if (cli_call(cli, "POST", "/v1/tokens", body, 0, &resp, &reply,
-            NULL) == 0) {
+    if (cli_call(cli, "POST", "/v1/tokens", body, 0, &resp, &reply, NULL) ==
+        0) {
         const char *token = cli_jstr(reply, "token");
 
         if (cli->json) {
@@ -104,15 +103,14 @@ cmd_token(int argc, char **argv, struct cli *cli)
 const struct cli_cmd cli_cmd_token = {
     .name = "token",
     .summary = "create an API token",
-    .usage =
-        "usage: lockstep token create --user USER [--role user|operator]\n"
-        "                             [--json]\n"
-        "\n"
-        "  --user USER             whom the token identifies\n"
-        "  --role user|operator    what it may do (default user)\n"
-        "  --json                  print the API reply unchanged\n"
-        "\n"
-        "The token is printed once; the scheduler keeps only its hash.\n",
+    .usage = "usage: lockstep token create --user USER [--role user|operator]\n"
+             "                             [--json]\n"
+             "\n"
+             "  --user USER             whom the token identifies\n"
+             "  --role user|operator    what it may do (default user)\n"
+             "  --json                  print the API reply unchanged\n"
+             "\n"
+             "The token is printed once; the scheduler keeps only its hash.\n",
     .opts = token_opts,
     .fn = cmd_token,
     .flags = CLI_CMD_OPERATOR,

@@ -96,8 +96,7 @@ find_command(int argc, char **argv)
     } else if ((cmd = cli_cmd_find(cmds, argv[optind])) != NULL) {
         return cmd;
     } else {
-        fprintf(stderr, "%s: unknown command '%s'\n", CLI_PROG,
-            argv[optind]);
+        fprintf(stderr, "%s: unknown command '%s'\n", CLI_PROG, argv[optind]);
     }
     fprintf(stderr, "Try '%s help' for the list of commands.\n", CLI_PROG);
     return NULL;
@@ -108,13 +107,12 @@ static int
 check_stdout(const struct cli_cmd *cmd, int rc)
 {
     if (fflush(stdout) != 0) {
-        fprintf(stderr, "%s %s: cannot write output: %s\n", CLI_PROG,
-            cmd->name, strerror(errno));
+        fprintf(stderr, "%s %s: cannot write output: %s\n", CLI_PROG, cmd->name,
+            strerror(errno));
         return CLI_EXIT_FAIL;
     }
     if (ferror(stdout)) {
-        fprintf(stderr, "%s %s: cannot write output\n", CLI_PROG,
-            cmd->name);
+        fprintf(stderr, "%s %s: cannot write output\n", CLI_PROG, cmd->name);
         return CLI_EXIT_FAIL;
     }
     return rc;
@@ -122,8 +120,7 @@ check_stdout(const struct cli_cmd *cmd, int rc)
 
 /* Run cmd with its own arguments (argv[0] is its name). */
 static int
-run(const struct cli_cmd *cmd, const struct globals *g, int argc,
-    char **argv)
+run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
 {
     const char *server = g->server;
     struct cli cli;

@@ -92,8 +92,7 @@ config_check(const struct config_key *k, const char *value, struct err *err)
     case CONFIG_BOOL:
         if (parse_bool(value, &b) < 0)
             return err_set(err, -EINVAL,
-                "key '%s': '%s' is not a boolean (true/false)", k->name,
-                value);
+                "key '%s': '%s' is not a boolean (true/false)", k->name, value);
         return 0;
     }
     return err_set(err, -EINVAL, "key '%s': bad type", k->name);
@@ -154,8 +153,8 @@ trim(char *s)
     while (*s == ' ' || *s == '\t')
         s++;
     end = s + strlen(s);
-    while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
-                          end[-1] == '\n' || end[-1] == '\r'))
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' ||
+                          end[-1] == '\r'))
         *--end = '\0';
     return s;
 }

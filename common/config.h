@@ -19,27 +19,31 @@
 
 enum config_type {
     CONFIG_STR,
-    CONFIG_INT,         /* decimal integer within [min, max] */
-    CONFIG_BOOL,        /* true/false/yes/no/on/off/1/0 */
+    CONFIG_INT,  /* decimal integer within [min, max] */
+    CONFIG_BOOL, /* true/false/yes/no/on/off/1/0 */
 };
 
 struct config_key {
     const char *name;
     enum config_type type;
-    const char *def;    /* default as text; NULL means "" for strings */
-    int64_t min;        /* CONFIG_INT only */
+    const char *def; /* default as text; NULL means "" for strings */
+    int64_t min;     /* CONFIG_INT only */
     int64_t max;
-    const char *help;   /* one line, for --help and docs */
+    const char *help; /* one line, for --help and docs */
 };
 
 /* Keys both daemons have, alike: where the cluster secret is, and how
  * much to log. */
-#define CONFIG_KEY_CLUSTER_SECRET_FILE                                      \
-    { "cluster_secret_file", CONFIG_STR, "/etc/lockstep/cluster.secret", 0, \
-      0, "shared secret agents authenticate with" }
-#define CONFIG_KEY_LOG_LEVEL                                                \
-    { "log_level", CONFIG_STR, "info", 0, 0,                                \
-      "error, warn, notice, info, debug" }
+#define CONFIG_KEY_CLUSTER_SECRET_FILE                                         \
+    {                                                                          \
+        "cluster_secret_file", CONFIG_STR, "/etc/lockstep/cluster.secret", 0,  \
+            0, "shared secret agents authenticate with"                        \
+    }
+#define CONFIG_KEY_LOG_LEVEL                                                   \
+    {                                                                          \
+        "log_level", CONFIG_STR, "info", 0, 0,                                 \
+            "error, warn, notice, info, debug"                                 \
+    }
 
 struct config;
 

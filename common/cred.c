@@ -30,8 +30,7 @@ to_hex(const unsigned char *raw, size_t n, char *out)
 }
 
 int
-cred_read_secret(const char *path, char **secret, size_t *len,
-    struct err *err)
+cred_read_secret(const char *path, char **secret, size_t *len, struct err *err)
 {
     char buf[4097];
     struct stat st;
@@ -40,8 +39,8 @@ cred_read_secret(const char *path, char **secret, size_t *len,
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return err_set(err, -errno, "cannot open cluster secret '%s': %s",
-            path, strerror(errno));
+        return err_set(err, -errno, "cannot open cluster secret '%s': %s", path,
+            strerror(errno));
     if (fstat(fd, &st) < 0) {
         int rc = -errno;
         close(fd);
@@ -50,30 +49,29 @@ cred_read_secret(const char *path, char **secret, size_t *len,
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return err_set(err, -EINVAL, "cluster secret '%s' is not a file",
-            path);
+        return err_set(err, -EINVAL, "cluster secret '%s' is not a file", path);
     }
     if (st.st_mode & 007) {
         close(fd);
         return err_set(err, -EPERM,
             "cluster secret '%s' is accessible to other users (mode %04o); "
-            "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+            "chmod 600 it",
+            path, (unsigned)(st.st_mode & 07777));
     }
     n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n < 0)
-        return err_set(err, -errno, "cannot read cluster secret '%s': %s",
-            path, strerror(errno));
+        return err_set(err, -errno, "cannot read cluster secret '%s': %s", path,
+            strerror(errno));
     if (n == (ssize_t)sizeof(buf) - 1)
         return err_set(err, -EINVAL,
             "cluster secret '%s' is longer than 4096 bytes", path);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
-               buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+                        buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         n--;
     if (n < 16)
         return err_set(err, -EINVAL,
-            "cluster secret '%s' is too short (%zd bytes; need 16)", path,
-            n);
+            "cluster secret '%s' is too short (%zd bytes; need 16)", path, n);
     *secret = xstrndup(buf, (size_t)n);
     *len = (size_t)n;
     explicit_bzero(buf, sizeof(buf));

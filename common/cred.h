@@ -11,7 +11,7 @@
 
 #include "err.h"
 
-#define CRED_HEX_LEN 64   /* SHA-256 as hex, without the NUL */
+#define CRED_HEX_LEN 64 /* SHA-256 as hex, without the NUL */
 
 /* Read the cluster secret: the file must exist, be a regular file, not be
  * readable or writable by "other" (mode & 007 == 0), and hold at least 16

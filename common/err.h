@@ -13,7 +13,7 @@
 #define COMMON_ERR_H
 
 struct err {
-    int code;       /* negative errno, 0 when unset */
+    int code; /* negative errno, 0 when unset */
     char msg[160];
 };
 

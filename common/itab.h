@@ -15,15 +15,15 @@
 #include <stddef.h>
 
 struct itab_link {
-    struct itab_link *hnext;        /* bucket chain */
-    struct itab_link *prev, *next;  /* insertion order */
-    size_t hash;                    /* the caller's, kept for growing */
+    struct itab_link *hnext;       /* bucket chain */
+    struct itab_link *prev, *next; /* insertion order */
+    size_t hash;                   /* the caller's, kept for growing */
 };
 
 struct itab {
     struct itab_link **buckets;
-    size_t nbuckets;                /* a power of two */
-    struct itab_link *head, *tail;  /* insertion order */
+    size_t nbuckets;               /* a power of two */
+    struct itab_link *head, *tail; /* insertion order */
     size_t count;
 };
 

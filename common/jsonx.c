@@ -31,7 +31,7 @@ jsonx_parse(const char *buf, size_t len, cJSON **out, struct err *err)
     if (json == NULL) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = at && at >= buf && at <= buf + len ? (size_t)(at - buf)
-                                                         : 0;
+                                                        : 0;
         return err_set(err, -EINVAL, "invalid JSON at byte %zu", off);
     }
     /* Only whitespace may follow the value. */
@@ -41,16 +41,15 @@ jsonx_parse(const char *buf, size_t len, cJSON **out, struct err *err)
     if (end && end < buf + len && *end != '\0') {
         size_t off = (size_t)(end - buf);
         cJSON_Delete(json);
-        return err_set(err, -EINVAL,
-            "invalid JSON: trailing data at byte %zu", off);
+        return err_set(err, -EINVAL, "invalid JSON: trailing data at byte %zu",
+            off);
     }
     *out = json;
     return 0;
 }
 
 int
-jsonx_check_keys(const cJSON *obj, const char *const *allowed,
-    struct err *err)
+jsonx_check_keys(const cJSON *obj, const char *const *allowed, struct err *err)
 {
     const cJSON *item;
 
@@ -88,8 +87,8 @@ jsonx_field(const cJSON *obj, const char *key)
 /* The field key of obj in *item: 1 when present, 0 when absent and not
  * required (nothing to read), -EINVAL when absent and required. */
 static int
-jsonx_need(const cJSON *obj, const char *key, bool required,
-    const cJSON **item, struct err *err)
+jsonx_need(const cJSON *obj, const char *key, bool required, const cJSON **item,
+    struct err *err)
 {
     *item = jsonx_field(obj, key);
     if (*item != NULL)
@@ -159,15 +158,14 @@ jsonx_get_bool(const cJSON *obj, const char *key, bool required, bool *out,
     if (rc <= 0)
         return rc;
     if (!cJSON_IsBool(item))
-        return err_set(err, -EINVAL, "field '%s': must be true or false",
-            key);
+        return err_set(err, -EINVAL, "field '%s': must be true or false", key);
     *out = cJSON_IsTrue(item);
     return 0;
 }
 
 int
-jsonx_get_str(const cJSON *obj, const char *key, bool required,
-    size_t maxlen, char **out, struct err *err)
+jsonx_get_str(const cJSON *obj, const char *key, bool required, size_t maxlen,
+    char **out, struct err *err)
 {
     const cJSON *item;
     size_t len;
@@ -179,16 +177,16 @@ jsonx_get_str(const cJSON *obj, const char *key, bool required,
         return err_set(err, -EINVAL, "field '%s': must be a string", key);
     len = strlen(item->valuestring);
     if (len > maxlen)
-        return err_set(err, -EINVAL,
-            "field '%s': longer than %zu bytes", key, maxlen);
+        return err_set(err, -EINVAL, "field '%s': longer than %zu bytes", key,
+            maxlen);
     free(*out);
     *out = xstrdup(item->valuestring);
     return 0;
 }
 
 int
-jsonx_count(const cJSON *c, const char *key, bool is_object,
-    const char *what, size_t maxn, size_t *count, struct err *err)
+jsonx_count(const cJSON *c, const char *key, bool is_object, const char *what,
+    size_t maxn, size_t *count, struct err *err)
 {
     if (!(is_object ? cJSON_IsObject(c) : cJSON_IsArray(c)))
         return err_set(err, -EINVAL, "field '%s': must be %s", key, what);
@@ -210,8 +208,7 @@ jsonx_get_str_array(const cJSON *obj, const char *key, bool required,
 
     if (rc <= 0)
         return rc;
-    rc = jsonx_count(arr, key, false, "an array of strings", maxn, &count,
-        err);
+    rc = jsonx_count(arr, key, false, "an array of strings", maxn, &count, err);
     if (rc < 0)
         return rc;
     v = xcalloc(count + 1, sizeof(*v));

@@ -29,10 +29,10 @@ int jsonx_check_keys(const cJSON *obj, const char *const *allowed,
 /* Requires "version": PROTO_VERSION-style integer equal to want. */
 int jsonx_check_version(const cJSON *obj, int want, struct err *err);
 
-int jsonx_get_int(const cJSON *obj, const char *key, bool required,
-    int64_t min, int64_t max, int64_t *out, struct err *err);
-int jsonx_get_bool(const cJSON *obj, const char *key, bool required,
-    bool *out, struct err *err);
+int jsonx_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
+    int64_t max, int64_t *out, struct err *err);
+int jsonx_get_bool(const cJSON *obj, const char *key, bool required, bool *out,
+    struct err *err);
 /* *out becomes a new string (caller frees) when present; when absent and
  * not required, *out is left untouched. maxlen is in bytes. Embedded NUL
  * bytes are impossible in cJSON strings, so none are checked. */
@@ -56,10 +56,9 @@ int jsonx_count(const cJSON *c, const char *key, bool is_object,
 /* Builders: add to obj, return the added item (owned by obj). */
 cJSON *jsonx_add_int(cJSON *obj, const char *key, int64_t v);
 cJSON *jsonx_add_str(cJSON *obj, const char *key, const char *s);
-cJSON *jsonx_add_int_array(cJSON *obj, const char *key, const int *v,
+cJSON *jsonx_add_int_array(cJSON *obj, const char *key, const int *v, size_t n);
+cJSON *jsonx_add_str_array(cJSON *obj, const char *key, char *const *v,
     size_t n);
-cJSON *jsonx_add_str_array(cJSON *obj, const char *key,
-    char *const *v, size_t n);
 
 /* Print without formatting; caller frees with free(). Never NULL. */
 char *jsonx_print(const cJSON *json);

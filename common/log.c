@@ -72,7 +72,7 @@ log_level_parse(const char *s, enum log_level *out)
     return 0;
 }
 
-static void __attribute__((format(printf, 5, 0)))
+__attribute__((format(printf, 5, 0))) static void
 log_vmsg(enum log_level level, const char *file, int line, const char *func,
     const char *fmt, va_list ap)
 {
@@ -92,9 +92,9 @@ log_vmsg(enum log_level level, const char *file, int line, const char *func,
         clock_gettime(CLOCK_REALTIME, &ts);
         gmtime_r(&ts.tv_sec, &tm);
         n += strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-        n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%03ldZ %s[%d] %s: ",
-            ts.tv_nsec / 1000000, logger.ident, (int)getpid(),
-            log_level_str(level));
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+            ".%03ldZ %s[%d] %s: ", ts.tv_nsec / 1000000, logger.ident,
+            (int)getpid(), log_level_str(level));
     }
     if (logger.level >= LOG_LEVEL_DEBUG && n < sizeof(buf)) {
         const char *base = strrchr(file, '/');
@@ -107,8 +107,8 @@ log_vmsg(enum log_level level, const char *file, int line, const char *func,
                 p--;
             dir = p;
         }
-        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s:%d %s: ", dir,
-            line, func);
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s:%d %s: ", dir, line,
+            func);
     }
     if (n < sizeof(buf))
         n += (size_t)vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);

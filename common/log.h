@@ -22,7 +22,7 @@ enum log_level {
 };
 
 enum log_mode {
-    LOG_MODE_AUTO,          /* syslog prefix under systemd, plain otherwise */
+    LOG_MODE_AUTO, /* syslog prefix under systemd, plain otherwise */
     LOG_MODE_PLAIN,
     LOG_MODE_SYSLOG_PREFIX,
 };
@@ -34,19 +34,18 @@ enum log_level log_get_level(void);
 int log_level_parse(const char *s, enum log_level *out);
 const char *log_level_str(enum log_level level);
 
-void log_msg(enum log_level level, const char *file, int line,
-    const char *func, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void log_msg(enum log_level level, const char *file, int line, const char *func,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-#define log_error(...) \
+#define log_error(...)                                                         \
     log_msg(LOG_LEVEL_ERROR, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define log_warn(...) \
+#define log_warn(...)                                                          \
     log_msg(LOG_LEVEL_WARN, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define log_notice(...) \
+#define log_notice(...)                                                        \
     log_msg(LOG_LEVEL_NOTICE, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define log_info(...) \
+#define log_info(...)                                                          \
     log_msg(LOG_LEVEL_INFO, __FILE__, __LINE__, __func__, __VA_ARGS__)
-#define log_debug(...) \
+#define log_debug(...)                                                         \
     log_msg(LOG_LEVEL_DEBUG, __FILE__, __LINE__, __func__, __VA_ARGS__)
 
 /* Log at error level and exit(1). fatal() appends strerror(errno). */

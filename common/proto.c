@@ -137,8 +137,9 @@ bad:
 
 /* Parse an object of string → string into kv pairs. */
 int
-proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn, bool env_keys,
-    size_t maxval, struct proto_kv **out, size_t *n, struct err *err)
+proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn,
+    bool env_keys, size_t maxval, struct proto_kv **out, size_t *n,
+    struct err *err)
 {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, key);
     const cJSON *item;
@@ -148,8 +149,8 @@ proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn, bool env_keys
 
     if (map == NULL)
         return 0;
-    if ((rc = jsonx_count(map, key, true, "an object of strings", maxn,
-             &count, err)) < 0)
+    if ((rc = jsonx_count(map, key, true, "an object of strings", maxn, &count,
+             err)) < 0)
         return rc;
     kv = xcalloc(count + 1, sizeof(*kv));
     cJSON_ArrayForEach(item, map) {
@@ -189,7 +190,8 @@ proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn, bool env_keys
 }
 
 void
-proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv, size_t n)
+proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv,
+    size_t n)
 {
     cJSON *map = cJSON_AddObjectToObject(obj, key);
 
@@ -235,8 +237,7 @@ proto_job_spec_release(struct proto_job_spec *spec)
 }
 
 static int
-check_path(const char *field, const char *p, bool allow_empty,
-    struct err *err)
+check_path(const char *field, const char *p, bool allow_empty, struct err *err)
 {
     if (p == NULL || *p == '\0') {
         if (allow_empty)
@@ -247,8 +248,8 @@ check_path(const char *field, const char *p, bool allow_empty,
         return err_set(err, -EINVAL,
             "field '%s': '%.60s' is not an absolute path", field, p);
     if (strlen(p) > PROTO_PATH_MAX)
-        return err_set(err, -EINVAL, "field '%s': longer than %d bytes",
-            field, PROTO_PATH_MAX);
+        return err_set(err, -EINVAL, "field '%s': longer than %d bytes", field,
+            PROTO_PATH_MAX);
     return 0;
 }
 
@@ -301,8 +302,8 @@ proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
              10000, err)) ||
         (rc = check_range("hang_timeout_s", spec->hang_timeout_s, 0,
              PROTO_HANG_TIMEOUT_MAX, err)) ||
-        (rc = check_range("keep_checkpoints", spec->keep_checkpoints, 0,
-             100000, err)))
+        (rc = check_range("keep_checkpoints", spec->keep_checkpoints, 0, 100000,
+             err)))
         return rc;
     if (spec->nenv > PROTO_ENV_MAX)
         return err_set(err, -EINVAL, "field 'env': more than %d entries",
@@ -313,9 +314,8 @@ proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
                 "field 'env': '%.40s' is not a valid variable name",
                 spec->env[i].key);
         if (strlen(spec->env[i].value) > PROTO_ENV_VALUE_MAX)
-            return err_set(err, -EINVAL,
-                "field 'env.%s': longer than %d bytes", spec->env[i].key,
-                PROTO_ENV_VALUE_MAX);
+            return err_set(err, -EINVAL, "field 'env.%s': longer than %d bytes",
+                spec->env[i].key, PROTO_ENV_VALUE_MAX);
     }
     if ((rc = check_path("workdir", spec->workdir, true, err)) ||
         (rc = check_path("checkpoint_dir", spec->checkpoint_dir, true, err)))
@@ -361,8 +361,8 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
              &spec->name, err)) ||
         (rc = jsonx_get_str_array(json, "argv", true, PROTO_ARGV_MAX,
              PROTO_ARG_LEN_MAX, &spec->argv, &spec->argc, err)) ||
-        (rc = proto_get_int(json, "nodes", false, 1, PROTO_NODES_MAX, &spec->nodes,
-             err)) ||
+        (rc = proto_get_int(json, "nodes", false, 1, PROTO_NODES_MAX,
+             &spec->nodes, err)) ||
         (rc = proto_get_int(json, "ranks_per_node", false, 1,
              PROTO_RANKS_PER_NODE_MAX, &spec->ranks_per_node, err)) ||
         (rc = proto_get_int(json, "gpus_per_node", false, 0, PROTO_GPUS_MAX,
@@ -371,8 +371,8 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
              &spec->cpus_per_rank, err)) ||
         (rc = jsonx_get_int(json, "memory_mb_per_node", false, 0,
              (int64_t)1 << 40, &spec->memory_mb_per_node, err)) ||
-        (rc = proto_get_int(json, "priority", false, -1000, 1000, &spec->priority,
-             err)) ||
+        (rc = proto_get_int(json, "priority", false, -1000, 1000,
+             &spec->priority, err)) ||
         (rc = proto_kv_from_json(json, "env", PROTO_ENV_MAX, true,
              PROTO_ENV_VALUE_MAX, &spec->env, &spec->nenv, err)) ||
         (rc = jsonx_get_str(json, "workdir", false, PROTO_PATH_MAX,

@@ -40,7 +40,7 @@
 #define PROTO_LABELS_MAX 64
 #define PROTO_NODE_NAME_MAX 64
 #define PROTO_DUMP_MAX 16384
-#define PROTO_STEPS_MAX 64          /* checkpoint steps listed per report */
+#define PROTO_STEPS_MAX 64 /* checkpoint steps listed per report */
 #define PROTO_HANG_TIMEOUT_MAX (7 * 24 * 3600)
 
 /* Defaults a job gets when its spec leaves them out (docs/api.md). */
@@ -57,8 +57,8 @@ struct proto_kv {
 /* ---- job spec: POST /v1/jobs ---------------------------------------- */
 
 struct proto_job_spec {
-    char *name;                 /* never NULL after from_json */
-    char **argv;                /* argc entries, NULL-terminated */
+    char *name;  /* never NULL after from_json */
+    char **argv; /* argc entries, NULL-terminated */
     size_t argc;
     int nodes;
     int ranks_per_node;
@@ -68,12 +68,12 @@ struct proto_job_spec {
     int priority;
     struct proto_kv *env;
     size_t nenv;
-    char *workdir;              /* never NULL after from_json ("/") */
-    int max_restarts;           /* the job's own failures */
-    int max_infra_restarts;     /* node lost, hang, node excluded */
-    int hang_timeout_s;         /* 0: no hang watchdog */
-    int keep_checkpoints;       /* 0: keep every complete checkpoint */
-    char *checkpoint_dir;       /* never NULL after from_json ("") */
+    char *workdir;          /* never NULL after from_json ("/") */
+    int max_restarts;       /* the job's own failures */
+    int max_infra_restarts; /* node lost, hang, node excluded */
+    int hang_timeout_s;     /* 0: no hang watchdog */
+    int keep_checkpoints;   /* 0: keep every complete checkpoint */
+    char *checkpoint_dir;   /* never NULL after from_json ("") */
 };
 
 /* Fill defaults (nodes 1, ranks 1, cpus 1, ...); pointers stay NULL. */
@@ -84,8 +84,7 @@ int proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
 cJSON *proto_job_spec_to_json(const struct proto_job_spec *spec);
 /* Checks ranges and strings of an already-built spec (the CLI uses it
  * before sending). from_json calls it too. */
-int proto_job_spec_validate(const struct proto_job_spec *spec,
-    struct err *err);
+int proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err);
 void proto_job_spec_release(struct proto_job_spec *spec);
 
 /* ---- states (proto_state.c) -------------------------------------------- */
@@ -131,35 +130,33 @@ bool proto_attempt_state_active(enum proto_attempt_state s);
 /* docs/architecture.md "Directives". The cadence work adds "gc" and
  * "checkpoint" (carried out by the rank's SDK at a step). */
 enum proto_directive_kind {
-    PROTO_DIRECTIVE_DUMP,       /* stack dumps now (hang evidence) */
+    PROTO_DIRECTIVE_DUMP, /* stack dumps now (hang evidence) */
 };
 #define PROTO_DIRECTIVE_KIND_COUNT 1
-#define PROTO_DIRECTIVES_MAX 64     /* per launch, and acks per rank */
+#define PROTO_DIRECTIVES_MAX 64 /* per launch, and acks per rank */
 
 /* Who carries a directive out. */
 enum proto_directive_target {
-    PROTO_TARGET_AGENT,         /* the agent itself (a hung rank cannot) */
-    PROTO_TARGET_RANK,          /* the rank, through its SDK */
+    PROTO_TARGET_AGENT, /* the agent itself (a hung rank cannot) */
+    PROTO_TARGET_RANK,  /* the rank, through its SDK */
 };
 
 const char *proto_directive_kind_str(enum proto_directive_kind k);
-int proto_directive_kind_parse(const char *s,
-    enum proto_directive_kind *out);
-enum proto_directive_target proto_directive_target(
-    enum proto_directive_kind k);
+int proto_directive_kind_parse(const char *s, enum proto_directive_kind *out);
+enum proto_directive_target proto_directive_target(enum proto_directive_kind k);
 
 /* One directive in a launch. */
 struct proto_directive {
-    uint64_t seq;               /* within the attempt, from 1 */
+    uint64_t seq; /* within the attempt, from 1 */
     enum proto_directive_kind kind;
-    int64_t step;               /* act at this step; -1: at once */
+    int64_t step; /* act at this step; -1: at once */
 };
 
 /* A rank carried a directive out (part of its status). */
 struct proto_ack {
     uint64_t seq;
-    int64_t step;               /* the step it acted at; -1: none */
-    int64_t duration_ms;        /* how long it took */
+    int64_t step;        /* the step it acted at; -1: none */
+    int64_t duration_ms; /* how long it took */
 };
 
 /* ---- rank status: part of the node report ----------------------------- */
@@ -174,9 +171,9 @@ enum proto_rank_state {
 /* What a rank's progress was last measured by (the hang watchdog says
  * which one it used). */
 enum proto_progress {
-    PROTO_PROGRESS_NONE,        /* neither a step nor output yet */
-    PROTO_PROGRESS_STEP,        /* the SDK reported a step */
-    PROTO_PROGRESS_OUTPUT,      /* stdout/stderr grew */
+    PROTO_PROGRESS_NONE,   /* neither a step nor output yet */
+    PROTO_PROGRESS_STEP,   /* the SDK reported a step */
+    PROTO_PROGRESS_OUTPUT, /* stdout/stderr grew */
 };
 
 const char *proto_progress_str(enum proto_progress p);
@@ -193,17 +190,17 @@ struct proto_rank_status {
     int pid;
     int64_t start_ms;
     int64_t end_ms;
-    int exit_code;              /* valid when EXITED; -1 when signalled */
-    int signal;                 /* 0 unless killed by a signal */
-    char *stderr_tail;          /* may be NULL */
-    bool fenced;                /* killed by its supervisor: lease expired */
-    int64_t step;               /* last step the SDK reported; -1 none */
-    int64_t idle_ms;            /* ms since the last progress (agent clock) */
+    int exit_code;     /* valid when EXITED; -1 when signalled */
+    int signal;        /* 0 unless killed by a signal */
+    char *stderr_tail; /* may be NULL */
+    bool fenced;       /* killed by its supervisor: lease expired */
+    int64_t step;      /* last step the SDK reported; -1 none */
+    int64_t idle_ms;   /* ms since the last progress (agent clock) */
     enum proto_progress progress;
-    char *dump;                 /* stack/proc evidence; may be NULL */
-    int64_t *ckpt_steps;        /* steps this rank committed (SDK) */
+    char *dump;          /* stack/proc evidence; may be NULL */
+    int64_t *ckpt_steps; /* steps this rank committed (SDK) */
     size_t nckpt_steps;
-    struct proto_ack *acks;     /* directives carried out (pending ones) */
+    struct proto_ack *acks; /* directives carried out (pending ones) */
     size_t nacks;
 };
 
@@ -235,7 +232,7 @@ void proto_resources_release(struct proto_resources *res);
 
 struct proto_node_report {
     char *node;
-    bool reg;                   /* "register" */
+    bool reg; /* "register" */
     char *agent_id;
     char *addr;
     struct proto_resources res;
@@ -258,9 +255,9 @@ void proto_node_report_release(struct proto_node_report *rep);
 #define PROTO_HEARTBEAT_MAX_MS 60000
 
 struct proto_status_reply {
-    int64_t heartbeat_ms;       /* the status interval to keep */
-    uint64_t gen;               /* the node's desired-state generation */
-    int64_t lease_ms;           /* every supervisor's lease, from the send */
+    int64_t heartbeat_ms; /* the status interval to keep */
+    uint64_t gen;         /* the node's desired-state generation */
+    int64_t lease_ms;     /* every supervisor's lease, from the send */
 };
 
 /* Includes "version". */
@@ -285,7 +282,7 @@ struct proto_launch {
     int attempt;
     char *name;
     char *user;
-    char **argv;                /* argc entries, NULL-terminated */
+    char **argv; /* argc entries, NULL-terminated */
     size_t argc;
     struct proto_kv *env;
     size_t nenv;
@@ -298,11 +295,11 @@ struct proto_launch {
     int master_port;
     struct proto_launch_rank *ranks;
     size_t nranks;
-    char *checkpoint_dir;       /* never NULL after from_json */
-    char *resume_from;          /* never NULL after from_json */
-    int64_t resume_step;        /* -1 when none */
-    int keep_checkpoints;       /* 0: keep all (node rank 0 prunes) */
-    bool scan_checkpoints;      /* this node reports complete checkpoints */
+    char *checkpoint_dir;  /* never NULL after from_json */
+    char *resume_from;     /* never NULL after from_json */
+    int64_t resume_step;   /* -1 when none */
+    int keep_checkpoints;  /* 0: keep all (node rank 0 prunes) */
+    bool scan_checkpoints; /* this node reports complete checkpoints */
     struct proto_directive *directives; /* pending for this node's ranks */
     size_t ndirectives;
 };
@@ -333,8 +330,7 @@ bool proto_valid_env_key(const char *s);
 
 /* Parse "0-3,6,8-9" (GPU ids) into a sorted, de-duplicated array (caller
  * frees). Empty string → 0 ids. Returns 0 or -EINVAL with err set. */
-int proto_parse_id_list(const char *s, int **out, size_t *n,
-    struct err *err);
+int proto_parse_id_list(const char *s, int **out, size_t *n, struct err *err);
 
 /* "K=V" → kv (copies). -EINVAL with err naming the entry when no '='. */
 int proto_kv_parse(const char *s, struct proto_kv *kv, struct err *err);

@@ -39,8 +39,7 @@ get_steps(const cJSON *obj, const char *key, int64_t **out, size_t *n,
             item->valuedouble != (double)(int64_t)item->valuedouble) {
             free(v);
             return err_set(err, -EINVAL,
-                "field '%s[%zu]': must be a non-negative integer", key,
-                count);
+                "field '%s[%zu]': must be a non-negative integer", key, count);
         }
         v[count++] = (int64_t)item->valuedouble;
     }
@@ -102,8 +101,7 @@ ack_from_json(const cJSON *json, void *out, struct err *err)
 
     a->step = -1;
     if ((rc = jsonx_check_keys(json, keys, err)) ||
-        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq,
-             err)) ||
+        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq, err)) ||
         (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &a->step,
              err)) ||
         (rc = jsonx_get_int(json, "duration_ms", false, 0, INT64_MAX / 2,
@@ -139,8 +137,7 @@ directive_from_json(const cJSON *json, void *out, struct err *err)
 
     d->step = -1;
     if ((rc = jsonx_check_keys(json, keys, err)) ||
-        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq,
-             err)) ||
+        (rc = jsonx_get_int(json, "seq", true, 1, INT64_MAX / 2, &seq, err)) ||
         (rc = jsonx_get_str(json, "kind", true, 32, &kind, err)) ||
         (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &d->step,
              err)))
@@ -187,8 +184,8 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
         (rc = proto_get_int(json, "pid", false, 0, INT32_MAX, &r->pid, err)) ||
         (rc = jsonx_get_int(json, "start_ms", false, 0, INT64_MAX / 2,
              &r->start_ms, err)) ||
-        (rc = jsonx_get_int(json, "end_ms", false, 0, INT64_MAX / 2,
-             &r->end_ms, err)) ||
+        (rc = jsonx_get_int(json, "end_ms", false, 0, INT64_MAX / 2, &r->end_ms,
+             err)) ||
         (rc = proto_get_int(json, "exit_code", false, -1, 255, &r->exit_code,
              err)) ||
         (rc = proto_get_int(json, "signal", false, 0, 128, &r->signal, err)) ||
@@ -290,8 +287,8 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
              err)) ||
         (rc = proto_get_int(json, "attempt", true, 1, INT32_MAX, &j->attempt,
              err)) ||
-        (rc = get_steps(json, "checkpoints", &j->checkpoints,
-             &j->ncheckpoints, err)))
+        (rc = get_steps(json, "checkpoints", &j->checkpoints, &j->ncheckpoints,
+             err)))
         return rc;
     ranks = cJSON_GetObjectItemCaseSensitive(json, "ranks");
     if (!cJSON_IsArray(ranks))
@@ -352,8 +349,8 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
     memset(rep, 0, sizeof(*rep));
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = jsonx_check_version(json, PROTO_VERSION, err)) ||
-        (rc = jsonx_get_str(json, "node", true, PROTO_NODE_NAME_MAX,
-             &rep->node, err)) ||
+        (rc = jsonx_get_str(json, "node", true, PROTO_NODE_NAME_MAX, &rep->node,
+             err)) ||
         (rc = jsonx_get_bool(json, "register", false, &rep->reg, err)) ||
         (rc = jsonx_get_str(json, "agent_id", true, 128, &rep->agent_id,
              err)) ||
@@ -369,8 +366,10 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
         goto fail;
     rep->gen = (uint64_t)gen;
     if (!proto_valid_name(rep->node, PROTO_NODE_NAME_MAX)) {
-        rc = err_set(err, -EINVAL, "field 'node': '%.40s' is not a valid "
-            "node name", rep->node);
+        rc = err_set(err, -EINVAL,
+            "field 'node': '%.40s' is not a valid "
+            "node name",
+            rep->node);
         goto fail;
     }
     if (rep->addr[0] == '\0') {
@@ -461,11 +460,9 @@ proto_status_reply_from_json(const cJSON *json, struct proto_status_reply *r,
     int64_t gen = 0;
     int rc;
 
-    if ((rc = jsonx_get_int(json, "heartbeat_ms", false,
-             PROTO_HEARTBEAT_MIN_MS, PROTO_HEARTBEAT_MAX_MS,
-             &r->heartbeat_ms, err)) < 0 ||
-        (rc = jsonx_get_int(json, "gen", true, 0, INT64_MAX, &gen,
-             err)) < 0 ||
+    if ((rc = jsonx_get_int(json, "heartbeat_ms", false, PROTO_HEARTBEAT_MIN_MS,
+             PROTO_HEARTBEAT_MAX_MS, &r->heartbeat_ms, err)) < 0 ||
+        (rc = jsonx_get_int(json, "gen", true, 0, INT64_MAX, &gen, err)) < 0 ||
         (rc = jsonx_get_int(json, "lease_ms", false, PROTO_LEASE_MIN_MS,
              PROTO_LEASE_MAX_MS, &r->lease_ms, err)) < 0)
         return rc;
@@ -503,8 +500,8 @@ launch_rank_from_json(const cJSON *json, struct proto_launch_rank *r,
     memset(r, 0, sizeof(*r));
     if ((rc = jsonx_check_keys(json, keys, err)) ||
         (rc = proto_get_int(json, "rank", true, 0, INT32_MAX, &r->rank, err)) ||
-        (rc = proto_get_int(json, "local_rank", true, 0, PROTO_RANKS_PER_NODE_MAX,
-             &r->local_rank, err)) ||
+        (rc = proto_get_int(json, "local_rank", true, 0,
+             PROTO_RANKS_PER_NODE_MAX, &r->local_rank, err)) ||
         (rc = jsonx_get_int_array(json, "gpus", false, PROTO_GPUS_MAX, 0,
              PROTO_GPUS_MAX - 1, &r->gpus, &r->ngpus, err)))
         return rc;
@@ -529,8 +526,8 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
              PROTO_ARG_LEN_MAX, &l->argv, &l->argc, err)) ||
         (rc = proto_kv_from_json(json, "env", PROTO_ENV_MAX, true,
              PROTO_ENV_VALUE_MAX, &l->env, &l->nenv, err)) ||
-        (rc = jsonx_get_str(json, "workdir", true, PROTO_PATH_MAX,
-             &l->workdir, err)) ||
+        (rc = jsonx_get_str(json, "workdir", true, PROTO_PATH_MAX, &l->workdir,
+             err)) ||
         (rc = proto_get_int(json, "nnodes", true, 1, PROTO_NODES_MAX,
              &l->nnodes, err)) ||
         (rc = proto_get_int(json, "node_rank", true, 0, PROTO_NODES_MAX - 1,
@@ -557,8 +554,10 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
     if (l->argc == 0 || l->argv[0][0] == '\0')
         return err_set(err, -EINVAL, "field 'argv': the command is empty");
     if (l->node_rank >= l->nnodes)
-        return err_set(err, -EINVAL, "field 'node_rank': %d is not below "
-            "nnodes %d", l->node_rank, l->nnodes);
+        return err_set(err, -EINVAL,
+            "field 'node_rank': %d is not below "
+            "nnodes %d",
+            l->node_rank, l->nnodes);
     return 0;
 }
 
@@ -577,8 +576,10 @@ launch_ranks_from_json(const cJSON *json, struct proto_launch *l,
         return err_set(err, -EINVAL, "field 'ranks': must be an array");
     n = (size_t)cJSON_GetArraySize(ranks);
     if (n == 0 || n > PROTO_RANKS_PER_NODE_MAX)
-        return err_set(err, -EINVAL, "field 'ranks': must hold 1 to %d "
-            "ranks", PROTO_RANKS_PER_NODE_MAX);
+        return err_set(err, -EINVAL,
+            "field 'ranks': must hold 1 to %d "
+            "ranks",
+            PROTO_RANKS_PER_NODE_MAX);
     l->ranks = xcalloc(n, sizeof(*l->ranks));
     cJSON_ArrayForEach(item, ranks) {
         struct proto_launch_rank *r = &l->ranks[l->nranks];
@@ -590,9 +591,10 @@ launch_ranks_from_json(const cJSON *json, struct proto_launch *l,
             return rc;
         }
         if (r->rank >= l->world_size)
-            return err_set(err, -EINVAL, "field 'ranks[%zu]': rank %d is "
-                "not below world_size %d", l->nranks - 1, r->rank,
-                l->world_size);
+            return err_set(err, -EINVAL,
+                "field 'ranks[%zu]': rank %d is "
+                "not below world_size %d",
+                l->nranks - 1, r->rank, l->world_size);
     }
     return 0;
 }
@@ -603,9 +605,9 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
 {
     static const char *const keys[] = { "job", "attempt", "name", "user",
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
-        "world_size", "master_addr", "master_port", "ranks",
-        "checkpoint_dir", "resume_from", "resume_step", "keep_checkpoints",
-        "scan_checkpoints", "directives", NULL };
+        "world_size", "master_addr", "master_port", "ranks", "checkpoint_dir",
+        "resume_from", "resume_step", "keep_checkpoints", "scan_checkpoints",
+        "directives", NULL };
     int rc;
 
     memset(l, 0, sizeof(*l));
@@ -676,8 +678,7 @@ proto_work_release(struct proto_work *w)
 }
 
 int
-proto_work_from_json(const cJSON *json, struct proto_work *w,
-    struct err *err)
+proto_work_from_json(const cJSON *json, struct proto_work *w, struct err *err)
 {
     static const char *const keys[] = { "version", "gen", "jobs", NULL };
     const cJSON *jobs, *item;

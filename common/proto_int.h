@@ -21,7 +21,7 @@ int proto_kv_from_json(const cJSON *obj, const char *key, size_t maxn,
     bool env_keys, size_t maxval, struct proto_kv **out, size_t *n,
     struct err *err);
 /* jsonx_get_int into an int (*out keeps its value when absent). */
-int proto_get_int(const cJSON *obj, const char *key, bool required,
-    int64_t min, int64_t max, int *out, struct err *err);
+int proto_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
+    int64_t max, int *out, struct err *err);
 
 #endif

@@ -62,8 +62,8 @@ proto_job_state_queued(enum proto_job_state s)
 const char *
 proto_attempt_state_str(enum proto_attempt_state s)
 {
-    return names_str(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT,
-        s, "UNKNOWN");
+    return names_str(attempt_state_names, PROTO_ATTEMPT_STATE_COUNT, s,
+        "UNKNOWN");
 }
 
 int
@@ -93,8 +93,8 @@ static const char *const rank_state_names[] = {
 const char *
 proto_rank_state_str(enum proto_rank_state s)
 {
-    return names_str(rank_state_names, ARRAY_SIZE(rank_state_names),
-        s, "unknown");
+    return names_str(rank_state_names, ARRAY_SIZE(rank_state_names), s,
+        "unknown");
 }
 
 int
@@ -144,8 +144,8 @@ static const char *const directive_kind_names[PROTO_DIRECTIVE_KIND_COUNT] = {
 const char *
 proto_directive_kind_str(enum proto_directive_kind k)
 {
-    return names_str(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT,
-        k, "unknown");
+    return names_str(directive_kind_names, PROTO_DIRECTIVE_KIND_COUNT, k,
+        "unknown");
 }
 
 int

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct sbuf {
-    char *buf;      /* never NULL after sbuf_init; NUL-terminated */
+    char *buf; /* never NULL after sbuf_init; NUL-terminated */
     size_t len;
     size_t cap;
 };

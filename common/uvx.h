@@ -18,8 +18,7 @@ typedef void uvx_done_fn(void *arg);
  * the last of them has closed: the place to free the object that embeds
  * them (done = free), as STYLE 2.4 asks. Overwrites each handle's data.
  * done never runs before this returns. Loop thread only. */
-void uvx_close(uv_handle_t *const *hs, size_t n, uvx_done_fn *done,
-    void *arg);
+void uvx_close(uv_handle_t *const *hs, size_t n, uvx_done_fn *done, void *arg);
 /* uvx_close for one handle. */
 void uvx_close_one(uv_handle_t *h, uvx_done_fn *done, void *arg);
 

@@ -20,10 +20,10 @@
 #include "scheduler/auth.h"
 
 enum api_route_flags {
-    API_PUBLIC = (1 << 0),      /* no credential */
-    API_AGENT = (1 << 1),       /* an agent's credential */
-    API_OPERATOR = (1 << 2),    /* a user with the operator role */
-    API_AGENT_TOO = (1 << 3),   /* a user's or an agent's credential */
+    API_PUBLIC = (1 << 0),    /* no credential */
+    API_AGENT = (1 << 1),     /* an agent's credential */
+    API_OPERATOR = (1 << 2),  /* a user with the operator role */
+    API_AGENT_TOO = (1 << 3), /* a user's or an agent's credential */
 };
 
 struct api_route {
@@ -41,8 +41,7 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
-    { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint,
-        API_AGENT_TOO },
+    { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
@@ -268,8 +267,7 @@ api_abandon_cb(void *arg)
 }
 
 struct api *
-api_create(struct schedd *sd, const struct schedd_opts *opts,
-    struct err *err)
+api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
 {
     struct http_server_opts hopts = {
         .max_body = opts->max_body,
@@ -278,8 +276,8 @@ api_create(struct schedd *sd, const struct schedd_opts *opts,
     struct api *api = xcalloc(1, sizeof(*api));
 
     api->sd = sd;
-    api->http = http_server_create(sd->loop, &hopts, api_handle, api_flush,
-        api, err);
+    api->http = http_server_create(sd->loop, &hopts, api_handle, api_flush, api,
+        err);
     if (api->http == NULL) {
         free(api);
         return NULL;

@@ -46,8 +46,7 @@ waiter_list(struct api *api, const struct node *node)
 
         while (n <= node->idx)
             n *= 2;
-        api->waiters = xreallocarray(api->waiters, n,
-            sizeof(*api->waiters));
+        api->waiters = xreallocarray(api->waiters, n, sizeof(*api->waiters));
         memset(api->waiters + api->nwaiters, 0,
             (n - api->nwaiters) * sizeof(*api->waiters));
         api->nwaiters = n;
@@ -182,8 +181,7 @@ agent_node_param(const struct api_req *r, char *buf, size_t len,
         return err_set(err, -EINVAL, "missing field 'node' (query)");
     if (strcmp(buf, r->who.node) != 0)
         return err_set(err, -EPERM,
-            "the credential is for node '%s', not '%.64s'", r->who.node,
-            buf);
+            "the credential is for node '%s', not '%.64s'", r->who.node, buf);
     return 0;
 }
 
@@ -225,8 +223,8 @@ api_agent_work(struct schedd *sd, const struct api_req *r,
     int rc;
 
     if ((rc = agent_node_param(r, name, sizeof(name), err)) < 0 ||
-        (rc = api_req_query_int_default(r, "gen", 0, INT64_MAX, &gen,
-             err)) < 0 ||
+        (rc = api_req_query_int_default(r, "gen", 0, INT64_MAX, &gen, err)) <
+            0 ||
         (rc = api_req_query_int_default(r, "wait_ms", 0, INT64_MAX, &wait_ms,
              err)) < 0)
         return rc;
@@ -247,8 +245,8 @@ api_agent_work(struct schedd *sd, const struct api_req *r,
 /* Whether `rank` of (job, attempt) runs on node `name`; -ENOENT when the
  * attempt or rank does not exist, -EPERM when it runs elsewhere. */
 static int
-log_rank_check(struct schedd *sd, const char *name, int64_t job,
-    int attempt, int rank, struct err *err)
+log_rank_check(struct schedd *sd, const char *name, int64_t job, int attempt,
+    int rank, struct err *err)
 {
     const struct node *node = node_table_find(&sd->nodes, name);
     struct attempt *a = NULL;
@@ -262,8 +260,10 @@ log_rank_check(struct schedd *sd, const char *name, int64_t job,
             continue;
         if (rank / p->attempt->ranks_per_node == p->node_rank)
             return 0;
-        return err_set(err, -EPERM, "rank %d of job %lld attempt %d does "
-            "not run on node '%s'", rank, (long long)job, attempt, name);
+        return err_set(err, -EPERM,
+            "rank %d of job %lld attempt %d does "
+            "not run on node '%s'",
+            rank, (long long)job, attempt, name);
     }
     rc = db_attempt_get(sd->db, job, attempt, &a);
 
@@ -275,10 +275,12 @@ log_rank_check(struct schedd *sd, const char *name, int64_t job,
     if (rank < 0 || (size_t)rank >= a->nranks)
         rc = err_set(err, -ENOENT, "job %lld attempt %d has no rank %d",
             (long long)job, attempt, rank);
-    else if (strcmp(a->placements[a->ranks[rank].node_rank].node_name,
-                 name) != 0)
-        rc = err_set(err, -EPERM, "rank %d of job %lld attempt %d does not "
-            "run on node '%s'", rank, (long long)job, attempt, name);
+    else if (strcmp(a->placements[a->ranks[rank].node_rank].node_name, name) !=
+             0)
+        rc = err_set(err, -EPERM,
+            "rank %d of job %lld attempt %d does not "
+            "run on node '%s'",
+            rank, (long long)job, attempt, name);
     attempt_destroy(a);
     return rc;
 }
@@ -296,26 +298,24 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
     if ((rc = agent_node_param(r, name, sizeof(name), err)) < 0 ||
         (rc = api_req_query_int_required(r, "job", 1, INT64_MAX / 2, &job,
              err)) < 0 ||
-        (rc = api_req_query_int_required(r, "attempt", 1, INT32_MAX,
-             &attempt, err)) < 0 ||
-        (rc = api_req_query_int_required(r, "rank", 0, INT32_MAX, &rank,
+        (rc = api_req_query_int_required(r, "attempt", 1, INT32_MAX, &attempt,
              err)) < 0 ||
-        (rc = api_req_query_int_required(r, "offset", 0, INT64_MAX / 2,
-             &offset, err)) < 0 ||
+        (rc = api_req_query_int_required(r, "rank", 0, INT32_MAX, &rank, err)) <
+            0 ||
+        (rc = api_req_query_int_required(r, "offset", 0, INT64_MAX / 2, &offset,
+             err)) < 0 ||
         (rc = api_req_query_stream(r, &err_stream, err)) < 0)
         return rc;
     if (r->http->body_len > API_LOG_CHUNK_MAX)
         return err_set(err, -E2BIG, "log chunk over %d bytes",
             API_LOG_CHUNK_MAX);
-    if ((rc = log_rank_check(sd, name, job, (int)attempt, (int)rank,
-             err)) < 0)
+    if ((rc = log_rank_check(sd, name, job, (int)attempt, (int)rank, err)) < 0)
         return rc;
     rc = logstore_write(sd->logs, job, (int)attempt, (int)rank, err_stream,
         offset, r->http->body, r->http->body_len, &size);
     if (rc < 0)
-        return err_set(err, -EFAULT,
-            "cannot store log of job %lld rank %d: %s", (long long)job,
-            (int)rank, strerror(-rc));
+        return err_set(err, -EFAULT, "cannot store log of job %lld rank %d: %s",
+            (long long)job, (int)rank, strerror(-rc));
     o = cJSON_CreateObject();
     jsonx_add_int(o, "version", PROTO_VERSION);
     jsonx_add_int(o, "size", size);

@@ -39,8 +39,8 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
 
 /* The listing's filter from ?all, ?state and ?user. */
 static int
-list_filter(const struct api_req *r, struct db_job_filter *filter,
-    char *user, size_t ulen, struct err *err)
+list_filter(const struct api_req *r, struct db_job_filter *filter, char *user,
+    size_t ulen, struct err *err)
 {
     char state[32];
 
@@ -57,7 +57,7 @@ list_filter(const struct api_req *r, struct db_job_filter *filter,
         filter->all = true;
     }
     if (http_query_get(r->http, "user", user, ulen) && user[0]) {
-        if (!r->who.operator && strcmp(user, r->who.user) != 0)
+        if (!r->who.operator&& strcmp(user, r->who.user) != 0)
             return err_set(err, -EPERM,
                 "only operators may list other users' jobs");
         filter->user = user;
@@ -122,8 +122,8 @@ reply_job(struct schedd *sd, const struct api_req *r, int64_t id,
 }
 
 int
-api_jobs_get(struct schedd *sd, const struct api_req *r,
-    struct http_resp *resp, struct err *err)
+api_jobs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
+    struct err *err)
 {
     int64_t id;
     int rc;
@@ -150,8 +150,7 @@ api_jobs_cancel(struct schedd *sd, const struct api_req *r,
                 (long long)id);
         rc = jobs_cancel(sd, live, r->who.user);
         if (rc < 0)
-            return err_set(err, rc, "cannot cancel job %lld",
-                (long long)id);
+            return err_set(err, rc, "cannot cancel job %lld", (long long)id);
     }
     /* Finished jobs (and the one just cancelled) are shown as stored. */
     return reply_job(sd, r, id, resp, err);
@@ -173,10 +172,9 @@ commit_body(const struct api_req *r, int64_t *attempt, int64_t *step,
         (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
         (rc = jsonx_get_int(json, "attempt", true, 1, INT32_MAX, attempt,
              err)) < 0 ||
-        (rc = jsonx_get_int(json, "step", true, 0, INT64_MAX / 2, step,
-             err)) < 0 ||
-        (rc = jsonx_get_int(json, "rank", true, 0, INT32_MAX, rank,
-             err)) < 0) {
+        (rc = jsonx_get_int(json, "step", true, 0, INT64_MAX / 2, step, err)) <
+            0 ||
+        (rc = jsonx_get_int(json, "rank", true, 0, INT32_MAX, rank, err)) < 0) {
         cJSON_Delete(json);
         return rc;
     }
@@ -207,9 +205,9 @@ commit_job(struct schedd *sd, const struct api_req *r, int64_t id,
     else
         rc = api_req_job_load(sd, r, id, &stored, err);
     job_destroy(stored);
-    return rc < 0 ? rc
-                  : err_set(err, -EEXIST, "job %lld is finished",
-                        (long long)id);
+    return rc < 0
+               ? rc
+               : err_set(err, -EEXIST, "job %lld is finished", (long long)id);
 }
 
 int
@@ -229,9 +227,11 @@ api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
     rc = jobs_commit(sd, live, (int)attempt, (int)rank, step,
         r->who.agent ? r->who.node : r->who.user, &res, err);
     if (rc == -ESTALE) {
-        http_resp_error(resp, 409, "stale_attempt", "attempt %lld is not "
-            "the current attempt of job %lld (%d)%s", (long long)attempt,
-            (long long)id, res.current, res.ended ? ", which has ended" : "");
+        http_resp_error(resp, 409, "stale_attempt",
+            "attempt %lld is not "
+            "the current attempt of job %lld (%d)%s",
+            (long long)attempt, (long long)id, res.current,
+            res.ended ? ", which has ended" : "");
         return 0;
     }
     if (rc < 0)

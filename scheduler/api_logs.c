@@ -15,7 +15,7 @@
 struct logs_query {
     int64_t id;
     int64_t rank;
-    int64_t attempt;            /* 0: the latest */
+    int64_t attempt; /* 0: the latest */
     int64_t offset;
     int64_t limit;
     bool err_stream;
@@ -31,12 +31,12 @@ logs_query(const struct api_req *r, struct logs_query *q, struct err *err)
     if ((rc = api_req_job_id(r, &q->id, err)) < 0 ||
         (rc = api_req_query_int_required(r, "rank", 0, INT32_MAX, &q->rank,
              err)) < 0 ||
-        (rc = api_req_query_int_default(r, "attempt", 1, INT32_MAX,
-             &q->attempt, err)) < 0 ||
+        (rc = api_req_query_int_default(r, "attempt", 1, INT32_MAX, &q->attempt,
+             err)) < 0 ||
         (rc = api_req_query_int_default(r, "offset", 0, INT64_MAX / 2,
              &q->offset, err)) < 0 ||
-        (rc = api_req_query_int_default(r, "limit", 0, INT64_MAX / 2,
-             &q->limit, err)) < 0 ||
+        (rc = api_req_query_int_default(r, "limit", 0, INT64_MAX / 2, &q->limit,
+             err)) < 0 ||
         (rc = api_req_query_stream(r, &q->err_stream, err)) < 0)
         return rc;
     if (q->limit > API_LOG_LIMIT_MAX)
@@ -57,15 +57,17 @@ logs_check(struct schedd *sd, const struct logs_query *q, struct err *err)
     if (rc < 0)
         return rc;
     if ((size_t)q->rank >= a->nranks)
-        rc = err_set(err, -ENOENT, "job %lld has no rank %lld (world size "
-            "%zu)", (long long)q->id, (long long)q->rank, a->nranks);
+        rc = err_set(err, -ENOENT,
+            "job %lld has no rank %lld (world size "
+            "%zu)",
+            (long long)q->id, (long long)q->rank, a->nranks);
     attempt_destroy(a);
     return rc;
 }
 
 int
-api_logs_get(struct schedd *sd, const struct api_req *r,
-    struct http_resp *resp, struct err *err)
+api_logs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
+    struct err *err)
 {
     struct logs_query q;
     struct job *job = NULL;
@@ -82,15 +84,14 @@ api_logs_get(struct schedd *sd, const struct api_req *r,
             (long long)q.id);
     else
         rc = logs_check(sd, &q, err);
-    if (rc == 0 && (rc = logstore_read(sd->logs, q.id, (int)q.attempt,
-                        (int)q.rank, q.err_stream, q.offset, (size_t)q.limit,
-                        &resp->body, &size)) < 0)
+    if (rc == 0 &&
+        (rc = logstore_read(sd->logs, q.id, (int)q.attempt, (int)q.rank,
+             q.err_stream, q.offset, (size_t)q.limit, &resp->body, &size)) < 0)
         rc = err_set(err, -EFAULT, "cannot read the log: %s", strerror(-rc));
     if (rc == 0) {
         resp->status = 200;
         resp->content_type = "application/octet-stream";
-        http_resp_header(resp, "X-Lockstep-Log-Size", "%lld",
-            (long long)size);
+        http_resp_header(resp, "X-Lockstep-Log-Size", "%lld", (long long)size);
         http_resp_header(resp, "X-Lockstep-Job-State", "%s",
             proto_job_state_str(job->state));
         http_resp_header(resp, "X-Lockstep-Attempt", "%lld",

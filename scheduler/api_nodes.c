@@ -54,8 +54,7 @@ node_find(struct schedd *sd, const struct api_req *r, struct node **out,
 }
 
 static int
-reply_node(struct schedd *sd, const struct node *node,
-    struct http_resp *resp)
+reply_node(struct schedd *sd, const struct node *node, struct http_resp *resp)
 {
     cJSON *o;
     int rc = api_view_node_full(sd, node, &o);
@@ -84,8 +83,7 @@ static int
 cordon_body(const struct api_req *r, char **reason, bool *evict,
     struct err *err)
 {
-    static const char *const keys[] = { "version", "reason", "evict",
-        NULL };
+    static const char *const keys[] = { "version", "reason", "evict", NULL };
     cJSON *json = NULL;
     int rc;
 

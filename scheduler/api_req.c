@@ -147,8 +147,8 @@ api_req_query_int_required(const struct api_req *r, const char *key,
 }
 
 int
-api_req_query_int_default(const struct api_req *r, const char *key,
-    int64_t min, int64_t max, int64_t *out, struct err *err)
+api_req_query_int_default(const struct api_req *r, const char *key, int64_t min,
+    int64_t max, int64_t *out, struct err *err)
 {
     int rc = api_req_query_int(r, key, min, max, out, err);
 
@@ -202,7 +202,7 @@ api_req_job_id(const struct api_req *r, int64_t *id, struct err *err)
 bool
 api_req_may_see(const struct api_req *r, const char *owner)
 {
-    return r->who.operator || strcmp(r->who.user, owner) == 0;
+    return r->who.operator|| strcmp(r->who.user, owner) == 0;
 }
 
 int
@@ -236,8 +236,7 @@ event_add(const struct db_event *ev, void *arg)
     jsonx_add_str(o, "actor", ev->actor);
     jsonx_add_str(o, "subject", ev->subject);
     jsonx_add_str(o, "kind", ev->kind);
-    cJSON_AddItemToObject(o, "detail",
-        detail ? detail : cJSON_CreateObject());
+    cJSON_AddItemToObject(o, "detail", detail ? detail : cJSON_CreateObject());
     cJSON_AddItemToArray(arr, o);
     return 0;
 }

@@ -43,7 +43,7 @@ struct api_req {
     struct api *api;
     struct http_req *http;
     struct auth_ident who;
-    const char *arg;                    /* the {} path segment, or NULL */
+    const char *arg; /* the {} path segment, or NULL */
 };
 
 typedef int api_handler_fn(struct schedd *sd, const struct api_req *r,

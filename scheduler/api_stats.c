@@ -28,8 +28,7 @@ api_stats_get(struct schedd *sd, const struct api_req *r,
     jsonx_add_int(o, "rank_productive_ms", s.rank_productive_ms);
     f = cJSON_AddObjectToObject(o, "failures");
     for (int k = 0; k < POLICY_KIND_COUNT; k++)
-        jsonx_add_int(f, policy_kind_str((enum policy_kind)k),
-            s.failures[k]);
+        jsonx_add_int(f, policy_kind_str((enum policy_kind)k), s.failures[k]);
     http_resp_json(resp, 200, o);
     return 0;
 }

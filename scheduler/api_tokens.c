@@ -30,15 +30,14 @@ api_whoami_get(struct schedd *sd, const struct api_req *r,
     cJSON *o = cJSON_CreateObject();
 
     jsonx_add_str(o, "user", r->who.user);
-    jsonx_add_str(o, "role", r->who.operator ? "operator" : "user");
+    jsonx_add_str(o, "role", r->who.operator? "operator" : "user");
     http_resp_json(resp, 200, o);
     return 0;
 }
 
 /* {"version":1,"user":"...","role":"user|operator"}; caller frees. */
 static int
-token_body(const struct api_req *r, char **user, char **role,
-    struct err *err)
+token_body(const struct api_req *r, char **user, char **role, struct err *err)
 {
     static const char *const keys[] = { "version", "user", "role", NULL };
     cJSON *json = NULL;
@@ -47,16 +46,18 @@ token_body(const struct api_req *r, char **user, char **role,
     if ((rc = api_req_body(r, &json, err)) < 0 ||
         (rc = jsonx_check_keys(json, keys, err)) < 0 ||
         (rc = jsonx_check_version(json, PROTO_VERSION, err)) < 0 ||
-        (rc = jsonx_get_str(json, "user", true, AUTH_USER_MAX, user,
-             err)) < 0 ||
+        (rc = jsonx_get_str(json, "user", true, AUTH_USER_MAX, user, err)) <
+            0 ||
         (rc = jsonx_get_str(json, "role", false, 16, role, err)) < 0) {
         cJSON_Delete(json);
         return rc;
     }
     cJSON_Delete(json);
     if (!proto_valid_name(*user, AUTH_USER_MAX))
-        return err_set(err, -EINVAL, "field 'user': '%.40s' is not a valid "
-            "user name", *user);
+        return err_set(err, -EINVAL,
+            "field 'user': '%.40s' is not a valid "
+            "user name",
+            *user);
     if (*role == NULL)
         *role = xstrdup("user");
     if (strcmp(*role, "user") != 0 && strcmp(*role, "operator") != 0)
@@ -74,8 +75,8 @@ api_tokens_create(struct schedd *sd, const struct api_req *r,
     int rc;
 
     if ((rc = token_body(r, &user, &role, err)) == 0 &&
-        (rc = auth_token_create(sd, user, role, r->who.user, &token,
-             err)) == 0) {
+        (rc = auth_token_create(sd, user, role, r->who.user, &token, err)) ==
+            0) {
         o = cJSON_CreateObject();
         jsonx_add_str(o, "token", token);
         jsonx_add_str(o, "user", user);

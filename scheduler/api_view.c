@@ -150,8 +150,7 @@ api_view_job(struct schedd *sd, const struct job *job)
     jsonx_add_int(o, "end_ms", job->end_ms);
     jsonx_add_int(o, "attempt", job->attempt);
     add_int_or_null(o, "exit_code", job->has_exit, job->exit_code);
-    add_int_or_null(o, "failed_rank", job->failed_rank >= 0,
-        job->failed_rank);
+    add_int_or_null(o, "failed_rank", job->failed_rank >= 0, job->failed_rank);
     add_int_or_null(o, "signal", job->has_exit, job->signal);
     jsonx_add_str(o, "stderr_tail", job->stderr_tail ? job->stderr_tail : "");
     return o;
@@ -179,8 +178,8 @@ api_view_job_new(struct schedd *sd, const struct job *job)
 
     memset(&none, 0, sizeof(none));
     cJSON_AddArrayToObject(o, "checkpoints");
-    cJSON_AddItemToObject(o, "goodput", api_view_goodput(&none,
-        job->spec.nodes * job->spec.ranks_per_node));
+    cJSON_AddItemToObject(o, "goodput",
+        api_view_goodput(&none, job->spec.nodes * job->spec.ranks_per_node));
     cJSON_AddArrayToObject(o, "attempts");
     return o;
 }
@@ -223,8 +222,7 @@ view_add_events(struct schedd *sd, cJSON *o, const char *subject, int limit,
 {
     int rc;
 
-    cJSON_AddItemToObject(o, "events", api_req_events(sd, subject, limit,
-        &rc));
+    cJSON_AddItemToObject(o, "events", api_req_events(sd, subject, limit, &rc));
     if (rc < 0) {
         cJSON_Delete(o);
         return rc;

@@ -174,8 +174,7 @@ struct attempt_directive *
 attempt_directive_add(struct attempt *a, enum proto_directive_kind kind,
     int64_t step, int64_t now)
 {
-    return attempt_directive_load(a, a->directive_seq + 1, kind, step, now,
-        0);
+    return attempt_directive_load(a, a->directive_seq + 1, kind, step, now, 0);
 }
 
 struct attempt_directive *
@@ -286,17 +285,16 @@ attempt_first_failure(const struct attempt *a)
 
         if (!attempt_rank_failed(rk))
             continue;
-        if (best == NULL ||
-            (rk->end_ms > 0 && (best->end_ms == 0 ||
-                                   rk->end_ms < best->end_ms)))
+        if (best == NULL || (rk->end_ms > 0 && (best->end_ms == 0 ||
+                                                   rk->end_ms < best->end_ms)))
             best = rk;
     }
     return best;
 }
 
 void
-attempt_rank_failure_str(const struct attempt *a,
-    const struct attempt_rank *r, char *buf, size_t len)
+attempt_rank_failure_str(const struct attempt *a, const struct attempt_rank *r,
+    char *buf, size_t len)
 {
     const struct placement *p = &a->placements[r->node_rank];
     const char *node = p->node_name ? p->node_name : "?";
@@ -304,16 +302,15 @@ attempt_rank_failure_str(const struct attempt *a,
     if (r->state == PROTO_RANK_LOST)
         snprintf(buf, len, "rank %d lost on node %s", r->rank, node);
     else if (r->signal != 0)
-        snprintf(buf, len, "rank %d killed by signal %d", r->rank,
-            r->signal);
+        snprintf(buf, len, "rank %d killed by signal %d", r->rank, r->signal);
     else
         snprintf(buf, len, "rank %d exited with code %d", r->rank,
             r->exit_code);
 }
 
 size_t
-attempt_rank_gpus(const struct placement *p, int ranks_per_node,
-    int local_rank, int *out)
+attempt_rank_gpus(const struct placement *p, int ranks_per_node, int local_rank,
+    int *out)
 {
     size_t per;
 

@@ -27,15 +27,15 @@ struct job;
 struct node;
 
 struct placement {
-    struct attempt *attempt;    /* back pointer */
+    struct attempt *attempt; /* back pointer */
     char *node_name;
-    struct node *node;          /* borrowed; NULL in a database view */
+    struct node *node; /* borrowed; NULL in a database view */
     int node_rank;
-    int *gpus;                  /* the GPU ids held on that node */
+    int *gpus; /* the GPU ids held on that node */
     size_t ngpus;
-    int cpus;                   /* held */
-    int64_t memory_mb;          /* held */
-    uint64_t gen;               /* node generation that first carried it */
+    int cpus;          /* held */
+    int64_t memory_mb; /* held */
+    uint64_t gen;      /* node generation that first carried it */
     bool released;
 };
 
@@ -47,19 +47,19 @@ struct attempt_rank {
     int pid;
     int64_t start_ms;
     int64_t end_ms;
-    bool has_exit;              /* exit_code/signal are known */
+    bool has_exit; /* exit_code/signal are known */
     int exit_code;
     int signal;
-    char *stderr_tail;          /* never NULL */
-    bool fenced;                /* its supervisor's lease ran out */
-    int64_t step;               /* last step reported; -1 none */
-    char *dump;                 /* stack dump (hang evidence); never NULL */
+    char *stderr_tail; /* never NULL */
+    bool fenced;       /* its supervisor's lease ran out */
+    int64_t step;      /* last step reported; -1 none */
+    char *dump;        /* stack dump (hang evidence); never NULL */
 
     /* In memory only: progress as last reported, for the watchdog. */
-    int64_t idle_ms;            /* the agent's measure at seen_mono */
+    int64_t idle_ms; /* the agent's measure at seen_mono */
     enum proto_progress progress;
-    int64_t seen_mono;          /* when that report arrived; 0 never */
-    int64_t ckpt_max;           /* highest SDK commit counted; -1 none */
+    int64_t seen_mono; /* when that report arrived; 0 never */
+    int64_t ckpt_max;  /* highest SDK commit counted; -1 none */
 };
 
 /* An instruction to the ranks of the attempt (docs/architecture.md
@@ -69,13 +69,13 @@ struct attempt_rank {
 struct attempt_directive {
     uint64_t seq;
     enum proto_directive_kind kind;
-    int64_t step;               /* -1: at once */
+    int64_t step; /* -1: at once */
     int64_t issued_ms;
-    int64_t done_ms;            /* every live rank acknowledged it; 0 not
-                                 * yet */
+    int64_t done_ms; /* every live rank acknowledged it; 0 not
+                      * yet */
     size_t nacked;
-    bool *acked;                /* by rank; in memory only (agents repeat
-                                 * their acks while it is pending) */
+    bool *acked; /* by rank; in memory only (agents repeat
+                  * their acks while it is pending) */
 };
 /* Directives kept per attempt; adding one drops the oldest done ones. */
 #define ATTEMPT_DIRECTIVES_MAX 16
@@ -89,9 +89,9 @@ struct attempt_tally {
 
 struct attempt {
     int64_t job_id;
-    int num;                    /* attempt number, 1-based */
+    int num; /* attempt number, 1-based */
     enum proto_attempt_state state;
-    char *reason;               /* never NULL */
+    char *reason; /* never NULL */
     int64_t start_ms;
     int64_t end_ms;
     int nnodes;
@@ -100,29 +100,29 @@ struct attempt {
     int master_port;
 
     /* Fault tolerance (docs/fault-tolerance.md). */
-    int64_t resume_step;        /* the checkpoint it resumed from; -1 */
-    char *resume_from;          /* its path; never NULL */
-    int64_t running_ms;         /* every rank reported running; 0 not yet */
-    int64_t failed_ms;          /* when the evidence says it failed */
-    int64_t detected_ms;        /* when the scheduler decided it had */
-    int64_t released_ms;        /* every node released it */
-    bool has_failure;           /* it failed: failure is its evidence */
-    struct evidence failure;    /* also a hang's while it waits for its
-                                 * dumps (has_failure still false) */
-    int64_t dump_deadline_ms;   /* a hang waiting for its dumps; 0 none */
-    uint64_t hang_seq;          /* the dump directive that hang waits for */
-    struct attempt_directive *directives;   /* the newest, by seq */
+    int64_t resume_step;      /* the checkpoint it resumed from; -1 */
+    char *resume_from;        /* its path; never NULL */
+    int64_t running_ms;       /* every rank reported running; 0 not yet */
+    int64_t failed_ms;        /* when the evidence says it failed */
+    int64_t detected_ms;      /* when the scheduler decided it had */
+    int64_t released_ms;      /* every node released it */
+    bool has_failure;         /* it failed: failure is its evidence */
+    struct evidence failure;  /* also a hang's while it waits for its
+                               * dumps (has_failure still false) */
+    int64_t dump_deadline_ms; /* a hang waiting for its dumps; 0 none */
+    uint64_t hang_seq;        /* the dump directive that hang waits for */
+    struct attempt_directive *directives; /* the newest, by seq */
     size_t ndirectives;
-    uint64_t directive_seq;     /* the last sequence number handed out */
-    struct attempt_tally *tallies;  /* incomplete checkpoint steps */
+    uint64_t directive_seq;        /* the last sequence number handed out */
+    struct attempt_tally *tallies; /* incomplete checkpoint steps */
     size_t ntallies;
 
-    struct placement *placements;   /* nnodes, by node rank */
-    struct attempt_rank *ranks;     /* nnodes * ranks_per_node, by rank */
+    struct placement *placements; /* nnodes, by node rank */
+    struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
     size_t nranks;
 
-    struct job *job;            /* borrowed; NULL once the job finished */
-    struct attempt *prev, *next;    /* the scheduler's live list */
+    struct job *job;             /* borrowed; NULL once the job finished */
+    struct attempt *prev, *next; /* the scheduler's live list */
 };
 
 /* An attempt with nnodes placements (node names unset) and every rank
@@ -161,8 +161,8 @@ struct attempt_directive *attempt_directive_load(struct attempt *a,
 struct attempt_directive *attempt_directive_find(const struct attempt *a,
     uint64_t seq);
 /* rank acknowledged d; true when that is news. */
-bool attempt_directive_ack(const struct attempt *a,
-    struct attempt_directive *d, int rank);
+bool attempt_directive_ack(const struct attempt *a, struct attempt_directive *d,
+    int rank);
 /* Whether every rank of node rank k acknowledged d. */
 bool attempt_directive_node_done(const struct attempt *a,
     const struct attempt_directive *d, int k);
@@ -180,7 +180,7 @@ struct placement *attempt_placement_by_node(struct attempt *a,
 bool attempt_fully_released(const struct attempt *a);
 
 /* Summaries over the ranks. */
-bool attempt_all_started(const struct attempt *a);  /* running or exited */
+bool attempt_all_started(const struct attempt *a);   /* running or exited */
 bool attempt_all_succeeded(const struct attempt *a); /* exited 0 */
 /* The failed rank (exited non-zero, signalled, lost) that failed first
  * by end time (lowest rank on ties), or NULL. */

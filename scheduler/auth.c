@@ -18,8 +18,8 @@
 #include "common/cred.h"
 #include "common/jsonx.h"
 #include "common/log.h"
-#include "common/timeid.h"
 #include "common/proto.h"
+#include "common/timeid.h"
 #include "scheduler/db.h"
 
 void
@@ -51,8 +51,8 @@ auth_scheme(const char *header, const char *scheme)
 }
 
 int
-auth_user(struct schedd *sd, const struct http_req *req,
-    struct auth_ident *who, struct err *err)
+auth_user(struct schedd *sd, const struct http_req *req, struct auth_ident *who,
+    struct err *err)
 {
     char hash[CRED_HEX_LEN + 1];
     char *user = NULL, *role = NULL;
@@ -62,8 +62,8 @@ auth_user(struct schedd *sd, const struct http_req *req,
     memset(who, 0, sizeof(*who));
     if (req->is_unix) {
         auth_uid_name(req->peer_uid, who->user, sizeof(who->user));
-        who->operator = req->peer_uid == 0 || req->peer_uid == sd->self_uid ||
-                        schedd_is_operator_name(sd, who->user);
+        who->operator= req->peer_uid == 0 || req->peer_uid == sd->self_uid ||
+            schedd_is_operator_name(sd, who->user);
         return 0;
     }
     token = auth_scheme(req->authorization, "Bearer");
@@ -77,8 +77,8 @@ auth_user(struct schedd *sd, const struct http_req *req,
     if (rc < 0)
         return err_set(err, rc, "cannot look up the token");
     snprintf(who->user, sizeof(who->user), "%s", user);
-    who->operator = strcmp(role, "operator") == 0 ||
-                    schedd_is_operator_name(sd, user);
+    who->operator= strcmp(role, "operator") == 0 ||
+        schedd_is_operator_name(sd, user);
     free(user);
     free(role);
     return 0;
@@ -128,8 +128,8 @@ auth_token_create(struct schedd *sd, const char *user, const char *role,
     if (*token == NULL)
         return err_set(err, -EIO, "cannot generate a token");
     cred_sha256_hex(*token, hash);
-    rc = schedd_db_check(sd, db_token_insert(sd->db, hash, user, role,
-        timeid_now_ms()));
+    rc = schedd_db_check(sd,
+        db_token_insert(sd->db, hash, user, role, timeid_now_ms()));
     if (rc == 0) {
         snprintf(subject, sizeof(subject), "user/%s", user);
         detail = cJSON_CreateObject();

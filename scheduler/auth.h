@@ -27,7 +27,7 @@
 
 /* Who sent a request. */
 struct auth_ident {
-    char user[AUTH_USER_MAX + 1];       /* "" for agents and public routes */
+    char user[AUTH_USER_MAX + 1]; /* "" for agents and public routes */
     bool operator;
     bool agent;
     char node[PROTO_NODE_NAME_MAX + 1]; /* agents: the authenticated node */

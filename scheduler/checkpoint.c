@@ -107,8 +107,7 @@ checkpoint_commit(struct schedd *sd, struct job *job, struct attempt *a,
             *committed = (int)a->nranks;
         return 0;
     }
-    rc = db_commit_insert(sd->db, job->id, a->num, step, rank,
-        timeid_now_ms());
+    rc = db_commit_insert(sd->db, job->id, a->num, step, rank, timeid_now_ms());
     if (rc < 0)
         return schedd_db_error(sd, rc);
     if (rc == 1) {
@@ -119,8 +118,7 @@ checkpoint_commit(struct schedd *sd, struct job *job, struct attempt *a,
                 count = a->tallies[i].committed;
         }
     }
-    if (rank >= 0 && (size_t)rank < a->nranks &&
-        step > a->ranks[rank].ckpt_max)
+    if (rank >= 0 && (size_t)rank < a->nranks && step > a->ranks[rank].ckpt_max)
         a->ranks[rank].ckpt_max = step;
     if (committed)
         *committed = count;

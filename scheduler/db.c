@@ -27,8 +27,8 @@ db_fail(struct db *db, const char *label, int rc)
 {
     int ext = sqlite3_extended_errcode(db->sq);
 
-    log_error("database %s failed: %s (code %d)", label,
-        sqlite3_errmsg(db->sq), ext);
+    log_error("database %s failed: %s (code %d)", label, sqlite3_errmsg(db->sq),
+        ext);
     switch (rc & 0xff) {
     case SQLITE_FULL:
         return -ENOSPC;
@@ -217,9 +217,10 @@ db_prepare_all(struct db *db, struct err *err)
                 SQLITE_PREPARE_PERSISTENT, db_stmt_slot(db, d), NULL);
 
             if (rc != SQLITE_OK)
-                return err_set(err, -EIO, "cannot prepare statement on "
-                    "'%s': %s (%.40s...)", db->path, sqlite3_errmsg(db->sq),
-                    d->sql);
+                return err_set(err, -EIO,
+                    "cannot prepare statement on "
+                    "'%s': %s (%.40s...)",
+                    db->path, sqlite3_errmsg(db->sq), d->sql);
         }
     }
     return 0;
@@ -238,8 +239,8 @@ db_pragma(struct db *db, const char *sql, const char *want, struct err *err)
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW && want &&
             strcasecmp(db_col_text(st, 0), want) != 0) {
-            rc = err_set(err, -EIO, "cannot set '%s' on '%s': got '%s'",
-                sql, db->path, db_col_text(st, 0));
+            rc = err_set(err, -EIO, "cannot set '%s' on '%s': got '%s'", sql,
+                db->path, db_col_text(st, 0));
             sqlite3_finalize(st);
             return rc;
         }
@@ -248,8 +249,8 @@ db_pragma(struct db *db, const char *sql, const char *want, struct err *err)
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK)
-        return err_set(err, -EIO, "cannot run '%s' on '%s': %s", sql,
-            db->path, sqlite3_errmsg(db->sq));
+        return err_set(err, -EIO, "cannot run '%s' on '%s': %s", sql, db->path,
+            sqlite3_errmsg(db->sq));
     return 0;
 }
 
@@ -261,8 +262,7 @@ db_open(const char *path, bool sync_full, struct err *err)
 
     db->path = xstrdup(path);
     rc = sqlite3_open_v2(path, &db->sq,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-        NULL);
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         err_set(err, -EIO, "cannot open database '%s': %s", path,
             db->sq ? sqlite3_errmsg(db->sq) : sqlite3_errstr(rc));
@@ -271,9 +271,10 @@ db_open(const char *path, bool sync_full, struct err *err)
     sqlite3_extended_result_codes(db->sq, 1);
     sqlite3_busy_timeout(db->sq, 5000);
     if (db_pragma(db, "PRAGMA journal_mode = WAL", "wal", err) < 0 ||
-        db_pragma(db, sync_full ? "PRAGMA synchronous = FULL"
-                                : "PRAGMA synchronous = NORMAL", NULL,
-            err) < 0 ||
+        db_pragma(db,
+            sync_full ? "PRAGMA synchronous = FULL"
+                      : "PRAGMA synchronous = NORMAL",
+            NULL, err) < 0 ||
         db_pragma(db, "PRAGMA foreign_keys = ON", NULL, err) < 0)
         goto fail;
     if (migrate_run(db->sq, path, err) < 0)

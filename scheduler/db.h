@@ -79,10 +79,10 @@ int db_job_get(struct db *db, int64_t id, struct job **out);
 int db_jobs_load_unfinished(struct db *db, struct job_table *t);
 
 struct db_job_filter {
-    const char *user;           /* NULL: every user */
+    const char *user; /* NULL: every user */
     bool has_state;
     enum proto_job_state state;
-    bool all;                   /* false: only unfinished jobs */
+    bool all; /* false: only unfinished jobs */
 };
 
 /* The job is borrowed for the call. A non-zero return stops the walk and
@@ -108,8 +108,8 @@ int db_attempt_get(struct db *db, int64_t job_id, int num,
     struct attempt **out);
 /* Every attempt of a job, oldest first. *out (array of pointers) and each
  * attempt: caller frees/destroys. */
-int db_attempts_load_job(struct db *db, int64_t job_id,
-    struct attempt ***out, size_t *n);
+int db_attempts_load_job(struct db *db, int64_t job_id, struct attempt ***out,
+    size_t *n);
 /* Attempts that are active or still hold a placement; fn takes ownership
  * of each. */
 typedef int db_attempt_fn(struct attempt *a, void *arg);
@@ -126,7 +126,7 @@ struct db_checkpoint {
     const char *path;
     int committed;
     int64_t complete_ms;
-    const char *source;         /* convention sdk api */
+    const char *source; /* convention sdk api */
 };
 
 /* Record a complete checkpoint. Returns 1 when recorded, 0 when the job
@@ -134,13 +134,13 @@ struct db_checkpoint {
 int db_checkpoint_insert(struct db *db, const struct db_checkpoint *c);
 typedef int db_checkpoint_fn(const struct db_checkpoint *c, void *arg);
 /* A job's complete checkpoints, lowest step first. */
-int db_checkpoints_foreach(struct db *db, int64_t job_id,
-    db_checkpoint_fn *fn, void *arg);
+int db_checkpoints_foreach(struct db *db, int64_t job_id, db_checkpoint_fn *fn,
+    void *arg);
 
 /* Record that `rank` committed `step` in the attempt. Returns 1 when new,
  * 0 when it had been recorded, or a negative errno. */
-int db_commit_insert(struct db *db, int64_t job_id, int attempt,
-    int64_t step, int rank, int64_t time_ms);
+int db_commit_insert(struct db *db, int64_t job_id, int attempt, int64_t step,
+    int rank, int64_t time_ms);
 typedef int db_commit_fn(int rank, int64_t step, void *arg);
 /* The recorded commits of an attempt for steps above `above`. */
 int db_commits_foreach(struct db *db, int64_t job_id, int attempt,
@@ -185,7 +185,7 @@ int db_directive_done(struct db *db, const struct attempt *a,
 
 struct db_failure_row {
     int attempt;
-    struct evidence failure;    /* its evidence */
+    struct evidence failure; /* its evidence */
     int64_t resume_step;
     /* How the asked-for rank ended in that attempt. */
     bool rank_known;
@@ -195,8 +195,8 @@ struct db_failure_row {
     int rank_signal;
     int64_t rank_step;
     int64_t rank_end_ms;
-    int64_t detected_ms;        /* when that attempt's failure was seen */
-    char **nodes;               /* the nodes it ran on, by node rank */
+    int64_t detected_ms; /* when that attempt's failure was seen */
+    char **nodes;        /* the nodes it ran on, by node rank */
     size_t nnodes;
 };
 
@@ -220,9 +220,9 @@ struct db_goodput_row {
     bool has_failure;
     enum policy_kind failure_kind;
     int64_t resume_step;
-    int resumed_ckpt_attempt;   /* the checkpoint it resumed from: the */
-    int64_t resumed_ckpt_ms;    /* attempt that completed it and when */
-    int last_ckpt_attempt;      /* the job's highest complete checkpoint */
+    int resumed_ckpt_attempt; /* the checkpoint it resumed from: the */
+    int64_t resumed_ckpt_ms;  /* attempt that completed it and when */
+    int last_ckpt_attempt;    /* the job's highest complete checkpoint */
     int64_t last_ckpt_ms;
     enum proto_job_state job_state;
     int64_t job_end_ms;
@@ -242,7 +242,7 @@ int db_event_insert(struct db *db, int64_t time_ms, const char *actor,
 struct db_event {
     int64_t id;
     int64_t time_ms;
-    const char *actor;          /* borrowed for the callback */
+    const char *actor; /* borrowed for the callback */
     const char *subject;
     const char *kind;
     const char *detail;
@@ -257,8 +257,7 @@ int db_events_foreach(struct db *db, const char *subject, int limit,
 int db_token_insert(struct db *db, const char *hash, const char *user,
     const char *role, int64_t created_ms);
 /* -ENOENT when unknown. *user and *role: caller frees. */
-int db_token_lookup(struct db *db, const char *hash, char **user,
-    char **role);
+int db_token_lookup(struct db *db, const char *hash, char **user, char **role);
 
 /* ---- migrations (db_migrate.c; used by db_open) ------------------------- */
 

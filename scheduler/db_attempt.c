@@ -43,8 +43,8 @@ static const char sql_rank_insert[] =
 static void
 rank_bind(sqlite3_stmt *st, const struct attempt_rank *r, int first)
 {
-    DB_BIND(st, first, DB_TEXT(proto_rank_state_str(r->state)),
-        DB_INT(r->pid), DB_INT(r->start_ms), DB_INT(r->end_ms),
+    DB_BIND(st, first, DB_TEXT(proto_rank_state_str(r->state)), DB_INT(r->pid),
+        DB_INT(r->start_ms), DB_INT(r->end_ms),
         DB_IF(r->has_exit, DB_INT(r->exit_code)),
         DB_IF(r->has_exit, DB_INT(r->signal)), DB_TEXT(r->stderr_tail),
         DB_INT(r->step), DB_INT(r->fenced), DB_TEXT(r->dump));
@@ -234,8 +234,7 @@ attempt_load_children(struct db *db, struct attempt *a)
     int rc;
 
     db_bind_attempt_key(db->placements_of, 1, a->job_id, a->num);
-    rc = db_rows(db, db->placements_of, "placements load", placement_row,
-        a);
+    rc = db_rows(db, db->placements_of, "placements load", placement_row, a);
     if (rc < 0)
         return rc;
     db_bind_attempt_key(db->ranks_of, 1, a->job_id, a->num);
@@ -247,10 +246,10 @@ attempt_load_children(struct db *db, struct attempt *a)
 
 /* ---- reads -------------------------------------------------------------- */
 
-#define ATTEMPT_COLUMNS                                                     \
-    "job_id, attempt, state, reason, start_ms, end_ms, nodes, "             \
-    "ranks_per_node, master_addr, master_port, resume_step, resume_from, "  \
-    "running_ms, failed_ms, detected_ms, released_ms, failure_kind, "       \
+#define ATTEMPT_COLUMNS                                                        \
+    "job_id, attempt, state, reason, start_ms, end_ms, nodes, "                \
+    "ranks_per_node, master_addr, master_port, resume_step, resume_from, "     \
+    "running_ms, failed_ms, detected_ms, released_ms, failure_kind, "          \
     "dump_deadline_ms, hang_seq, " DB_EVIDENCE_COLUMNS
 
 /* Columns 16 on (failure_kind, dump_deadline_ms, hang_seq, the evidence):
@@ -268,8 +267,7 @@ attempt_failure_from_row(sqlite3_stmt *st, struct attempt *a)
     evidence_init(&a->failure, POLICY_KIND_HANG);
     db_col_evidence(st, 19, &a->failure);
     a->has_failure = kind[0] != '\0';
-    if (a->has_failure &&
-        policy_kind_parse(kind, &a->failure.kind) < 0)
+    if (a->has_failure && policy_kind_parse(kind, &a->failure.kind) < 0)
         a->failure.kind = POLICY_KIND_RANK_EXIT;
 }
 
@@ -285,8 +283,8 @@ attempt_from_row(sqlite3_stmt *st)
     if (nnodes < 1 || nnodes > PROTO_NODES_MAX || rpn < 1 ||
         rpn > PROTO_RANKS_PER_NODE_MAX)
         return NULL;
-    a = attempt_create(sqlite3_column_int64(st, 0),
-        sqlite3_column_int(st, 1), nnodes, rpn);
+    a = attempt_create(sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+        nnodes, rpn);
     if (proto_attempt_state_parse(db_col_text(st, 2), &a->state) < 0) {
         attempt_destroy(a);
         return NULL;
@@ -297,8 +295,7 @@ attempt_from_row(sqlite3_stmt *st)
     free(a->master_addr);
     a->master_addr = db_col_strdup(st, 8);
     a->master_port = sqlite3_column_int(st, 9);
-    attempt_set_resume(a, sqlite3_column_int64(st, 10),
-        db_col_text(st, 11));
+    attempt_set_resume(a, sqlite3_column_int64(st, 10), db_col_text(st, 11));
     a->running_ms = sqlite3_column_int64(st, 12);
     a->failed_ms = sqlite3_column_int64(st, 13);
     a->detected_ms = sqlite3_column_int64(st, 14);
@@ -362,9 +359,9 @@ attempts_collect(struct db *db, sqlite3_stmt *st, const char *label,
     return rc;
 }
 
-static const char sql_attempt_get[] =
-    "SELECT " ATTEMPT_COLUMNS " FROM attempts "
-    "WHERE job_id = ?1 AND attempt = ?2";
+static const char sql_attempt_get[] = "SELECT " ATTEMPT_COLUMNS
+                                      " FROM attempts "
+                                      "WHERE job_id = ?1 AND attempt = ?2";
 
 static int
 attempt_take_one(struct attempt *a, void *arg)
@@ -382,16 +379,16 @@ db_attempt_get(struct db *db, int64_t job_id, int num, struct attempt **out)
 
     *out = NULL;
     db_bind_attempt_key(db->attempt_get, 1, job_id, num);
-    rc = attempts_collect(db, db->attempt_get, "attempt get",
-        attempt_take_one, out);
+    rc = attempts_collect(db, db->attempt_get, "attempt get", attempt_take_one,
+        out);
     if (rc == 0 && *out == NULL)
         return -ENOENT;
     return rc;
 }
 
-static const char sql_attempts_job[] =
-    "SELECT " ATTEMPT_COLUMNS " FROM attempts WHERE job_id = ?1 "
-    "ORDER BY attempt";
+static const char sql_attempts_job[] = "SELECT " ATTEMPT_COLUMNS
+                                       " FROM attempts WHERE job_id = ?1 "
+                                       "ORDER BY attempt";
 
 int
 db_attempts_load_job(struct db *db, int64_t job_id, struct attempt ***out,

@@ -20,9 +20,9 @@ int
 db_blame_insert(struct db *db, const char *node, int64_t job_id, int attempt,
     int64_t time_ms, const char *kind, const char *evidence, bool withdrawn)
 {
-    DB_BIND(db->blame_insert, 1, DB_TEXT(node), DB_INT(job_id),
-        DB_INT(attempt), DB_INT(time_ms), DB_TEXT(kind),
-        DB_TEXT(evidence ? evidence : "{}"), DB_INT(withdrawn));
+    DB_BIND(db->blame_insert, 1, DB_TEXT(node), DB_INT(job_id), DB_INT(attempt),
+        DB_INT(time_ms), DB_TEXT(kind), DB_TEXT(evidence ? evidence : "{}"),
+        DB_INT(withdrawn));
     return db_write(db, db->blame_insert, "blame insert");
 }
 

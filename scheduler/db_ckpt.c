@@ -65,8 +65,7 @@ db_checkpoints_foreach(struct db *db, int64_t job_id, db_checkpoint_fn *fn,
     struct db_walk w = { .fn.checkpoint = fn, .arg = arg };
 
     sqlite3_bind_int64(db->checkpoints_job, 1, job_id);
-    return db_rows(db, db->checkpoints_job, "checkpoints list", ckpt_row,
-        &w);
+    return db_rows(db, db->checkpoints_job, "checkpoints list", ckpt_row, &w);
 }
 
 static const char sql_commit_insert[] =
@@ -78,8 +77,8 @@ int
 db_commit_insert(struct db *db, int64_t job_id, int attempt, int64_t step,
     int rank, int64_t time_ms)
 {
-    DB_BIND(db->commit_insert, 1, DB_INT(job_id), DB_INT(attempt),
-        DB_INT(step), DB_INT(rank), DB_INT(time_ms));
+    DB_BIND(db->commit_insert, 1, DB_INT(job_id), DB_INT(attempt), DB_INT(step),
+        DB_INT(rank), DB_INT(time_ms));
     return ckpt_insert_new(db, db->commit_insert, "checkpoint commit insert");
 }
 
@@ -92,13 +91,13 @@ commit_row(sqlite3_stmt *st, void *arg)
 {
     struct db_walk *w = arg;
 
-    return w->fn.commit(sqlite3_column_int(st, 0),
-        sqlite3_column_int64(st, 1), w->arg);
+    return w->fn.commit(sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
+        w->arg);
 }
 
 int
-db_commits_foreach(struct db *db, int64_t job_id, int attempt,
-    int64_t above, db_commit_fn *fn, void *arg)
+db_commits_foreach(struct db *db, int64_t job_id, int attempt, int64_t above,
+    db_commit_fn *fn, void *arg)
 {
     struct db_walk w = { .fn.commit = fn, .arg = arg };
 

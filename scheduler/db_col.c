@@ -53,8 +53,7 @@ db_bind_vals(sqlite3_stmt *st, int first, const struct db_val *v, size_t n)
 }
 
 void
-db_bind_attempt_key(sqlite3_stmt *st, int first, int64_t job_id,
-    int attempt)
+db_bind_attempt_key(sqlite3_stmt *st, int first, int64_t job_id, int attempt)
 {
     sqlite3_bind_int64(st, first, job_id);
     sqlite3_bind_int(st, first + 1, attempt);
@@ -161,8 +160,8 @@ json_str_item(const cJSON *item, void *vec, size_t i)
  * zeroed vector of elements of size elem, one more than it has, each
  * filled by fn. -EIO, with *out and *n untouched, for anything else. */
 static int
-json_decode(const char *text, bool want_object, size_t elem,
-    json_item_fn *fn, void **out, size_t *n)
+json_decode(const char *text, bool want_object, size_t elem, json_item_fn *fn,
+    void **out, size_t *n)
 {
     cJSON *json = cJSON_Parse(text);
     const cJSON *item;
@@ -219,8 +218,7 @@ db_unjson_strv(const char *text, char ***out, size_t *n)
 /* ---- failure evidence --------------------------------------------------- */
 
 void
-db_bind_evidence(struct sqlite3_stmt *st, int first,
-    const struct evidence *e)
+db_bind_evidence(struct sqlite3_stmt *st, int first, const struct evidence *e)
 {
     DB_BIND(st, first, DB_OPT_TEXT(e->node),
         DB_IF(e->rank >= 0, DB_INT(e->rank)),
@@ -244,8 +242,7 @@ db_col_evidence(struct sqlite3_stmt *st, int first, struct evidence *e)
 {
     e->node = col_opt_strdup(st, first);
     e->rank = db_col_is_null(st, first + 1) ? -1
-                                            : sqlite3_column_int(st,
-                                                  first + 1);
+                                            : sqlite3_column_int(st, first + 1);
     e->has_exit = !db_col_is_null(st, first + 2);
     e->exit_code = sqlite3_column_int(st, first + 2);
     e->signal = sqlite3_column_int(st, first + 3);
@@ -262,4 +259,3 @@ db_col_evidence(struct sqlite3_stmt *st, int first, struct evidence *e)
     if (evidence_blame_parse(db_col_text(st, first + 12), &e->blame) < 0)
         e->blame = EVIDENCE_BLAME_NONE;
 }
-

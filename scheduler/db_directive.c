@@ -58,8 +58,9 @@ directive_row(sqlite3_stmt *st, void *arg)
 
     if (proto_directive_kind_parse(db_col_text(st, 1), &kind) < 0) {
         log_warn("job=%lld attempt=%d: directive %llu of unknown kind '%s' "
-            "ignored", (long long)a->job_id, a->num,
-            (unsigned long long)seq, db_col_text(st, 1));
+                 "ignored",
+            (long long)a->job_id, a->num, (unsigned long long)seq,
+            db_col_text(st, 1));
         if (seq > a->directive_seq)
             a->directive_seq = seq;
         return 0;
@@ -73,8 +74,7 @@ int
 db_directives_load(struct db *db, struct attempt *a)
 {
     db_bind_attempt_key(db->directives_of, 1, a->job_id, a->num);
-    return db_rows(db, db->directives_of, "directives load", directive_row,
-        a);
+    return db_rows(db, db->directives_of, "directives load", directive_row, a);
 }
 
 const struct db_stmt_def db_directive_stmts[] = {

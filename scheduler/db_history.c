@@ -20,6 +20,7 @@
 /* ---- failure history ---------------------------------------------------- */
 
 /* Every failed attempt of a job, with how one rank ended in it. */
+/* clang-format off */
 static const char sql_failures_job[] =
     "SELECT a.attempt, a.failure_kind, a.resume_step, "
     "r.state, r.exit_code, r.signal, r.step, r.end_ms, a.detected_ms, "
@@ -27,6 +28,7 @@ static const char sql_failures_job[] =
     "FROM attempts a LEFT JOIN ranks r ON r.job_id = a.job_id "
     "AND r.attempt = a.attempt AND r.rank = ?2 "
     "WHERE a.job_id = ?1 AND a.failure_kind != '' ORDER BY a.attempt";
+/* clang-format on */
 
 static const char sql_placement_nodes[] =
     "SELECT attempt, node FROM placements WHERE job_id = ?1 "
@@ -89,8 +91,7 @@ failure_node_row(sqlite3_stmt *st, void *arg)
 
         if (f->attempt != num)
             continue;
-        f->nodes = xreallocarray(f->nodes, f->nnodes + 1,
-            sizeof(*f->nodes));
+        f->nodes = xreallocarray(f->nodes, f->nnodes + 1, sizeof(*f->nodes));
         f->nodes[f->nnodes++] = db_col_strdup(st, 1);
         break;
     }
@@ -124,23 +125,23 @@ db_job_failures(struct db *db, int64_t job_id, int rank,
 
 /* ---- goodput ------------------------------------------------------------ */
 
-#define GOODPUT_SELECT                                                      \
-    "SELECT a.job_id, a.attempt, a.state, a.start_ms, a.running_ms, "       \
-    "a.end_ms, a.failed_ms, a.failure_kind, a.resume_step, "                \
-    "c.attempt, c.complete_ms, j.state, j.end_ms, "                         \
-    "j.nodes * j.ranks_per_node, "                                          \
-    "(SELECT attempt FROM checkpoints l WHERE l.job_id = a.job_id "         \
-    " ORDER BY step DESC LIMIT 1), "                                        \
-    "(SELECT complete_ms FROM checkpoints l WHERE l.job_id = a.job_id "     \
-    " ORDER BY step DESC LIMIT 1) "                                         \
-    "FROM attempts a JOIN jobs j ON j.id = a.job_id "                       \
-    "LEFT JOIN checkpoints c ON c.job_id = a.job_id "                       \
+#define GOODPUT_SELECT                                                         \
+    "SELECT a.job_id, a.attempt, a.state, a.start_ms, a.running_ms, "          \
+    "a.end_ms, a.failed_ms, a.failure_kind, a.resume_step, "                   \
+    "c.attempt, c.complete_ms, j.state, j.end_ms, "                            \
+    "j.nodes * j.ranks_per_node, "                                             \
+    "(SELECT attempt FROM checkpoints l WHERE l.job_id = a.job_id "            \
+    " ORDER BY step DESC LIMIT 1), "                                           \
+    "(SELECT complete_ms FROM checkpoints l WHERE l.job_id = a.job_id "        \
+    " ORDER BY step DESC LIMIT 1) "                                            \
+    "FROM attempts a JOIN jobs j ON j.id = a.job_id "                          \
+    "LEFT JOIN checkpoints c ON c.job_id = a.job_id "                          \
     "AND c.step = a.resume_step "
 
-static const char sql_goodput_all[] =
-    GOODPUT_SELECT "ORDER BY a.job_id, a.attempt";
-static const char sql_goodput_job[] =
-    GOODPUT_SELECT "WHERE a.job_id = ?1 ORDER BY a.attempt";
+static const char sql_goodput_all[] = GOODPUT_SELECT
+    "ORDER BY a.job_id, a.attempt";
+static const char sql_goodput_job[] = GOODPUT_SELECT
+    "WHERE a.job_id = ?1 ORDER BY a.attempt";
 
 static int
 goodput_row(sqlite3_stmt *st, void *arg)
@@ -156,8 +157,7 @@ goodput_row(sqlite3_stmt *st, void *arg)
     r.running_ms = sqlite3_column_int64(st, 4);
     r.end_ms = sqlite3_column_int64(st, 5);
     r.failed_ms = sqlite3_column_int64(st, 6);
-    r.has_failure =
-        policy_kind_parse(db_col_text(st, 7), &r.failure_kind) == 0;
+    r.has_failure = policy_kind_parse(db_col_text(st, 7), &r.failure_kind) == 0;
     r.resume_step = sqlite3_column_int64(st, 8);
     r.resumed_ckpt_attempt = sqlite3_column_int(st, 9);
     r.resumed_ckpt_ms = sqlite3_column_int64(st, 10);
@@ -170,8 +170,7 @@ goodput_row(sqlite3_stmt *st, void *arg)
 }
 
 int
-db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn,
-    void *arg)
+db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn, void *arg)
 {
     struct db_walk w = { .fn.goodput = fn, .arg = arg };
     sqlite3_stmt *st = job_id > 0 ? db->goodput_job : db->goodput_all;

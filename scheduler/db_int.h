@@ -117,8 +117,10 @@ struct db_stmt_def {
 
 /* The statement in slot field, whose SQL is the static const char
  * sql_<field>[] of the same file. */
+/* clang-format off */
 #define DB_STMT(field) { offsetof(struct db, field), sql_##field }
 #define DB_STMT_END { 0, NULL }
+/* clang-format on */
 
 /* Each concern file's statements, ended by DB_STMT_END; db_open prepares
  * them all. */
@@ -196,8 +198,8 @@ struct db_val {
     enum db_val_type {
         DB_VAL_NULL,
         DB_VAL_INT,
-        DB_VAL_TEXT,            /* NULL binds "" */
-        DB_VAL_OPT_TEXT,        /* NULL binds NULL */
+        DB_VAL_TEXT,     /* NULL binds "" */
+        DB_VAL_OPT_TEXT, /* NULL binds NULL */
     } type;
     int64_t i;
     const char *s;
@@ -215,9 +217,9 @@ void db_bind_vals(struct sqlite3_stmt *st, int first, const struct db_val *v,
     size_t n);
 /* db_bind_vals of the values listed, so a statement's values read in the
  * order of its columns: DB_BIND(st, 1, DB_INT(id), DB_TEXT(name)). */
-#define DB_BIND(st, first, ...)                                             \
-    db_bind_vals((st), (first), (const struct db_val[]){ __VA_ARGS__ },     \
-        sizeof((const struct db_val[]){ __VA_ARGS__ }) /                    \
+#define DB_BIND(st, first, ...)                                                \
+    db_bind_vals((st), (first), (const struct db_val[]){ __VA_ARGS__ },        \
+        sizeof((const struct db_val[]){ __VA_ARGS__ }) /                       \
             sizeof(struct db_val))
 /* Bind ?first and ?first+1 to an attempt's key (job id, attempt). */
 void db_bind_attempt_key(struct sqlite3_stmt *st, int first, int64_t job_id,
@@ -238,10 +240,10 @@ bool db_col_is_null(struct sqlite3_stmt *st, int i);
 /* An attempt's failure evidence in DB_EVIDENCE_NCOLS columns from ?first
  * (failure_node .. failure_blame; NULL where a field does not apply), and
  * back from the column first of a row (kind is the caller's). */
-#define DB_EVIDENCE_COLUMNS                                                 \
-    "failure_node, failure_rank, failure_exit_code, failure_signal, "       \
-    "failure_fenced, failure_last_step, failure_heartbeat_ms, "             \
-    "failure_idle_ms, failure_source, failure_actor, failure_stderr, "      \
+#define DB_EVIDENCE_COLUMNS                                                    \
+    "failure_node, failure_rank, failure_exit_code, failure_signal, "          \
+    "failure_fenced, failure_last_step, failure_heartbeat_ms, "                \
+    "failure_idle_ms, failure_source, failure_actor, failure_stderr, "         \
     "failure_evidence_ms, failure_blame"
 #define DB_EVIDENCE_NCOLS 13
 void db_bind_evidence(struct sqlite3_stmt *st, int first,

@@ -16,13 +16,13 @@
 
 #include "common/log.h"
 
-#define JOB_COLUMNS                                                         \
-    "id, name, user, state, reason, priority, nodes, ranks_per_node, "      \
-    "gpus_per_node, cpus_per_rank, memory_mb_per_node, argv, env, "         \
-    "workdir, max_restarts, checkpoint_dir, submit_ms, start_ms, end_ms, "  \
-    "attempt, failed_rank, exit_code, signal, stderr_tail, "                \
-    "max_infra_restarts, hang_timeout_s, keep_checkpoints, restarts, "      \
-    "infra_restarts, fail_streak, not_before_ms, reserved, "                \
+#define JOB_COLUMNS                                                            \
+    "id, name, user, state, reason, priority, nodes, ranks_per_node, "         \
+    "gpus_per_node, cpus_per_rank, memory_mb_per_node, argv, env, "            \
+    "workdir, max_restarts, checkpoint_dir, submit_ms, start_ms, end_ms, "     \
+    "attempt, failed_rank, exit_code, signal, stderr_tail, "                   \
+    "max_infra_restarts, hang_timeout_s, keep_checkpoints, restarts, "         \
+    "infra_restarts, fail_streak, not_before_ms, reserved, "                   \
     "(SELECT max(step) FROM checkpoints c WHERE c.job_id = jobs.id)"
 
 static const char sql_job_insert[] =
@@ -126,23 +126,21 @@ job_from_row(sqlite3_stmt *st)
     job->infra_restarts = sqlite3_column_int(st, 28);
     job->fail_streak = sqlite3_column_int(st, 29);
     job->not_before_ms = sqlite3_column_int64(st, 30);
-    job->ckpt_step =
-        db_col_is_null(st, 32) ? -1 : sqlite3_column_int64(st, 32);
+    job->ckpt_step = db_col_is_null(st, 32) ? -1 : sqlite3_column_int64(st, 32);
     if (proto_job_state_parse(db_col_text(st, 3), &job->state) < 0 ||
         db_unjson_strv(db_col_text(st, 11), &s->argv, &s->argc) < 0 ||
         db_unjson_kv(db_col_text(st, 12), &s->env, &s->nenv) < 0 ||
-        db_unjson_strv(db_col_text(st, 31), &job->reserved,
-            &job->nreserved) < 0) {
-        log_error("database: job %lld has a malformed row",
-            (long long)job->id);
+        db_unjson_strv(db_col_text(st, 31), &job->reserved, &job->nreserved) <
+            0) {
+        log_error("database: job %lld has a malformed row", (long long)job->id);
         job_destroy(job);
         return NULL;
     }
     return job;
 }
 
-static const char sql_job_get[] =
-    "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1";
+static const char sql_job_get[] = "SELECT " JOB_COLUMNS
+                                  " FROM jobs WHERE id = ?1";
 
 static int
 job_get_row(sqlite3_stmt *st, void *arg)
@@ -188,10 +186,11 @@ db_jobs_load_unfinished(struct db *db, struct job_table *t)
  * (jobs_state, jobs_user_state) instead of scanning every job ever run. */
 #define JOBS_LIVE "state IN ('PENDING', 'PLACED', 'RUNNING', 'RESTARTING')"
 
-static const char sql_jobs_all[] =
-    "SELECT " JOB_COLUMNS " FROM jobs ORDER BY id DESC";
-static const char sql_jobs_live[] =
-    "SELECT " JOB_COLUMNS " FROM jobs WHERE " JOBS_LIVE " ORDER BY id DESC";
+static const char sql_jobs_all[] = "SELECT " JOB_COLUMNS
+                                   " FROM jobs ORDER BY id DESC";
+static const char sql_jobs_live[] = "SELECT " JOB_COLUMNS
+                                    " FROM jobs WHERE " JOBS_LIVE
+                                    " ORDER BY id DESC";
 static const char sql_jobs_state[] =
     "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ?2 ORDER BY id DESC";
 static const char sql_jobs_user_all[] =

@@ -51,7 +51,8 @@ migrate_run(struct sqlite3 *sq, const char *path, struct err *err)
     if (version > latest)
         return err_set(err, -EPROTO,
             "database '%s' has schema version %d, newer than this lockstepd "
-            "understands (%d); use a newer lockstepd", path, version, latest);
+            "understands (%d); use a newer lockstepd",
+            path, version, latest);
     for (size_t i = 0; i < schema_nmigrations; i++) {
         const struct schema_migration *m = &schema_migrations[i];
         char bump[64];

@@ -103,8 +103,8 @@ node_row(sqlite3_stmt *st, void *arg)
     node->registered_ms = sqlite3_column_int64(st, 10);
     node->last_seen_ms = sqlite3_column_int64(st, 11);
     node->last_seen_saved_ms = node->last_seen_ms;
-    if (db_unjson_int_array(db_col_text(st, 7), &node->gpus,
-            &node->ngpus) < 0 ||
+    if (db_unjson_int_array(db_col_text(st, 7), &node->gpus, &node->ngpus) <
+            0 ||
         db_unjson_kv(db_col_text(st, 8), &node->labels, &node->nlabels) < 0) {
         log_error("database: node '%s' has malformed gpus or labels",
             node->name);

@@ -14,8 +14,8 @@ int
 directive_post(struct schedd *sd, struct attempt *a,
     enum proto_directive_kind kind, int64_t step, uint64_t *seq)
 {
-    struct attempt_directive *d =
-        attempt_directive_add(a, kind, step, timeid_now_ms());
+    struct attempt_directive *d = attempt_directive_add(a, kind, step,
+        timeid_now_ms());
     int rc;
 
     if (seq)
@@ -64,22 +64,23 @@ directive_done(const struct attempt *a, uint64_t seq)
 }
 
 int
-directive_acks(struct schedd *sd, struct attempt *a,
-    const struct placement *p, const struct proto_rank_status *in)
+directive_acks(struct schedd *sd, struct attempt *a, const struct placement *p,
+    const struct proto_rank_status *in)
 {
     int rc = 0;
 
     if (in->rank / a->ranks_per_node != p->node_rank)
         return 0;
     for (size_t i = 0; i < in->nacks && rc == 0; i++) {
-        struct attempt_directive *d =
-            attempt_directive_find(a, in->acks[i].seq);
+        struct attempt_directive *d = attempt_directive_find(a,
+            in->acks[i].seq);
 
         if (d == NULL || !attempt_directive_ack(a, d, in->rank))
             continue;
         log_debug("job=%lld attempt=%d rank=%d directive %llu done in "
-            "%lld ms", (long long)a->job_id, a->num, in->rank,
-            (unsigned long long)d->seq, (long long)in->acks[i].duration_ms);
+                  "%lld ms",
+            (long long)a->job_id, a->num, in->rank, (unsigned long long)d->seq,
+            (long long)in->acks[i].duration_ms);
         if (d->done_ms == 0 && directive_done(a, d->seq)) {
             d->done_ms = timeid_now_ms();
             rc = schedd_db_check(sd, db_directive_done(sd->db, a, d));
@@ -98,8 +99,7 @@ directive_launch(const struct attempt *a, const struct placement *p,
         const struct attempt_directive *d = &a->directives[i];
         struct proto_directive *out;
 
-        if (d->done_ms > 0 ||
-            attempt_directive_node_done(a, d, p->node_rank))
+        if (d->done_ms > 0 || attempt_directive_node_done(a, d, p->node_rank))
             continue;
         out = &l->directives[l->ndirectives++];
         out->seq = d->seq;

@@ -73,8 +73,8 @@ event_job_submitted(struct schedd *sd, struct job *job)
     jsonx_add_int(detail, "gpus_per_node", job->spec.gpus_per_node);
     jsonx_add_int(detail, "priority", job->spec.priority);
     rc = schedd_event(sd, job->user,
-        schedd_subject_job(subject, sizeof(subject), job->id),
-        "job_submitted", detail);
+        schedd_subject_job(subject, sizeof(subject), job->id), "job_submitted",
+        detail);
     if (rc < 0) {
         job_destroy(job);
         return rc;
@@ -157,7 +157,8 @@ event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
     rc = schedd_db_check(sd, db_job_update(sd->db, job));
     rc = event_write(sd, rc, c->actor,
         schedd_subject_job(subject, sizeof(subject), job->id),
-        event_kind(kind, sizeof(kind), "job_", proto_job_state_str(to)), c->detail);
+        event_kind(kind, sizeof(kind), "job_", proto_job_state_str(to)),
+        c->detail);
     c->detail = NULL;
     log_info("job=%lld attempt=%d %s -> %s%s%s", (long long)job->id,
         job->attempt, proto_job_state_str(from), proto_job_state_str(to),
@@ -249,8 +250,10 @@ event_node(struct schedd *sd, struct node *node, struct event_node_change *c)
     schedd_subject_node(subject, sizeof(subject), node->name);
     if (now != old || c->kind) {
         detail = event_node_detail(old, now, why, c->extra);
-        rc = event_write(sd, rc, c->actor, subject, c->kind ? c->kind :
-            event_kind(kind, sizeof(kind), "node_", node_state_str(now)),
+        rc = event_write(sd, rc, c->actor, subject,
+            c->kind
+                ? c->kind
+                : event_kind(kind, sizeof(kind), "node_", node_state_str(now)),
             detail);
         log_info("node=%s %s -> %s%s%s", node->name, node_state_str(old),
             node_state_str(now), *why ? ": " : "", why);

@@ -30,10 +30,10 @@ int event_job_submitted(struct schedd *sd, struct job *job);
 
 /* What goes with a job's state change. */
 struct event_job_change {
-    struct attempt *attempt;    /* the attempt concerned, or NULL */
-    const char *actor;          /* NULL: the scheduler */
-    const char *reason;         /* the job's new reason; NULL: "" */
-    cJSON *detail;              /* the event's detail (taken); NULL: {} */
+    struct attempt *attempt; /* the attempt concerned, or NULL */
+    const char *actor;       /* NULL: the scheduler */
+    const char *reason;      /* the job's new reason; NULL: "" */
+    cJSON *detail;           /* the event's detail (taken); NULL: {} */
 };
 
 /*
@@ -66,17 +66,17 @@ int event_attempt(struct schedd *sd, struct attempt *a,
 
 /* What goes with a node's change. */
 struct event_node_change {
-    const char *actor;          /* NULL: the scheduler */
-    const char *why;            /* the detail's reason; NULL or "": none */
-    const char *kind;           /* the state-change event's kind, written
-                                 * even when the state shown stays the
-                                 * same (node_excluded); NULL: node_<state>,
-                                 * written only when it changed */
-    const char *fact;           /* a fact someone set (node_cordoned): its
-                                 * event, {reason}, is written when the
-                                 * state shown did not change; NULL none */
-    cJSON *extra;               /* fields added to the state-change event's
-                                 * detail (taken); NULL none */
+    const char *actor; /* NULL: the scheduler */
+    const char *why;   /* the detail's reason; NULL or "": none */
+    const char *kind;  /* the state-change event's kind, written
+                        * even when the state shown stays the
+                        * same (node_excluded); NULL: node_<state>,
+                        * written only when it changed */
+    const char *fact;  /* a fact someone set (node_cordoned): its
+                        * event, {reason}, is written when the
+                        * state shown did not change; NULL none */
+    cJSON *extra;      /* fields added to the state-change event's
+                        * detail (taken); NULL none */
 };
 
 /*

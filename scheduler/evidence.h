@@ -23,26 +23,26 @@
 /* What the failure did to its node's record. */
 enum evidence_blame {
     EVIDENCE_BLAME_NONE,
-    EVIDENCE_BLAME_BLAMED,      /* a blame row counts against the node */
-    EVIDENCE_BLAME_WITHDRAWN,   /* the job's own bug after all */
+    EVIDENCE_BLAME_BLAMED,    /* a blame row counts against the node */
+    EVIDENCE_BLAME_WITHDRAWN, /* the job's own bug after all */
 };
 
 /* The evidence. Strings are owned (NULL: none). */
 struct evidence {
     enum policy_kind kind;
-    char *node;                 /* where the evidence points */
-    int rank;                   /* -1: none */
-    bool has_exit;              /* exit_code and signal are known */
+    char *node;    /* where the evidence points */
+    int rank;      /* -1: none */
+    bool has_exit; /* exit_code and signal are known */
     int exit_code;
     int signal;
-    bool fenced;                /* the rank's supervisor fenced it */
-    int64_t last_step;          /* -1: none */
-    int64_t last_heartbeat_ms;  /* the node's last status; 0: none */
-    int64_t idle_ms;            /* hang: no progress for this long */
-    char *source;               /* hang: what progress was measured by */
-    char *actor;                /* node_excluded: who excluded the node */
+    bool fenced;               /* the rank's supervisor fenced it */
+    int64_t last_step;         /* -1: none */
+    int64_t last_heartbeat_ms; /* the node's last status; 0: none */
+    int64_t idle_ms;           /* hang: no progress for this long */
+    char *source;              /* hang: what progress was measured by */
+    char *actor;               /* node_excluded: who excluded the node */
     char *stderr_tail;
-    int64_t failed_ms;          /* when, by the evidence; 0: unknown */
+    int64_t failed_ms; /* when, by the evidence; 0: unknown */
     enum evidence_blame blame;
 };
 

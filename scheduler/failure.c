@@ -88,8 +88,8 @@ reason_append(char *buf, size_t len, const char *what, const char *tail)
 
 void
 failure_case_rank(struct failure_case *fc, const struct attempt *a,
-    const struct attempt_rank *r, const struct node *node,
-    int64_t started_ms, int64_t lease_ms)
+    const struct attempt_rank *r, const struct node *node, int64_t started_ms,
+    int64_t lease_ms)
 {
     const struct placement *p = &a->placements[r->node_rank];
     char what[PROTO_NODE_NAME_MAX + 16];
@@ -132,15 +132,13 @@ failure_case_lost(struct failure_case *fc, const struct attempt *a,
         reason_append(fc->reason, sizeof(fc->reason), why, "");
     case_from_rank(fc, p, first);
     fc->blame = true;
-    fc->ev.failed_ms = kind == POLICY_KIND_NODE_LOST
-                           ? fc->ev.last_heartbeat_ms
-                           : 0;
+    fc->ev.failed_ms = kind == POLICY_KIND_NODE_LOST ? fc->ev.last_heartbeat_ms
+                                                     : 0;
 }
 
 void
 failure_case_excluded(struct failure_case *fc, const struct attempt *a,
-    const struct placement *p, const char *actor, bool blame,
-    const char *why)
+    const struct placement *p, const char *actor, bool blame, const char *why)
 {
     const struct attempt_rank *first =
         &a->ranks[(size_t)p->node_rank * (size_t)a->ranks_per_node];
@@ -190,7 +188,8 @@ failure_case_hang(struct failure_case *fc, const struct attempt *a,
     }
     if (hung >= 0 && (size_t)hung < a->nranks)
         set_str(&fc->ev.stderr_tail, a->ranks[hung].stderr_tail);
-    snprintf(fc->reason, sizeof(fc->reason), "rank %d hung: no progress "
-        "for %lld ms (watchdog measured %s)", hung,
-        (long long)fc->ev.idle_ms, fc->ev.source);
+    snprintf(fc->reason, sizeof(fc->reason),
+        "rank %d hung: no progress "
+        "for %lld ms (watchdog measured %s)",
+        hung, (long long)fc->ev.idle_ms, fc->ev.source);
 }

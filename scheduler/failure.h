@@ -30,10 +30,10 @@
 /* A failure as the recovery decides on it. */
 struct failure_case {
     struct evidence ev;
-    bool blame;                 /* the evidence points at ev.node */
-    bool suspect;               /* a rank exit on a node that is lost or
-                                 * unhealthy: the infrastructure's budget */
-    char reason[256];           /* the attempt's reason, for people */
+    bool blame;       /* the evidence points at ev.node */
+    bool suspect;     /* a rank exit on a node that is lost or
+                       * unhealthy: the infrastructure's budget */
+    char reason[256]; /* the attempt's reason, for people */
 };
 
 void failure_case_init(struct failure_case *fc, enum policy_kind kind);
@@ -54,8 +54,8 @@ cJSON *failure_dumps_json(const struct attempt *a, int hung, size_t max);
  * (lost or unhealthy).
  */
 void failure_case_rank(struct failure_case *fc, const struct attempt *a,
-    const struct attempt_rank *r, const struct node *node,
-    int64_t started_ms, int64_t lease_ms);
+    const struct attempt_rank *r, const struct node *node, int64_t started_ms,
+    int64_t lease_ms);
 
 /*
  * The ranks of placement p are gone (kind POLICY_KIND_NODE_LOST or
@@ -73,8 +73,7 @@ void failure_case_lost(struct failure_case *fc, const struct attempt *a,
  * eviction is maintenance, not the node's fault); why is the sentence.
  */
 void failure_case_excluded(struct failure_case *fc, const struct attempt *a,
-    const struct placement *p, const char *actor, bool blame,
-    const char *why);
+    const struct placement *p, const char *actor, bool blame, const char *why);
 
 /*
  * The hang whose evidence `pending` was recorded when it was detected,

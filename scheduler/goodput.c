@@ -25,7 +25,7 @@ void
 goodput_compute(const struct goodput_attempt *v, size_t n, bool job_failed,
     int64_t end_ms, struct goodput *out)
 {
-    int64_t rec_start = 0;      /* an open recovery interval, 0: none */
+    int64_t rec_start = 0; /* an open recovery interval, 0: none */
 
     memset(out, 0, sizeof(*out));
     if (n == 0 || v[0].start_ms <= 0)

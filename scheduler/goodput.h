@@ -27,10 +27,10 @@
 
 struct goodput_attempt {
     int num;
-    int64_t start_ms;           /* placed */
-    int64_t running_ms;         /* every rank running; 0 never */
-    int64_t end_ms;             /* ended; 0 while active */
-    int64_t failed_ms;          /* failed by the evidence; 0 not failed */
+    int64_t start_ms;   /* placed */
+    int64_t running_ms; /* every rank running; 0 never */
+    int64_t end_ms;     /* ended; 0 while active */
+    int64_t failed_ms;  /* failed by the evidence; 0 not failed */
     bool failed;
     /* The checkpoint the next attempt resumed from (or will resume from,
      * when this is the last attempt and the job is restarting): the
@@ -44,7 +44,7 @@ struct goodput {
     int64_t productive_ms;
     int64_t lost_ms;
     int64_t recovery_ms;
-    double ettr;                /* productive / wall; 0 when wall is 0 */
+    double ettr; /* productive / wall; 0 when wall is 0 */
 };
 
 /*
@@ -52,8 +52,8 @@ struct goodput {
  * (its last failure has no recovery and its last attempt's work is lost).
  * end_ms: the job's end time, or now while it is unfinished.
  */
-void goodput_compute(const struct goodput_attempt *v, size_t n,
-    bool job_failed, int64_t end_ms, struct goodput *out);
+void goodput_compute(const struct goodput_attempt *v, size_t n, bool job_failed,
+    int64_t end_ms, struct goodput *out);
 
 /* Add b into a (cluster totals); ettr is recomputed from the sums. */
 void goodput_add(struct goodput *a, const struct goodput *b);

@@ -44,26 +44,26 @@ struct http_conn;
 struct http_deferred;
 
 struct http_req {
-    const char *method;         /* "GET", "POST", ... */
-    const char *path;           /* decoded path without query: "/v1/jobs/12" */
-    const char *query;          /* raw query string without '?', or "" */
-    const char *body;           /* NUL-terminated copy; "" when none */
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* decoded path without query: "/v1/jobs/12" */
+    const char *query;  /* raw query string without '?', or "" */
+    const char *body;   /* NUL-terminated copy; "" when none */
     size_t body_len;
-    const char *authorization;  /* Authorization header value or NULL */
-    const char *content_type;   /* or NULL */
-    bool is_unix;               /* arrived on a Unix socket listener */
-    uid_t peer_uid;             /* SO_PEERCRED, valid when is_unix */
+    const char *authorization; /* Authorization header value or NULL */
+    const char *content_type;  /* or NULL */
+    bool is_unix;              /* arrived on a Unix socket listener */
+    uid_t peer_uid;            /* SO_PEERCRED, valid when is_unix */
     gid_t peer_gid;
     pid_t peer_pid;
-    struct http_conn *conn;     /* opaque */
+    struct http_conn *conn; /* opaque */
 };
 
 struct http_resp {
-    int status;                 /* default 200 */
-    const char *content_type;   /* static string; default application/json */
-    struct sbuf headers;        /* extra "Name: value\r\n" lines */
+    int status;               /* default 200 */
+    const char *content_type; /* static string; default application/json */
+    struct sbuf headers;      /* extra "Name: value\r\n" lines */
     struct sbuf body;
-    bool durable;               /* send only after flush_fn succeeded */
+    bool durable; /* send only after flush_fn succeeded */
 };
 
 /* Borrowed pointers in req are valid only during the call (copy what a
@@ -79,8 +79,8 @@ typedef int http_flush_fn(void *arg);
 typedef void http_cancel_fn(struct http_deferred *d, void *arg);
 
 struct http_server_opts {
-    size_t max_body;            /* bytes; 0 → 1 MiB */
-    int idle_timeout_ms;        /* 0 → 60000 */
+    size_t max_body;     /* bytes; 0 → 1 MiB */
+    int idle_timeout_ms; /* 0 → 60000 */
 };
 
 /* Returns NULL with err set on failure. The handler and flush callbacks are
@@ -92,8 +92,8 @@ struct http_server *http_server_create(uv_loop_t *loop,
 /* Listen on host:port (port 0 picks a free one; *bound_port receives it).
  * Errors name the address: "cannot listen on 127.0.0.1:7300: address in
  * use". */
-int http_server_listen_tcp(struct http_server *srv, const char *host,
-    int port, int *bound_port, struct err *err);
+int http_server_listen_tcp(struct http_server *srv, const char *host, int port,
+    int *bound_port, struct err *err);
 /* Listen on a Unix socket path: a stale socket file is removed first (a
  * live one, answering connect(), is an error), mode 0666 (identity comes
  * from SO_PEERCRED, so anyone may connect). */
@@ -116,8 +116,8 @@ void http_resp_json(struct http_resp *resp, int status, cJSON *json);
 /* {"error":{"code":code,"message":<fmt>}} with the given status. */
 void http_resp_error(struct http_resp *resp, int status, const char *code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void http_resp_header(struct http_resp *resp, const char *name,
-    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void http_resp_header(struct http_resp *resp, const char *name, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
 
 /* --- deferred responses (long poll) -------------------------------------- */
 

@@ -62,7 +62,7 @@ bool
 http_conn_should_pause(const struct http_conn *conn)
 {
     return conn->nout >= HTTP_PIPELINE_MAX ||
-        conn->h.stream.write_queue_size > HTTP_WRITE_HIGH;
+           conn->h.stream.write_queue_size > HTTP_WRITE_HIGH;
 }
 
 /* --- lifetime ------------------------------------------------------------ */
@@ -84,8 +84,7 @@ http_conn_timer_restart(struct http_conn *conn)
     conn->timer_wq = conn->h.stream.write_queue_size;
     rc = uv_timer_start(&conn->timer, conn_timer_cb, conn->srv->idle_ms, 0);
     if (rc < 0)
-        log_warn("conn=%lu cannot start timer: %s", conn->id,
-            uv_strerror(rc));
+        log_warn("conn=%lu cannot start timer: %s", conn->id, uv_strerror(rc));
 }
 
 static void
@@ -121,8 +120,8 @@ conn_stream_close_cb(uv_handle_t *handle)
 static void
 conn_timer_close_cb(uv_handle_t *handle)
 {
-    conn_handle_closed(container_of((uv_timer_t *)handle, struct http_conn,
-        timer));
+    conn_handle_closed(
+        container_of((uv_timer_t *)handle, struct http_conn, timer));
 }
 
 void
@@ -175,8 +174,7 @@ conn_timer_cb(uv_timer_t *timer)
 static void
 conn_shutdown_cb(uv_shutdown_t *req, int status)
 {
-    struct http_conn *conn = container_of(req, struct http_conn,
-        shutdown_req);
+    struct http_conn *conn = container_of(req, struct http_conn, shutdown_req);
     int rc;
 
     if (status == UV_ECANCELED || conn->closing)
@@ -206,8 +204,7 @@ conn_shutdown(struct http_conn *conn)
     conn->close_after = true;
     rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream, conn_shutdown_cb);
     if (rc < 0) {
-        log_debug("conn=%lu cannot shut down: %s", conn->id,
-            uv_strerror(rc));
+        log_debug("conn=%lu cannot shut down: %s", conn->id, uv_strerror(rc));
         http_conn_close(conn);
     }
 }
@@ -217,8 +214,7 @@ conn_shutdown(struct http_conn *conn)
 static void
 conn_alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
-    struct http_conn *conn = container_of(handle, struct http_conn,
-        h.handle);
+    struct http_conn *conn = container_of(handle, struct http_conn, h.handle);
 
     (void)suggested;
     *buf = uv_buf_init(conn->srv->rbuf, sizeof(conn->srv->rbuf));
@@ -253,8 +249,7 @@ conn_eof(struct http_conn *conn)
 static void
 conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
-    struct http_conn *conn = container_of(stream, struct http_conn,
-        h.stream);
+    struct http_conn *conn = container_of(stream, struct http_conn, h.stream);
 
     if (conn->closing || nread == 0)
         return;
@@ -335,8 +330,7 @@ conn_write_cb(uv_write_t *req, int status)
     if (status == UV_ECANCELED || conn->closing)
         return;
     if (status < 0) {
-        log_debug("conn=%lu write failed: %s", conn->id,
-            uv_strerror(status));
+        log_debug("conn=%lu write failed: %s", conn->id, uv_strerror(status));
         http_conn_close(conn);
         return;
     }
@@ -402,16 +396,15 @@ conn_write_out(struct http_conn *conn, struct http_out *out)
 static void
 conn_settle(struct http_conn *conn, int flush_rc)
 {
-    for (struct http_list *l = conn->outq.next; l != &conn->outq;
-         l = l->next) {
+    for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
         struct http_out *out = conn_out(conn, l);
 
         if (out->state != HTTP_OUT_READY || out->settled)
             continue;
         if (flush_rc < 0 && out->resp.durable) {
             sbuf_reset(&out->resp.headers);
-            http_resp_error(&out->resp, 503, "unavailable",
-                "cannot commit: %s", strerror(-flush_rc));
+            http_resp_error(&out->resp, 503, "unavailable", "cannot commit: %s",
+                strerror(-flush_rc));
             out->resp.durable = false;
         }
         out->settled = true;
@@ -428,14 +421,13 @@ conn_write_ready(struct http_conn *conn)
     int rc;
 
     while (!conn->closing && (out = conn_out(conn, conn->outq.next)) != NULL &&
-        out->state == HTTP_OUT_READY && out->settled) {
+           out->state == HTTP_OUT_READY && out->settled) {
         conn_dequeue(conn);
         keep = out->keep_alive;
         rc = conn_write_out(conn, out);
         http_out_destroy(out);
         if (rc < 0) {
-            log_debug("conn=%lu cannot write: %s", conn->id,
-                uv_strerror(rc));
+            log_debug("conn=%lu cannot write: %s", conn->id, uv_strerror(rc));
             http_conn_close(conn);
             return;
         }
@@ -468,8 +460,10 @@ http_conn_reject(struct http_conn *conn, int status, const char *code,
     log_debug("conn=%lu rejected status=%d: %s", conn->id, status, msg);
     out = http_out_create(conn, xstrdup("(rejected)"));
     http_resp_error(&out->resp, status, code, "%s%s",
-        status == 400 && strcmp(code, "bad_request") == 0 ?
-        "malformed HTTP request: " : "", msg);
+        status == 400 && strcmp(code, "bad_request") == 0
+            ? "malformed HTTP request: "
+            : "",
+        msg);
     out->keep_alive = false;
     out->state = HTTP_OUT_READY;
     http_conn_enqueue(conn, out);
@@ -514,7 +508,7 @@ conn_create(struct http_server *srv, bool is_unix)
         return NULL;
     }
     rc = uv_timer_init(srv->loop, &conn->timer);
-    assert(rc == 0);    /* uv_timer_init cannot fail */
+    assert(rc == 0); /* uv_timer_init cannot fail */
     conn->nhandles = 2;
     srv->nhandles += 2;
     http_list_add_tail(&srv->conns, &conn->node);
@@ -561,8 +555,7 @@ conn_peer_tcp(struct http_conn *conn)
 }
 
 void
-http_conn_accept(struct http_server *srv, uv_stream_t *listener,
-    bool is_unix)
+http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
 {
     struct http_conn *conn;
     int rc;

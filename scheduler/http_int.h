@@ -51,15 +51,15 @@
 
 #include "common/sbuf.h"
 
-#define HTTP_MAX_HEADER         16384
-#define HTTP_MAX_HEADER_STR     "16384"
-#define HTTP_DEFAULT_MAX_BODY   (1024 * 1024)
-#define HTTP_DEFAULT_IDLE_MS    60000
-#define HTTP_LINGER_MS          2000
-#define HTTP_PIPELINE_MAX       32
-#define HTTP_WRITE_HIGH         (4 * 1024 * 1024)
-#define HTTP_READ_BUF           (64 * 1024)
-#define HTTP_BACKLOG            511
+#define HTTP_MAX_HEADER 16384
+#define HTTP_MAX_HEADER_STR "16384"
+#define HTTP_DEFAULT_MAX_BODY (1024 * 1024)
+#define HTTP_DEFAULT_IDLE_MS 60000
+#define HTTP_LINGER_MS 2000
+#define HTTP_PIPELINE_MAX 32
+#define HTTP_WRITE_HIGH (4 * 1024 * 1024)
+#define HTTP_READ_BUF (64 * 1024)
+#define HTTP_BACKLOG 511
 
 /* A minimal intrusive circular list. A node that is in no list points to
  * itself, so removing it again is harmless. */
@@ -69,10 +69,10 @@ struct http_list {
 };
 
 enum http_out_state {
-    HTTP_OUT_HANDLER,       /* the handler is filling it */
-    HTTP_OUT_DEFERRED,      /* waiting for http_deferred_finish() */
-    HTTP_OUT_READY,         /* complete; written once settled */
-    HTTP_OUT_CANCELLED,     /* its connection closed before it finished */
+    HTTP_OUT_HANDLER,   /* the handler is filling it */
+    HTTP_OUT_DEFERRED,  /* waiting for http_deferred_finish() */
+    HTTP_OUT_READY,     /* complete; written once settled */
+    HTTP_OUT_CANCELLED, /* its connection closed before it finished */
 };
 
 struct http_deferred {
@@ -82,14 +82,14 @@ struct http_deferred {
 
 /* One response slot per request, queued on its connection in order. */
 struct http_out {
-    struct http_list node;      /* in its connection's queue */
+    struct http_list node; /* in its connection's queue */
     struct http_conn *conn;
     enum http_out_state state;
-    bool deferred;          /* http_resp_defer() called, not yet finished */
-    bool settled;           /* a flush ran after it became ready */
-    bool keep_alive;        /* the connection stays open after it */
-    bool head;              /* HEAD request: no body on the wire */
-    char *what;             /* "GET /v1/jobs" for the log */
+    bool deferred;   /* http_resp_defer() called, not yet finished */
+    bool settled;    /* a flush ran after it became ready */
+    bool keep_alive; /* the connection stays open after it */
+    bool head;       /* HEAD request: no body on the wire */
+    char *what;      /* "GET /v1/jobs" for the log */
     struct http_resp resp;
     struct http_deferred d;
 };
@@ -102,21 +102,21 @@ union http_stream {
 };
 
 struct http_listener {
-    struct http_list node;      /* in srv->listeners */
+    struct http_list node; /* in srv->listeners */
     struct http_server *srv;
     union http_stream h;
     bool is_unix;
-    char *path;                 /* the socket file we created, or NULL */
+    char *path; /* the socket file we created, or NULL */
 };
 
 struct http_conn {
-    struct http_list node;      /* in srv->conns until it starts closing */
-    struct http_list dirty;     /* in srv->dirty while it has news */
+    struct http_list node;  /* in srv->conns until it starts closing */
+    struct http_list dirty; /* in srv->dirty while it has news */
     struct http_server *srv;
     union http_stream h;
-    uv_timer_t timer;           /* idle timeout, then linger timeout */
+    uv_timer_t timer; /* idle timeout, then linger timeout */
     uv_shutdown_t shutdown_req;
-    int nhandles;               /* open handles; freed when 0 */
+    int nhandles; /* open handles; freed when 0 */
     unsigned long id;
     http_parser parser;
 
@@ -134,7 +134,7 @@ struct http_conn {
     char *content_type;
     bool expect_continue;
     struct sbuf body;
-    int fail_status;            /* set by a parser callback that failed */
+    int fail_status; /* set by a parser callback that failed */
     const char *fail_code;
     char fail_msg[128];
 
@@ -142,14 +142,14 @@ struct http_conn {
     struct http_list outq;
     size_t nout;
     size_t ndeferred;
-    size_t timer_wq;            /* unsent bytes when the idle timer began */
+    size_t timer_wq; /* unsent bytes when the idle timer began */
 
-    struct sbuf inbuf;          /* unparsed input while paused */
+    struct sbuf inbuf; /* unparsed input while paused */
     bool reading;
-    bool paused;                /* parser paused for backpressure */
-    bool close_after;           /* no more requests; close after the last */
-    bool shut;                  /* uv_shutdown() issued */
-    bool lingering;             /* shut down; discarding input */
+    bool paused;      /* parser paused for backpressure */
+    bool close_after; /* no more requests; close after the last */
+    bool shut;        /* uv_shutdown() issued */
+    bool lingering;   /* shut down; discarding input */
     bool peer_eof;
     bool closing;
     bool is_dirty;
@@ -167,9 +167,9 @@ struct http_server {
     uv_idle_t idle;
     struct http_list listeners;
     struct http_list conns;
-    struct http_list dirty;     /* conns with responses to settle */
+    struct http_list dirty; /* conns with responses to settle */
     size_t nconns;
-    unsigned nhandles;          /* every open handle, ours and conns' */
+    unsigned nhandles; /* every open handle, ours and conns' */
     unsigned long next_id;
 
     bool closing;
@@ -255,8 +255,8 @@ bool http_conn_should_pause(const struct http_conn *conn);
 void http_conn_timer_restart(struct http_conn *conn);
 /* Write head (and body, when not NULL); takes ownership of both, also on
  * failure. Returns 0 or a negative libuv error. */
-int http_conn_write(struct http_conn *conn, char *head, size_t hlen,
-    char *body, size_t blen);
+int http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
+    size_t blen);
 /* Queue an error response the server makes itself (a malformed request, a
  * limit) and close the connection after it. */
 void http_conn_reject(struct http_conn *conn, int status, const char *code,

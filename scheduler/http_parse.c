@@ -23,14 +23,13 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 
-static int
-conn_fail(struct http_conn *conn, int status, const char *code,
+static int conn_fail(struct http_conn *conn, int status, const char *code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Record why a parser callback failed; returns -1 for the parser. */
 static int
-conn_fail(struct http_conn *conn, int status, const char *code,
-    const char *fmt, ...)
+conn_fail(struct http_conn *conn, int status, const char *code, const char *fmt,
+    ...)
 {
     va_list ap;
 
@@ -141,8 +140,7 @@ parser_headers_complete_cb(http_parser *p)
      * after its own timeout. */
     if (conn->expect_continue && p->http_major == 1 && p->http_minor >= 1 &&
         conn->nout == 0) {
-        rc = http_conn_write(conn, xstrdup(cont), sizeof(cont) - 1, NULL,
-            0);
+        rc = http_conn_write(conn, xstrdup(cont), sizeof(cont) - 1, NULL, 0);
         if (rc < 0)
             return conn_fail(conn, 500, "internal",
                 "cannot write 100 Continue: %s", uv_strerror(rc));
@@ -175,8 +173,7 @@ request_target(struct http_conn *conn, struct http_parser_url *u,
 
     http_parser_url_init(u);
     if (http_parser_parse_url(url, conn->url.len, 0, u) != 0)
-        return conn_fail(conn, 400, "bad_request",
-            "invalid request target");
+        return conn_fail(conn, 400, "bad_request", "invalid request target");
     if ((u->field_set & (1 << UF_PATH)) &&
         http_path_decode(url + u->field_data[UF_PATH].off,
             u->field_data[UF_PATH].len, path) < 0)
@@ -194,8 +191,8 @@ request_target(struct http_conn *conn, struct http_parser_url *u,
 /* What the handler sees; every pointer is borrowed from conn or the
  * arguments and valid during the handler call only. */
 static void
-request_fill(struct http_req *req, struct http_conn *conn,
-    const char *method, const char *path, const char *query)
+request_fill(struct http_req *req, struct http_conn *conn, const char *method,
+    const char *path, const char *query)
 {
     memset(req, 0, sizeof(*req));
     req->method = method;
@@ -264,9 +261,9 @@ parser_message_complete_cb(http_parser *p)
     }
     request_fill(&req, conn, method, path.buf, query.buf);
     /* The log names the path as sent (still %-encoded: one line). */
-    out = http_out_create(conn, xasprintf("%s %.*s", method,
-        (int)u.field_data[UF_PATH].len,
-        conn->url.buf + u.field_data[UF_PATH].off));
+    out = http_out_create(conn,
+        xasprintf("%s %.*s", method, (int)u.field_data[UF_PATH].len,
+            conn->url.buf + u.field_data[UF_PATH].off));
     out->keep_alive = http_should_keep_alive(p) != 0;
     out->head = p->method == HTTP_HEAD;
     srv->handler(&req, &out->resp, srv->arg);
@@ -296,11 +293,10 @@ conn_parse_failed(struct http_conn *conn, enum http_errno e)
             conn->fail_msg);
     else if (e == HPE_HEADER_OVERFLOW)
         http_conn_reject(conn, 431, "too_large",
-            "request header block is over the limit of "
-            HTTP_MAX_HEADER_STR " bytes");
+            "request header block is over the limit of " HTTP_MAX_HEADER_STR
+            " bytes");
     else
-        http_conn_reject(conn, 400, "bad_request",
-            http_errno_description(e));
+        http_conn_reject(conn, 400, "bad_request", http_errno_description(e));
 }
 
 void
@@ -310,19 +306,19 @@ http_conn_parse(struct http_conn *conn, const char *data, size_t len)
     enum http_errno e;
 
     while (off < len) {
-        n = http_parser_execute(&conn->parser, &parser_settings,
-            data + off, len - off);
+        n = http_parser_execute(&conn->parser, &parser_settings, data + off,
+            len - off);
         if (conn->closing)
             return;
         e = HTTP_PARSER_ERRNO(&conn->parser);
         off += n;
         if (e == HPE_PAUSED) {
             if (conn->close_after)
-                return;     /* nothing after the last request counts */
+                return; /* nothing after the last request counts */
             /* Backpressure: keep the rest and stop reading. */
             log_debug("conn=%lu paused: %zu responses queued, %zu bytes "
-                "unsent", conn->id, conn->nout,
-                conn->h.stream.write_queue_size);
+                      "unsent",
+                conn->id, conn->nout, conn->h.stream.write_queue_size);
             sbuf_add(&conn->inbuf, data + off, len - off);
             conn->paused = true;
             http_conn_read_stop(conn);

@@ -45,9 +45,9 @@ http_resp_json(struct http_resp *resp, int status, cJSON *json)
     cJSON_free(s);
 }
 
-static void
-http_resp_verror(struct http_resp *resp, int status, const char *code,
-    const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static void http_resp_verror(struct http_resp *resp, int status,
+    const char *code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 static void
 http_resp_verror(struct http_resp *resp, int status, const char *code,
@@ -80,8 +80,7 @@ http_resp_error(struct http_resp *resp, int status, const char *code,
 }
 
 void
-http_resp_header(struct http_resp *resp, const char *name,
-    const char *fmt, ...)
+http_resp_header(struct http_resp *resp, const char *name, const char *fmt, ...)
 {
     struct sbuf v;
     va_list ap;

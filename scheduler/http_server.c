@@ -119,8 +119,7 @@ server_check_cb(uv_check_t *check)
 
 struct http_server *
 http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
-    http_handler_fn *handler, http_flush_fn *flush, void *arg,
-    struct err *err)
+    http_handler_fn *handler, http_flush_fn *flush, void *arg, struct err *err)
 {
     struct http_server *srv;
     int rc;
@@ -134,7 +133,8 @@ http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     srv->max_body = opts && opts->max_body ? opts->max_body
                                            : HTTP_DEFAULT_MAX_BODY;
     srv->idle_ms = opts && opts->idle_timeout_ms > 0
-        ? (uint64_t)opts->idle_timeout_ms : HTTP_DEFAULT_IDLE_MS;
+                       ? (uint64_t)opts->idle_timeout_ms
+                       : HTTP_DEFAULT_IDLE_MS;
     srv->handler = handler;
     srv->flush = flush;
     srv->arg = arg;
@@ -222,8 +222,7 @@ listener_fail(struct http_listener *l, int rc, const char *where,
     struct err *err)
 {
     listener_close(l);
-    return err_set(err, rc, "cannot listen on %s: %s", where,
-        uv_strerror(rc));
+    return err_set(err, rc, "cannot listen on %s: %s", where, uv_strerror(rc));
 }
 
 static void
@@ -243,8 +242,8 @@ listener_connection_cb(uv_stream_t *stream, int status)
 
 /* Resolve host and port for bind(); addr names them in errors. */
 static int
-tcp_resolve(const char *host, int port, const char *addr,
-    struct addrinfo **res, struct err *err)
+tcp_resolve(const char *host, int port, const char *addr, struct addrinfo **res,
+    struct err *err)
 {
     struct addrinfo hints;
     char portstr[16];
@@ -277,14 +276,15 @@ http_server_listen_tcp(struct http_server *srv, const char *host, int port,
 
     if (host == NULL || *host == '\0')
         host = "0.0.0.0";
-    snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-        host, port);
+    snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+        port);
     if (srv->closing)
-        return err_set(err, -EINVAL, "cannot listen on %s: server is "
-            "closing", addr);
-    if (port < 0 || port > 65535)
-        return err_set(err, -EINVAL, "cannot listen on %s: invalid port",
+        return err_set(err, -EINVAL,
+            "cannot listen on %s: server is "
+            "closing",
             addr);
+    if (port < 0 || port > 65535)
+        return err_set(err, -EINVAL, "cannot listen on %s: invalid port", addr);
     rc = tcp_resolve(host, port, addr, &res, err);
     if (rc < 0)
         return rc;
@@ -330,8 +330,10 @@ unix_remove_stale(const char *path, struct err *err)
             strerror(-rc));
     }
     if (!S_ISSOCK(st.st_mode))
-        return err_set(err, -EEXIST, "cannot listen on '%s': file exists "
-            "and is not a socket", path);
+        return err_set(err, -EEXIST,
+            "cannot listen on '%s': file exists "
+            "and is not a socket",
+            path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         rc = -errno;
@@ -346,8 +348,10 @@ unix_remove_stale(const char *path, struct err *err)
     rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
     close(fd);
     if (rc == 0 || rc == -EAGAIN)
-        return err_set(err, -EADDRINUSE, "cannot listen on '%s': a server "
-            "already answers there", path);
+        return err_set(err, -EADDRINUSE,
+            "cannot listen on '%s': a server "
+            "already answers there",
+            path);
     if (rc != -ECONNREFUSED)
         return err_set(err, rc, "cannot listen on '%s': %s", path,
             strerror(-rc));
@@ -370,12 +374,15 @@ http_server_listen_unix(struct http_server *srv, const char *path,
     int rc;
 
     if (srv->closing)
-        return err_set(err, -EINVAL, "cannot listen on '%s': server is "
-            "closing", path);
+        return err_set(err, -EINVAL,
+            "cannot listen on '%s': server is "
+            "closing",
+            path);
     if (path == NULL || *path == '\0' || strlen(path) >= sizeof(sa.sun_path))
-        return err_set(err, -ENAMETOOLONG, "cannot listen on '%s': path "
-            "is empty or longer than %zu bytes", path ? path : "",
-            sizeof(sa.sun_path) - 1);
+        return err_set(err, -ENAMETOOLONG,
+            "cannot listen on '%s': path "
+            "is empty or longer than %zu bytes",
+            path ? path : "", sizeof(sa.sun_path) - 1);
     rc = unix_remove_stale(path, err);
     if (rc < 0)
         return rc;
@@ -393,8 +400,7 @@ http_server_listen_unix(struct http_server *srv, const char *path,
     if (chmod(path, 0666) < 0) {
         rc = -errno;
         listener_close(l);
-        return err_set(err, rc, "cannot chmod '%s': %s", path,
-            strerror(-rc));
+        return err_set(err, rc, "cannot chmod '%s': %s", path, strerror(-rc));
     }
     rc = uv_listen(&l->h.stream, HTTP_BACKLOG, listener_connection_cb);
     if (rc < 0)
@@ -409,15 +415,15 @@ http_server_listen_unix(struct http_server *srv, const char *path,
 static void
 server_check_close_cb(uv_handle_t *handle)
 {
-    http_server_handle_closed(container_of((uv_check_t *)handle,
-        struct http_server, check));
+    http_server_handle_closed(
+        container_of((uv_check_t *)handle, struct http_server, check));
 }
 
 static void
 server_idle_close_cb(uv_handle_t *handle)
 {
-    http_server_handle_closed(container_of((uv_idle_t *)handle,
-        struct http_server, idle));
+    http_server_handle_closed(
+        container_of((uv_idle_t *)handle, struct http_server, idle));
 }
 
 void
@@ -428,11 +434,10 @@ http_server_close(struct http_server *srv, void (*done)(void *), void *arg)
     srv->done = done;
     srv->done_arg = arg;
     while (!http_list_empty(&srv->listeners))
-        listener_close(container_of(srv->listeners.next,
-            struct http_listener, node));
+        listener_close(
+            container_of(srv->listeners.next, struct http_listener, node));
     while (!http_list_empty(&srv->conns))
-        http_conn_close(container_of(srv->conns.next, struct http_conn,
-            node));
+        http_conn_close(container_of(srv->conns.next, struct http_conn, node));
     uv_close((uv_handle_t *)&srv->check, server_check_close_cb);
     uv_close((uv_handle_t *)&srv->idle, server_idle_close_cb);
 }

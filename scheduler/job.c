@@ -28,19 +28,21 @@
 static const unsigned job_next[PROTO_JOB_STATE_COUNT] = {
     [PROTO_JOB_PENDING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
     [PROTO_JOB_PLACED] = TO(PROTO_JOB_RUNNING) | TO(PROTO_JOB_RESTARTING) |
-        TO(PROTO_JOB_SUCCEEDED) | TO(PROTO_JOB_FAILED) |
-        TO(PROTO_JOB_CANCELLED),
+                         TO(PROTO_JOB_SUCCEEDED) | TO(PROTO_JOB_FAILED) |
+                         TO(PROTO_JOB_CANCELLED),
     [PROTO_JOB_RUNNING] = TO(PROTO_JOB_RESTARTING) | TO(PROTO_JOB_SUCCEEDED) |
-        TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED),
+                          TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED),
     [PROTO_JOB_RESTARTING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
 };
 
 static const unsigned attempt_next[PROTO_ATTEMPT_STATE_COUNT] = {
     [PROTO_ATTEMPT_STARTING] = TO(PROTO_ATTEMPT_RUNNING) |
-        TO(PROTO_ATTEMPT_SUCCEEDED) | TO(PROTO_ATTEMPT_FAILED) |
-        TO(PROTO_ATTEMPT_CANCELLED),
+                               TO(PROTO_ATTEMPT_SUCCEEDED) |
+                               TO(PROTO_ATTEMPT_FAILED) |
+                               TO(PROTO_ATTEMPT_CANCELLED),
     [PROTO_ATTEMPT_RUNNING] = TO(PROTO_ATTEMPT_SUCCEEDED) |
-        TO(PROTO_ATTEMPT_FAILED) | TO(PROTO_ATTEMPT_CANCELLED),
+                              TO(PROTO_ATTEMPT_FAILED) |
+                              TO(PROTO_ATTEMPT_CANCELLED),
 };
 
 /* Whether next[from], of a table of n states, has to. */
@@ -59,7 +61,8 @@ job_transition_ok(enum proto_job_state from, enum proto_job_state to)
 }
 
 bool
-attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to)
+attempt_transition_ok(enum proto_attempt_state from,
+    enum proto_attempt_state to)
 {
     return transition_ok(attempt_next, ARRAY_SIZE(attempt_next), (int)from,
         (int)to);
@@ -146,8 +149,7 @@ job_set_reserved(struct job *job, const char *const *names, size_t n)
 char *
 job_ckpt_path(const struct job *job, int64_t step)
 {
-    const char *dir = job->spec.checkpoint_dir ? job->spec.checkpoint_dir
-                                               : "";
+    const char *dir = job->spec.checkpoint_dir ? job->spec.checkpoint_dir : "";
     size_t n = strlen(dir);
 
     if (n == 0)

@@ -31,46 +31,47 @@
 struct attempt;
 
 struct job {
-    int64_t id;                 /* 0 until inserted */
+    int64_t id; /* 0 until inserted */
     char *user;
     enum proto_job_state state;
     char *reason;               /* never NULL */
     struct proto_job_spec spec; /* name, argv, resources, ... */
     int64_t submit_ms;
-    int64_t start_ms;           /* first time it ran; 0 until then */
-    int64_t end_ms;             /* 0 until finished */
-    int attempt;                /* latest attempt number; 0 before any */
+    int64_t start_ms; /* first time it ran; 0 until then */
+    int64_t end_ms;   /* 0 until finished */
+    int attempt;      /* latest attempt number; 0 before any */
 
     /* Evidence of the latest failure; failed_rank < 0 means none. */
     int failed_rank;
-    bool has_exit;              /* exit_code and signal are known */
+    bool has_exit; /* exit_code and signal are known */
     int exit_code;
     int signal;
-    char *stderr_tail;          /* may be NULL */
+    char *stderr_tail; /* may be NULL */
 
     /* Recovery (docs/fault-tolerance.md). */
-    int restarts;               /* spent from spec.max_restarts */
-    int infra_restarts;         /* spent from spec.max_infra_restarts */
-    int fail_streak;            /* consecutive failures (backoff) */
-    int64_t not_before_ms;      /* RESTARTING: no next attempt before this */
-    char **reserved;            /* RESTARTING: nodes kept for the next
-                                 * attempt, in node-rank order */
+    int restarts;          /* spent from spec.max_restarts */
+    int infra_restarts;    /* spent from spec.max_infra_restarts */
+    int fail_streak;       /* consecutive failures (backoff) */
+    int64_t not_before_ms; /* RESTARTING: no next attempt before this */
+    char **reserved;       /* RESTARTING: nodes kept for the next
+                            * attempt, in node-rank order */
     size_t nreserved;
-    int64_t ckpt_step;          /* highest complete checkpoint; -1 none */
-    char *restart_reason;       /* RESTARTING: why (the failure and the
-                                 * restart decision); the scheduling pass
-                                 * adds what it waits for. NULL otherwise */
+    int64_t ckpt_step;    /* highest complete checkpoint; -1 none */
+    char *restart_reason; /* RESTARTING: why (the failure and the
+                           * restart decision); the scheduling pass
+                           * adds what it waits for. NULL otherwise */
 
     /* In-memory model only. */
-    struct attempt *cur;        /* borrowed: the live attempt, or NULL */
-    bool draining;              /* scheduling pass: an earlier attempt
-                                 * still holds resources somewhere */
-    struct itab_link link;      /* in the job_table, in id order */
+    struct attempt *cur;   /* borrowed: the live attempt, or NULL */
+    bool draining;         /* scheduling pass: an earlier attempt
+                            * still holds resources somewhere */
+    struct itab_link link; /* in the job_table, in id order */
 };
 
 /* Whether from → to is a legal change (the tables). from == to is not. */
 bool job_transition_ok(enum proto_job_state from, enum proto_job_state to);
-bool attempt_transition_ok(enum proto_attempt_state from, enum proto_attempt_state to);
+bool attempt_transition_ok(enum proto_attempt_state from,
+    enum proto_attempt_state to);
 
 /* Move job (attempt a) to `to`. Returns 0, or -EINVAL (unchanged) when
  * the table forbids it. Pure: only event.c calls these, so that every
@@ -97,7 +98,7 @@ char *job_ckpt_path(const struct job *job, int64_t step);
 /* ---- the table of unfinished jobs, by id -------------------------------- */
 
 struct job_table {
-    struct itab t;              /* insertion order (ids ascend) */
+    struct itab t; /* insertion order (ids ascend) */
 };
 
 void job_table_init(struct job_table *t);

@@ -100,8 +100,10 @@ jobs_commit(struct schedd *sd, struct job *job, int attempt, int rank,
         return rc < 0 ? rc : -ESTALE;
     }
     if ((size_t)rank >= a->nranks)
-        return err_set(err, -EINVAL, "field 'rank': must be between 0 and "
-            "%zu (the world size is %zu)", a->nranks - 1, a->nranks);
+        return err_set(err, -EINVAL,
+            "field 'rank': must be between 0 and "
+            "%zu (the world size is %zu)",
+            a->nranks - 1, a->nranks);
     rc = checkpoint_commit(sd, job, a, rank, step, "api", &out->committed);
     if (rc < 0)
         return rc;

@@ -26,11 +26,11 @@ int jobs_submit(struct schedd *sd, const char *user,
 int jobs_cancel(struct schedd *sd, struct job *job, const char *actor);
 
 struct jobs_commit_result {
-    int committed;              /* ranks that committed the step so far */
+    int committed; /* ranks that committed the step so far */
     int world_size;
-    bool complete;              /* this step or a later one is complete */
-    int current;                /* -ESTALE: the job's current attempt */
-    bool ended;                 /* -ESTALE: ... which has ended */
+    bool complete; /* this step or a later one is complete */
+    int current;   /* -ESTALE: the job's current attempt */
+    bool ended;    /* -ESTALE: ... which has ended */
 };
 
 /*

@@ -80,8 +80,8 @@ static char *
 logstore_path(const struct logstore *ls, int64_t job, int attempt, int rank,
     bool err_stream)
 {
-    return xasprintf("%s/%lld/%d/rank-%d.%s", ls->dir, (long long)job,
-        attempt, rank, err_stream ? "err" : "out");
+    return xasprintf("%s/%lld/%d/rank-%d.%s", ls->dir, (long long)job, attempt,
+        rank, err_stream ? "err" : "out");
 }
 
 int

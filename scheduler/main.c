@@ -154,8 +154,7 @@ parse_listen(const char *s, char *host, size_t hostlen, int *port,
 }
 
 static int
-conf_build(const struct config *cfg, struct lockstepd_conf *c,
-    struct err *err)
+conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
     struct schedd_opts *o = &c->opts;
     const char *sync = config_str(cfg, "db_synchronous");
@@ -164,15 +163,17 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c,
 
     memset(c, 0, sizeof(*c));
     if (log_level_parse(config_str(cfg, "log_level"), &c->level) < 0)
-        return err_set(err, -EINVAL, "log_level: '%s' is not one of error, "
-            "warn, notice, info, debug", config_str(cfg, "log_level"));
+        return err_set(err, -EINVAL,
+            "log_level: '%s' is not one of error, "
+            "warn, notice, info, debug",
+            config_str(cfg, "log_level"));
     if (strcmp(sync, "full") == 0)
         o->db_sync_full = true;
     else if (strcmp(sync, "normal") != 0)
         return err_set(err, -EINVAL,
             "db_synchronous: '%s' is not full or normal", sync);
-    if ((rc = parse_listen(config_str(cfg, "listen"), c->host,
-             sizeof(c->host), &o->listen_port, err)) < 0)
+    if ((rc = parse_listen(config_str(cfg, "listen"), c->host, sizeof(c->host),
+             &o->listen_port, err)) < 0)
         return rc;
     o->listen_host = c->host;
     o->socket_path = config_str(cfg, "socket");
@@ -190,33 +191,38 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c,
     o->master_port_base = (int)config_int(cfg, "master_port_base");
     o->master_port_count = (int)config_int(cfg, "master_port_count");
     if (o->master_port_base + o->master_port_count - 1 > 65535)
-        return err_set(err, -EINVAL, "master_port_base + master_port_count "
+        return err_set(err, -EINVAL,
+            "master_port_base + master_port_count "
             "goes past port 65535");
     o->lease_ms = (int)config_int(cfg, "lease_ms");
     /* A node is declared lost only after its supervisors' leases have run
      * out (and they killed their ranks): only then may the next attempt
      * start without waiting for anything else. */
     if (o->lease_ms >= o->node_timeout_ms)
-        return err_set(err, -EINVAL, "lease_ms (%d) must be below "
+        return err_set(err, -EINVAL,
+            "lease_ms (%d) must be below "
             "node_timeout_ms (%d): ranks cut off from the scheduler must be "
-            "dead before their node is declared lost", o->lease_ms,
-            o->node_timeout_ms);
+            "dead before their node is declared lost",
+            o->lease_ms, o->node_timeout_ms);
     o->dump_timeout_ms = (int)config_int(cfg, "dump_timeout_ms");
     o->policy.backoff_ms = config_int(cfg, "restart_backoff_ms");
     o->policy.backoff_max_ms = config_int(cfg, "restart_backoff_max_ms");
     if (o->policy.backoff_max_ms < o->policy.backoff_ms)
-        return err_set(err, -EINVAL, "restart_backoff_max_ms (%lld) is "
+        return err_set(err, -EINVAL,
+            "restart_backoff_max_ms (%lld) is "
             "below restart_backoff_ms (%lld)",
             (long long)o->policy.backoff_max_ms,
             (long long)o->policy.backoff_ms);
-    o->policy.crash_loop_threshold =
-        (int)config_int(cfg, "crash_loop_threshold");
+    o->policy.crash_loop_threshold = (int)config_int(cfg,
+        "crash_loop_threshold");
     o->policy.blame_threshold = (int)config_int(cfg, "blame_threshold");
     o->policy.blame_window_ms = config_int(cfg, "blame_window_ms");
     o->sched_policy = config_str(cfg, "sched_policy");
     if (sched_policy_find(o->sched_policy) == NULL)
-        return err_set(err, -EINVAL, "sched_policy: unknown policy '%s' "
-            "(known: %s)", o->sched_policy, sched_policy_names());
+        return err_set(err, -EINVAL,
+            "sched_policy: unknown policy '%s' "
+            "(known: %s)",
+            o->sched_policy, sched_policy_names());
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
         &secret_len, err);
     if (rc < 0)
@@ -314,8 +320,7 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "lockstepd: unexpected argument '%s'\n",
-            argv[optind]);
+        fprintf(stderr, "lockstepd: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 3;
     }

@@ -98,8 +98,7 @@ node_schedulable(const struct node *node)
 }
 
 bool
-node_labels_equal(const struct node *node, const struct proto_kv *kv,
-    size_t n)
+node_labels_equal(const struct node *node, const struct proto_kv *kv, size_t n)
 {
     if (node->nlabels != n)
         return false;
@@ -236,7 +235,7 @@ node_hold_remove(struct node *node, struct placement *p)
 static size_t
 node_hash(const char *s)
 {
-    uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
 
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;

@@ -38,21 +38,21 @@ enum node_state {
 
 struct node {
     char *name;
-    enum node_state state;      /* derived: node_state_compute() */
-    char *reason;               /* the operator's cordon reason; never NULL */
+    enum node_state state; /* derived: node_state_compute() */
+    char *reason;          /* the operator's cordon reason; never NULL */
     bool cordoned;
-    bool unhealthy;             /* excluded automatically (blame) */
-    char *health_reason;        /* why it is unhealthy; never NULL */
+    bool unhealthy;      /* excluded automatically (blame) */
+    char *health_reason; /* why it is unhealthy; never NULL */
     bool lost;
 
-    char *addr;                 /* never NULL */
+    char *addr; /* never NULL */
     int cpus;
     int64_t memory_mb;
-    int *gpus;                  /* sorted ids */
+    int *gpus; /* sorted ids */
     size_t ngpus;
     struct proto_kv *labels;
     size_t nlabels;
-    char *agent_id;             /* never NULL ("" before the first report) */
+    char *agent_id; /* never NULL ("" before the first report) */
     int64_t registered_ms;
 
     int64_t last_seen_ms;       /* wall clock, kept in memory */
@@ -62,8 +62,8 @@ struct node {
     bool agent_gone;            /* its long poll's connection closed and
                                  * nothing was heard since */
 
-    uint64_t gen;               /* desired-state generation */
-    uint64_t agent_gen;         /* generation its agent last reported */
+    uint64_t gen;       /* desired-state generation */
+    uint64_t agent_gen; /* generation its agent last reported */
 
     /* Placements holding resources here (borrowed; owned by attempts). */
     struct placement **holds;
@@ -72,14 +72,14 @@ struct node {
     int used_cpus;
     int64_t used_memory_mb;
 
-    size_t idx;                 /* its position in the node table (0 for
-                                 * the first added): arrays indexed by node
-                                 * (a scheduling pass, the long polls) use
-                                 * it */
-    int64_t stale_job;          /* the last stale (job, attempt) report */
-    int stale_attempt;          /* noted as an event (status.c) */
+    size_t idx;        /* its position in the node table (0 for
+                        * the first added): arrays indexed by node
+                        * (a scheduling pass, the long polls) use
+                        * it */
+    int64_t stale_job; /* the last stale (job, attempt) report */
+    int stale_attempt; /* noted as an event (status.c) */
 
-    struct itab_link link;      /* in the node_table */
+    struct itab_link link; /* in the node_table */
 };
 
 const char *node_state_str(enum node_state s);
@@ -119,7 +119,7 @@ void node_hold_remove(struct node *node, struct placement *p);
 /* ---- table of nodes by name ------------------------------------------- */
 
 struct node_table {
-    struct itab t;              /* insertion order (node->idx ascends) */
+    struct itab t; /* insertion order (node->idx ascends) */
 };
 
 void node_table_init(struct node_table *t);

@@ -47,8 +47,7 @@ resources_json(const struct proto_node_report *rep)
 /* Take the node's resources from its agent's report; true when anything
  * changed. */
 static bool
-nodes_update_resources(struct node *node,
-    const struct proto_node_report *rep)
+nodes_update_resources(struct node *node, const struct proto_node_report *rep)
 {
     const struct proto_resources *res = &rep->res;
 
@@ -118,9 +117,8 @@ nodes_report(struct schedd *sd, const struct proto_node_report *rep,
     rc = db_node_update(sd->db, node);
     if (rc < 0)
         return schedd_db_error(sd, rc);
-    rc = agent_event(sd, node, *fresh_agent ? "node_registered"
-                                            : "node_updated",
-        resources_json(rep));
+    rc = agent_event(sd, node,
+        *fresh_agent ? "node_registered" : "node_updated", resources_json(rep));
     if (rc < 0)
         return rc;
     log_info("node=%s %s", node->name,
@@ -158,7 +156,8 @@ nodes_agent_gone(struct schedd *sd, struct node *node)
     if (sd->stopping)
         return;
     log_info("node=%s agent connection closed; no new work until it "
-        "returns", node->name);
+             "returns",
+        node->name);
     node->agent_gone = true;
 }
 

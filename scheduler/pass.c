@@ -22,20 +22,20 @@
 struct pass {
     struct schedd *sd;
     const struct sched_policy *policy;
-    uv_timer_t timer;           /* deferred, coalesced pass */
-    uv_timer_t backoff_timer;   /* the next restart backoff to expire */
-    bool closing;               /* pass_destroy was called */
+    uv_timer_t timer;         /* deferred, coalesced pass */
+    uv_timer_t backoff_timer; /* the next restart backoff to expire */
+    bool closing;             /* pass_destroy was called */
     bool armed;
-    int64_t last_mono;          /* when the last pass started */
-    int64_t last_ms;            /* how long it took */
-    int64_t restart_retry_ms;   /* wall clock: a restarting job the last
-                                 * pass left unplaced is tried again from
-                                 * then; 0 none */
+    int64_t last_mono;        /* when the last pass started */
+    int64_t last_ms;          /* how long it took */
+    int64_t restart_retry_ms; /* wall clock: a restarting job the last
+                               * pass left unplaced is tried again from
+                               * then; 0 none */
 };
 
 /* The input of one pass, built from the model. */
 struct pass_input {
-    struct sched_node *nodes;   /* by node->idx */
+    struct sched_node *nodes; /* by node->idx */
     size_t nnodes;
     int *gpu_pool;
     struct sched_job *jobs;
@@ -155,8 +155,8 @@ restart_view(struct schedd *sd, struct job *job, struct sched_job *j,
     j->restarting = true;
     j->prefer = prefer;
     j->nprefer = np;
-    rc = db_blame_job_foreach(sd->db, job->id,
-        now - sd->policy.blame_window_ms, blamed_add, &ctx);
+    rc = db_blame_job_foreach(sd->db, job->id, now - sd->policy.blame_window_ms,
+        blamed_add, &ctx);
     j->exclude = ctx.idx;
     j->nexclude = ctx.n;
     return rc;
@@ -171,8 +171,7 @@ restart_ready(struct pass *ps, struct pass_input *in, struct job *job,
 
     /* Restart in place: nobody else gets its nodes meanwhile. */
     for (size_t i = 0; i < job->nreserved; i++) {
-        struct node *node = node_table_find(&ps->sd->nodes,
-            job->reserved[i]);
+        struct node *node = node_table_find(&ps->sd->nodes, job->reserved[i]);
 
         if (node)
             in->nodes[node->idx].reserved_for = job->id;
@@ -402,8 +401,7 @@ pass_hook_trigger(struct schedd *sd, void *arg)
 struct pass *
 pass_create(struct schedd *sd, const char *policy, struct err *err)
 {
-    const struct sched_policy *p = sched_policy_find(policy ? policy
-                                                            : "fifo");
+    const struct sched_policy *p = sched_policy_find(policy ? policy : "fifo");
     struct pass *ps;
 
     if (p == NULL) {

@@ -9,8 +9,8 @@
 #include "scheduler/policy.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,8 +132,8 @@ same_node_set(const char **sorted, size_t n, const char *const *v, size_t m)
 
 bool
 policy_crash_loop(const struct policy_sig *now, const char *const *nodes,
-    size_t nnodes, const struct policy_past *past, size_t npast,
-    int threshold, bool *matched)
+    size_t nnodes, const struct policy_past *past, size_t npast, int threshold,
+    bool *matched)
 {
     const char **mine;
     size_t count = 1;
@@ -174,19 +174,21 @@ policy_sig_str(const struct policy_sig *s, char *buf, size_t len)
     if (s->kind == POLICY_KIND_HANG)
         off = (size_t)snprintf(buf, len, "rank %d hung", s->rank);
     else if (s->has_exit && s->signal != 0)
-        off = (size_t)snprintf(buf, len, "rank %d killed by signal %d",
-            s->rank, s->signal);
+        off = (size_t)snprintf(buf, len, "rank %d killed by signal %d", s->rank,
+            s->signal);
     else if (s->has_exit)
-        off = (size_t)snprintf(buf, len, "rank %d exited with code %d",
-            s->rank, s->exit_code);
+        off = (size_t)snprintf(buf, len, "rank %d exited with code %d", s->rank,
+            s->exit_code);
     else
         off = (size_t)snprintf(buf, len, "rank %d failed (%s)", s->rank,
             policy_kind_str(s->kind));
     if (off >= len)
         return;
     if (s->rel_step >= 0)
-        snprintf(buf + off, len - off, " at step %lld after its resume "
-            "point", (long long)s->rel_step);
+        snprintf(buf + off, len - off,
+            " at step %lld after its resume "
+            "point",
+            (long long)s->rel_step);
     else
         snprintf(buf + off, len - off, " before reporting any step");
 }
@@ -252,21 +254,23 @@ budget_words(enum policy_budget b)
 }
 
 static void
-plan_text_deterministic(const struct policy_plan_in *in, char *text,
-    size_t len)
+plan_text_deterministic(const struct policy_plan_in *in, char *text, size_t len)
 {
     char sigbuf[160];
     size_t off;
 
     policy_sig_str(in->sig, sigbuf, sizeof(sigbuf));
-    off = (size_t)snprintf(text, len, "deterministic failure: %s, on "
-        "attempts", sigbuf);
+    off = (size_t)snprintf(text, len,
+        "deterministic failure: %s, on "
+        "attempts",
+        sigbuf);
     for (size_t i = 0; i < in->nmatched && off < len; i++)
-        off += (size_t)snprintf(text + off, len - off, " %d,",
-            in->matched[i]);
+        off += (size_t)snprintf(text + off, len - off, " %d,", in->matched[i]);
     if (off < len)
-        snprintf(text + off, len - off, " %d on different nodes: the job's "
-            "own bug, not restarted (the nodes are not blamed)", in->attempt);
+        snprintf(text + off, len - off,
+            " %d on different nodes: the job's "
+            "own bug, not restarted (the nodes are not blamed)",
+            in->attempt);
 }
 
 void
@@ -289,18 +293,23 @@ policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
         plan_text_deterministic(in, out->text, sizeof(out->text));
         break;
     case POLICY_FAIL_BUDGET:
-        snprintf(out->text, sizeof(out->text), "%s; no restart left for %s "
-            "(%d of %d used)", in->reason, budget_words(budget), used, max);
+        snprintf(out->text, sizeof(out->text),
+            "%s; no restart left for %s "
+            "(%d of %d used)",
+            in->reason, budget_words(budget), used, max);
         break;
     case POLICY_RESTART:
-        n = (size_t)snprintf(out->text, sizeof(out->text), "attempt %d "
-            "failed: %s; restarting (restart %d of %d for %s", in->attempt,
-            in->reason, used + 1, max, budget_words(budget));
+        n = (size_t)snprintf(out->text, sizeof(out->text),
+            "attempt %d "
+            "failed: %s; restarting (restart %d of %d for %s",
+            in->attempt, in->reason, used + 1, max, budget_words(budget));
         if (n >= sizeof(out->text))
             break;
         if (out->d.backoff_ms > 0)
-            snprintf(out->text + n, sizeof(out->text) - n, ", after %lld ms "
-                "of backoff)", (long long)out->d.backoff_ms);
+            snprintf(out->text + n, sizeof(out->text) - n,
+                ", after %lld ms "
+                "of backoff)",
+                (long long)out->d.backoff_ms);
         else
             snprintf(out->text + n, sizeof(out->text) - n, ")");
         break;

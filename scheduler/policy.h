@@ -20,11 +20,11 @@
 
 /* The failure kinds, as the API and the database spell them. */
 enum policy_kind {
-    POLICY_KIND_RANK_EXIT,      /* a rank exited non-zero or by a signal */
-    POLICY_KIND_NODE_LOST,      /* no agent status for node_timeout_ms */
-    POLICY_KIND_HANG,           /* a rank made no progress in time */
-    POLICY_KIND_NODE_EXCLUDED,  /* the node left UP under the job */
-    POLICY_KIND_LOST_RANKS,     /* the agent no longer holds the ranks */
+    POLICY_KIND_RANK_EXIT,     /* a rank exited non-zero or by a signal */
+    POLICY_KIND_NODE_LOST,     /* no agent status for node_timeout_ms */
+    POLICY_KIND_HANG,          /* a rank made no progress in time */
+    POLICY_KIND_NODE_EXCLUDED, /* the node left UP under the job */
+    POLICY_KIND_LOST_RANKS,    /* the agent no longer holds the ranks */
 };
 #define POLICY_KIND_COUNT 5
 
@@ -33,17 +33,17 @@ int policy_kind_parse(const char *s, enum policy_kind *out);
 
 /* The two restart budgets. */
 enum policy_budget {
-    POLICY_BUDGET_JOB,          /* max_restarts: the job's own failures */
-    POLICY_BUDGET_INFRA,        /* max_infra_restarts */
+    POLICY_BUDGET_JOB,   /* max_restarts: the job's own failures */
+    POLICY_BUDGET_INFRA, /* max_infra_restarts */
 };
 
 /* Scheduler-wide settings (docs/config.md). */
 struct policy_config {
-    int crash_loop_threshold;   /* >= 2 */
-    int64_t backoff_ms;         /* after the first failure */
-    int64_t backoff_max_ms;     /* the cap; also "a run this long is not
-                                 * part of a loop" */
-    int blame_threshold;        /* distinct jobs */
+    int crash_loop_threshold; /* >= 2 */
+    int64_t backoff_ms;       /* after the first failure */
+    int64_t backoff_max_ms;   /* the cap; also "a run this long is not
+                               * part of a loop" */
+    int blame_threshold;      /* distinct jobs */
     int64_t blame_window_ms;
 };
 
@@ -59,10 +59,10 @@ enum policy_budget policy_classify(enum policy_kind kind, bool node_suspect);
 /* A failure's signature. */
 struct policy_sig {
     enum policy_kind kind;
-    int rank;                   /* -1: none */
-    int64_t rel_step;           /* last step minus the resumed step; -1
-                                 * when the rank reported no step */
-    bool has_exit;              /* exit_code and signal are known */
+    int rank;         /* -1: none */
+    int64_t rel_step; /* last step minus the resumed step; -1
+                       * when the rank reported no step */
+    bool has_exit;    /* exit_code and signal are known */
     int exit_code;
     int signal;
 };
@@ -77,7 +77,7 @@ struct policy_sig {
  * known relative step (any rank; without a step, the same rank). */
 struct policy_past {
     int attempt;
-    struct policy_sig failure;  /* that attempt's own evidence */
+    struct policy_sig failure; /* that attempt's own evidence */
     bool rank_known;
     struct policy_sig rank_end; /* kind unused */
     const char *const *nodes;   /* the nodes it ran on */
@@ -94,9 +94,9 @@ struct policy_past {
  * the job's deterministic bug. matched[i] (room for npast, may be NULL)
  * is set for each past attempt that repeats the signature.
  */
-bool policy_crash_loop(const struct policy_sig *now,
-    const char *const *nodes, size_t nnodes, const struct policy_past *past,
-    size_t npast, int threshold, bool *matched);
+bool policy_crash_loop(const struct policy_sig *now, const char *const *nodes,
+    size_t nnodes, const struct policy_past *past, size_t npast, int threshold,
+    bool *matched);
 
 /* "rank 0 exited with code 1 at step 4 after its resume point" into buf. */
 void policy_sig_str(const struct policy_sig *s, char *buf, size_t len);
@@ -104,23 +104,23 @@ void policy_sig_str(const struct policy_sig *s, char *buf, size_t len);
 /* ---- restart decision --------------------------------------------------- */
 
 struct policy_budgets {
-    int restarts;               /* spent from max_restarts */
+    int restarts; /* spent from max_restarts */
     int max_restarts;
-    int infra_restarts;         /* spent from max_infra_restarts */
+    int infra_restarts; /* spent from max_infra_restarts */
     int max_infra_restarts;
 };
 
 enum policy_action {
     POLICY_RESTART,
-    POLICY_FAIL_BUDGET,         /* the budget it would spend is spent */
-    POLICY_FAIL_DETERMINISTIC,  /* a crash loop */
+    POLICY_FAIL_BUDGET,        /* the budget it would spend is spent */
+    POLICY_FAIL_DETERMINISTIC, /* a crash loop */
 };
 
 struct policy_decision {
     enum policy_action action;
     enum policy_budget budget;
-    int streak;                 /* consecutive failures, this one included */
-    int64_t backoff_ms;         /* RESTART: delay before the next attempt */
+    int streak;         /* consecutive failures, this one included */
+    int64_t backoff_ms; /* RESTART: delay before the next attempt */
 };
 
 /*
@@ -150,22 +150,22 @@ void policy_decide(const struct policy_config *c, enum policy_budget budget,
 /* What recovery knows of a failed attempt when it decides. */
 struct policy_plan_in {
     enum policy_kind kind;
-    bool suspect;               /* a rank exit on a suspect node */
+    bool suspect; /* a rank exit on a suspect node */
     const struct policy_sig *sig;
     bool crash_loop;
-    const int *matched;         /* the earlier attempts that repeated it */
+    const int *matched; /* the earlier attempts that repeated it */
     size_t nmatched;
-    int attempt;                /* the failed attempt's number */
-    const char *reason;         /* the failure, as a sentence */
+    int attempt;        /* the failed attempt's number */
+    const char *reason; /* the failure, as a sentence */
     struct policy_budgets budgets;
     int prev_streak;
-    int64_t ran_ms;             /* how long it ran before failing */
-    bool new_checkpoint;        /* it completed a checkpoint */
+    int64_t ran_ms;      /* how long it ran before failing */
+    bool new_checkpoint; /* it completed a checkpoint */
 };
 
 struct policy_plan {
     struct policy_decision d;
-    char text[1024];            /* the job's new reason */
+    char text[1024]; /* the job's new reason */
 };
 
 /*
@@ -178,8 +178,8 @@ struct policy_plan {
  * after B ms of backoff)". The restart count in the text includes this
  * restart; the caller spends it.
  */
-void policy_plan(const struct policy_config *c,
-    const struct policy_plan_in *in, struct policy_plan *out);
+void policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
+    struct policy_plan *out);
 
 /* ---- blame -------------------------------------------------------------- */
 
@@ -224,7 +224,7 @@ bool policy_dump_stuck(const char *dump);
  * keep[k] is set for node rank k when usable[k] (its node is UP) and it
  * is not the blamed node (NULL: none). Returns how many are kept.
  */
-size_t policy_keep_nodes(const char *const *nodes, const bool *usable,
-    size_t n, const char *blamed, bool *keep);
+size_t policy_keep_nodes(const char *const *nodes, const bool *usable, size_t n,
+    const char *blamed, bool *keep);
 
 #endif

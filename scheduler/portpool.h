@@ -17,7 +17,7 @@
 struct portpool {
     int base;
     int count;
-    unsigned char *used;        /* count flags */
+    unsigned char *used; /* count flags */
     int cursor;
 };
 

@@ -34,9 +34,9 @@
 #define RECOVERY_DUMPS_MAX 64
 
 struct recovery_item {
-    struct attempt *a;          /* a failure, or NULL: an exclusion */
+    struct attempt *a; /* a failure, or NULL: an exclusion */
     struct failure_case fc;
-    struct node *node;          /* an exclusion */
+    struct node *node; /* an exclusion */
     char *actor;
     enum recovery_exclude how;
     char *reason;
@@ -108,8 +108,7 @@ rel_step(int64_t step, int64_t resume_step)
 
 /* An earlier failure of the job, as the crash-loop test wants it. */
 static void
-past_from_row(struct policy_past *p, const struct db_failure_row *r,
-    int rank)
+past_from_row(struct policy_past *p, const struct db_failure_row *r, int rank)
 {
     const struct evidence *f = &r->failure;
 
@@ -123,8 +122,8 @@ past_from_row(struct policy_past *p, const struct db_failure_row *r,
     p->rank_known = r->rank_known && r->rank_state == PROTO_RANK_EXITED &&
                     r->rank_has_exit &&
                     (r->detected_ms <= 0 ||
-                        r->rank_end_ms <= r->detected_ms +
-                                              RECOVERY_OWN_EXIT_SLACK_MS);
+                        r->rank_end_ms <=
+                            r->detected_ms + RECOVERY_OWN_EXIT_SLACK_MS);
     p->rank_end.rank = rank;
     p->rank_end.has_exit = r->rank_has_exit;
     p->rank_end.exit_code = r->rank_exit_code;
@@ -141,8 +140,7 @@ past_from_row(struct policy_past *p, const struct db_failure_row *r,
  */
 static int
 crash_loop_find(struct schedd *sd, const struct attempt *a,
-    const struct policy_sig *sig, bool *loop, int **matched,
-    size_t *nmatched)
+    const struct policy_sig *sig, bool *loop, int **matched, size_t *nmatched)
 {
     struct db_failure_row *rows = NULL;
     struct policy_past *past;
@@ -154,8 +152,8 @@ crash_loop_find(struct schedd *sd, const struct attempt *a,
     *loop = false;
     *matched = NULL;
     *nmatched = 0;
-    if (sig->rank < 0 || (sig->kind != POLICY_KIND_RANK_EXIT &&
-                             sig->kind != POLICY_KIND_HANG))
+    if (sig->rank < 0 ||
+        (sig->kind != POLICY_KIND_RANK_EXIT && sig->kind != POLICY_KIND_HANG))
         return 0;
     rc = db_job_failures(sd->db, a->job_id, sig->rank, &rows, &nrows);
     if (rc < 0)
@@ -216,8 +214,8 @@ reserve_nodes(struct job *job, const struct attempt *a, const char *blamed)
 struct blame_ctx {
     struct policy_blame *v;
     size_t n;
-    cJSON *evidence;            /* array of the failures */
-    char list[512];             /* "job 4 attempt 1 (rank_exit), ..." */
+    cJSON *evidence; /* array of the failures */
+    char list[512];  /* "job 4 attempt 1 (rank_exit), ..." */
     size_t listed;
 };
 
@@ -278,8 +276,8 @@ blame_check(struct schedd *sd, struct node *node, int64_t now)
     it->actor = xstrdup(SCHEDD_ACTOR);
     it->how = RECOVERY_EXCLUDE_BLAME;
     it->reason = xasprintf("blamed for failures of %zu different jobs "
-        "within %lld s: %s%s", jobs,
-        (long long)(sd->policy.blame_window_ms / 1000), ctx.list,
+                           "within %lld s: %s%s",
+        jobs, (long long)(sd->policy.blame_window_ms / 1000), ctx.list,
         ctx.n > ctx.listed ? ", ..." : "");
     it->evidence = ctx.evidence;
     free(ctx.v);
@@ -306,8 +304,9 @@ blame_record(struct schedd *sd, const struct attempt *a,
     ev = evidence_to_json(&shown);
     evidence_release(&shown);
     text = jsonx_print(ev);
-    rc = schedd_db_check(sd, db_blame_insert(sd->db, fc->ev.node, a->job_id,
-        a->num, now, policy_kind_str(fc->ev.kind), text, withdrawn));
+    rc = schedd_db_check(sd,
+        db_blame_insert(sd->db, fc->ev.node, a->job_id, a->num, now,
+            policy_kind_str(fc->ev.kind), text, withdrawn));
     free(text);
     if (rc < 0) {
         cJSON_Delete(ev);
@@ -346,9 +345,8 @@ fail_attempt(struct schedd *sd, struct attempt *a,
 
 /* The job_failure event: the evidence, with when and which budget. */
 static int
-failure_event(struct schedd *sd, const struct job *job,
-    const struct attempt *a, const struct failure_case *fc,
-    enum policy_budget budget)
+failure_event(struct schedd *sd, const struct job *job, const struct attempt *a,
+    const struct failure_case *fc, enum policy_budget budget)
 {
     char subject[32];
     cJSON *ev = evidence_to_json(&fc->ev);
@@ -358,8 +356,7 @@ failure_event(struct schedd *sd, const struct job *job,
             failure_dumps_json(a, fc->ev.rank, RECOVERY_DUMPS_MAX));
     jsonx_add_int(ev, "attempt", a->num);
     jsonx_add_int(ev, "failed_ms", a->failed_ms);
-    jsonx_add_str(ev, "budget", budget == POLICY_BUDGET_JOB ? "job"
-                                                            : "infra");
+    jsonx_add_str(ev, "budget", budget == POLICY_BUDGET_JOB ? "job" : "infra");
     return schedd_event(sd, SCHEDD_ACTOR,
         schedd_subject_job(subject, sizeof(subject), job->id), "job_failure",
         ev);
@@ -392,8 +389,8 @@ apply_plan(struct schedd *sd, struct job *job, const struct attempt *a,
     }
     if (plan->d.action == POLICY_FAIL_DETERMINISTIC)
         cJSON_AddBoolToObject(c.detail, "deterministic", true);
-    return event_job(sd, job, restart ? PROTO_JOB_RESTARTING
-                                      : PROTO_JOB_FAILED, &c);
+    return event_job(sd, job, restart ? PROTO_JOB_RESTARTING : PROTO_JOB_FAILED,
+        &c);
 }
 
 /* The plan's input for failure fc of attempt a of job. */
@@ -420,8 +417,10 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
     struct failure_case *fc, const struct policy_sig *sig, bool loop,
     const int *matched, size_t nmatched, int64_t now)
 {
-    struct policy_plan_in in = { .sig = sig, .crash_loop = loop,
-        .matched = matched, .nmatched = nmatched };
+    struct policy_plan_in in = { .sig = sig,
+        .crash_loop = loop,
+        .matched = matched,
+        .nmatched = nmatched };
     struct policy_plan plan;
     struct node *blamed = NULL;
     int rc = 0;
@@ -436,8 +435,8 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
     if (fc->ev.blame != EVIDENCE_BLAME_NONE)
         rc = blame_record(sd, a, fc, now);
     for (size_t i = 0; i < nmatched && rc == 0; i++)
-        rc = schedd_db_check(sd, db_blame_withdraw(sd->db, a->job_id,
-            matched[i]));
+        rc = schedd_db_check(sd,
+            db_blame_withdraw(sd->db, a->job_id, matched[i]));
     if (fc->ev.blame == EVIDENCE_BLAME_BLAMED)
         blamed = node_table_find(&sd->nodes, fc->ev.node);
     if (rc == 0)
@@ -446,9 +445,8 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
         a->num, policy_kind_str(fc->ev.kind), fc->reason,
         plan.d.action == POLICY_RESTART ? "; restarting" : "");
     if (rc == 0)
-        rc = apply_plan(sd, job, a, &plan, fc->ev.blame != EVIDENCE_BLAME_NONE
-                                               ? fc->ev.node
-                                               : NULL, now);
+        rc = apply_plan(sd, job, a, &plan,
+            fc->ev.blame != EVIDENCE_BLAME_NONE ? fc->ev.node : NULL, now);
     /* A node blamed often enough is excluded (queued), which fails
      * whatever else runs there. */
     if (rc == 0 && blamed)
@@ -469,8 +467,7 @@ hang_first(struct attempt *a, struct failure_case *fc)
 }
 
 static int
-process_failure(struct schedd *sd, struct attempt *a,
-    struct failure_case *fc)
+process_failure(struct schedd *sd, struct attempt *a, struct failure_case *fc)
 {
     struct job *job = a->job;
     struct policy_sig sig;
@@ -489,8 +486,8 @@ process_failure(struct schedd *sd, struct attempt *a,
     sig.has_exit = fc->ev.has_exit;
     sig.exit_code = fc->ev.exit_code;
     sig.signal = fc->ev.signal;
-    if (job && (rc = crash_loop_find(sd, a, &sig, &loop, &matched,
-                    &nmatched)) < 0)
+    if (job &&
+        (rc = crash_loop_find(sd, a, &sig, &loop, &matched, &nmatched)) < 0)
         return rc;
     if (fc->blame && fc->ev.node)
         fc->ev.blame = loop ? EVIDENCE_BLAME_WITHDRAWN : EVIDENCE_BLAME_BLAMED;

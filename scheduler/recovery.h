@@ -50,8 +50,8 @@ int recovery_fail(struct schedd *sd, struct attempt *a,
     struct failure_case *fc);
 
 enum recovery_exclude {
-    RECOVERY_EXCLUDE_BLAME,     /* blamed too often: UNHEALTHY, counted */
-    RECOVERY_EXCLUDE_OPERATOR,  /* cordon --evict: not counted as blame */
+    RECOVERY_EXCLUDE_BLAME,    /* blamed too often: UNHEALTHY, counted */
+    RECOVERY_EXCLUDE_OPERATOR, /* cordon --evict: not counted as blame */
 };
 
 /*

@@ -56,13 +56,13 @@ struct sched_pass_ctx {
     const struct sched_policy *policy;
     struct sched_node *nodes;
     size_t nnodes;
-    unsigned char *mark;        /* enum sched_mark per node */
-    size_t *pos;                /* SCHED_MARK_PREFER: its order */
-    bool soft;                  /* the examined job may use its excluded
-                                 * nodes, last */
+    unsigned char *mark; /* enum sched_mark per node */
+    size_t *pos;         /* SCHED_MARK_PREFER: its order */
+    bool soft;           /* the examined job may use its excluded
+                          * nodes, last */
     struct sched_shape *shapes;
-    size_t nshapes;             /* used slots */
-    size_t shapes_cap;          /* a power of two */
+    size_t nshapes;    /* used slots */
+    size_t shapes_cap; /* a power of two */
     /* Over the schedulable nodes, for O(1) "can never fit" answers. */
     size_t nschedulable;
     int64_t max_cpus;
@@ -95,8 +95,8 @@ plural(int64_t n, const char *one, const char *many)
  * is "free " or "".
  */
 static void
-sched_describe(char *buf, size_t len, const struct sched_need *need,
-    int only, const char *adj)
+sched_describe(char *buf, size_t len, const struct sched_need *need, int only,
+    const char *adj)
 {
     size_t off;
     bool first = true;
@@ -184,20 +184,23 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
         only = 3;
     sched_describe(what, sizeof(what), need, only, empty ? "" : "free ");
     if (empty)
-        off = (size_t)snprintf(reason, len, "needs %s, only %d %s in the "
-            "whole cluster", what, (int)all,
-            plural((int64_t)all, "matches", "match"));
+        off = (size_t)snprintf(reason, len,
+            "needs %s, only %d %s in the "
+            "whole cluster",
+            what, (int)all, plural((int64_t)all, "matches", "match"));
     else
-        off = (size_t)snprintf(reason, len, "needs %s, %d %s", what,
-            (int)all, plural((int64_t)all, "matches", "match"));
+        off = (size_t)snprintf(reason, len, "needs %s, %d %s", what, (int)all,
+            plural((int64_t)all, "matches", "match"));
     if (excluded > 0 && off < len)
-        off += (size_t)snprintf(reason + off, len - off, " (not counting "
-            "%zu %s blamed for its failures)", excluded,
-            plural((int64_t)excluded, "node", "nodes"));
+        off += (size_t)snprintf(reason + off, len - off,
+            " (not counting "
+            "%zu %s blamed for its failures)",
+            excluded, plural((int64_t)excluded, "node", "nodes"));
     if (reserved > 0 && off < len)
-        snprintf(reason + off, len - off, " (%zu %s reserved for "
-            "restarting jobs)", reserved,
-            plural((int64_t)reserved, "node", "nodes"));
+        snprintf(reason + off, len - off,
+            " (%zu %s reserved for "
+            "restarting jobs)",
+            reserved, plural((int64_t)reserved, "node", "nodes"));
     return all;
 }
 
@@ -225,8 +228,7 @@ sched_shape_slot(struct sched_pass_ctx *ctx, const struct sched_need *need)
 {
     size_t i = sched_shape_hash(need, ctx->shapes_cap);
 
-    while (ctx->shapes[i].used && !sched_need_equal(&ctx->shapes[i].need,
-                                      need))
+    while (ctx->shapes[i].used && !sched_need_equal(&ctx->shapes[i].need, need))
         i = (i + 1) & (ctx->shapes_cap - 1);
     return &ctx->shapes[i];
 }
@@ -300,8 +302,8 @@ sched_never_fits_cheap(struct sched_pass_ctx *ctx,
         snprintf(reason, len, "needs %s, only 0 match in the whole cluster",
             what);
     else
-        snprintf(reason, len, "needs %s, only %d %s in the whole cluster",
-            what, (int)ctx->nschedulable,
+        snprintf(reason, len, "needs %s, only %d %s in the whole cluster", what,
+            (int)ctx->nschedulable,
             plural((int64_t)ctx->nschedulable, "is schedulable",
                 "are schedulable"));
     return true;
@@ -417,8 +419,7 @@ sched_try_place(struct sched_pass_ctx *ctx, struct sched_job *job,
         node->free_memory_mb -= need->memory_mb;
         if (g > 0) {
             /* The lowest free ids; the list stays ascending. */
-            memcpy(job->gpus + (size_t)k * g, node->free_gpus,
-                g * sizeof(int));
+            memcpy(job->gpus + (size_t)k * g, node->free_gpus, g * sizeof(int));
             memmove(node->free_gpus, node->free_gpus + g,
                 (node->nfree_gpus - g) * sizeof(int));
             node->nfree_gpus -= g;
@@ -461,8 +462,7 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         jobs[i].reason[0] = '\0';
         order[i] = &jobs[i];
     }
-    qsort_r(order, njobs, sizeof(*order), sched_job_ptr_cmp,
-        (void *)policy);
+    qsort_r(order, njobs, sizeof(*order), sched_job_ptr_cmp, (void *)policy);
 
     for (size_t i = 0; i < njobs; i++) {
         struct sched_job *job = order[i];
@@ -492,8 +492,7 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
             placed++;
             continue;
         }
-        sched_count(ctx, &need, false, job, job->reason,
-            sizeof(job->reason));
+        sched_count(ctx, &need, false, job, job->reason, sizeof(job->reason));
         sched_job_marks(ctx, job, &need, false);
         blocker = job;
     }

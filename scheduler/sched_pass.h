@@ -46,19 +46,19 @@
 #define SCHED_REASON_MAX 160
 
 struct sched_node {
-    const char *name;           /* borrowed */
-    bool schedulable;           /* UP */
-    int cpus;                   /* totals */
+    const char *name; /* borrowed */
+    bool schedulable; /* UP */
+    int cpus;         /* totals */
     int64_t memory_mb;
     size_t ngpus;
-    int free_cpus;              /* what is free now; the pass consumes */
+    int free_cpus; /* what is free now; the pass consumes */
     int64_t free_memory_mb;
-    int *free_gpus;             /* ascending ids (caller's array); the pass
-                                 * removes the ids it assigns */
+    int *free_gpus; /* ascending ids (caller's array); the pass
+                     * removes the ids it assigns */
     size_t nfree_gpus;
-    int64_t reserved_for;       /* a restarting job's id: no other job may
-                                 * use it; 0: none */
-    void *data;                 /* the caller's node */
+    int64_t reserved_for; /* a restarting job's id: no other job may
+                           * use it; 0: none */
+    void *data;           /* the caller's node */
 };
 
 struct sched_job {
@@ -69,20 +69,20 @@ struct sched_job {
     int gpus_per_node;
     int cpus_per_rank;
     int64_t memory_mb_per_node;
-    bool restarting;            /* restart in place: goes first */
-    const size_t *prefer;       /* node indices to use first, in order */
+    bool restarting;      /* restart in place: goes first */
+    const size_t *prefer; /* node indices to use first, in order */
     size_t nprefer;
-    const size_t *exclude;      /* node indices blamed for its failures */
+    const size_t *exclude; /* node indices blamed for its failures */
     size_t nexclude;
-    void *data;                 /* the caller's job */
+    void *data; /* the caller's job */
 
     /* Results, set by sched_pass. */
     bool placed;
-    size_t *node_idx;           /* `nodes` indices into the node array, by
-                                 * node rank; NULL unless placed */
-    int *gpus;                  /* nodes × gpus_per_node ids, node-rank
-                                 * major; NULL unless placed with GPUs */
-    char reason[SCHED_REASON_MAX];  /* why not placed ("" when placed) */
+    size_t *node_idx;              /* `nodes` indices into the node array, by
+                                    * node rank; NULL unless placed */
+    int *gpus;                     /* nodes × gpus_per_node ids, node-rank
+                                    * major; NULL unless placed with GPUs */
+    char reason[SCHED_REASON_MAX]; /* why not placed ("" when placed) */
 };
 
 struct sched_policy {

@@ -76,7 +76,8 @@ schedd_db_error(struct schedd *sd, int rc)
 {
     if (!sd->failed)
         log_error("a database write failed (%s); this iteration's changes "
-            "will be rolled back", strerror(-rc));
+                  "will be rolled back",
+            strerror(-rc));
     sd->failed = true;
     return rc;
 }
@@ -218,8 +219,7 @@ schedd_tally_load_cb(int rank, int64_t step, void *arg)
     struct attempt *a = arg;
 
     attempt_tally_add(a, step);
-    if (rank >= 0 && (size_t)rank < a->nranks &&
-        step > a->ranks[rank].ckpt_max)
+    if (rank >= 0 && (size_t)rank < a->nranks && step > a->ranks[rank].ckpt_max)
         a->ranks[rank].ckpt_max = step;
     return 0;
 }
@@ -238,8 +238,7 @@ schedd_attempt_resolve(struct schedd *sd, struct attempt *a)
                                : NULL;
         if (p->node == NULL) {
             log_error("job=%lld attempt=%d: placement on unknown node '%s'",
-                (long long)a->job_id, a->num,
-                p->node_name ? p->node_name : "");
+                (long long)a->job_id, a->num, p->node_name ? p->node_name : "");
             return false;
         }
         if (p->gen > sd->gen)
@@ -252,8 +251,8 @@ schedd_attempt_resolve(struct schedd *sd, struct attempt *a)
         job->cur = a;
     } else {
         log_warn("job=%lld attempt=%d is active but its job is not; "
-            "leaving it out of the desired state", (long long)a->job_id,
-            a->num);
+                 "leaving it out of the desired state",
+            (long long)a->job_id, a->num);
     }
     return true;
 }
@@ -336,8 +335,8 @@ schedd_model_load(struct schedd *sd, struct err *err)
     for (struct attempt *a = sd->attempts; a; a = a->next)
         nlive++;
     log_info("loaded %zu node(s), %zu unfinished job(s), %zu live "
-        "attempt(s)", node_table_count(&sd->nodes), job_table_count(&sd->jobs),
-        nlive);
+             "attempt(s)",
+        node_table_count(&sd->nodes), job_table_count(&sd->jobs), nlive);
     return 0;
 }
 
@@ -426,8 +425,10 @@ schedd_lock(struct schedd *sd, struct err *err)
         rc = err_set(err, -errno, "cannot open lock file '%s': %s", path,
             strerror(errno));
     } else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        rc = err_set(err, -EBUSY, "another lockstepd is using state "
-            "directory '%s' (lock '%s' is held)", sd->state_dir, path);
+        rc = err_set(err, -EBUSY,
+            "another lockstepd is using state "
+            "directory '%s' (lock '%s' is held)",
+            sd->state_dir, path);
         close(fd);
     } else {
         sd->lock_fd = fd;
@@ -451,14 +452,12 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->dump_timeout_ms = opts->dump_timeout_ms;
     sd->policy = opts->policy;
     sd->started_ms = timeid_now_ms();
-    portpool_init(&sd->ports, opts->master_port_base,
-        opts->master_port_count);
+    portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
     schedd_parse_operators(sd, opts->operators);
 }
 
 struct schedd *
-schedd_create(uv_loop_t *loop, const struct schedd_opts *opts,
-    struct err *err)
+schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
 {
     struct schedd *sd = xcalloc(1, sizeof(*sd));
     char *path = NULL;

@@ -54,23 +54,23 @@ struct schedd;
 
 /* What main reads from the configuration (docs/config.md). */
 struct schedd_opts {
-    const char *listen_host;    /* NULL or "": no TCP */
+    const char *listen_host; /* NULL or "": no TCP */
     int listen_port;
-    const char *socket_path;    /* NULL or "": no Unix socket */
-    const char *port_file;      /* NULL or "" */
+    const char *socket_path; /* NULL or "": no Unix socket */
+    const char *port_file;   /* NULL or "" */
     const char *state_dir;
-    const char *secret;         /* cluster secret bytes */
+    const char *secret; /* cluster secret bytes */
     size_t secret_len;
-    const char *operators;      /* comma-separated names */
+    const char *operators; /* comma-separated names */
     int heartbeat_ms;
     int node_timeout_ms;
     size_t max_body;
     int master_port_base;
     int master_port_count;
     bool db_sync_full;
-    int lease_ms;               /* < node_timeout_ms (main checks) */
+    int lease_ms; /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
-    const char *sched_policy;   /* a scheduling policy's name */
+    const char *sched_policy; /* a scheduling policy's name */
     struct policy_config policy;
 };
 
@@ -103,11 +103,11 @@ struct schedd {
     int heartbeat_ms;
     int node_timeout_ms;
     size_t max_body;
-    int lease_ms;               /* supervisors' lease, sent to agents */
-    int dump_timeout_ms;        /* how long a hang waits for stack dumps */
+    int lease_ms;        /* supervisors' lease, sent to agents */
+    int dump_timeout_ms; /* how long a hang waits for stack dumps */
     struct policy_config policy;
-    int64_t started_ms;         /* wall clock at start-up */
-    int lock_fd;                /* flock on state_dir/lockstepd.lock */
+    int64_t started_ms; /* wall clock at start-up */
+    int lock_fd;        /* flock on state_dir/lockstepd.lock */
 
     struct db *db;
     struct logstore *logs;
@@ -115,9 +115,9 @@ struct schedd {
     /* The model. */
     struct node_table nodes;
     struct job_table jobs;
-    struct attempt *attempts;   /* live attempts (owned) */
-    uint64_t gen;               /* last generation handed out */
-    struct portpool ports;      /* master ports of live attempts */
+    struct attempt *attempts; /* live attempts (owned) */
+    uint64_t gen;             /* last generation handed out */
+    struct portpool ports;    /* master ports of live attempts */
 
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
@@ -125,12 +125,12 @@ struct schedd {
     struct schedd_hooks hooks;
 
     /* Handles (embedded; closed by schedd_stop). */
-    uv_timer_t reload_timer;    /* model reload after a failed commit */
-    uv_check_t commit_check;    /* commit what no reply flushed */
+    uv_timer_t reload_timer; /* model reload after a failed commit */
+    uv_check_t commit_check; /* commit what no reply flushed */
 
-    bool failed;                /* a write or commit failed this iteration */
-    bool rolled_back;           /* work was rolled back since the last
-                                 * HTTP flush: its replies must be 503 */
+    bool failed;      /* a write or commit failed this iteration */
+    bool rolled_back; /* work was rolled back since the last
+                       * HTTP flush: its replies must be 503 */
     bool stopping;
     void (*stopped_cb)(struct schedd *sd);
 };

@@ -14,14 +14,14 @@
 /* The attempts of the job being read, and the totals so far. */
 struct goodput_walk {
     int64_t now;
-    int64_t job_id;             /* the current group; 0 none */
+    int64_t job_id; /* the current group; 0 none */
     struct goodput_attempt *v;
     size_t n;
     size_t cap;
     struct db_goodput_row last; /* the group's last row */
 
     struct stats_cluster sum;
-    struct goodput one;         /* the last job's */
+    struct goodput one; /* the last job's */
 };
 
 static void
@@ -42,8 +42,7 @@ walk_flush(struct goodput_walk *w)
     goodput_compute(w->v, w->n, r->job_state == PROTO_JOB_FAILED,
         finished && r->job_end_ms > 0 ? r->job_end_ms : w->now, &w->one);
     goodput_add(&w->sum.total, &w->one);
-    w->sum.rank_productive_ms += w->one.productive_ms *
-        (int64_t)r->world_size;
+    w->sum.rank_productive_ms += w->one.productive_ms * (int64_t)r->world_size;
     w->sum.jobs++;
     w->n = 0;
 }

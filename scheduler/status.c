@@ -69,8 +69,8 @@ attempt_running(struct schedd *sd, struct attempt *a)
 
     a->running_ms = timeid_now_ms();
     rc = event_attempt(sd, a, PROTO_ATTEMPT_RUNNING, NULL);
-    if (rc < 0 || job == NULL || !job_transition_ok(job->state,
-                                      PROTO_JOB_RUNNING))
+    if (rc < 0 || job == NULL ||
+        !job_transition_ok(job->state, PROTO_JOB_RUNNING))
         return rc;
     c.detail = cJSON_CreateObject();
     jsonx_add_int(c.detail, "attempt", a->num);
@@ -116,8 +116,8 @@ attempt_decide(struct schedd *sd, struct attempt *a)
     if (bad && bad->state == PROTO_RANK_EXITED && !bad->fenced &&
         (silent = attempt_silent_peer(sd, a, bad)) != NULL) {
         log_debug("job=%lld attempt=%d rank=%d failed while node=%s is "
-            "silent; waiting for it before deciding", (long long)a->job_id,
-            a->num, bad->rank, silent->name);
+                  "silent; waiting for it before deciding",
+            (long long)a->job_id, a->num, bad->rank, silent->name);
         return 0;
     }
     if (bad) {
@@ -230,8 +230,8 @@ status_attempt(struct schedd *sd, struct placement *p,
             return rc;
     }
     if (latest && p->node_rank == 0 && st->ncheckpoints > 0 &&
-        (rc = checkpoint_scan(sd, job, a, st->checkpoints,
-             st->ncheckpoints)) < 0)
+        (rc = checkpoint_scan(sd, job, a, st->checkpoints, st->ncheckpoints)) <
+            0)
         return rc;
     if ((rc = watchdog_dumps(sd, a)) < 0)
         return rc;
@@ -244,8 +244,7 @@ static bool
 report_lists(const struct proto_node_report *rep, const struct attempt *a)
 {
     for (size_t i = 0; i < rep->njobs; i++) {
-        if (rep->jobs[i].job == a->job_id &&
-            rep->jobs[i].attempt == a->num)
+        if (rep->jobs[i].job == a->job_id && rep->jobs[i].attempt == a->num)
             return true;
     }
     return false;

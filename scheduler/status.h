@@ -32,7 +32,7 @@
  * desired-state generation and the lease the agent grants its
  * supervisors. The report's job statuses may be reordered.
  */
-int status_apply(struct schedd *sd, struct proto_node_report *rep,
-    int64_t now, struct proto_status_reply *reply);
+int status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
+    struct proto_status_reply *reply);
 
 #endif

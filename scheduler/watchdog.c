@@ -64,8 +64,8 @@ watchdog_finish(struct schedd *sd, struct attempt *a)
     failure_case_hang(&fc, a, &a->failure);
     if (fc.ev.rank != a->failure.rank)
         log_info("job=%lld attempt=%d: rank %d is stopped or stuck (its "
-            "dump); blaming it rather than rank %d", (long long)a->job_id,
-            a->num, fc.ev.rank, a->failure.rank);
+                 "dump); blaming it rather than rank %d",
+            (long long)a->job_id, a->num, fc.ev.rank, a->failure.rank);
     for (size_t r = 0; r < a->nranks; r++)
         ndumps += a->ranks[r].dump[0] != '\0';
     log_info("job=%lld attempt=%d: %zu stack dump(s) received",
@@ -97,11 +97,11 @@ hang_start(struct schedd *sd, struct attempt *a, const struct attempt_rank *rk,
     evidence_release(&pending);
     a->dump_deadline_ms = now + sd->dump_timeout_ms;
     log_notice("job=%lld attempt=%d rank=%d node=%s hung: no progress for "
-        "%lld ms (%s); collecting stack dumps", (long long)a->job_id, a->num,
-        rk->rank, p->node_name, (long long)idle,
+               "%lld ms (%s); collecting stack dumps",
+        (long long)a->job_id, a->num, rk->rank, p->node_name, (long long)idle,
         proto_progress_str(rk->progress));
-    if ((rc = directive_post(sd, a, PROTO_DIRECTIVE_DUMP, -1,
-             &a->hang_seq)) < 0 ||
+    if ((rc = directive_post(sd, a, PROTO_DIRECTIVE_DUMP, -1, &a->hang_seq)) <
+            0 ||
         (rc = schedd_db_check(sd, db_attempt_update(sd->db, a))) < 0)
         return rc;
     if (sd->dump_timeout_ms <= 0)
@@ -136,8 +136,7 @@ hang_limit(const struct job *job, const struct attempt *a)
 
 /* Look for a hung rank in running attempt a. */
 static void
-attempt_check(struct schedd *sd, struct attempt *a, int64_t mono,
-    int64_t now)
+attempt_check(struct schedd *sd, struct attempt *a, int64_t mono, int64_t now)
 {
     size_t n = a->nranks + 1;
     int64_t *idle = xcalloc(n, sizeof(*idle));

@@ -66,21 +66,21 @@ tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 
-#define is_int(got, want, ...)                                              \
-    do {                                                                    \
-        long long tap_g = (long long)(got), tap_w = (long long)(want);      \
-        if (!tap_ok(tap_g == tap_w, __FILE__, __LINE__, __VA_ARGS__))       \
-            diag("  got %lld, want %lld", tap_g, tap_w);                    \
+#define is_int(got, want, ...)                                                 \
+    do {                                                                       \
+        long long tap_g = (long long)(got), tap_w = (long long)(want);         \
+        if (!tap_ok(tap_g == tap_w, __FILE__, __LINE__, __VA_ARGS__))          \
+            diag("  got %lld, want %lld", tap_g, tap_w);                       \
     } while (0)
 
-#define is_str(got, want, ...)                                              \
-    do {                                                                    \
-        const char *tap_g = (got), *tap_w = (want);                         \
-        int tap_c = tap_g && tap_w ? strcmp(tap_g, tap_w) == 0              \
-                                   : tap_g == tap_w;                        \
-        if (!tap_ok(tap_c, __FILE__, __LINE__, __VA_ARGS__))                \
-            diag("  got '%s', want '%s'", tap_g ? tap_g : "(null)",         \
-                tap_w ? tap_w : "(null)");                                  \
+#define is_str(got, want, ...)                                                 \
+    do {                                                                       \
+        const char *tap_g = (got), *tap_w = (want);                            \
+        int tap_c = tap_g && tap_w ? strcmp(tap_g, tap_w) == 0                 \
+                                   : tap_g == tap_w;                           \
+        if (!tap_ok(tap_c, __FILE__, __LINE__, __VA_ARGS__))                   \
+            diag("  got '%s', want '%s'", tap_g ? tap_g : "(null)",            \
+                tap_w ? tap_w : "(null)");                                     \
     } while (0)
 
 static inline void

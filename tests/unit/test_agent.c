@@ -6,9 +6,11 @@
  * teardown, spawn failures, leases, re-adoption by a new agent, a killed
  * supervisor, progress and commits, convention checkpoints, stack dumps).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -137,20 +137,20 @@ test_env(void)
         { "LOCKSTEP_NODE", "n7" },
         { "LOCKSTEP_CHECKPOINT_DIR", "/ckpt/12" },
         { "LOCKSTEP_RESUME_FROM", "",
-          "LOCKSTEP_RESUME_FROM empty without a checkpoint" },
+            "LOCKSTEP_RESUME_FROM empty without a checkpoint" },
         { "LOCKSTEP_RESUME_STEP", "",
-          "LOCKSTEP_RESUME_STEP empty without a checkpoint" },
+            "LOCKSTEP_RESUME_STEP empty without a checkpoint" },
         { "CUDA_VISIBLE_DEVICES", "2,3",
-          "CUDA_VISIBLE_DEVICES lists the rank's GPUs" },
+            "CUDA_VISIBLE_DEVICES lists the rank's GPUs" },
         { "FOO", "bar", "job env is passed" },
         { "PATH", "/opt/bin:/usr/bin",
-          "job env overrides the agent's environment" },
+            "job env overrides the agent's environment" },
         { "HOME", "/root", "agent environment kept" },
     };
     static const struct env_want rank2[] = {
         { "RANK", "2", "rank 2 gets RANK=2" },
         { "CUDA_VISIBLE_DEVICES", "",
-          "CUDA_VISIBLE_DEVICES is empty without GPUs" },
+            "CUDA_VISIBLE_DEVICES is empty without GPUs" },
         { "LOCKSTEP_RESUME_FROM", "/ckpt/12/step-500" },
         { "LOCKSTEP_RESUME_STEP", "500" },
     };
@@ -187,9 +187,9 @@ test_env(void)
     check_env(env, rank3, ARRAY_SIZE(rank3));
     ok(proc_env_get(env, "LOCKSTEP_PROGRESS_FILE") == NULL,
         "the job's env cannot set LOCKSTEP_PROGRESS_FILE (the agent does)");
-    ok(proc_env_get(env, "NOTIFY_SOCKET") == NULL
-        && proc_env_get(env, "LISTEN_FDS") == NULL
-        && proc_env_get(env, "JOURNAL_STREAM") == NULL,
+    ok(proc_env_get(env, "NOTIFY_SOCKET") == NULL &&
+            proc_env_get(env, "LISTEN_FDS") == NULL &&
+            proc_env_get(env, "JOURNAL_STREAM") == NULL,
         "systemd service variables are not passed to ranks");
     proc_env_free(env);
 
@@ -228,8 +228,8 @@ test_gpus(void)
     is_int(resources_gpus_parse("", "/nonexistent", &ids, &n, &err), 0,
         "empty gpus parses");
     is_int(n, 0, "empty gives no GPU");
-    is_int(resources_gpus_parse("0-x", "/nonexistent", &ids, &n, &err),
-        -EINVAL, "gpus 0-x is an error");
+    is_int(resources_gpus_parse("0-x", "/nonexistent", &ids, &n, &err), -EINVAL,
+        "gpus 0-x is an error");
     ok(strstr(err.msg, "0-x") != NULL, "the error names the value: %s",
         err.msg);
 
@@ -258,9 +258,10 @@ test_labels(void)
 
     is_int(resources_labels_parse("rack=r12, zone=a", &kv, &n, &err), 0,
         "labels parse");
-    ok(n == 2 && strcmp(kv[0].key, "rack") == 0
-        && strcmp(kv[0].value, "r12") == 0 && strcmp(kv[1].key, "zone") == 0
-        && strcmp(kv[1].value, "a") == 0, "rack=r12 and zone=a");
+    ok(n == 2 && strcmp(kv[0].key, "rack") == 0 &&
+            strcmp(kv[0].value, "r12") == 0 && strcmp(kv[1].key, "zone") == 0 &&
+            strcmp(kv[1].value, "a") == 0,
+        "rack=r12 and zone=a");
     proto_kv_array_free(kv, n);
     is_int(resources_labels_parse("", &kv, &n, &err), 0, "empty labels");
     is_int(n, 0, "... give none");
@@ -273,8 +274,7 @@ test_labels(void)
         "a label key with a space is an error");
     ok(resources_detect_cpus() >= 1, "at least one CPU detected");
     ok(resources_detect_memory_mb("/proc/meminfo") > 0, "memory detected");
-    is_int(resources_detect_memory_mb("/nonexistent"), 0,
-        "no meminfo gives 0");
+    is_int(resources_detect_memory_mb("/nonexistent"), 0, "no meminfo gives 0");
 }
 
 /* ---- stderr tail --------------------------------------------------------- */
@@ -320,11 +320,11 @@ test_tail(void)
 /* ---- generic helpers: backoff, mkdirp, rmtree, procfs -------------------- */
 
 /* Poll cond (no loop involved) until it holds or timeout_ms passes. */
-#define WAIT_FOR(cond, timeout_ms)                                          \
-    do {                                                                    \
-        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                      \
-        while (!(cond) && timeid_mono_ms() < dl_)                           \
-            usleep(5000);                                                   \
+#define WAIT_FOR(cond, timeout_ms)                                             \
+    do {                                                                       \
+        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                         \
+        while (!(cond) && timeid_mono_ms() < dl_)                              \
+            usleep(5000);                                                      \
     } while (0)
 
 static void
@@ -412,8 +412,8 @@ test_procfs(void)
     pid_t child;
 
     is_int(procfs_stat(self, &st), 0, "procfs_stat reads our own stat");
-    ok(st.state == 'R' && st.ppid == (int)getppid()
-        && st.pgrp == (int)getpgrp() && st.start_time > 0,
+    ok(st.state == 'R' && st.ppid == (int)getppid() &&
+            st.pgrp == (int)getpgrp() && st.start_time > 0,
         "... state R, our parent, our group, a start time");
     ok(procfs_start_time(self) == st.start_time,
         "procfs_start_time is its field 22");
@@ -428,8 +428,7 @@ test_procfs(void)
     is_int(procfs_each_fd(test_procfs_find_cb, &fd), 1,
         "procfs_each_fd finds a descriptor we opened");
     close(fd);
-    ok(procfs_exe(0, exe, sizeof(exe)) > 0
-        && strstr(exe, "test_agent") != NULL,
+    ok(procfs_exe(0, exe, sizeof(exe)) > 0 && strstr(exe, "test_agent") != NULL,
         "procfs_exe(0) names our executable (%s)", exe);
 
     memset(&sa, 0, sizeof(sa));
@@ -451,8 +450,8 @@ test_procfs(void)
     WAIT_FOR(procfs_runs((int)child, "sleep", "30"), 5000);
     ok(procfs_runs((int)child, "sleep", "30"),
         "procfs_runs knows a process by executable and first argument");
-    ok(!procfs_runs((int)child, "sleep", "3")
-        && !procfs_runs((int)child, "slee", "30"),
+    ok(!procfs_runs((int)child, "sleep", "3") &&
+            !procfs_runs((int)child, "slee", "30"),
         "... both of them, whole");
     ok(procfs_group_is((int)child, procfs_start_time((int)child), env),
         "a live group leader with its start time is its group");
@@ -462,8 +461,8 @@ test_procfs(void)
         "a leader with another start time is not (a reused pid)");
     kill((int)child, SIGKILL);
     WAIT_FOR(procfs_state((int)child) == 'Z', 5000);
-    ok(procfs_state((int)child) == 'Z' && procfs_start_time((int)child) == 0
-        && !procfs_runs((int)child, "sleep", "30"),
+    ok(procfs_state((int)child) == 'Z' && procfs_start_time((int)child) == 0 &&
+            !procfs_runs((int)child, "sleep", "30"),
         "a zombie has no start time and runs nothing");
     waitpid(child, NULL, 0);
     ok(!procfs_group_is((int)child, 0, env),
@@ -527,11 +526,11 @@ report_fill(struct proc_table *pt, struct proto_node_report *rep)
 
 /* Turn the loop until cond holds or timeout_ms passes. The proc table's
  * poll timer keeps the loop alive, so UV_RUN_ONCE always returns. */
-#define RUN_UNTIL(loop, cond, timeout_ms)                                   \
-    do {                                                                    \
-        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                      \
-        while (!(cond) && timeid_mono_ms() < dl_)                           \
-            uv_run((loop), UV_RUN_ONCE);                                    \
+#define RUN_UNTIL(loop, cond, timeout_ms)                                      \
+    do {                                                                       \
+        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                         \
+        while (!(cond) && timeid_mono_ms() < dl_)                              \
+            uv_run((loop), UV_RUN_ONCE);                                       \
     } while (0)
 
 /* Play the scheduler accepting a status report: what the agent holds is
@@ -583,7 +582,7 @@ struct tagent {
     struct agentd ad;
     uv_loop_t loop;
     struct proc_table *pt;
-    struct proto_work work;     /* launch()'s work reply */
+    struct proto_work work; /* launch()'s work reply */
 };
 
 static void
@@ -665,11 +664,9 @@ test_loop(void)
     struct proto_work w, empty = { 0 };
     struct proto_node_report rep;
     uint64_t seq;
-    const char *argv1[] = { "sh", "-c", "sleep 1000 & echo hi; exit 3",
-        NULL };
+    const char *argv1[] = { "sh", "-c", "sleep 1000 & echo hi; exit 3", NULL };
     const char *argv2[] = { "sh", "-c",
-        "trap '' TERM; echo $LOCKSTEP_JOB_ID $RANK; sleep 1000 & wait",
-        NULL };
+        "trap '' TERM; echo $LOCKSTEP_JOB_ID $RANK; sleep 1000 & wait", NULL };
     const char *argv3[] = { "/nonexistent/foo", NULL };
     char path[PATH_MAX + 64], *text, *dir;
     int64_t t0, lease = 0;
@@ -710,16 +707,16 @@ test_loop(void)
     is_str(text, "hi\n", "stdout went to logs/7/1/rank-0.out");
     free(text);
     ok(wait_group_gone(pid, 5000), "no process of the rank's group "
-        "survives (kill(-pgid, 0) is ESRCH)");
+                                   "survives (kill(-pgid, 0) is ESRCH)");
     RUN_UNTIL(&t.loop, job->done && job->sv_gone, 5000);
     ok(job->done && job->sv_gone, "the supervisor is done and gone");
 
     seq = report_fill(pt, &rep);
-    ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1
-        && rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED
-        && rep.jobs[0].ranks[0].exit_code == 3
-        && rep.jobs[0].ranks[0].step == -1
-        && rep.jobs[0].ranks[0].progress == PROTO_PROGRESS_OUTPUT,
+    ok(rep.njobs == 1 && rep.jobs[0].job == 7 && rep.jobs[0].nranks == 1 &&
+            rep.jobs[0].ranks[0].state == PROTO_RANK_EXITED &&
+            rep.jobs[0].ranks[0].exit_code == 3 &&
+            rep.jobs[0].ranks[0].step == -1 &&
+            rep.jobs[0].ranks[0].progress == PROTO_PROGRESS_OUTPUT,
         "the report lists the finished job while it is desired");
     proto_node_report_release(&rep);
 
@@ -729,11 +726,11 @@ test_loop(void)
     proc_apply(pt, &empty);
     RUN_UNTIL(&t.loop, find_job(pt, 7, 1) == NULL, 300);
     ok(find_job(pt, 7, 1) != NULL, "a finished job is held until the "
-        "scheduler accepted its final states");
+                                   "scheduler accepted its final states");
     proc_status_ok(pt, seq, timeid_mono_ms(), 60000);
     RUN_UNTIL(&t.loop, find_job(pt, 7, 1) == NULL, 2000);
     ok(find_job(pt, 7, 1) == NULL, "a finished job absent from the desired "
-        "state is released");
+                                   "state is released");
     ok(access(dir, F_OK) < 0, "its directory is removed");
     free(dir);
     is_int(proc_apply(pt, &w), 0, "a released job is never started again");
@@ -744,8 +741,8 @@ test_loop(void)
     launch(&t, &l3);
     RUN_UNTIL(&t.loop, job_ended(pt, 8), 5000);
     job = find_job(pt, 8, 1);
-    ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED
-        && job->ranks[0].exit_code == 127,
+    ok(job != NULL && job->ranks[0].state == PROTO_RANK_EXITED &&
+            job->ranks[0].exit_code == 127,
         "a missing command is reported as exit code 127");
     if (job != NULL)
         is_str(job->ranks[0].stderr_tail,
@@ -762,18 +759,20 @@ test_loop(void)
     free(l3.workdir);
     l3.workdir = xstrdup("/nonexistent-dir");
     job = launch(&t, &l3);
-    ok(job != NULL && job->done && job->sv_pid == 0
-        && job->ranks[0].state == PROTO_RANK_EXITED
-        && job->ranks[0].exit_code == 127, "a missing working directory: "
+    ok(job != NULL && job->done && job->sv_pid == 0 &&
+            job->ranks[0].state == PROTO_RANK_EXITED &&
+            job->ranks[0].exit_code == 127,
+        "a missing working directory: "
         "exit code 127 at once, no supervisor");
     if (job != NULL)
-        is_str(job->ranks[0].stderr_tail, "cannot change to working "
+        is_str(job->ranks[0].stderr_tail,
+            "cannot change to working "
             "directory '/nonexistent-dir': No such file or directory",
             "... with the reason");
     snprintf(path, sizeof(path), "%s/loop/logs/6/1/rank-0.err", tmpdir);
     text = read_all(path);
     ok(strstr(text, "/nonexistent-dir") != NULL, "... also in its stderr "
-        "file");
+                                                 "file");
     free(text);
     tagent_stop(&t);
     pt = tagent_start(&t);
@@ -795,8 +794,9 @@ test_loop(void)
     pid2 = job != NULL ? job->ranks[1].pid : 0;
     ok(pid > 0 && getpgid(pid) == pid && getpgid(pid2) == pid2,
         "each rank leads its own process group");
-    ok(job != NULL && getsid(pid) == job->sv_pid && getsid(job->sv_pid)
-        == job->sv_pid, "in the session of its supervisor, not the agent's");
+    ok(job != NULL && getsid(pid) == job->sv_pid &&
+            getsid(job->sv_pid) == job->sv_pid,
+        "in the session of its supervisor, not the agent's");
 
     /* Renewal: the lease moves to the send time plus the grant. */
     t0 = timeid_mono_ms();
@@ -830,9 +830,9 @@ test_loop(void)
     ok(timeid_mono_ms() - t0 >= 250, "not before the grace period (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
     job = find_job(pt, 9, 1);
-    ok(job != NULL && job->ranks[0].signal == SIGKILL
-        && job->ranks[1].signal == SIGKILL && job->ranks[0].exit_code == -1
-        && !job->ranks[0].fenced,
+    ok(job != NULL && job->ranks[0].signal == SIGKILL &&
+            job->ranks[1].signal == SIGKILL && job->ranks[0].exit_code == -1 &&
+            !job->ranks[0].fenced,
         "both ranks were killed by SIGKILL (exit_code -1), not fenced");
     proc_apply(pt, &empty);
     RUN_UNTIL(&t.loop, find_job(pt, 9, 1) == NULL, 2000);
@@ -860,8 +860,7 @@ test_adopt(void)
     struct proto_launch all[3];
     const char *sleeper[] = { "sleep", "1000", NULL };
     const char *exit3[] = { "sh", "-c", "exit 3", NULL };
-    const char *family[] = { "sh", "-c", "sleep 1000 & exec sleep 1000",
-        NULL };
+    const char *family[] = { "sh", "-c", "sleep 1000 & exec sleep 1000", NULL };
     pid_t pid, pid2, sv1, sv3, sv4;
 
     if ((pt = agent_up(&t, "adopt")) == NULL)
@@ -877,8 +876,10 @@ test_adopt(void)
     w.jobs = all;
     w.njobs = 3;
     is_int(proc_apply(pt, &w), 3, "three jobs start");
-    RUN_UNTIL(&t.loop, job_running(pt, 10) && job_ended(pt, 11)
-        && job_running(pt, 12) && find_job(pt, 11, 1)->done, 5000);
+    RUN_UNTIL(&t.loop,
+        job_running(pt, 10) && job_ended(pt, 11) && job_running(pt, 12) &&
+            find_job(pt, 11, 1)->done,
+        5000);
     pid = find_job(pt, 10, 1)->ranks[0].pid;
     pid2 = find_job(pt, 12, 1)->ranks[0].pid;
     sv1 = find_job(pt, 10, 1)->sv_pid;
@@ -896,7 +897,7 @@ test_adopt(void)
     waitpid(sv3, NULL, 0);
     ok(kill(pid2, 0) == 0, "a rank outlives its killed supervisor");
     kill(pid2, SIGKILL);
-    waitpid(pid2, NULL, 0);     /* we are the subreaper it fell to */
+    waitpid(pid2, NULL, 0); /* we are the subreaper it fell to */
     ok(kill(-pid2, 0) == 0, "its leader is gone, its group is not");
 
     pt = tagent_start(&t);
@@ -904,18 +905,19 @@ test_adopt(void)
     if (pt == NULL)
         return;
     job = find_job(pt, 10, 1);
-    ok(job != NULL && job->sv_adopted && job->sv_pid == sv1
-        && job->ranks[0].state == PROTO_RANK_RUNNING
-        && job->ranks[0].pid == pid && job->desired,
+    ok(job != NULL && job->sv_adopted && job->sv_pid == sv1 &&
+            job->ranks[0].state == PROTO_RANK_RUNNING &&
+            job->ranks[0].pid == pid && job->desired,
         "a live supervisor is adopted with its running rank");
     job = find_job(pt, 11, 1);
-    ok(job != NULL && job->done && job->ranks[0].state == PROTO_RANK_EXITED
-        && job->ranks[0].exit_code == 3,
+    ok(job != NULL && job->done && job->ranks[0].state == PROTO_RANK_EXITED &&
+            job->ranks[0].exit_code == 3,
         "a finished supervisor's exit code survives the agent");
     job = find_job(pt, 12, 1);
     ok(job != NULL && job->done && job->ranks[0].state == PROTO_RANK_LOST,
         "the rank of a supervisor that died unfinished is lost");
-    ok(wait_group_gone(pid2, 5000), "... and its process group killed "
+    ok(wait_group_gone(pid2, 5000),
+        "... and its process group killed "
         "(identified by its members' LOCKSTEP_JOB_ID and attempt)");
 
     report_fill(pt, &rep);
@@ -924,15 +926,17 @@ test_adopt(void)
 
     /* The scheduler keeps job 10 only. */
     launch(&t, &l1);
-    RUN_UNTIL(&t.loop, ack_reports(pt) && find_job(pt, 11, 1) == NULL
-        && find_job(pt, 12, 1) == NULL, 3000);
+    RUN_UNTIL(&t.loop,
+        ack_reports(pt) && find_job(pt, 11, 1) == NULL &&
+            find_job(pt, 12, 1) == NULL,
+        3000);
     ok(find_job(pt, 11, 1) == NULL && find_job(pt, 12, 1) == NULL,
         "the finished ones are released");
 
     /* 2. a supervisor killed under a running agent: its ranks are lost and
      * killed. Job 13 is our child. */
-    launch_init(&l4, 13, 1, (const char *[]){ "sh", "-c",
-        "sleep 1000 & sleep 1000", NULL }, 1);
+    launch_init(&l4, 13, 1,
+        (const char *[]){ "sh", "-c", "sleep 1000 & sleep 1000", NULL }, 1);
     memcpy(&all[0], &l1, sizeof(l1));
     memcpy(&all[1], &l4, sizeof(l4));
     w.jobs = all;
@@ -950,10 +954,13 @@ test_adopt(void)
 
     /* 3. the adopted one is torn down when the scheduler drops it */
     proc_apply(pt, &empty);
-    RUN_UNTIL(&t.loop, (waitpid(sv1, NULL, WNOHANG), ack_reports(pt)
-        && find_job(pt, 10, 1) == NULL && find_job(pt, 13, 1) == NULL),
+    RUN_UNTIL(&t.loop,
+        (waitpid(sv1, NULL, WNOHANG), ack_reports(pt) &&
+                                          find_job(pt, 10, 1) == NULL &&
+                                          find_job(pt, 13, 1) == NULL),
         5000);
-    ok(find_job(pt, 10, 1) == NULL, "the adopted job is torn down and "
+    ok(find_job(pt, 10, 1) == NULL,
+        "the adopted job is torn down and "
         "released when the scheduler no longer wants it");
     ok(wait_group_gone(pid, 5000), "its rank is gone");
     waitpid(sv1, NULL, 0);
@@ -984,13 +991,14 @@ test_progress(void)
         "1) echo working;; "
         "3) printf '{\"step\": 9, \"time_ms\": 1, \"attempt\": 4}' "
         ">$LOCKSTEP_PROGRESS_FILE;; "
-        "esac; exec sleep 1000", NULL };
+        "esac; exec sleep 1000",
+        NULL };
     char *path, buf[128];
     int64_t t0, *steps;
     size_t n;
 
-    steps = proc_commit_parse("5 1\n3 1\n5 1\n8 2\nx 1\n4 1 extra\n12 1",
-        1, 64, &n);
+    steps = proc_commit_parse("5 1\n3 1\n5 1\n8 2\nx 1\n4 1 extra\n12 1", 1, 64,
+        &n);
     ok(n == 3 && steps[0] == 3 && steps[1] == 5 && steps[2] == 12,
         "commit lines: distinct steps of the attempt, ascending");
     free(steps);
@@ -1006,11 +1014,9 @@ test_progress(void)
     proc_apply(pt, &t.work);
     job = find_job(pt, 20, 1);
     path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.ckpt", tmpdir);
-    RUN_UNTIL(&t.loop, job_running(pt, 20) && access(path, F_OK) == 0,
-        5000);
+    RUN_UNTIL(&t.loop, job_running(pt, 20) && access(path, F_OK) == 0, 5000);
     free(path);
-    path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.progress",
-        tmpdir);
+    path = xasprintf("%s/progress/state/jobs/20.1/sdk/rank-0.progress", tmpdir);
     is_str(job->ranks[0].progress_path, path,
         "LOCKSTEP_PROGRESS_FILE is in the attempt's sdk/ directory");
     free(path);
@@ -1023,34 +1029,39 @@ test_progress(void)
         "rank 0 reports step 5 (progress: step)");
     ok(rs[0].idle_ms >= 250 && rs[0].idle_ms < 5000,
         "... idle since it wrote it (%lld ms)", (long long)rs[0].idle_ms);
-    ok(rs[0].nckpt_steps == 2 && rs[0].ckpt_steps[0] == 3
-        && rs[0].ckpt_steps[1] == 7, "... committed steps 3 and 7 (not "
+    ok(rs[0].nckpt_steps == 2 && rs[0].ckpt_steps[0] == 3 &&
+            rs[0].ckpt_steps[1] == 7,
+        "... committed steps 3 and 7 (not "
         "attempt 2's 9)");
-    ok(rs[1].step == -1 && rs[1].progress == PROTO_PROGRESS_OUTPUT
-        && rs[1].idle_ms >= 250, "rank 1 progresses by output (idle %lld)",
-        (long long)rs[1].idle_ms);
-    ok(rs[2].step == -1 && rs[2].progress == PROTO_PROGRESS_NONE
-        && rs[2].idle_ms >= 250 && rs[2].idle_ms
-            <= timeid_mono_ms() - t0 + 20,
+    ok(rs[1].step == -1 && rs[1].progress == PROTO_PROGRESS_OUTPUT &&
+            rs[1].idle_ms >= 250,
+        "rank 1 progresses by output (idle %lld)", (long long)rs[1].idle_ms);
+    ok(rs[2].step == -1 && rs[2].progress == PROTO_PROGRESS_NONE &&
+            rs[2].idle_ms >= 250 && rs[2].idle_ms <= timeid_mono_ms() - t0 + 20,
         "rank 2 has neither: idle since its start (%lld ms)",
         (long long)rs[2].idle_ms);
     ok(rs[3].step == -1 && rs[3].progress == PROTO_PROGRESS_NONE,
         "rank 3's record of another attempt is ignored");
-    ok(job->ranks[0].have_progress && job->ranks[0].sdk_pid
-        == job->ranks[0].pid, "the progress file names the SDK's process");
+    ok(job->ranks[0].have_progress &&
+            job->ranks[0].sdk_pid == job->ranks[0].pid,
+        "the progress file names the SDK's process");
     proto_node_report_release(&rep);
 
     /* The rank reaches step 6: idle starts again. */
     path = xasprintf("%s.tmp", job->ranks[0].progress_path);
-    snprintf(buf, sizeof(buf), "{\"step\": 6, \"time_ms\": %lld, "
-        "\"attempt\": 1}", (long long)timeid_now_ms());
+    snprintf(buf, sizeof(buf),
+        "{\"step\": 6, \"time_ms\": %lld, "
+        "\"attempt\": 1}",
+        (long long)timeid_now_ms());
     write_file(path, buf, strlen(buf));
     rename(path, job->ranks[0].progress_path);
     free(path);
     report_fill(pt, &rep);
     rs = rep.jobs[0].ranks;
-    ok(rs[0].step == 6 && rs[0].idle_ms < 200, "a new step resets idle "
-        "(%lld ms)", (long long)rs[0].idle_ms);
+    ok(rs[0].step == 6 && rs[0].idle_ms < 200,
+        "a new step resets idle "
+        "(%lld ms)",
+        (long long)rs[0].idle_ms);
     proto_node_report_release(&rep);
 
     proc_job_teardown(job);
@@ -1100,8 +1111,8 @@ test_ckpt(void)
     struct proto_node_report rep;
     const char *argv[] = { "sleep", "1000", NULL };
     char *ck = xasprintf("%s/ck", tmpdir), path[PATH_MAX + 64];
-    const char *names[] = { "step-1", "step-2", "step-3", "step-4",
-        "step-5", NULL };
+    const char *names[] = { "step-1", "step-2", "step-3", "step-4", "step-5",
+        NULL };
     size_t i;
 
     mkdir(ck, 0755);
@@ -1131,24 +1142,26 @@ test_ckpt(void)
     /* The first report starts the scan; the deletion follows it. */
     report_fill(pt, &rep);
     proto_node_report_release(&rep);
-    RUN_UNTIL(&t.loop, job->ckpt_op == NULL && job->nckpt_complete > 0
-        && !exists(ck, "step-3"), 5000);
+    RUN_UNTIL(&t.loop,
+        job->ckpt_op == NULL && job->nckpt_complete > 0 &&
+            !exists(ck, "step-3"),
+        5000);
     RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
     ok(!exists(ck, "step-2") && !exists(ck, "step-3"),
         "complete checkpoints older than the 2 newest are deleted");
     ok(exists(ck, "step-1"), "... but not the one resumed from");
     ok(exists(ck, "step-4") && exists(ck, "step-5"), "the 2 newest stay");
     ok(exists(ck, "step-6"), "an incomplete one stays");
-    ok(exists(ck, "step-07") && exists(ck, "junk") && exists(ck, "step-8")
-        && exists(ck, "step-9"), "anything else stays (step-07, junk, a "
+    ok(exists(ck, "step-07") && exists(ck, "junk") && exists(ck, "step-8") &&
+            exists(ck, "step-9"),
+        "anything else stays (step-07, junk, a "
         "symbolic link, a file)");
     snprintf(path, sizeof(path), "%s/step-1/COMPLETE", ck);
     ok(access(path, F_OK) == 0, "the symbolic link's target is untouched");
 
     report_fill(pt, &rep);
-    ok(rep.jobs[0].ncheckpoints == 3 && rep.jobs[0].checkpoints[0] == 1
-        && rep.jobs[0].checkpoints[1] == 4
-        && rep.jobs[0].checkpoints[2] == 5,
+    ok(rep.jobs[0].ncheckpoints == 3 && rep.jobs[0].checkpoints[0] == 1 &&
+            rep.jobs[0].checkpoints[1] == 4 && rep.jobs[0].checkpoints[2] == 5,
         "the report lists complete steps 1, 4, 5 (%zu)",
         rep.jobs[0].ncheckpoints);
     proto_node_report_release(&rep);
@@ -1160,8 +1173,8 @@ test_ckpt(void)
         proto_node_report_release(&rep);
         RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
     }
-    ok(!exists(ck, "step-4") && exists(ck, "step-5")
-        && exists(ck, "step-10") && exists(ck, "step-1"),
+    ok(!exists(ck, "step-4") && exists(ck, "step-5") && exists(ck, "step-10") &&
+            exists(ck, "step-1"),
         "with step 10 complete, step 4 goes");
 
     proc_job_teardown(job);
@@ -1191,15 +1204,17 @@ test_dump(void)
         "os.rename(p + \".tmp\", p)\n"
         "def deep_in_training():\n"
         "    time.sleep(1000)\n"
-        "deep_in_training()\n'; fi; exec sleep 1000", NULL };
+        "deep_in_training()\n'; fi; exec sleep 1000",
+        NULL };
     int64_t t0;
 
     if ((pt = agent_up(&t, "dump")) == NULL)
         return;
     launch_init(&l, 40, 1, argv, 2);
     job = launch(&t, &l);
-    RUN_UNTIL(&t.loop, job_running(pt, 40)
-        && access(job->ranks[0].progress_path, F_OK) == 0, 10000);
+    RUN_UNTIL(&t.loop,
+        job_running(pt, 40) && access(job->ranks[0].progress_path, F_OK) == 0,
+        10000);
     usleep(200000);
 
     l.directives = xcalloc(1, sizeof(*l.directives));
@@ -1216,34 +1231,37 @@ test_dump(void)
     RUN_UNTIL(&t.loop, job->dump.seq_served == 1, 5000);
     is_int(job->dump.seq_served, 1, "served after about 1 s (%lld ms)",
         (long long)(timeid_mono_ms() - t0));
-    ok(job->ranks[0].dump != NULL
-        && strstr(job->ranks[0].dump, "most recent call first") != NULL
-        && strstr(job->ranks[0].dump, "deep_in_training") != NULL,
+    ok(job->ranks[0].dump != NULL &&
+            strstr(job->ranks[0].dump, "most recent call first") != NULL &&
+            strstr(job->ranks[0].dump, "deep_in_training") != NULL,
         "rank 0 (SDK) dumped its Python stack");
-    ok(job->ranks[0].dump != NULL
-        && strstr(job->ranks[0].dump, "rank 0 pid ") != NULL
-        && strstr(job->ranks[0].dump, "kernel stack") != NULL,
+    ok(job->ranks[0].dump != NULL &&
+            strstr(job->ranks[0].dump, "rank 0 pid ") != NULL &&
+            strstr(job->ranks[0].dump, "kernel stack") != NULL,
         "... with its /proc state");
-    ok(job->ranks[1].dump != NULL
-        && strstr(job->ranks[1].dump, "rank 1 pid ") != NULL,
+    ok(job->ranks[1].dump != NULL &&
+            strstr(job->ranks[1].dump, "rank 1 pid ") != NULL,
         "rank 1 (no SDK) gets its /proc evidence");
-    ok(kill(job->ranks[1].pid, 0) == 0
-        && job->ranks[1].state == PROTO_RANK_RUNNING
-        && job->ranks[0].state == PROTO_RANK_RUNNING,
+    ok(kill(job->ranks[1].pid, 0) == 0 &&
+            job->ranks[1].state == PROTO_RANK_RUNNING &&
+            job->ranks[0].state == PROTO_RANK_RUNNING,
         "no rank died of SIGUSR1");
     ok(strlen(job->ranks[0].dump) <= PROTO_DUMP_MAX, "a dump fits "
-        "PROTO_DUMP_MAX");
+                                                     "PROTO_DUMP_MAX");
 
     seq = report_fill(pt, &rep);
-    ok(rep.jobs[0].ranks[0].nacks == 1 && rep.jobs[0].ranks[0].acks[0].seq == 1
-        && rep.jobs[0].ranks[1].nacks == 1
-        && rep.jobs[0].ranks[1].acks[0].seq == 1
-        && rep.jobs[0].ranks[0].acks[0].duration_ms >= 900
-        && rep.jobs[0].ranks[0].dump != NULL
-        && rep.jobs[0].ranks[1].dump != NULL,
+    ok(rep.jobs[0].ranks[0].nacks == 1 &&
+            rep.jobs[0].ranks[0].acks[0].seq == 1 &&
+            rep.jobs[0].ranks[1].nacks == 1 &&
+            rep.jobs[0].ranks[1].acks[0].seq == 1 &&
+            rep.jobs[0].ranks[0].acks[0].duration_ms >= 900 &&
+            rep.jobs[0].ranks[0].dump != NULL &&
+            rep.jobs[0].ranks[1].dump != NULL,
         "the report acknowledges directive 1 for both ranks (%lld ms) and "
-        "carries the dumps", rep.jobs[0].ranks[0].nacks
-            ? (long long)rep.jobs[0].ranks[0].acks[0].duration_ms : -1LL);
+        "carries the dumps",
+        rep.jobs[0].ranks[0].nacks
+            ? (long long)rep.jobs[0].ranks[0].acks[0].duration_ms
+            : -1LL);
     proto_node_report_release(&rep);
     proc_apply(pt, &t.work);
     ok(!job->dump.running, "the same directive again asks nothing");
@@ -1349,10 +1367,11 @@ tsrv_serve(struct tsrv_conn *c)
             char body[400];
 
             n = snprintf(body, sizeof(body),
-                "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu}", method,
-                path, blen);
+                "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu}", method, path,
+                blen);
             resp = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
-                "Content-Type: application/json\r\n\r\n%s", n, body);
+                             "Content-Type: application/json\r\n\r\n%s",
+                n, body);
             w = xcalloc(1, sizeof(*w));
             w->data = resp;
             b = uv_buf_init(resp, (unsigned)strlen(resp));
@@ -1423,8 +1442,8 @@ static void
 test_curlx(void)
 {
     struct err err = { 0 };
-    struct tresult r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 },
-                   r5 = { 0 }, r6 = { 0 };
+    struct tresult r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 }, r5 = { 0 },
+                   r6 = { 0 };
     struct sockaddr_in addr;
     struct sockaddr_storage name;
     struct curlx *cx, *cu, *cr;
@@ -1462,14 +1481,14 @@ test_curlx(void)
     cx = curlx_create(&loop, url, &err);
     cu = curlx_create(&loop, sock, &err);
     cr = curlx_create(&loop, "http://127.0.0.1:1", &err);
-    ok(cx != NULL && cu != NULL && cr != NULL, "curlx created (%s)",
-        err.msg);
+    ok(cx != NULL && cu != NULL && cr != NULL, "curlx created (%s)", err.msg);
     if (cx == NULL || cu == NULL || cr == NULL)
         return;
     curlx_set_header(cx, "Authorization: Agent n1:00");
 
     ok(curlx_request(cx, "GET", "/v1/ping", NULL, 0, NULL, 5000, tresult_cb,
-           &r1) != NULL, "a GET starts");
+           &r1) != NULL,
+        "a GET starts");
     is_int(r1.calls, 0, "the callback is never called from the request");
     big = xmalloc(3000);
     memset(big, 'x', 3000);
@@ -1478,8 +1497,7 @@ test_curlx(void)
         "application/octet-stream", 5000, tresult_cb, &r2);
     curlx_request(cu, "POST", "/v1/agent/status", xstrdup("{}"), 2,
         "application/json", 5000, tresult_cb, &r3);
-    curlx_request(cr, "GET", "/v1/ping", NULL, 0, NULL, 5000, tresult_cb,
-        &r4);
+    curlx_request(cr, "GET", "/v1/ping", NULL, 0, NULL, 5000, tresult_cb, &r4);
     RUN_UNTIL(&loop, r1.calls && r2.calls && r3.calls && r4.calls, 5000);
 
     ok(r1.calls == 1 && r1.rc == 0 && r1.status == 200,
@@ -1489,8 +1507,8 @@ test_curlx(void)
     ok(r2.rc == 0 && r2.status == 200 && strstr(r2.body, "\"len\":3000"),
         "POST of 3000 bytes arrives whole: %s", r2.body);
     ok(timeid_mono_ms() - t0 < 900, "... without waiting for 100-continue");
-    ok(r3.rc == 0 && r3.status == 200
-        && strstr(r3.body, "\"path\":\"/v1/agent/status\"") != NULL,
+    ok(r3.rc == 0 && r3.status == 200 &&
+            strstr(r3.body, "\"path\":\"/v1/agent/status\"") != NULL,
         "POST over the Unix socket: %s", r3.body);
     is_int(r4.rc, -ECONNREFUSED, "a closed port gives -ECONNREFUSED");
 
@@ -1502,7 +1520,7 @@ test_curlx(void)
     is_int(r5.calls, 0, "cancel does not call back at once");
     RUN_UNTIL(&loop, r5.calls, 2000);
     ok(r5.calls == 1 && r5.rc == -ECANCELED, "a cancelled request ends "
-        "with -ECANCELED");
+                                             "with -ECANCELED");
 
     /* destroy with a request in flight: no callback, handles closed */
     curlx_request(cu, "GET", "/slow", NULL, 0, NULL, 30000, tresult_cb, &r6);

@@ -34,8 +34,9 @@ test_defaults(void)
     cJSON *json;
     int64_t v = -1;
 
-    is_int(parse(ARGC(ARGV("python3", "train.py", "--lr", "3e-4")), argv, &o,
-               &e), 0, "a bare command parses");
+    is_int(
+        parse(ARGC(ARGV("python3", "train.py", "--lr", "3e-4")), argv, &o, &e),
+        0, "a bare command parses");
     is_int(o.spec.argc, 4, "options after the command belong to it");
     is_str(o.spec.argv[3], "3e-4", "argv kept verbatim");
     ok(o.spec.argv[4] == NULL, "argv is NULL-terminated");
@@ -59,17 +60,17 @@ static void
 test_options(void)
 {
     char **argv = ARGV("--name", "big-run.v2", "--nodes", "4",
-        "--ranks-per-node", "8", "--gpus-per-node", "8", "--cpus-per-rank",
-        "6", "--memory-mb", "65536", "--priority", "-5", "--env", "A=1",
-        "--env", "B=x=y", "--env", "A=2", "--workdir", "/w",
-        "--max-restarts", "3", "--checkpoint-dir", "/ckpt", "--wait",
-        "--json", "--", "torchrun", "--nproc", "8");
+        "--ranks-per-node", "8", "--gpus-per-node", "8", "--cpus-per-rank", "6",
+        "--memory-mb", "65536", "--priority", "-5", "--env", "A=1", "--env",
+        "B=x=y", "--env", "A=2", "--workdir", "/w", "--max-restarts", "3",
+        "--checkpoint-dir", "/ckpt", "--wait", "--json", "--", "torchrun",
+        "--nproc", "8");
     int argc = ARGC(ARGV("--name", "big-run.v2", "--nodes", "4",
-        "--ranks-per-node", "8", "--gpus-per-node", "8", "--cpus-per-rank",
-        "6", "--memory-mb", "65536", "--priority", "-5", "--env", "A=1",
-        "--env", "B=x=y", "--env", "A=2", "--workdir", "/w",
-        "--max-restarts", "3", "--checkpoint-dir", "/ckpt", "--wait",
-        "--json", "--", "torchrun", "--nproc", "8"));
+        "--ranks-per-node", "8", "--gpus-per-node", "8", "--cpus-per-rank", "6",
+        "--memory-mb", "65536", "--priority", "-5", "--env", "A=1", "--env",
+        "B=x=y", "--env", "A=2", "--workdir", "/w", "--max-restarts", "3",
+        "--checkpoint-dir", "/ckpt", "--wait", "--json", "--", "torchrun",
+        "--nproc", "8"));
     struct cli_submit_opts o;
     struct err e;
     cJSON *json, *back;
@@ -115,12 +116,13 @@ test_env_passthrough(void)
 
     setenv("TEST_CLI_VAR", "from shell", 1);
     unsetenv("TEST_CLI_UNSET_VAR");
-    is_int(parse(ARGC(ARGV("--env", "TEST_CLI_VAR", "true")), argv, &o, &e),
-        0, "--env NAME takes the shell's value");
+    is_int(parse(ARGC(ARGV("--env", "TEST_CLI_VAR", "true")), argv, &o, &e), 0,
+        "--env NAME takes the shell's value");
     is_str(o.spec.env[0].value, "from shell", "value copied");
     cli_submit_opts_release(&o);
-    ok(parse(ARGC(ARGV("--env", "TEST_CLI_UNSET_VAR", "true")), bad, &o,
-           &e) < 0 && strstr(e.msg, "TEST_CLI_UNSET_VAR"),
+    ok(parse(ARGC(ARGV("--env", "TEST_CLI_UNSET_VAR", "true")), bad, &o, &e) <
+                0 &&
+            strstr(e.msg, "TEST_CLI_UNSET_VAR"),
         "--env NAME of an unset variable is an error naming it");
     cli_submit_opts_release(&o);
 }
@@ -136,7 +138,9 @@ test_relative_paths(void)
     char want[4200];
 
     is_int(parse(ARGC(ARGV("--workdir", "sub/dir", "--checkpoint-dir", "ck",
-                     "true")), argv, &o, &e), 0, "relative paths parse");
+                     "true")),
+               argv, &o, &e),
+        0, "relative paths parse");
     snprintf(want, sizeof(want), "%s/sub/dir", strcmp(cwd, "/") ? cwd : "");
     is_str(o.spec.workdir, want, "a relative workdir is made absolute");
     snprintf(want, sizeof(want), "%s/ck", strcmp(cwd, "/") ? cwd : "");
@@ -251,7 +255,9 @@ static const struct cli_opt t_opt_table[] = {
     CLI_OPT_INT("small", struct t_opts, small, -5, 5),
     CLI_OPT_INT("big", struct t_opts, big, 0, INT64_MAX),
     CLI_OPT_CALL("call", STR, t_set),
-    { .name = "follow", .letter = 'f', .kind = CLI_OPT_KIND_FLAG,
+    { .name = "follow",
+        .letter = 'f',
+        .kind = CLI_OPT_KIND_FLAG,
         CLI_OPT_TARGET(struct t_opts, follow) },
     CLI_OPT_END,
 };
@@ -287,8 +293,8 @@ static void
 test_opt_kinds(void)
 {
     /* Operands point into argv: it must outlive the checks. */
-    char **argv = TARGV("a", "--flag", "--str", "s", "--small", "-5",
-        "--big", "9000000000", "--call", "c", "-f", "b", "--json");
+    char **argv = TARGV("a", "--flag", "--str", "s", "--small", "-5", "--big",
+        "9000000000", "--call", "c", "-f", "b", "--json");
     struct t_opts o;
     struct cli_args a;
     struct sbuf why;
@@ -304,7 +310,8 @@ test_opt_kinds(void)
     ok(a.json && !a.help, "--json is everyone's");
     is_int(a.argc, 2, "operands between options are kept");
     ok(a.argc == 2 && strcmp(a.argv[0], "a") == 0 &&
-           strcmp(a.argv[1], "b") == 0, "in order");
+            strcmp(a.argv[1], "b") == 0,
+        "in order");
 
     is_int(tparse(&t_cmd, TARGV("x"), &o, &a, &why), 0, "no options");
     ok(!o.flag && o.str == NULL && o.small == 1 && !a.json,
@@ -357,8 +364,8 @@ test_opt_errors(void)
         case_argv(argv, "t", cases[i].args);
         sbuf_init(&why);
         rc = tparse(&t_cmd, argv, &o, &a, &why);
-        ok(rc == cases[i].rc && strncmp(why.buf, cases[i].want,
-                                    strlen(cases[i].want)) == 0,
+        ok(rc == cases[i].rc &&
+                strncmp(why.buf, cases[i].want, strlen(cases[i].want)) == 0,
             "option case %zu: %s", i, cases[i].want);
         if (rc != cases[i].rc)
             diag("  rc %d, message '%s'", rc, why.buf);
@@ -381,13 +388,12 @@ test_opt_flags(void)
     first.max_args = -1;
     nojson.flags = CLI_CMD_NO_JSON;
     sbuf_init(&why);
-    is_int(tparse(&first, argv, &o, &a, &why), 0,
-        "CLI_CMD_OPTS_FIRST parses");
+    is_int(tparse(&first, argv, &o, &a, &why), 0, "CLI_CMD_OPTS_FIRST parses");
     ok(o.flag && o.str == NULL, "options end at the first operand");
     ok(a.argc == 3 && strcmp(a.argv[1], "--str") == 0,
         "the operands keep their own options");
     ok(tparse(&nojson, TARGV("x", "--json"), &o, &a, &why) == -EINVAL &&
-           strcmp(why.buf, "unknown option '--json'") == 0,
+            strcmp(why.buf, "unknown option '--json'") == 0,
         "CLI_CMD_NO_JSON: no --json");
 
     /* The wrapper: --json reaches the whole command through cli. */
@@ -405,8 +411,7 @@ test_cmd_entries(void)
     static const struct cli_cmd *const cmds[] = { &cli_cmd_submit,
         &cli_cmd_jobs, &cli_cmd_show, &cli_cmd_logs, &cli_cmd_cancel,
         &cli_cmd_nodes, &cli_cmd_node, &cli_cmd_cordon, &cli_cmd_uncordon,
-        &cli_cmd_token, &cli_cmd_stats, &cli_cmd_whoami, &cli_cmd_help,
-        NULL };
+        &cli_cmd_token, &cli_cmd_stats, &cli_cmd_whoami, &cli_cmd_help, NULL };
     struct cli_args a;
     struct sbuf why;
     bool all_ok = true;
@@ -416,8 +421,8 @@ test_cmd_entries(void)
         char want[64];
 
         snprintf(want, sizeof(want), "usage: lockstep %s ", c->name);
-        if (!c->fn || !c->summary || strncmp(c->usage, want,
-                                              strlen(want)) != 0) {
+        if (!c->fn || !c->summary ||
+            strncmp(c->usage, want, strlen(want)) != 0) {
             diag("entry '%s' is incomplete", c->name);
             all_ok = false;
         }
@@ -438,32 +443,34 @@ test_cmd_entries(void)
     ok(all_ok, "every entry has a function, a summary, its usage and "
                "options");
     ok(cli_cmd_find(cmds, "submit") == &cli_cmd_submit &&
-           cli_cmd_find(cmds, "sub") == NULL,
+            cli_cmd_find(cmds, "sub") == NULL,
         "commands are found by exact name only");
 
     sbuf_init(&why);
-    is_int(cli_parse_opts(&cli_cmd_show, 3, ARGV("12", "--json"), NULL, &a,
-               &why), 0, "show JOB --json");
+    is_int(
+        cli_parse_opts(&cli_cmd_show, 3, ARGV("12", "--json"), NULL, &a, &why),
+        0, "show JOB --json");
     ok(a.json && a.argc == 1, "one operand and --json");
     ok(cli_parse_opts(&cli_cmd_show, 1, ARGV(NULL), NULL, &a, &why) < 0 &&
-           strcmp(why.buf, "which job? give its id") == 0,
+            strcmp(why.buf, "which job? give its id") == 0,
         "show without a job asks which");
     sbuf_reset(&why);
     ok(cli_parse_opts(&cli_cmd_show, 3, ARGV("1", "2"), NULL, &a, &why) < 0 &&
-           strcmp(why.buf, "unexpected argument '2'") == 0,
+            strcmp(why.buf, "unexpected argument '2'") == 0,
         "show refuses a second job");
     sbuf_reset(&why);
     ok(cli_parse_opts(&cli_cmd_nodes, 2, ARGV("n1"), NULL, &a, &why) < 0 &&
-           strcmp(why.buf, "unexpected argument 'n1' (for one node: "
-                           "lockstep node NAME)") == 0,
+            strcmp(why.buf, "unexpected argument 'n1' (for one node: "
+                            "lockstep node NAME)") == 0,
         "nodes NAME points to node");
     sbuf_reset(&why);
     ok(cli_parse_opts(&cli_cmd_cancel, 1, ARGV(NULL), NULL, &a, &why) < 0 &&
-           strcmp(why.buf, "which job? give one or more ids") == 0,
+            strcmp(why.buf, "which job? give one or more ids") == 0,
         "cancel without a job asks which");
     sbuf_reset(&why);
-    is_int(cli_parse_opts(&cli_cmd_cancel, 4, ARGV("1", "2", "3"), NULL, &a,
-               &why), 0, "cancel takes any number of jobs");
+    is_int(
+        cli_parse_opts(&cli_cmd_cancel, 4, ARGV("1", "2", "3"), NULL, &a, &why),
+        0, "cancel takes any number of jobs");
     sbuf_release(&why);
 }
 
@@ -478,10 +485,8 @@ test_fmt(void)
     char buf[32];
     int64_t now = 1000000000;
 
-    is_str_free(cli_fmt_int_list(arr, true), "0-3,6,8-9",
-        "compact GPU ranges");
-    is_str_free(cli_fmt_int_list(arr, false), "0,1,2,3,6,8,9",
-        "plain lists");
+    is_str_free(cli_fmt_int_list(arr, true), "0-3,6,8-9", "compact GPU ranges");
+    is_str_free(cli_fmt_int_list(arr, false), "0,1,2,3,6,8,9", "plain lists");
     is_str_free(cli_fmt_int_list(one, true), "12", "one element");
     is_str_free(cli_fmt_int_list(empty, true), "-", "empty list");
     is_str_free(cli_fmt_labels(labels), "rack=r1,zone=a", "labels");

@@ -44,8 +44,7 @@ load_fails(struct config *cfg, const char *name, const char *text, int rc,
     struct err err;
 
     err_clear(&err);
-    is_int(config_load_file(cfg, write_file(name, text), &err), rc, "%s",
-        desc);
+    is_int(config_load_file(cfg, write_file(name, text), &err), rc, "%s", desc);
     if (want != NULL)
         ok(strstr(err.msg, want) != NULL, "%s (%s)", want_desc, err.msg);
 }
@@ -68,13 +67,12 @@ main(void)
     is_str(config_str(cfg, "labels"), "", "NULL default is empty");
     ok(!config_is_set(cfg, "listen"), "defaults are not 'set'");
 
-    p = write_file("good.conf",
-        "# a comment\n"
-        "\n"
-        "listen = 0.0.0.0:9000   # trailing comment\n"
-        "  timeout_ms=2500\n"
-        "verbose = yes\n"
-        "labels = \"rack=r1 # not a comment\"\n");
+    p = write_file("good.conf", "# a comment\n"
+                                "\n"
+                                "listen = 0.0.0.0:9000   # trailing comment\n"
+                                "  timeout_ms=2500\n"
+                                "verbose = yes\n"
+                                "labels = \"rack=r1 # not a comment\"\n");
     err_clear(&err);
     is_int(config_load_file(cfg, p, &err), 0, "good file loads");
     is_str(config_str(cfg, "listen"), "0.0.0.0:9000", "value with comment");
@@ -91,8 +89,8 @@ main(void)
         err.msg);
     ok(strstr(err.msg, "'bogus'") != NULL, "error names the key");
 
-    load_fails(cfg, "noeq.conf", "listen\n", -EINVAL,
-        "line without '=' fails", "noeq.conf:1", "names the line");
+    load_fails(cfg, "noeq.conf", "listen\n", -EINVAL, "line without '=' fails",
+        "noeq.conf:1", "names the line");
     load_fails(cfg, "range.conf", "timeout_ms = 5\n", -ERANGE,
         "out of range fails", "100..60000", "range shown");
     load_fails(cfg, "type.conf", "timeout_ms = 12abc\nverbose = maybe\n",

@@ -121,8 +121,8 @@ test_fresh(void)
     free(a->ranks[1].stderr_tail);
     a->ranks[1].stderr_tail = xstrdup("boom");
     is_int(db_rank_update(db, a, &a->ranks[1]), 0, "update a rank");
-    is_int(db_event_insert(db, 5, "alice", "job/1", "job_submitted", NULL),
-        0, "insert an event");
+    is_int(db_event_insert(db, 5, "alice", "job/1", "job_submitted", NULL), 0,
+        "insert an event");
     is_int(db_token_insert(db, "abc", "bob", "operator", 5), 0,
         "insert a token");
     is_int(db_txn_commit(db), 0, "commit");
@@ -284,10 +284,12 @@ test_fault_tolerance(void)
         attempt_set_failure(a1, &ev, true);
         evidence_release(&ev);
     }
-    is_int(db_directive_insert(db, a1, attempt_directive_add(a1,
-        PROTO_DIRECTIVE_DUMP, -1, 800)), 0, "a dump directive");
-    is_int(db_directive_insert(db, a1, attempt_directive_add(a1,
-        PROTO_DIRECTIVE_DUMP, -1, 850)), 0, "a second one");
+    is_int(db_directive_insert(db, a1,
+               attempt_directive_add(a1, PROTO_DIRECTIVE_DUMP, -1, 800)),
+        0, "a dump directive");
+    is_int(db_directive_insert(db, a1,
+               attempt_directive_add(a1, PROTO_DIRECTIVE_DUMP, -1, 850)),
+        0, "a second one");
     a1->directives[1].done_ms = 870;
     is_int(db_directive_done(db, a1, &a1->directives[1]), 0,
         "the second one done");
@@ -328,8 +330,8 @@ test_fault_tolerance(void)
     job->not_before_ms = 4242;
     job_set_reserved(job, reserved, 1);
     is_int(db_job_update(db, job), 0, "a restarting job's state");
-    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}", false),
-        0, "blame a node");
+    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}", false), 0,
+        "blame a node");
     is_int(db_txn_commit(db), 0, "commit");
 
     is_int(db_job_get(db, job->id, &got), 0, "read the job back");
@@ -357,8 +359,8 @@ test_fault_tolerance(void)
         is_int(ga->released_ms, 990, "released_ms");
         is_int((long long)ga->directive_seq, 2, "the last directive");
         ok(ga->ndirectives == 2 && ga->directives[0].done_ms == 0 &&
-               ga->directives[1].done_ms == 870 &&
-               ga->directives[1].kind == PROTO_DIRECTIVE_DUMP,
+                ga->directives[1].done_ms == 870 &&
+                ga->directives[1].kind == PROTO_DIRECTIVE_DUMP,
             "the directives, one of them done");
         is_int(ga->ranks[1].step, 12, "a rank's last step");
         is_str(ga->ranks[1].dump, "rank 1 pid 7 state T", "a rank's dump");
@@ -385,14 +387,14 @@ test_fault_tolerance(void)
     is_int(db_job_failures(db, job->id, 1, &rows, &nrows), 0,
         "failure history");
     ok(nrows == 1 && rows[0].attempt == 1 && rows[0].rank_has_exit &&
-           rows[0].rank_exit_code == 1 && rows[0].rank_step == 12 &&
-           rows[0].nnodes == 1 && strcmp(rows[0].nodes[0], "n9") == 0,
+            rows[0].rank_exit_code == 1 && rows[0].rank_step == 12 &&
+            rows[0].nnodes == 1 && strcmp(rows[0].nodes[0], "n9") == 0,
         "attempt 1's failure with rank 1's end and its nodes");
     db_failure_rows_free(rows, nrows);
     is_int(db_goodput_foreach(db, job->id, goodput_row, &gp), 0,
         "goodput rows");
-    ok(gp.rows == 2 && gp.resumed_ckpt_ms == 500 && gp.last_ckpt_attempt == 1
-           && gp.world == 4,
+    ok(gp.rows == 2 && gp.resumed_ckpt_ms == 500 && gp.last_ckpt_attempt == 1 &&
+            gp.world == 4,
         "with the resumed checkpoint and the world size");
     db_txn_commit(db);
     db_close(db);
@@ -411,8 +413,8 @@ test_fault_tolerance(void)
         n9 = node_table_find(&t, "n9");
         ok(n9 && n9->unhealthy && n9->cordoned,
             "excluded and cordoned both kept");
-        is_str(n9 ? n9->health_reason : NULL,
-            "blamed for failures of 3 jobs", "the exclusion's reason");
+        is_str(n9 ? n9->health_reason : NULL, "blamed for failures of 3 jobs",
+            "the exclusion's reason");
         node_table_release(&t);
         db_close(db);
     }
@@ -420,7 +422,7 @@ test_fault_tolerance(void)
 
 struct walk_seen {
     int rows;
-    int stop_at;                /* return 7 on this row (1-based); 0: never */
+    int stop_at; /* return 7 on this row (1-based); 0: never */
     int64_t first_id;
 };
 
@@ -458,8 +460,8 @@ test_walks(void)
     if (db == NULL)
         return;
     for (int i = 1; i <= 3; i++)
-        is_int(db_event_insert(db, 10 + i, "test", "job/9", "walked", NULL),
-            0, "insert event %d", i);
+        is_int(db_event_insert(db, 10 + i, "test", "job/9", "walked", NULL), 0,
+            "insert event %d", i);
     is_int(db_events_foreach(db, "job/9", 10, walk_event, &w), 7,
         "a walk stopped by its callback returns what it returned");
     is_int(w.rows, 1, "and saw no row after it");
@@ -502,7 +504,7 @@ test_walks(void)
 static void
 test_newer_refused(void)
 {
-    unsigned char v[4] = { 0, 0, 0x03, 0xe7 };  /* 999 */
+    unsigned char v[4] = { 0, 0, 0x03, 0xe7 }; /* 999 */
     struct err err;
     struct db *db;
     int fd = open(path, O_WRONLY);

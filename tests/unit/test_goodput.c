@@ -165,8 +165,10 @@ test_timelines(void)
         struct goodput_attempt v[3];
         struct goodput g = compute(tl, v);
         const int64_t parts[] = {
-            [WALL] = g.wall_ms, [PRODUCTIVE] = g.productive_ms,
-            [LOST] = g.lost_ms, [RECOVERY] = g.recovery_ms,
+            [WALL] = g.wall_ms,
+            [PRODUCTIVE] = g.productive_ms,
+            [LOST] = g.lost_ms,
+            [RECOVERY] = g.recovery_ms,
         };
 
         for (size_t c = 0; c < ARRAY_SIZE(tl->checks); c++) {

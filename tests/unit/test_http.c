@@ -12,8 +12,10 @@
  */
 #include "scheduler/http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,8 +25,6 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,8 +34,8 @@
 #include "common/xalloc.h"
 #include "tests/tap.h"
 
-#define MAX_BODY        4096
-#define IDLE_MS         1000
+#define MAX_BODY 4096
+#define IDLE_MS 1000
 
 static uv_loop_t loop;
 static struct http_server *srv;
@@ -45,11 +45,11 @@ static char tmpdir[] = "/tmp/lockstep-test-http-XXXXXX";
 static char sock_path[100];
 
 static atomic_int flush_calls;
-static atomic_int fail_flush;       /* flush_fn returns -EIO while set */
+static atomic_int fail_flush; /* flush_fn returns -EIO while set */
 static atomic_int cancel_calls;
-static atomic_int holds;            /* /hold requests seen */
+static atomic_int holds; /* /hold requests seen */
 static atomic_int defers_done;
-static int done_calls;              /* loop thread only */
+static int done_calls; /* loop thread only */
 
 /* --- the server side (loop thread) --------------------------------------- */
 
@@ -171,8 +171,7 @@ test_handler(struct http_req *req, struct http_resp *resp, void *arg)
         uv_timer_init(&loop, &ctx->timer);
         ctx->d = http_resp_defer(resp, defer_cancel_cb, ctx);
         uv_timer_start(&ctx->timer, defer_timer_cb, (uint64_t)ms, 0);
-    } else if (strcmp(req->path, "/defer-shared") == 0 &&
-        finisher_d == NULL) {
+    } else if (strcmp(req->path, "/defer-shared") == 0 && finisher_d == NULL) {
         finisher_d = http_resp_defer(resp, finisher_cancel_cb, NULL);
         uv_timer_start(&finisher, finisher_cb, 20, 0);
     } else if (strcmp(req->path, "/hold") == 0) {
@@ -191,8 +190,7 @@ test_handler(struct http_req *req, struct http_resp *resp, void *arg)
         cJSON_AddNumberToObject(j, "n", (double)http_server_nconns(srv));
         http_resp_json(resp, 200, j);
     } else {
-        http_resp_error(resp, 404, "not_found", "no route for '%s'",
-            req->path);
+        http_resp_error(resp, 404, "not_found", "no route for '%s'", req->path);
     }
 }
 
@@ -525,8 +523,8 @@ closing_error(struct client *c, const char *what, const char *code)
 {
     char buf[64];
 
-    is_str(error_field(&c->r[0], "code", buf, sizeof(buf)), code,
-        "%s: code %s", what, code);
+    is_str(error_field(&c->r[0], "code", buf, sizeof(buf)), code, "%s: code %s",
+        what, code);
     ok(c->r[0].close, "%s: Connection: close", what);
     ok(client_eof(c), "%s: server closes", what);
 }
@@ -608,7 +606,8 @@ test_roundtrip_keepalive(void)
         "POST /ech%%6f HTTP/1.1\r\nHost: x\r\n"
         "Content-Type: application/json\r\n"
         "Authorization: Bearer lst_abc \r\n"
-        "Content-Length: %zu\r\n\r\n%s", strlen(post_body), post_body);
+        "Content-Length: %zu\r\n\r\n%s",
+        strlen(post_body), post_body);
     client_sends(&c, req);
     is_int(client_read(&c, 2), 2, "POST on the same connection");
     is_int(c.r[1].status, 200, "POST: status 200");
@@ -667,7 +666,7 @@ test_pipelining(void)
     /* Expect: 100-continue gets the interim response, then the answer. */
     client_reset(&c);
     client_sends(&c, "POST /echo HTTP/1.1\r\nHost: x\r\n"
-        "Expect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+                     "Expect: 100-continue\r\nContent-Length: 3\r\n\r\n");
     is_int(client_read(&c, 1), 1, "expect: interim response");
     is_int(c.r[0].status, 100, "expect: 100 Continue");
     client_sends(&c, "abc");
@@ -723,7 +722,7 @@ test_backpressure(void)
     client_sends(&c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
     usleep(100000);
     client_sends(&c, "GET /echo?q=a HTTP/1.1\r\nHost: x\r\n\r\n"
-        "GET /echo?q=b HTTP/1.1\r\nHost: x\r\n\r\n");
+                     "GET /echo?q=b HTTP/1.1\r\nHost: x\r\n\r\n");
     usleep(100000);
     is_int(client_read(&c, 3), 3, "an 8 MiB response and two more");
     is_int((long)c.r[0].body.len, 8L << 20, "big body complete");
@@ -736,9 +735,9 @@ test_backpressure(void)
     if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /echo?q=up HTTP/1.1\r\nHost: x\r\n"
-        "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
-        "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
-        "GET /echo?q=next HTTP/1.1\r\nHost: x\r\n\r\n");
+                     "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                     "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+                     "GET /echo?q=next HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 2), 2, "upgrade ignored: both answered");
     is_body_str(&c.r[1], "q", "next", "upgrade ignored: second request");
     client_close(&c);
@@ -763,8 +762,10 @@ test_limits(void)
         return;
     n = 200000;
     big = xmalloc(n + 256);
-    n = (size_t)snprintf(big, 256, "POST /echo HTTP/1.1\r\nHost: x\r\n"
-        "Content-Length: %d\r\n\r\n", 200000);
+    n = (size_t)snprintf(big, 256,
+        "POST /echo HTTP/1.1\r\nHost: x\r\n"
+        "Content-Length: %d\r\n\r\n",
+        200000);
     memset(big + n, 'a', 200000);
     client_send(&c, big, n + 200000);
     is_int(client_read(&c, 1), 1, "413: a response");
@@ -775,7 +776,8 @@ test_limits(void)
     /* A chunked body that grows past the limit. */
     if (!tcp_open(&c))
         return;
-    n = (size_t)snprintf(big, 256, "POST /echo HTTP/1.1\r\nHost: x\r\n"
+    n = (size_t)snprintf(big, 256,
+        "POST /echo HTTP/1.1\r\nHost: x\r\n"
         "Transfer-Encoding: chunked\r\n\r\n2000\r\n");
     memset(big + n, 'b', 0x2000);
     memcpy(big + n + 0x2000, "\r\n0\r\n\r\n", 7);
@@ -826,7 +828,7 @@ test_limits(void)
     if (!tcp_open(&c))
         return;
     client_sends(&c, "GET /plain HTTP/1.1\r\nConnection: close\r\n\r\n"
-        "GET /plain HTTP/1.1\r\n\r\n");
+                     "GET /plain HTTP/1.1\r\n\r\n");
     is_int(client_read(&c, 2), 1,
         "Connection: close: nothing after it is answered");
     ok(c.r[0].close, "Connection: close echoed");
@@ -848,7 +850,7 @@ test_deferred(void)
     before = atomic_load(&defers_done);
     t0 = now_ms();
     client_sends(&c, "GET /defer?ms=1300 HTTP/1.1\r\nHost: x\r\n\r\n"
-        "GET /echo?q=after HTTP/1.1\r\nHost: x\r\n\r\n");
+                     "GET /echo?q=after HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 2), 2, "deferred: both responses");
     dt = now_ms() - t0;
     is_int(atomic_load(&defers_done) - before, 1, "deferred: timer ran");
@@ -943,7 +945,7 @@ test_unix(void)
 
     client_reset(&c);
     client_sends(&c, "POST /echo HTTP/1.1\r\nHost: x\r\n"
-        "Content-Length: 5\r\n\r\nhello");
+                     "Content-Length: 5\r\n\r\nhello");
     client_read(&c, 1);
     is_body_str(&c.r[0], "body", "hello", "unix: POST body");
     client_close(&c);
@@ -978,7 +980,7 @@ test_rude_peers(void)
     /* Gone in the middle of a request body. */
     if (client_open(&c, false)) {
         client_sends(&c, "POST /echo HTTP/1.1\r\nHost: x\r\n"
-            "Content-Length: 100\r\n\r\nabc");
+                         "Content-Length: 100\r\n\r\nabc");
         client_close(&c);
     }
     /* Gone in the middle of an 8 MiB response. */
@@ -992,7 +994,7 @@ test_rude_peers(void)
     /* Gone with a pipelined batch not yet answered. */
     if (client_open(&c, true)) {
         client_sends(&c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
-            "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+                         "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
         client_close(&c);
     }
     /* Half-closed after a request: still answered. */
@@ -1087,7 +1089,7 @@ client2_main(void *arg)
     (void)arg;
     if (ok(client_open(&c, false), "second server: connect")) {
         client_sends(&c, "GET /close HTTP/1.1\r\nHost: x\r\n\r\n"
-            "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+                         "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
         ok(client_eof(&c), "second server: closed from the handler");
         is_int(c.n, 0, "second server: no response");
         client_close(&c);
@@ -1160,15 +1162,15 @@ int
 main(void)
 {
     struct http_server_opts opts = { .max_body = MAX_BODY,
-                                     .idle_timeout_ms = IDLE_MS };
+        .idle_timeout_ms = IDLE_MS };
     struct err err;
     char path2[300];
     struct stat st;
     int port2, rc, fd;
 
     plan(NO_PLAN);
-    log_init("test_http", getenv("TEST_HTTP_DEBUG") ? LOG_LEVEL_DEBUG
-                                                   : LOG_LEVEL_WARN,
+    log_init("test_http",
+        getenv("TEST_HTTP_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN,
         LOG_MODE_PLAIN);
     test_query_get();
 
@@ -1186,8 +1188,7 @@ main(void)
     ok(tcp_port > 0, "bound port %d", tcp_port);
     rc = http_server_listen_tcp(srv, "127.0.0.1", tcp_port, &port2, &err);
     is_int(rc, UV_EADDRINUSE, "listening twice on a port fails");
-    snprintf(path2, sizeof(path2), "cannot listen on 127.0.0.1:%d: ",
-        tcp_port);
+    snprintf(path2, sizeof(path2), "cannot listen on 127.0.0.1:%d: ", tcp_port);
     ok(strncmp(err.msg, path2, strlen(path2)) == 0, "error names it: %s",
         err.msg);
 

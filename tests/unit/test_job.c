@@ -44,11 +44,13 @@ test_job_table(void)
 
     for (int f = 0; f < PROTO_JOB_STATE_COUNT; f++) {
         for (int t = 0; t < PROTO_JOB_STATE_COUNT; t++) {
-            bool want = is_legal((enum proto_job_state)f, (enum proto_job_state)t);
+            bool want = is_legal((enum proto_job_state)f,
+                (enum proto_job_state)t);
 
-            if (job_transition_ok((enum proto_job_state)f, (enum proto_job_state)t) !=
-                want) {
-                diag("%s -> %s: want %s", proto_job_state_str((enum proto_job_state)f),
+            if (job_transition_ok((enum proto_job_state)f,
+                    (enum proto_job_state)t) != want) {
+                diag("%s -> %s: want %s",
+                    proto_job_state_str((enum proto_job_state)f),
                     proto_job_state_str((enum proto_job_state)t),
                     want ? "legal" : "illegal");
                 mismatches++;
@@ -98,24 +100,27 @@ test_names(void)
     int bad = 0;
 
     for (int i = 0; i < PROTO_JOB_STATE_COUNT; i++) {
-        if (proto_job_state_parse(proto_job_state_str((enum proto_job_state)i), &js) < 0 ||
+        if (proto_job_state_parse(proto_job_state_str((enum proto_job_state)i),
+                &js) < 0 ||
             js != (enum proto_job_state)i)
             bad++;
     }
     for (int i = 0; i < PROTO_ATTEMPT_STATE_COUNT; i++) {
-        if (proto_attempt_state_parse(proto_attempt_state_str((enum proto_attempt_state)i),
-                &as) < 0 || as != (enum proto_attempt_state)i)
+        if (proto_attempt_state_parse(
+                proto_attempt_state_str((enum proto_attempt_state)i), &as) <
+                0 ||
+            as != (enum proto_attempt_state)i)
             bad++;
     }
     is_int(bad, 0, "every state name parses back");
     is_int(proto_job_state_parse("running", &js), -EINVAL,
         "state names are exact (uppercase)");
     ok(proto_job_state_finished(PROTO_JOB_FAILED) &&
-           !proto_job_state_finished(PROTO_JOB_RESTARTING),
+            !proto_job_state_finished(PROTO_JOB_RESTARTING),
         "finished states");
     ok(proto_job_state_queued(PROTO_JOB_RESTARTING) &&
-           proto_job_state_queued(PROTO_JOB_PENDING) &&
-           !proto_job_state_queued(PROTO_JOB_PLACED),
+            proto_job_state_queued(PROTO_JOB_PENDING) &&
+            !proto_job_state_queued(PROTO_JOB_PLACED),
         "queued states");
 }
 
@@ -126,19 +131,19 @@ test_attempt_table(void)
         "STARTING -> RUNNING");
     ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_FAILED),
         "STARTING -> FAILED");
-    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING,
-           PROTO_ATTEMPT_SUCCEEDED), "STARTING -> SUCCEEDED (short job)");
-    ok(attempt_transition_ok(PROTO_ATTEMPT_RUNNING,
-           PROTO_ATTEMPT_CANCELLED), "RUNNING -> CANCELLED");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_RUNNING,
-           PROTO_ATTEMPT_STARTING), "RUNNING -> STARTING is refused");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_FAILED,
-           PROTO_ATTEMPT_SUCCEEDED), "FAILED -> SUCCEEDED is refused");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_CANCELLED,
-           PROTO_ATTEMPT_RUNNING), "CANCELLED -> RUNNING is refused");
+    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_SUCCEEDED),
+        "STARTING -> SUCCEEDED (short job)");
+    ok(attempt_transition_ok(PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_CANCELLED),
+        "RUNNING -> CANCELLED");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_STARTING),
+        "RUNNING -> STARTING is refused");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_FAILED, PROTO_ATTEMPT_SUCCEEDED),
+        "FAILED -> SUCCEEDED is refused");
+    ok(!attempt_transition_ok(PROTO_ATTEMPT_CANCELLED, PROTO_ATTEMPT_RUNNING),
+        "CANCELLED -> RUNNING is refused");
     ok(proto_attempt_state_active(PROTO_ATTEMPT_STARTING) &&
-           proto_attempt_state_active(PROTO_ATTEMPT_RUNNING) &&
-           !proto_attempt_state_active(PROTO_ATTEMPT_FAILED),
+            proto_attempt_state_active(PROTO_ATTEMPT_RUNNING) &&
+            !proto_attempt_state_active(PROTO_ATTEMPT_FAILED),
         "active attempt states");
 }
 

@@ -27,7 +27,7 @@ test_kinds(void)
 
     for (int i = 0; i < POLICY_KIND_COUNT; i++) {
         ok(policy_kind_parse(policy_kind_str((enum policy_kind)i), &k) == 0 &&
-               k == (enum policy_kind)i,
+                k == (enum policy_kind)i,
             "kind %s round-trips", policy_kind_str((enum policy_kind)i));
     }
     ok(policy_kind_parse("bogus", &k) < 0, "an unknown kind is refused");
@@ -46,8 +46,8 @@ test_classify(void)
         "node loss is the infrastructure's");
     ok(policy_classify(POLICY_KIND_HANG, false) == POLICY_BUDGET_INFRA,
         "a hang is the infrastructure's");
-    ok(policy_classify(POLICY_KIND_NODE_EXCLUDED, false) ==
-           POLICY_BUDGET_INFRA, "an exclusion is the infrastructure's");
+    ok(policy_classify(POLICY_KIND_NODE_EXCLUDED, false) == POLICY_BUDGET_INFRA,
+        "an exclusion is the infrastructure's");
     ok(policy_classify(POLICY_KIND_LOST_RANKS, false) == POLICY_BUDGET_INFRA,
         "lost ranks are the infrastructure's");
 }
@@ -150,8 +150,7 @@ test_crash_loop(void)
         "a hang at the same step elsewhere is a loop");
     now.kind = POLICY_KIND_NODE_LOST;
     past[0].failure.kind = POLICY_KIND_NODE_LOST;
-    ok(!policy_crash_loop(&now, cd, 2, past, 1, 2, NULL),
-        "node loss never is");
+    ok(!policy_crash_loop(&now, cd, 2, past, 1, 2, NULL), "node loss never is");
 
     /* Threshold 3 needs two repeats. */
     now = exit_sig(0, 4, 1, 0);
@@ -161,7 +160,8 @@ test_crash_loop(void)
     past[1].attempt = 2;
     past[1].nodes = bc;
     ok(policy_crash_loop(&now, cd, 2, past, 2, 3, matched) && matched[0] &&
-           matched[1], "threshold 3: three occurrences on different nodes");
+            matched[1],
+        "threshold 3: three occurrences on different nodes");
 }
 
 static void
@@ -217,28 +217,30 @@ test_decide(void)
         const char *name;
     } cases[] = {
         { { 0, 3, 0, 20 }, POLICY_BUDGET_JOB, false, 1, POLICY_RESTART, 500,
-          "budget left: restart after the backoff" },
-        { { 3, 3, 0, 20 }, POLICY_BUDGET_JOB, false, 4, POLICY_FAIL_BUDGET,
-          -1, "own budget spent: FAILED" },
+            "budget left: restart after the backoff" },
+        { { 3, 3, 0, 20 }, POLICY_BUDGET_JOB, false, 4, POLICY_FAIL_BUDGET, -1,
+            "own budget spent: FAILED" },
         { { 3, 3, 0, 20 }, POLICY_BUDGET_INFRA, false, 1, POLICY_RESTART, 0,
-          "the other budget is separate" },
-        { { 3, 3, 20, 20 }, POLICY_BUDGET_INFRA, false, 1,
-          POLICY_FAIL_BUDGET, -1, "infrastructure budget spent" },
+            "the other budget is separate" },
+        { { 3, 3, 20, 20 }, POLICY_BUDGET_INFRA, false, 1, POLICY_FAIL_BUDGET,
+            -1, "infrastructure budget spent" },
         { { 0, 3, 20, 20 }, POLICY_BUDGET_JOB, true, 2,
-          POLICY_FAIL_DETERMINISTIC, -1,
-          "a crash loop ends the job whatever the budget" },
-        { { 0, 0, 20, 20 }, POLICY_BUDGET_JOB, false, 1, POLICY_FAIL_BUDGET,
-          -1, "max_restarts 0: no restart" },
+            POLICY_FAIL_DETERMINISTIC, -1,
+            "a crash loop ends the job whatever the budget" },
+        { { 0, 0, 20, 20 }, POLICY_BUDGET_JOB, false, 1, POLICY_FAIL_BUDGET, -1,
+            "max_restarts 0: no restart" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         struct policy_budgets b = cases[i].b;
         struct policy_decision d;
 
-        policy_decide(&cfg, cases[i].budget, cases[i].loop, &b,
-            cases[i].streak, &d);
-        ok(d.action == cases[i].action && (cases[i].backoff_ms < 0 ||
-            d.backoff_ms == cases[i].backoff_ms), "%s", cases[i].name);
+        policy_decide(&cfg, cases[i].budget, cases[i].loop, &b, cases[i].streak,
+            &d);
+        ok(d.action == cases[i].action &&
+                (cases[i].backoff_ms < 0 ||
+                    d.backoff_ms == cases[i].backoff_ms),
+            "%s", cases[i].name);
     }
 }
 
@@ -246,7 +248,11 @@ static void
 test_blame(void)
 {
     struct policy_blame v[] = {
-        { 1, 1000 }, { 1, 2000 }, { 2, 3000 }, { 3, 4000 }, { 4, 10 },
+        { 1, 1000 },
+        { 1, 2000 },
+        { 2, 3000 },
+        { 3, 4000 },
+        { 4, 10 },
     };
     int64_t now = 5000;
     struct policy_config c = cfg;
@@ -278,8 +284,7 @@ test_hang(void)
     is_int(policy_hang_pick(idle, step, limit, 4), -1,
         "nobody past the limit: no hang");
     limit[2] = 3000;
-    is_int(policy_hang_pick(idle, step, limit, 4), 2,
-        "per-rank limits");
+    is_int(policy_hang_pick(idle, step, limit, 4), 2, "per-rank limits");
     idle[3] = 999999;
     limit[3] = 1000000;
     ok(policy_hang_pick(idle, step, limit, 4) == 3,

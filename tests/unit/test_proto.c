@@ -55,17 +55,17 @@ reparse(cJSON *json)
 }
 
 /* A message's decoder `from` on a text: from's result. */
-#define FROM_TEXT(from, text, out, err)                                     \
-    (scratch_json = parse_text(text),                                       \
-        scratch_rc = from(scratch_json, out, err),                          \
-        cJSON_Delete(scratch_json), scratch_rc)
+#define FROM_TEXT(from, text, out, err)                                        \
+    (scratch_json = parse_text(text),                                          \
+        scratch_rc = from(scratch_json, out, err), cJSON_Delete(scratch_json), \
+        scratch_rc)
 
 /* Encode in with `to`, print, parse and decode into out with `from`:
  * from's result. */
-#define ROUND_TRIP(to, from, in, out, err)                                  \
-    (scratch_json = reparse(to(in)),                                        \
-        scratch_rc = from(scratch_json, out, err),                          \
-        cJSON_Delete(scratch_json), scratch_rc)
+#define ROUND_TRIP(to, from, in, out, err)                                     \
+    (scratch_json = reparse(to(in)),                                           \
+        scratch_rc = from(scratch_json, out, err), cJSON_Delete(scratch_json), \
+        scratch_rc)
 
 static void
 expect_bad(const char *text, const char *needle)
@@ -74,8 +74,8 @@ expect_bad(const char *text, const char *needle)
     struct err err;
     int rc = spec_parse(text, &spec, &err);
 
-    ok(rc == -EINVAL && strstr(err.msg, needle) != NULL,
-        "rejects %s: '%s'", needle, err.msg);
+    ok(rc == -EINVAL && strstr(err.msg, needle) != NULL, "rejects %s: '%s'",
+        needle, err.msg);
 }
 
 static void
@@ -86,8 +86,10 @@ test_job_spec(void)
     cJSON *json;
     char *text;
 
-    is_int(spec_parse("{\"version\":1,\"argv\":[\"/usr/bin/python3\",\"t.py\"]}",
-               &spec, &err), 0, "minimal spec parses");
+    is_int(
+        spec_parse("{\"version\":1,\"argv\":[\"/usr/bin/python3\",\"t.py\"]}",
+            &spec, &err),
+        0, "minimal spec parses");
     is_str(spec.name, "python3", "default name is argv[0]'s basename");
     is_int(spec.nodes, 1, "default nodes 1");
     is_int(spec.ranks_per_node, 1, "default ranks 1");
@@ -105,21 +107,23 @@ test_job_spec(void)
     proto_job_spec_release(&spec);
 
     is_int(spec_parse("{\"version\":1,\"argv\":[\"sh\"],\"max_restarts\":0,"
-               "\"max_infra_restarts\":7,\"hang_timeout_s\":0,"
-               "\"keep_checkpoints\":2}", &spec, &err), 0,
-        "fault-tolerance fields parse");
+                      "\"max_infra_restarts\":7,\"hang_timeout_s\":0,"
+                      "\"keep_checkpoints\":2}",
+               &spec, &err),
+        0, "fault-tolerance fields parse");
     ok(spec.max_restarts == 0 && spec.max_infra_restarts == 7 &&
-           spec.hang_timeout_s == 0 && spec.keep_checkpoints == 2,
+            spec.hang_timeout_s == 0 && spec.keep_checkpoints == 2,
         "fault-tolerance fields kept");
     proto_job_spec_release(&spec);
 
     is_int(spec_parse("{\"version\":1,\"name\":\"train-1\",\"argv\":[\"sh\"],"
-               "\"nodes\":4,\"ranks_per_node\":8,\"gpus_per_node\":8,"
-               "\"cpus_per_rank\":2,\"memory_mb_per_node\":1024,"
-               "\"priority\":-5,\"env\":{\"A\":\"1\",\"B_2\":\"x=y\"},"
-               "\"workdir\":\"/w\",\"max_restarts\":3,"
-               "\"checkpoint_dir\":\"/ckpt\"}", &spec, &err), 0,
-        "full spec parses");
+                      "\"nodes\":4,\"ranks_per_node\":8,\"gpus_per_node\":8,"
+                      "\"cpus_per_rank\":2,\"memory_mb_per_node\":1024,"
+                      "\"priority\":-5,\"env\":{\"A\":\"1\",\"B_2\":\"x=y\"},"
+                      "\"workdir\":\"/w\",\"max_restarts\":3,"
+                      "\"checkpoint_dir\":\"/ckpt\"}",
+               &spec, &err),
+        0, "full spec parses");
     is_int(spec.nenv, 2, "two env entries");
     is_str(spec.env[1].value, "x=y", "env value kept");
     json = proto_job_spec_to_json(&spec);
@@ -127,7 +131,7 @@ test_job_spec(void)
     cJSON_Delete(json);
     is_int(spec_parse(text, &back, &err), 0, "round trip parses");
     ok(back.nodes == 4 && back.ranks_per_node == 8 && back.priority == -5 &&
-           back.max_restarts == 3 && strcmp(back.checkpoint_dir, "/ckpt") == 0,
+            back.max_restarts == 3 && strcmp(back.checkpoint_dir, "/ckpt") == 0,
         "round trip keeps values");
     free(text);
     proto_job_spec_release(&back);
@@ -172,17 +176,17 @@ test_job_spec(void)
 
     err_clear(&err);
     ok(jsonx_parse("{\"version\":1,", 13, &json, &err) == -EINVAL &&
-           strstr(err.msg, "invalid JSON") != NULL,
+            strstr(err.msg, "invalid JSON") != NULL,
         "truncated JSON rejected: %s", err.msg);
     ok(jsonx_parse("{} x", 4, &json, &err) == -EINVAL &&
-           strstr(err.msg, "trailing") != NULL,
+            strstr(err.msg, "trailing") != NULL,
         "trailing garbage rejected: %s", err.msg);
     ok(jsonx_parse("", 0, &json, &err) == -EINVAL, "empty body rejected");
 
     /* The CLI validates a spec it built itself before sending it. */
     proto_job_spec_init(&spec);
     ok(proto_job_spec_validate(&spec, &err) == -EINVAL &&
-           strstr(err.msg, "command is empty"),
+            strstr(err.msg, "command is empty"),
         "validate: empty command named");
 }
 
@@ -229,26 +233,28 @@ test_node_report(void)
     ok(rep.reg && rep.gen == 42 && rep.res.ngpus == 2 && rep.njobs == 1,
         "report fields");
     ok(rep.jobs[0].nranks == 2 && rep.jobs[0].ranks[1].exit_code == 3 &&
-           rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
-           strcmp(rep.jobs[0].ranks[1].stderr_tail, "boom") == 0,
+            rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
+            strcmp(rep.jobs[0].ranks[1].stderr_tail, "boom") == 0,
         "rank exit kept");
     is_int(ROUND_TRIP(proto_node_report_to_json, proto_node_report_from_json,
-               &rep, &back, &err), 0, "report round trip");
+               &rep, &back, &err),
+        0, "report round trip");
     ok(back.jobs[0].ranks[0].pid == 10 && back.res.nlabels == 1,
         "round trip keeps pid and labels");
     ok(back.jobs[0].ranks[0].step == -1 &&
-           back.jobs[0].ranks[0].progress == PROTO_PROGRESS_NONE,
+            back.jobs[0].ranks[0].progress == PROTO_PROGRESS_NONE,
         "a rank without progress has step -1");
     {
         const struct proto_rank_status *r = &back.jobs[0].ranks[1];
         ok(r->fenced && r->step == 120 && r->idle_ms == 900 &&
-               r->progress == PROTO_PROGRESS_STEP &&
-               strcmp(r->dump, "State: T") == 0 && r->nckpt_steps == 2 &&
-               r->ckpt_steps[1] == 110,
+                r->progress == PROTO_PROGRESS_STEP &&
+                strcmp(r->dump, "State: T") == 0 && r->nckpt_steps == 2 &&
+                r->ckpt_steps[1] == 110,
             "progress, fencing, dump and commits round trip");
-        ok(back.jobs[0].ncheckpoints == 1 && back.jobs[0].checkpoints[0] == 100
-               && r->nacks == 1 && r->acks[0].seq == 2 &&
-               r->acks[0].step == -1 && r->acks[0].duration_ms == 1003,
+        ok(back.jobs[0].ncheckpoints == 1 &&
+                back.jobs[0].checkpoints[0] == 100 && r->nacks == 1 &&
+                r->acks[0].seq == 2 && r->acks[0].step == -1 &&
+                r->acks[0].duration_ms == 1003,
             "convention checkpoints and a directive's ack round trip");
         ok(back.jobs[0].ranks[0].nacks == 0, "a rank without acks");
     }
@@ -258,12 +264,14 @@ test_node_report(void)
     text = "{\"version\":1,\"node\":\"bad name\",\"agent_id\":\"a\","
            "\"addr\":\"x\",\"cpus\":1,\"memory_mb\":1}";
     ok(FROM_TEXT(proto_node_report_from_json, text, &rep, &err) == -EINVAL &&
-           strstr(err.msg, "node name"), "bad node name: %s", err.msg);
+            strstr(err.msg, "node name"),
+        "bad node name: %s", err.msg);
     text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
            "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":1,\"attempt\":1,"
            "\"ranks\":[{\"rank\":0,\"state\":\"dancing\"}]}]}";
     ok(FROM_TEXT(proto_node_report_from_json, text, &rep, &err) == -EINVAL &&
-           strstr(err.msg, "dancing"), "bad rank state: %s", err.msg);
+            strstr(err.msg, "dancing"),
+        "bad rank state: %s", err.msg);
 }
 
 static void
@@ -283,14 +291,15 @@ test_work(void)
 
     is_int(FROM_TEXT(proto_work_from_json, text, &w, &err), 0, "work parses");
     ok(w.gen == 7 && w.njobs == 1 && w.jobs[0].nranks == 2 &&
-           w.jobs[0].ranks[1].rank == 3 && w.jobs[0].ranks[1].gpus[0] == 1,
+            w.jobs[0].ranks[1].rank == 3 && w.jobs[0].ranks[1].gpus[0] == 1,
         "launch fields");
-    is_int(ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back,
-               &err), 0, "work round trip");
+    is_int(
+        ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back, &err),
+        0, "work round trip");
     ok(back.jobs[0].master_port == 29500 && back.jobs[0].resume_step == -1,
         "round trip keeps values");
     ok(!back.jobs[0].scan_checkpoints && back.jobs[0].ndirectives == 0 &&
-           back.jobs[0].keep_checkpoints == 0,
+            back.jobs[0].keep_checkpoints == 0,
         "launch defaults for scan, directives and keep");
     proto_work_release(&back);
     proto_work_release(&w);
@@ -301,7 +310,8 @@ test_work(void)
            "\"ranks_per_node\":1,\"world_size\":1,\"master_addr\":\"a\","
            "\"master_port\":1,\"ranks\":[{\"rank\":5,\"local_rank\":0}]}]}";
     ok(FROM_TEXT(proto_work_from_json, text, &w, &err) == -EINVAL &&
-           strstr(err.msg, "world_size"), "rank beyond world: %s", err.msg);
+            strstr(err.msg, "world_size"),
+        "rank beyond world: %s", err.msg);
 }
 
 /* A launch's directives and the scheduler's status reply. */
@@ -323,7 +333,8 @@ test_directives(void)
         const char *msg;
     } cases[] = {
         { "[{\"seq\":4,\"kind\":\"dump\",\"step\":-1},"
-          "{\"seq\":5,\"kind\":\"dump\"}]", 0, NULL },
+          "{\"seq\":5,\"kind\":\"dump\"}]",
+            0, NULL },
         { "[{\"seq\":4,\"kind\":\"dance\"}]", -EINVAL, "dance" },
         { "[{\"seq\":0,\"kind\":\"dump\"}]", -EINVAL, "seq" },
         { "[{\"seq\":1,\"kind\":\"dump\",\"when\":1}]", -EINVAL, "when" },
@@ -339,18 +350,18 @@ test_directives(void)
         text = xasprintf("%s%s}]}", head, cases[i].text);
         err_clear(&err);
         rc = FROM_TEXT(proto_work_from_json, text, &w, &err);
-        ok(rc == cases[i].rc && (cases[i].msg == NULL ||
-                                    strstr(err.msg, cases[i].msg)),
+        ok(rc == cases[i].rc &&
+                (cases[i].msg == NULL || strstr(err.msg, cases[i].msg)),
             "directives %s: %d %s", cases[i].text, rc, err.msg);
         if (rc == 0) {
-            ok(w.jobs[0].ndirectives == 2 && w.jobs[0].directives[0].seq == 4
-                   && w.jobs[0].directives[0].kind == PROTO_DIRECTIVE_DUMP &&
-                   w.jobs[0].directives[1].step == -1,
+            ok(w.jobs[0].ndirectives == 2 && w.jobs[0].directives[0].seq == 4 &&
+                    w.jobs[0].directives[0].kind == PROTO_DIRECTIVE_DUMP &&
+                    w.jobs[0].directives[1].step == -1,
                 "a launch's directives, step -1 by default");
-            is_int(ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w,
-                       &w2, &err), 0, "directives round trip");
-            ok(w2.jobs[0].ndirectives == 2 &&
-                   w2.jobs[0].directives[1].seq == 5,
+            is_int(ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &w2,
+                       &err),
+                0, "directives round trip");
+            ok(w2.jobs[0].ndirectives == 2 && w2.jobs[0].directives[1].seq == 5,
                 "... unchanged");
             proto_work_release(&w2);
             proto_work_release(&w);
@@ -375,14 +386,16 @@ test_directives(void)
     back.lease_ms = 888;
     ok(FROM_TEXT(proto_status_reply_from_json,
            "{\"version\":1,\"gen\":3,\"future\":true}", &back, &err) == 0 &&
-           back.gen == 3 && back.heartbeat_ms == 777 && back.lease_ms == 888,
+            back.gen == 3 && back.heartbeat_ms == 777 && back.lease_ms == 888,
         "unknown fields tolerated, absent ones keep the caller's defaults");
     ok(FROM_TEXT(proto_status_reply_from_json,
-           "{\"version\":1,\"gen\":3,\"lease_ms\":5}", &back, &err) ==
-           -EINVAL && strstr(err.msg, "lease_ms"),
+           "{\"version\":1,\"gen\":3,\"lease_ms\":5}", &back,
+           &err) == -EINVAL &&
+            strstr(err.msg, "lease_ms"),
         "a lease out of range: %s", err.msg);
     ok(FROM_TEXT(proto_status_reply_from_json, "{\"version\":1}", &back,
-           &err) == -EINVAL && strstr(err.msg, "gen"),
+           &err) == -EINVAL &&
+            strstr(err.msg, "gen"),
         "gen is required: %s", err.msg);
 }
 

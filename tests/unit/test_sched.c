@@ -17,14 +17,13 @@
 struct cluster {
     struct sched_node nodes[MAXN];
     int gpus[MAXN][16];
-    char names[MAXN][16];       /* add_nodes' copies of the names */
+    char names[MAXN][16]; /* add_nodes' copies of the names */
     size_t n;
 };
 
 /* A schedulable node with cpus, memory and GPUs 0..ngpus-1, all free. */
 static struct sched_node *
-add_node(struct cluster *c, const char *name, int cpus, int64_t mem,
-    int ngpus)
+add_node(struct cluster *c, const char *name, int cpus, int64_t mem, int ngpus)
 {
     struct sched_node *n = &c->nodes[c->n];
 
@@ -66,8 +65,7 @@ add_nodes(struct cluster *c, const char *names, int cpus, int64_t mem,
     while (*p) {
         size_t len = strcspn(p, " ");
 
-        snprintf(c->names[c->n], sizeof(c->names[c->n]), "%.*s", (int)len,
-            p);
+        snprintf(c->names[c->n], sizeof(c->names[c->n]), "%.*s", (int)len, p);
         add_node(c, c->names[c->n], cpus, mem, ngpus);
         p += len + (p[len] == ' ');
     }
@@ -75,8 +73,8 @@ add_nodes(struct cluster *c, const char *names, int cpus, int64_t mem,
 
 /* A restarting job that prefers (keeps) and excludes the given nodes. */
 static void
-restarting(struct sched_job *j, size_t *prefer, size_t nprefer,
-    size_t *exclude, size_t nexclude)
+restarting(struct sched_job *j, size_t *prefer, size_t nprefer, size_t *exclude,
+    size_t nexclude)
 {
     j->restarting = true;
     j->prefer = prefer;
@@ -113,7 +111,7 @@ test_gang(void)
 
     add_nodes(&c, "a b", 8, 1000, 4);
     add_node(&c, "c", 8, 1000, 2);
-    jobs[0] = mkjob(1, 0, 3, 1, 4, 1);  /* needs 3 nodes with 4 GPUs */
+    jobs[0] = mkjob(1, 0, 3, 1, 4, 1); /* needs 3 nodes with 4 GPUs */
     jobs[1] = mkjob(2, 0, 2, 1, 4, 1);
     pass(&c, jobs, 2);
     ok(!jobs[0].placed, "gang: 3x4 GPUs with only 2 such nodes is not placed");
@@ -195,16 +193,18 @@ test_blocked_vs_never(void)
     struct sched_job jobs[4];
 
     add_nodes(&c, "a b", 8, 1000, 4);
-    c.nodes[1].nfree_gpus = 0;          /* b's GPUs are busy */
+    c.nodes[1].nfree_gpus = 0; /* b's GPUs are busy */
     c.nodes[1].free_cpus = 2;
-    jobs[0] = mkjob(1, 10, 5, 1, 1, 1);  /* 5 nodes: never fits */
-    jobs[1] = mkjob(2, 5, 2, 1, 4, 1);   /* fits empty, not now: blocks */
-    jobs[2] = mkjob(3, 0, 1, 1, 1, 1);   /* would fit, but behind 2 */
-    jobs[3] = mkjob(4, 0, 1, 1, 8, 1);   /* never fits: 8 GPUs */
+    jobs[0] = mkjob(1, 10, 5, 1, 1, 1); /* 5 nodes: never fits */
+    jobs[1] = mkjob(2, 5, 2, 1, 4, 1);  /* fits empty, not now: blocks */
+    jobs[2] = mkjob(3, 0, 1, 1, 1, 1);  /* would fit, but behind 2 */
+    jobs[3] = mkjob(4, 0, 1, 1, 8, 1);  /* never fits: 8 GPUs */
     pass(&c, jobs, 4);
     ok(!jobs[0].placed, "never-fit job is not placed");
-    is_str(jobs[0].reason, "needs 5 nodes with 1 GPU, only 2 match in the "
-        "whole cluster", "never-fit reason: too few nodes");
+    is_str(jobs[0].reason,
+        "needs 5 nodes with 1 GPU, only 2 match in the "
+        "whole cluster",
+        "never-fit reason: too few nodes");
     ok(!jobs[1].placed, "big job that fits an empty cluster is blocked");
     is_str(jobs[1].reason, "needs 2 nodes with 4 free GPUs, 1 matches",
         "blocked reason");
@@ -241,8 +241,10 @@ test_blocked_vs_never(void)
     jobs[0] = mkjob(1, 0, 1, 1, 0, 1);
     jobs[0].memory_mb_per_node = 4096;
     pass(&c, jobs, 1);
-    is_str(jobs[0].reason, "needs 1 node with 4096 MB memory, only 0 match "
-        "in the whole cluster", "memory never-fit reason");
+    is_str(jobs[0].reason,
+        "needs 1 node with 4096 MB memory, only 0 match "
+        "in the whole cluster",
+        "memory never-fit reason");
     release(jobs, 1);
 
     /* Unschedulable nodes do not count. */
@@ -301,7 +303,7 @@ test_gpu_ids(void)
     struct sched_job jobs[2];
 
     add_node(&c, "a", 64, 1000, 8);
-    c.gpus[0][0] = 1;                   /* free: 1 3 4 5 6 7 */
+    c.gpus[0][0] = 1; /* free: 1 3 4 5 6 7 */
     c.gpus[0][1] = 3;
     c.gpus[0][2] = 4;
     c.gpus[0][3] = 5;
@@ -339,8 +341,8 @@ test_many_shapes(void)
     jobs[299] = mkjob(1000, 0, 1, 1, 1, 1);
     pass(&c, jobs, 300);
     for (int i = 0; i < 299; i++)
-        bad += jobs[i].placed || strstr(jobs[i].reason, "whole cluster") ==
-                                     NULL;
+        bad += jobs[i].placed ||
+               strstr(jobs[i].reason, "whole cluster") == NULL;
     is_int(bad, 0, "300 never-fit shapes each get their own reason");
     ok(jobs[299].placed, "and none of them blocks the job that fits");
     release(jobs, 300);
@@ -384,8 +386,8 @@ test_restart_in_place(void)
     c.nodes[2].reserved_for = 7;
     prefer[0] = 2;
     exclude[0] = 0;
-    jobs[0] = mkjob(1, 100, 1, 8, 0, 1);    /* pending, high priority */
-    jobs[1] = mkjob(7, 0, 2, 1, 0, 1);      /* restarting */
+    jobs[0] = mkjob(1, 100, 1, 8, 0, 1); /* pending, high priority */
+    jobs[1] = mkjob(7, 0, 2, 1, 0, 1);   /* restarting */
     restarting(&jobs[1], prefer, 1, exclude, 1);
     pass(&c, jobs, 2);
     ok(jobs[1].placed, "restart in place: the restarting job is placed");
@@ -405,8 +407,10 @@ test_restart_in_place(void)
     jobs[0] = mkjob(1, 0, 2, 1, 0, 1);
     pass(&c, jobs, 1);
     ok(!jobs[0].placed, "a reserved node is not used by another job");
-    is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (1 node "
-        "reserved for restarting jobs)", "the reason says so");
+    is_str(jobs[0].reason,
+        "needs 2 nodes with 1 free CPU, 1 matches (1 node "
+        "reserved for restarting jobs)",
+        "the reason says so");
     release(jobs, 1);
 
     /* Excluded nodes are a last resort only when too few others exist. */
@@ -422,13 +426,14 @@ test_restart_in_place(void)
 
     memset(&c, 0, sizeof(c));
     add_nodes(&c, "n1 n2 n3", 8, 1000, 0);
-    c.nodes[2].free_cpus = 0;               /* busy, but it exists */
+    c.nodes[2].free_cpus = 0; /* busy, but it exists */
     jobs[0] = mkjob(7, 0, 2, 1, 0, 1);
     restarting(&jobs[0], NULL, 0, exclude, 1);
     jobs[1] = mkjob(8, 0, 1, 1, 0, 1);
     pass(&c, jobs, 2);
     ok(!jobs[0].placed, "enough other nodes exist: it waits for them");
-    is_str(jobs[0].reason, "needs 2 nodes with 1 free CPU, 1 matches (not "
+    is_str(jobs[0].reason,
+        "needs 2 nodes with 1 free CPU, 1 matches (not "
         "counting 1 node blamed for its failures)",
         "the reason names the exclusion");
     ok(!jobs[1].placed, "and it blocks the queue like any head job");

@@ -224,8 +224,8 @@ wait_exit(pid_t pid, int64_t timeout_ms)
 
     while (timeid_mono_ms() - t0 < timeout_ms) {
         if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128
-                + WTERMSIG(status);
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
         usleep(2000);
     }
     kill(pid, SIGKILL);
@@ -263,25 +263,31 @@ test_exits(void)
     is_int(wait_exit(sv, 5000), 0, "and exits 0");
     is_int(st.nranks, 6, "six ranks recorded");
     if (st.nranks == 6) {
-        ok(st.ranks[0].exited && st.ranks[0].exit_code == 3
-            && st.ranks[0].signal == 0, "rank 0: exit code 3");
+        ok(st.ranks[0].exited && st.ranks[0].exit_code == 3 &&
+                st.ranks[0].signal == 0,
+            "rank 0: exit code 3");
         ok(st.ranks[1].exited && st.ranks[1].exit_code == 0,
             "rank 1: exit code 0");
-        ok(st.ranks[2].exited && st.ranks[2].exit_code == -1
-            && st.ranks[2].signal == SIGTERM,
+        ok(st.ranks[2].exited && st.ranks[2].exit_code == -1 &&
+                st.ranks[2].signal == SIGTERM,
             "rank 2: killed by SIGTERM (exit_code -1, signal 15)");
-        is_int(st.ranks[3].exit_code, 127, "rank 3: a missing command "
+        is_int(st.ranks[3].exit_code, 127,
+            "rank 3: a missing command "
             "exits 127");
-        is_int(st.ranks[4].exit_code, 126, "rank 4: a file that cannot "
+        is_int(st.ranks[4].exit_code, 126,
+            "rank 4: a file that cannot "
             "be executed exits 126");
-        ok(st.ranks[0].start_ms > 0 && st.ranks[0].end_ms
-            >= st.ranks[0].start_ms, "start and end times recorded");
+        ok(st.ranks[0].start_ms > 0 &&
+                st.ranks[0].end_ms >= st.ranks[0].start_ms,
+            "start and end times recorded");
         ok(!st.fenced && !st.ranks[0].fenced, "nothing fenced");
     }
     snprintf(path, sizeof(path), "%s/rank-3.err", dir);
     text = read_all(path);
-    is_str(text, "cannot execute '/nonexistent/train': No such file or "
-        "directory\n", "the reason is in the rank's stderr");
+    is_str(text,
+        "cannot execute '/nonexistent/train': No such file or "
+        "directory\n",
+        "the reason is in the rank's stderr");
     free(text);
     snprintf(path, sizeof(path), "%s/rank-4.err", dir);
     text = read_all(path);
@@ -297,9 +303,11 @@ test_exits(void)
     escaped = atoi(text);
     free(text);
     ok(group_gone(pids[0]), "the background child in the rank's group is "
-        "gone (kill(-pgid, 0) is ESRCH)");
-    ok(escaped > 0 && pid_gone(escaped), "a grandchild that left the group "
-        "with setsid is gone too (pid %d)", escaped);
+                            "gone (kill(-pgid, 0) is ESRCH)");
+    ok(escaped > 0 && pid_gone(escaped),
+        "a grandchild that left the group "
+        "with setsid is gone too (pid %d)",
+        escaped);
     for (i = 0; i < 6; i++) {
         if (!group_gone(pids[i]))
             break;
@@ -342,8 +350,8 @@ test_lease(void)
 
     dir = make_job("lease", cmds, 10000, 300);
     sv = spawn_two(dir, &st, pids);
-    ok(pids[0] > 0 && getpgid(pids[0]) == pids[0]
-        && getpgid(pids[1]) == pids[1] && getsid(pids[0]) == sv,
+    ok(pids[0] > 0 && getpgid(pids[0]) == pids[0] &&
+            getpgid(pids[1]) == pids[1] && getsid(pids[0]) == sv,
         "each rank leads its own process group, in the supervisor's "
         "session");
     /* Renewed like the agent does after each status exchange. */
@@ -352,8 +360,8 @@ test_lease(void)
         usleep(100000);
     }
     load_status(dir, &st);
-    ok(!st.fenced && st.nranks == 2 && !st.ranks[0].exited
-        && !st.ranks[1].exited && !group_gone(pids[0]),
+    ok(!st.fenced && st.nranks == 2 && !st.ranks[0].exited &&
+            !st.ranks[1].exited && !group_gone(pids[0]),
         "ranks live on while the lease is renewed (1.2 s, lease 300 ms)");
 
     deadline = timeid_mono_ms() + 150;
@@ -367,13 +375,15 @@ test_lease(void)
         }
         usleep(1000);
     }
-    ok(gone_ms >= 0 && gone_ms < 200, "every rank's group is dead %lld ms "
-        "after the deadline (< 200)", (long long)gone_ms);
+    ok(gone_ms >= 0 && gone_ms < 200,
+        "every rank's group is dead %lld ms "
+        "after the deadline (< 200)",
+        (long long)gone_ms);
     diag("lease expiry to ranks dead: %lld ms", (long long)gone_ms);
     t0 = wait_status(dir, is_done, 5000, &st);
-    ok(t0 >= 0 && st.fenced && st.nranks == 2 && st.ranks[0].fenced
-        && st.ranks[1].fenced && st.ranks[0].signal == SIGKILL
-        && st.ranks[1].signal == SIGKILL,
+    ok(t0 >= 0 && st.fenced && st.nranks == 2 && st.ranks[0].fenced &&
+            st.ranks[1].fenced && st.ranks[0].signal == SIGKILL &&
+            st.ranks[1].signal == SIGKILL,
         "both ranks: fenced, SIGKILL, done");
     is_int(wait_exit(sv, 5000), 0, "the supervisor exits 0");
     supfile_status_release(&st);
@@ -395,7 +405,7 @@ test_stop(void)
 
     dir = make_job("stop", cmds, 500, 60000);
     sv = spawn_two(dir, &st, pids);
-    usleep(100000);             /* let sh set its trap */
+    usleep(100000); /* let sh set its trap */
     snprintf(path, sizeof(path), "%s/%s", dir, SUPFILE_STOP);
     t0 = timeid_mono_ms();
     write_file(path, "");
@@ -404,13 +414,14 @@ test_stop(void)
         "the stop file: SIGTERM ends rank 1 at once (%lld ms)",
         (long long)t_term);
     ok(st.stopping && !st.ranks[0].exited, "rank 0 ignores SIGTERM and "
-        "lives on for the grace period");
+                                           "lives on for the grace period");
     ok(wait_status(dir, is_done, 5000, &st) >= 0, "then done");
     t_kill = timeid_mono_ms() - t0;
-    ok(st.ranks[0].signal == SIGKILL && st.ranks[0].end_ms
-        - st.ranks[1].end_ms >= 450, "rank 0 got SIGKILL after the 500 ms "
-        "grace (%lld ms)", (long long)(st.ranks[0].end_ms
-            - st.ranks[1].end_ms));
+    ok(st.ranks[0].signal == SIGKILL &&
+            st.ranks[0].end_ms - st.ranks[1].end_ms >= 450,
+        "rank 0 got SIGKILL after the 500 ms "
+        "grace (%lld ms)",
+        (long long)(st.ranks[0].end_ms - st.ranks[1].end_ms));
     ok(t_kill < 1500, "and not much later (%lld ms)", (long long)t_kill);
     ok(!st.fenced, "a stop is not a fence");
     ok(group_gone(pids[0]) && group_gone(pids[1]),
@@ -435,8 +446,9 @@ test_signal_and_errors(void)
     ok(wait_status(dir, all_started, 5000, &st) >= 0, "rank started");
     pid = st.nranks > 0 ? st.ranks[0].pid : 0;
     kill(sv, SIGTERM);
-    ok(wait_status(dir, is_done, 5000, &st) >= 0 && st.stopping
-        && st.ranks[0].signal == SIGTERM, "SIGTERM to the supervisor stops "
+    ok(wait_status(dir, is_done, 5000, &st) >= 0 && st.stopping &&
+            st.ranks[0].signal == SIGTERM,
+        "SIGTERM to the supervisor stops "
         "the ranks");
     is_int(wait_exit(sv, 5000), 0, "and it exits 0");
     ok(group_gone(pid), "the rank is gone");
@@ -453,7 +465,7 @@ test_signal_and_errors(void)
     snprintf(path, sizeof(path), "%s/%s", dir, SUPFILE_LOG);
     text = read_all(path);
     ok(strstr(text, "spec.json") != NULL, "... and the reason in "
-        "supervisor.log");
+                                          "supervisor.log");
     free(text);
     free(dir);
     supfile_status_release(&st);
@@ -485,22 +497,24 @@ test_formats(void)
     st.nranks = 2;
     is_int(supfile_status_save(dir, &st), 0, "status.json written");
     is_int(supfile_status_load(dir, &back, &err), 0, "and read back");
-    ok(back.job == 9 && back.attempt == 4 && back.pid == 41 && back.done
-        && back.nranks == 2 && back.ranks[0].exited
-        && back.ranks[0].exit_code == 3 && !back.ranks[1].exited
-        && back.ranks[1].fenced, "round trip keeps every field");
+    ok(back.job == 9 && back.attempt == 4 && back.pid == 41 && back.done &&
+            back.nranks == 2 && back.ranks[0].exited &&
+            back.ranks[0].exit_code == 3 && !back.ranks[1].exited &&
+            back.ranks[1].fenced,
+        "round trip keeps every field");
     supfile_status_release(&back);
     is_int(supfile_lease_write(dir, 123456), 0, "lease written");
     is_int(supfile_lease_read(dir, &d), 0, "lease read");
     is_int(d, 123456, "lease round trip");
     snprintf(path, sizeof(path), "%s/%s", dir, SUPFILE_LEASE);
     write_file(path, "12x\n");
-    is_int(supfile_lease_read(dir, &d), -EINVAL, "a damaged lease is "
+    is_int(supfile_lease_read(dir, &d), -EINVAL,
+        "a damaged lease is "
         "refused");
     unlink(path);
     if (symlink("/etc/hostname", path) == 0)
         ok(supfile_lease_read(dir, &d) < 0, "a lease that is a symbolic "
-            "link is refused");
+                                            "link is refused");
     free(dir);
 }
 
@@ -508,8 +522,8 @@ int
 main(void)
 {
     plan(NO_PLAN);
-    if (test_built_path(supervisor, sizeof(supervisor),
-            "agent/" SUPFILE_EXE) < 0)
+    if (test_built_path(supervisor, sizeof(supervisor), "agent/" SUPFILE_EXE) <
+        0)
         return 1;
     if (access(supervisor, X_OK) < 0) {
         diag("no %s: %s", supervisor, strerror(errno));
@@ -522,8 +536,10 @@ main(void)
     test_lease();
     test_stop();
     test_signal_and_errors();
-    ok(bad_reads == 0 && good_reads > 100, "status.json was valid JSON at "
-        "each of %d reads (%d bad)", good_reads, bad_reads);
+    ok(bad_reads == 0 && good_reads > 100,
+        "status.json was valid JSON at "
+        "each of %d reads (%d bad)",
+        good_reads, bad_reads);
     test_rmtree(tmpdir);
     return done_testing();
 }
