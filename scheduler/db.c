@@ -95,6 +95,22 @@ db_rows(struct db *db, sqlite3_stmt *st, const char *label, db_row_fn *row,
 }
 
 int
+db_write_vals(struct db *db, sqlite3_stmt *st, const char *label,
+    const struct db_val *v, size_t n)
+{
+    db_bind_vals(st, 1, v, n);
+    return db_write(db, st, label);
+}
+
+int
+db_rows_vals(struct db *db, sqlite3_stmt *st, const char *label, db_row_fn *row,
+    void *arg, const struct db_val *v, size_t n)
+{
+    db_bind_vals(st, 1, v, n);
+    return db_rows(db, st, label, row, arg);
+}
+
+int
 db_lookup(struct db *db, sqlite3_stmt *st, const char *label, db_row_fn *row,
     void *arg)
 {

@@ -117,16 +117,14 @@ static const char sql_attempt_update[] =
 int
 db_attempt_update(struct db *db, const struct attempt *a)
 {
-    sqlite3_stmt *st = db->attempt_update;
-
-    DB_BIND(st, 1, DB_INT(a->job_id), DB_INT(a->num),
+    DB_BIND(db->attempt_update, 1, DB_INT(a->job_id), DB_INT(a->num),
         DB_TEXT(proto_attempt_state_str(a->state)), DB_TEXT(a->reason),
         DB_INT(a->end_ms), DB_INT(a->running_ms), DB_INT(a->failed_ms),
         DB_INT(a->detected_ms), DB_INT(a->released_ms),
         DB_TEXT(a->has_failure ? policy_kind_str(a->failure.kind) : ""),
         DB_INT(a->dump_deadline_ms), DB_INT((sqlite3_int64)a->hang_seq));
-    db_bind_evidence(st, 13, &a->failure);
-    return db_write(db, st, "attempt update");
+    db_bind_evidence(db->attempt_update, 13, &a->failure);
+    return db_write(db, db->attempt_update, "attempt update");
 }
 
 static const char sql_rank_update[] =
@@ -153,11 +151,9 @@ static const char sql_placement_release[] =
 int
 db_placement_release(struct db *db, const struct placement *p)
 {
-    sqlite3_stmt *st = db->placement_release;
-
-    DB_BIND(st, 1, DB_INT(p->attempt->job_id), DB_INT(p->attempt->num),
+    return DB_WRITE(db, db->placement_release, "placement release",
+        DB_INT(p->attempt->job_id), DB_INT(p->attempt->num),
         DB_INT(p->node_rank));
-    return db_write(db, st, "placement release");
 }
 
 /* ---- children: placements and ranks ------------------------------------- */

@@ -20,10 +20,9 @@ int
 db_blame_insert(struct db *db, const char *node, int64_t job_id, int attempt,
     int64_t time_ms, const char *kind, const char *evidence, bool withdrawn)
 {
-    DB_BIND(db->blame_insert, 1, DB_TEXT(node), DB_INT(job_id), DB_INT(attempt),
-        DB_INT(time_ms), DB_TEXT(kind), DB_TEXT(evidence ? evidence : "{}"),
-        DB_INT(withdrawn));
-    return db_write(db, db->blame_insert, "blame insert");
+    return DB_WRITE(db, db->blame_insert, "blame insert", DB_TEXT(node),
+        DB_INT(job_id), DB_INT(attempt), DB_INT(time_ms), DB_TEXT(kind),
+        DB_TEXT(evidence ? evidence : "{}"), DB_INT(withdrawn));
 }
 
 static const char sql_blame_withdraw[] =
@@ -76,8 +75,8 @@ db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
 {
     struct db_walk w = { .fn.blame = fn, .arg = arg };
 
-    DB_BIND(db->blame_node, 1, DB_TEXT(node), DB_INT(since_ms));
-    return db_rows(db, db->blame_node, "blame by node", blame_row, &w);
+    return DB_ROWS(db, db->blame_node, "blame by node", blame_row, &w,
+        DB_TEXT(node), DB_INT(since_ms));
 }
 
 int
@@ -86,8 +85,8 @@ db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
 {
     struct db_walk w = { .fn.blame = fn, .arg = arg };
 
-    DB_BIND(db->blame_job, 1, DB_INT(job_id), DB_INT(since_ms));
-    return db_rows(db, db->blame_job, "blame by job", blame_row, &w);
+    return DB_ROWS(db, db->blame_job, "blame by job", blame_row, &w,
+        DB_INT(job_id), DB_INT(since_ms));
 }
 
 const struct db_stmt_def db_blame_stmts[] = {

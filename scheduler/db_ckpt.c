@@ -11,12 +11,14 @@
 
 #include <sqlite3.h>
 
-/* Write an INSERT ... ON CONFLICT DO NOTHING: 1 when it added the row, 0
- * when the row was there already, or a negative errno. */
+/* Write an INSERT ... ON CONFLICT DO NOTHING with the n values of v: 1
+ * when it added the row, 0 when the row was there already, or a negative
+ * errno. */
 static int
-ckpt_insert_new(struct db *db, sqlite3_stmt *st, const char *label)
+ckpt_insert_new(struct db *db, sqlite3_stmt *st, const char *label,
+    const struct db_val *v, size_t n)
 {
-    int rc = db_write(db, st, label);
+    int rc = db_write_vals(db, st, label, v, n);
 
     if (rc < 0)
         return rc;
@@ -31,10 +33,10 @@ static const char sql_checkpoint_insert[] =
 int
 db_checkpoint_insert(struct db *db, const struct db_checkpoint *c)
 {
-    DB_BIND(db->checkpoint_insert, 1, DB_INT(c->job_id), DB_INT(c->step),
-        DB_INT(c->attempt), DB_TEXT(c->path), DB_INT(c->committed),
-        DB_INT(c->complete_ms), DB_TEXT(c->source));
-    return ckpt_insert_new(db, db->checkpoint_insert, "checkpoint insert");
+    return ckpt_insert_new(db, db->checkpoint_insert, "checkpoint insert",
+        DB_VALS(DB_INT(c->job_id), DB_INT(c->step), DB_INT(c->attempt),
+            DB_TEXT(c->path), DB_INT(c->committed), DB_INT(c->complete_ms),
+            DB_TEXT(c->source)));
 }
 
 static const char sql_checkpoints_job[] =
@@ -64,8 +66,8 @@ db_checkpoints_foreach(struct db *db, int64_t job_id, db_checkpoint_fn *fn,
 {
     struct db_walk w = { .fn.checkpoint = fn, .arg = arg };
 
-    sqlite3_bind_int64(db->checkpoints_job, 1, job_id);
-    return db_rows(db, db->checkpoints_job, "checkpoints list", ckpt_row, &w);
+    return DB_ROWS(db, db->checkpoints_job, "checkpoints list", ckpt_row, &w,
+        DB_INT(job_id));
 }
 
 static const char sql_commit_insert[] =
@@ -77,9 +79,9 @@ int
 db_commit_insert(struct db *db, int64_t job_id, int attempt, int64_t step,
     int rank, int64_t time_ms)
 {
-    DB_BIND(db->commit_insert, 1, DB_INT(job_id), DB_INT(attempt), DB_INT(step),
-        DB_INT(rank), DB_INT(time_ms));
-    return ckpt_insert_new(db, db->commit_insert, "checkpoint commit insert");
+    return ckpt_insert_new(db, db->commit_insert, "checkpoint commit insert",
+        DB_VALS(DB_INT(job_id), DB_INT(attempt), DB_INT(step), DB_INT(rank),
+            DB_INT(time_ms)));
 }
 
 static const char sql_commits_attempt[] =
@@ -101,10 +103,8 @@ db_commits_foreach(struct db *db, int64_t job_id, int attempt, int64_t above,
 {
     struct db_walk w = { .fn.commit = fn, .arg = arg };
 
-    DB_BIND(db->commits_attempt, 1, DB_INT(job_id), DB_INT(attempt),
-        DB_INT(above));
-    return db_rows(db, db->commits_attempt, "checkpoint commits load",
-        commit_row, &w);
+    return DB_ROWS(db, db->commits_attempt, "checkpoint commits load",
+        commit_row, &w, DB_INT(job_id), DB_INT(attempt), DB_INT(above));
 }
 
 const struct db_stmt_def db_ckpt_stmts[] = {

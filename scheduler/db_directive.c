@@ -14,32 +14,40 @@
 
 #include "common/log.h"
 
+/* Both take a directive's row bound in the order of its columns (?1 to
+ * ?7), so that one function binds it; the update uses the key and
+ * done_ms. */
 static const char sql_directive_insert[] =
     "INSERT INTO directives (job_id, attempt, seq, kind, step, issued_ms, "
     "done_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+static const char sql_directive_done[] =
+    "UPDATE directives SET done_ms = ?7 "
+    "WHERE job_id = ?1 AND attempt = ?2 AND seq = ?3";
+
+/* Write the row of a's directive d with st, one of the two above. */
+static int
+directive_write(struct db *db, sqlite3_stmt *st, const char *label,
+    const struct attempt *a, const struct attempt_directive *d)
+{
+    return DB_WRITE(db, st, label, DB_INT(a->job_id), DB_INT(a->num),
+        DB_INT((sqlite3_int64)d->seq),
+        DB_TEXT(proto_directive_kind_str(d->kind)), DB_INT(d->step),
+        DB_INT(d->issued_ms), DB_INT(d->done_ms));
+}
 
 int
 db_directive_insert(struct db *db, const struct attempt *a,
     const struct attempt_directive *d)
 {
-    DB_BIND(db->directive_insert, 1, DB_INT(a->job_id), DB_INT(a->num),
-        DB_INT((sqlite3_int64)d->seq),
-        DB_TEXT(proto_directive_kind_str(d->kind)), DB_INT(d->step),
-        DB_INT(d->issued_ms), DB_INT(d->done_ms));
-    return db_write(db, db->directive_insert, "directive insert");
+    return directive_write(db, db->directive_insert, "directive insert", a, d);
 }
-
-static const char sql_directive_done[] =
-    "UPDATE directives SET done_ms = ?4 "
-    "WHERE job_id = ?1 AND attempt = ?2 AND seq = ?3";
 
 int
 db_directive_done(struct db *db, const struct attempt *a,
     const struct attempt_directive *d)
 {
-    DB_BIND(db->directive_done, 1, DB_INT(a->job_id), DB_INT(a->num),
-        DB_INT((sqlite3_int64)d->seq), DB_INT(d->done_ms));
-    return db_write(db, db->directive_done, "directive done");
+    return directive_write(db, db->directive_done, "directive done", a, d);
 }
 
 static const char sql_directives_of[] =

@@ -21,9 +21,9 @@ int
 db_event_insert(struct db *db, int64_t time_ms, const char *actor,
     const char *subject, const char *kind, const char *detail)
 {
-    DB_BIND(db->event_insert, 1, DB_INT(time_ms), DB_TEXT(actor),
-        DB_TEXT(subject), DB_TEXT(kind), DB_TEXT(detail ? detail : "{}"));
-    return db_write(db, db->event_insert, "event insert");
+    return DB_WRITE(db, db->event_insert, "event insert", DB_INT(time_ms),
+        DB_TEXT(actor), DB_TEXT(subject), DB_TEXT(kind),
+        DB_TEXT(detail ? detail : "{}"));
 }
 
 static const char sql_events_subject[] =
@@ -52,8 +52,8 @@ db_events_foreach(struct db *db, const char *subject, int limit,
 {
     struct db_walk w = { .fn.event = fn, .arg = arg };
 
-    DB_BIND(db->events_subject, 1, DB_TEXT(subject), DB_INT(limit));
-    return db_rows(db, db->events_subject, "events list", event_row, &w);
+    return DB_ROWS(db, db->events_subject, "events list", event_row, &w,
+        DB_TEXT(subject), DB_INT(limit));
 }
 
 /* ---- tokens ------------------------------------------------------------- */
@@ -66,9 +66,8 @@ int
 db_token_insert(struct db *db, const char *hash, const char *user,
     const char *role, int64_t created_ms)
 {
-    DB_BIND(db->token_insert, 1, DB_TEXT(hash), DB_TEXT(user), DB_TEXT(role),
-        DB_INT(created_ms));
-    return db_write(db, db->token_insert, "token insert");
+    return DB_WRITE(db, db->token_insert, "token insert", DB_TEXT(hash),
+        DB_TEXT(user), DB_TEXT(role), DB_INT(created_ms));
 }
 
 static const char sql_token_lookup[] =

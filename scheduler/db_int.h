@@ -215,12 +215,31 @@ struct db_val {
 /* Bind the n values of v to ?first, ?first+1, ... in order. */
 void db_bind_vals(struct sqlite3_stmt *st, int first, const struct db_val *v,
     size_t n);
-/* db_bind_vals of the values listed, so a statement's values read in the
- * order of its columns: DB_BIND(st, 1, DB_INT(id), DB_TEXT(name)). */
+/* The values listed, as the array and its length that db_bind_vals and
+ * the calls below take, so a statement's values read in the order of its
+ * columns. */
+#define DB_VALS(...)                                                           \
+    (const struct db_val[]){ __VA_ARGS__ },                                    \
+        sizeof((const struct db_val[]){ __VA_ARGS__ }) / sizeof(struct db_val)
+/* db_bind_vals of the values listed: DB_BIND(st, 1, DB_INT(id),
+ * DB_TEXT(name)). */
 #define DB_BIND(st, first, ...)                                                \
-    db_bind_vals((st), (first), (const struct db_val[]){ __VA_ARGS__ },        \
-        sizeof((const struct db_val[]){ __VA_ARGS__ }) /                       \
-            sizeof(struct db_val))
+    db_bind_vals((st), (first), DB_VALS(__VA_ARGS__))
+
+/* Bind v to ?1, ?2, ... and db_write st: a write in one call. */
+int db_write_vals(struct db *db, struct sqlite3_stmt *st, const char *label,
+    const struct db_val *v, size_t n);
+/* db_write_vals of the values listed:
+ * DB_WRITE(db, db->node_touch, "node touch", DB_TEXT(name), DB_INT(ms)). */
+#define DB_WRITE(db, st, label, ...)                                           \
+    db_write_vals((db), (st), (label), DB_VALS(__VA_ARGS__))
+
+/* Bind v to ?1, ?2, ... and db_rows st: a query in one call. */
+int db_rows_vals(struct db *db, struct sqlite3_stmt *st, const char *label,
+    db_row_fn *row, void *arg, const struct db_val *v, size_t n);
+/* db_rows_vals of the values listed. */
+#define DB_ROWS(db, st, label, row, arg, ...)                                  \
+    db_rows_vals((db), (st), (label), (row), (arg), DB_VALS(__VA_ARGS__))
 /* Bind ?first and ?first+1 to an attempt's key (job id, attempt). */
 void db_bind_attempt_key(struct sqlite3_stmt *st, int first, int64_t job_id,
     int attempt);

@@ -68,12 +68,11 @@ static const char sql_job_update[] =
 int
 db_job_update(struct db *db, const struct job *job)
 {
-    sqlite3_stmt *st = db->job_update;
     char *reserved = db_json_strv(job->reserved, job->nreserved);
 
-    DB_BIND(st, 1, DB_INT(job->id), DB_TEXT(proto_job_state_str(job->state)),
-        DB_TEXT(job->reason), DB_INT(job->start_ms), DB_INT(job->end_ms),
-        DB_INT(job->attempt),
+    DB_BIND(db->job_update, 1, DB_INT(job->id),
+        DB_TEXT(proto_job_state_str(job->state)), DB_TEXT(job->reason),
+        DB_INT(job->start_ms), DB_INT(job->end_ms), DB_INT(job->attempt),
         DB_IF(job->failed_rank >= 0, DB_INT(job->failed_rank)),
         DB_IF(job->has_exit, DB_INT(job->exit_code)),
         DB_IF(job->has_exit, DB_INT(job->signal)),
@@ -82,7 +81,7 @@ db_job_update(struct db *db, const struct job *job)
         DB_INT(job->fail_streak), DB_INT(job->not_before_ms),
         DB_TEXT(reserved));
     free(reserved);
-    return db_write(db, st, "job update");
+    return db_write(db, db->job_update, "job update");
 }
 
 /* Build a job from a row of JOB_COLUMNS. NULL when the row is malformed

@@ -66,8 +66,8 @@ static const char sql_node_touch[] =
 int
 db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
 {
-    DB_BIND(db->node_touch, 1, DB_TEXT(name), DB_INT(last_seen_ms));
-    return db_write(db, db->node_touch, "node touch");
+    return DB_WRITE(db, db->node_touch, "node touch", DB_TEXT(name),
+        DB_INT(last_seen_ms));
 }
 
 static const char sql_nodes_all[] =
