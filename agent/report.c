@@ -55,10 +55,22 @@
 #define REPORT_LOG_WAIT_MS 2000
 #define REPORT_LOG_POLL_MS 20
 
+/* One of the two loops: the timer for its next request, and how it is
+ * doing. Both retry a failed request the same way. */
+struct report_chan {
+    uv_timer_t timer;
+    struct report *rp;
+    void (*next)(struct report *rp); /* starts the next request */
+    const char *what;                /* "send status": in failure lines */
+    const char *doing;               /* "sending status": in recovery ones */
+    int64_t backoff_ms;              /* 0 while healthy */
+    char err[200];                   /* last error logged; "" when healthy */
+};
+
 struct report {
     struct agentd *ad;
-    uv_timer_t status_timer;
-    uv_timer_t work_timer;
+    struct report_chan status;
+    struct report_chan work;
     bool closing;
 
     /* status */
@@ -67,17 +79,13 @@ struct report {
     bool status_reg_sent; /* the one in flight has register: true */
     bool need_register;
     int64_t heartbeat_ms;
-    uint64_t status_seq;       /* proc's number for the one in flight */
-    int64_t status_sent_ms;    /* monotonic time it was built */
-    int64_t status_backoff_ms; /* 0 while healthy */
-    char status_err[200];      /* last error logged; "" when healthy */
+    uint64_t status_seq;    /* proc's number for the one in flight */
+    int64_t status_sent_ms; /* monotonic time it was built */
 
     /* work */
     bool work_running; /* the loop was started */
     struct curlx_req *work_req;
     int64_t work_sent_ms;
-    int64_t work_backoff_ms;
-    char work_err[200];
     uint64_t applied_gen;
     int64_t gen_mismatch_ms; /* when a newer gen was first announced */
 };
@@ -87,39 +95,72 @@ static void report_work_fetch(struct report *rp);
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Log a failure once per distinct text; last holds what was logged. */
 static void
-report_log_failure(char *last, size_t len, const char *what, const char *text,
-    long http_status)
+report_chan_timer_cb(uv_timer_t *t)
 {
-    if (strcmp(last, text) == 0)
-        return;
-    snprintf(last, len, "%s", text);
-    if (http_status >= 400 && http_status < 500)
-        log_error("%s refused by scheduler: %s", what, text);
-    else
-        log_warn("cannot %s: %s (retrying)", what, text);
+    struct report_chan *ch = container_of(t, struct report_chan, timer);
+
+    ch->next(ch->rp);
 }
 
+/* Run the channel's next request in ms (now if ms <= 0), unless closing. */
 static void
-report_log_recovery(char *last, const char *what)
-{
-    if (last[0] == '\0')
-        return;
-    log_notice("%s works again", what);
-    last[0] = '\0';
-}
-
-static void
-report_timer_start(struct report *rp, uv_timer_t *t, uv_timer_cb cb, int64_t ms)
+report_chan_schedule(struct report_chan *ch, int64_t ms)
 {
     int rc;
 
-    if (rp->closing)
+    if (ch->rp->closing)
         return;
-    rc = uv_timer_start(t, cb, (uint64_t)(ms > 0 ? ms : 0), 0);
+    rc = uv_timer_start(&ch->timer, report_chan_timer_cb,
+        (uint64_t)(ms > 0 ? ms : 0), 0);
     if (rc < 0)
         log_error("cannot start timer: %s", uv_strerror(rc));
+}
+
+/* A request failed (text says why): log it, once per distinct text, and
+ * run the next one after a backoff of at most max_ms. */
+static void
+report_chan_failed(struct report_chan *ch, const char *text, long http_status,
+    int64_t max_ms)
+{
+    int64_t wait;
+
+    if (strcmp(ch->err, text) != 0) {
+        snprintf(ch->err, sizeof(ch->err), "%s", text);
+        if (http_status >= 400 && http_status < 500)
+            log_error("%s refused by scheduler: %s", ch->what, text);
+        else
+            log_warn("cannot %s: %s (retrying)", ch->what, text);
+    }
+    ch->backoff_ms = backoff_next(ch->backoff_ms, REPORT_BACKOFF_MIN_MS, max_ms,
+        &wait);
+    report_chan_schedule(ch, wait);
+}
+
+/* A request got through: say so if the last one had failed. */
+static void
+report_chan_ok(struct report_chan *ch)
+{
+    if (ch->err[0] != '\0') {
+        log_notice("%s works again", ch->doing);
+        ch->err[0] = '\0';
+    }
+    ch->backoff_ms = 0;
+}
+
+static void
+report_chan_init(struct report *rp, struct report_chan *ch,
+    void (*next)(struct report *rp), const char *what, const char *doing)
+{
+    /* uv_timer_init cannot fail on Unix. */
+    int rc = uv_timer_init(rp->ad->loop, &ch->timer);
+
+    if (rc < 0)
+        fatalx("cannot create timer: %s", uv_strerror(rc));
+    ch->rp = rp;
+    ch->next = next;
+    ch->what = what;
+    ch->doing = doing;
 }
 
 /* ---- status -------------------------------------------------------------- */
@@ -156,25 +197,14 @@ report_status_interval(const struct report *rp)
     return report_lease_bound(rp, rp->heartbeat_ms, 3);
 }
 
-static void
-report_status_timer_cb(uv_timer_t *t)
-{
-    report_status_send(container_of(t, struct report, status_timer));
-}
-
 /* A status did not get through (text says why): register again with the
  * next one, after a backoff. */
 static void
 report_status_retry(struct report *rp, const char *text, long http_status)
 {
-    int64_t wait;
-
-    report_log_failure(rp->status_err, sizeof(rp->status_err), "send status",
-        text, http_status);
     rp->need_register = true;
-    rp->status_backoff_ms = backoff_next(rp->status_backoff_ms,
-        REPORT_BACKOFF_MIN_MS, report_status_backoff_max(rp), &wait);
-    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, wait);
+    report_chan_failed(&rp->status, text, http_status,
+        report_status_backoff_max(rp));
 }
 
 static void
@@ -243,8 +273,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     }
     cJSON_Delete(root);
 
-    report_log_recovery(rp->status_err, "sending status");
-    rp->status_backoff_ms = 0;
+    report_chan_ok(&rp->status);
     if (reply.heartbeat_ms != rp->heartbeat_ms)
         log_debug("heartbeat_ms=%lld", (long long)reply.heartbeat_ms);
     rp->heartbeat_ms = reply.heartbeat_ms;
@@ -265,7 +294,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     if (rp->work_running)
         report_check_gen(rp, reply.gen);
 
-    report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
+    report_chan_schedule(&rp->status,
         rp->status_dirty || rp->need_register ? 0 : report_status_interval(rp));
     rp->status_dirty = false;
     /* The scheduler heard from us: every supervisor's lease moves on, and
@@ -314,11 +343,10 @@ report_status_send(struct report *rp)
         rp->status_dirty = true;
         return;
     }
-    uv_timer_stop(&rp->status_timer);
+    uv_timer_stop(&rp->status.timer);
     if (!report_exits_shipped(rp)) {
         logship_kick(ad->logship);
-        report_timer_start(rp, &rp->status_timer, report_status_timer_cb,
-            REPORT_LOG_POLL_MS);
+        report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);
         return;
     }
 
@@ -360,9 +388,9 @@ report_kick(struct report *rp)
     }
     /* While the scheduler is failing, the backoff timer already carries
      * the next status (with the current state); do not hammer it. */
-    if (rp->status_backoff_ms > 0)
+    if (rp->status.backoff_ms > 0)
         return;
-    report_timer_start(rp, &rp->status_timer, report_status_timer_cb, 0);
+    report_chan_schedule(&rp->status, 0);
 }
 
 static void
@@ -374,21 +402,9 @@ report_proc_change_cb(void *arg)
 /* ---- work ---------------------------------------------------------------- */
 
 static void
-report_work_timer_cb(uv_timer_t *t)
-{
-    report_work_fetch(container_of(t, struct report, work_timer));
-}
-
-static void
 report_work_failed(struct report *rp, const char *text, long http_status)
 {
-    int64_t wait;
-
-    report_log_failure(rp->work_err, sizeof(rp->work_err), "fetch work", text,
-        http_status);
-    rp->work_backoff_ms = backoff_next(rp->work_backoff_ms,
-        REPORT_BACKOFF_MIN_MS, REPORT_BACKOFF_MAX_MS, &wait);
-    report_timer_start(rp, &rp->work_timer, report_work_timer_cb, wait);
+    report_chan_failed(&rp->work, text, http_status, REPORT_BACKOFF_MAX_MS);
 }
 
 static void
@@ -427,8 +443,7 @@ report_work_done_cb(int rc, long http_status, const struct sbuf *body,
         return;
     }
     cJSON_Delete(root);
-    report_log_recovery(rp->work_err, "fetching work");
-    rp->work_backoff_ms = 0;
+    report_chan_ok(&rp->work);
 
     if (w.gen != old_gen)
         log_debug("applying gen=%" PRIu64 " jobs=%zu", w.gen, w.njobs);
@@ -448,7 +463,7 @@ report_work_fetch(struct report *rp)
 
     if (rp->closing || rp->work_req != NULL)
         return;
-    uv_timer_stop(&rp->work_timer);
+    uv_timer_stop(&rp->work.timer);
     path = xasprintf("/v1/agent/work?node=%s&gen=%" PRIu64 "&wait_ms=%d",
         rp->ad->node, rp->applied_gen, REPORT_WORK_WAIT_MS);
     rp->work_sent_ms = timeid_mono_ms();
@@ -465,19 +480,14 @@ struct report *
 report_create(struct agentd *ad, struct err *err)
 {
     struct report *rp = xcalloc(1, sizeof(*rp));
-    int rc;
 
     rp->ad = ad;
     rp->need_register = true;
     rp->heartbeat_ms = REPORT_HEARTBEAT_DEFAULT_MS;
-    /* uv_timer_init cannot fail on Unix. */
-    rc = uv_timer_init(ad->loop, &rp->status_timer);
-    if (rc == 0)
-        rc = uv_timer_init(ad->loop, &rp->work_timer);
-    if (rc < 0)
-        fatalx("cannot create timer: %s", uv_strerror(rc));
-    rp->status_timer.data = rp;
-    rp->work_timer.data = rp;
+    report_chan_init(rp, &rp->status, report_status_send, "send status",
+        "sending status");
+    report_chan_init(rp, &rp->work, report_work_fetch, "fetch work",
+        "fetching work");
     proc_set_change_cb(ad->procs, report_proc_change_cb, rp);
     (void)err;
     return rp;
@@ -499,7 +509,7 @@ report_destroy(struct report *rp)
         return;
     rp->closing = true;
     proc_set_change_cb(rp->ad->procs, NULL, NULL);
-    hs[0] = (uv_handle_t *)&rp->status_timer;
-    hs[1] = (uv_handle_t *)&rp->work_timer;
+    hs[0] = (uv_handle_t *)&rp->status.timer;
+    hs[1] = (uv_handle_t *)&rp->work.timer;
     uvx_close(hs, ARRAY_SIZE(hs), free, rp);
 }
