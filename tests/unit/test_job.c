@@ -11,6 +11,13 @@ struct edge {
     enum proto_job_state from, to;
 };
 
+/* A transition the tables must allow (legal) or refuse, by name. */
+struct spot {
+    int from, to;
+    bool legal;
+    const char *name;
+};
+
 static const struct edge job_legal[] = {
     { PROTO_JOB_PENDING, PROTO_JOB_PLACED },
     { PROTO_JOB_PENDING, PROTO_JOB_CANCELLED },
@@ -40,6 +47,16 @@ is_legal(enum proto_job_state from, enum proto_job_state to)
 static void
 test_job_table(void)
 {
+    static const struct spot spots[] = {
+        { PROTO_JOB_SUCCEEDED, PROTO_JOB_RUNNING, false,
+            "a finished job never comes back" },
+        { PROTO_JOB_CANCELLED, PROTO_JOB_FAILED, false,
+            "a cancelled job does not fail later" },
+        { PROTO_JOB_PENDING, PROTO_JOB_RUNNING, false,
+            "PENDING cannot skip PLACED" },
+        { PROTO_JOB_PENDING, PROTO_JOB_PENDING, false, "no self transition" },
+        { 42, PROTO_JOB_PENDING, false, "out-of-range state is refused" },
+    };
     int mismatches = 0;
 
     for (int f = 0; f < PROTO_JOB_STATE_COUNT; f++) {
@@ -58,16 +75,13 @@ test_job_table(void)
         }
     }
     is_int(mismatches, 0, "job table matches the lifecycle (49 pairs)");
-    ok(!job_transition_ok(PROTO_JOB_SUCCEEDED, PROTO_JOB_RUNNING),
-        "a finished job never comes back");
-    ok(!job_transition_ok(PROTO_JOB_CANCELLED, PROTO_JOB_FAILED),
-        "a cancelled job does not fail later");
-    ok(!job_transition_ok(PROTO_JOB_PENDING, PROTO_JOB_RUNNING),
-        "PENDING cannot skip PLACED");
-    ok(!job_transition_ok(PROTO_JOB_PENDING, PROTO_JOB_PENDING),
-        "no self transition");
-    ok(!job_transition_ok((enum proto_job_state)42, PROTO_JOB_PENDING),
-        "out-of-range state is refused");
+    for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+        const struct spot *s = &spots[i];
+
+        ok(job_transition_ok((enum proto_job_state)s->from,
+               (enum proto_job_state)s->to) == s->legal,
+            "%s", s->name);
+    }
 }
 
 static void
@@ -127,20 +141,30 @@ test_names(void)
 static void
 test_attempt_table(void)
 {
-    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_RUNNING),
-        "STARTING -> RUNNING");
-    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_FAILED),
-        "STARTING -> FAILED");
-    ok(attempt_transition_ok(PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_SUCCEEDED),
-        "STARTING -> SUCCEEDED (short job)");
-    ok(attempt_transition_ok(PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_CANCELLED),
-        "RUNNING -> CANCELLED");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_STARTING),
-        "RUNNING -> STARTING is refused");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_FAILED, PROTO_ATTEMPT_SUCCEEDED),
-        "FAILED -> SUCCEEDED is refused");
-    ok(!attempt_transition_ok(PROTO_ATTEMPT_CANCELLED, PROTO_ATTEMPT_RUNNING),
-        "CANCELLED -> RUNNING is refused");
+    static const struct spot spots[] = {
+        { PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_RUNNING, true,
+            "STARTING -> RUNNING" },
+        { PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_FAILED, true,
+            "STARTING -> FAILED" },
+        { PROTO_ATTEMPT_STARTING, PROTO_ATTEMPT_SUCCEEDED, true,
+            "STARTING -> SUCCEEDED (short job)" },
+        { PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_CANCELLED, true,
+            "RUNNING -> CANCELLED" },
+        { PROTO_ATTEMPT_RUNNING, PROTO_ATTEMPT_STARTING, false,
+            "RUNNING -> STARTING is refused" },
+        { PROTO_ATTEMPT_FAILED, PROTO_ATTEMPT_SUCCEEDED, false,
+            "FAILED -> SUCCEEDED is refused" },
+        { PROTO_ATTEMPT_CANCELLED, PROTO_ATTEMPT_RUNNING, false,
+            "CANCELLED -> RUNNING is refused" },
+    };
+
+    for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+        const struct spot *s = &spots[i];
+
+        ok(attempt_transition_ok((enum proto_attempt_state)s->from,
+               (enum proto_attempt_state)s->to) == s->legal,
+            "%s", s->name);
+    }
     ok(proto_attempt_state_active(PROTO_ATTEMPT_STARTING) &&
             proto_attempt_state_active(PROTO_ATTEMPT_RUNNING) &&
             !proto_attempt_state_active(PROTO_ATTEMPT_FAILED),

@@ -38,18 +38,29 @@ test_kinds(void)
 static void
 test_classify(void)
 {
-    ok(policy_classify(POLICY_KIND_RANK_EXIT, false) == POLICY_BUDGET_JOB,
-        "a rank exit is the job's own failure");
-    ok(policy_classify(POLICY_KIND_RANK_EXIT, true) == POLICY_BUDGET_INFRA,
-        "... unless its node is suspect for other reasons");
-    ok(policy_classify(POLICY_KIND_NODE_LOST, false) == POLICY_BUDGET_INFRA,
-        "node loss is the infrastructure's");
-    ok(policy_classify(POLICY_KIND_HANG, false) == POLICY_BUDGET_INFRA,
-        "a hang is the infrastructure's");
-    ok(policy_classify(POLICY_KIND_NODE_EXCLUDED, false) == POLICY_BUDGET_INFRA,
-        "an exclusion is the infrastructure's");
-    ok(policy_classify(POLICY_KIND_LOST_RANKS, false) == POLICY_BUDGET_INFRA,
-        "lost ranks are the infrastructure's");
+    static const struct {
+        enum policy_kind kind;
+        bool suspect; /* the node is suspect for other reasons */
+        enum policy_budget want;
+        const char *name;
+    } cases[] = {
+        { POLICY_KIND_RANK_EXIT, false, POLICY_BUDGET_JOB,
+            "a rank exit is the job's own failure" },
+        { POLICY_KIND_RANK_EXIT, true, POLICY_BUDGET_INFRA,
+            "... unless its node is suspect for other reasons" },
+        { POLICY_KIND_NODE_LOST, false, POLICY_BUDGET_INFRA,
+            "node loss is the infrastructure's" },
+        { POLICY_KIND_HANG, false, POLICY_BUDGET_INFRA,
+            "a hang is the infrastructure's" },
+        { POLICY_KIND_NODE_EXCLUDED, false, POLICY_BUDGET_INFRA,
+            "an exclusion is the infrastructure's" },
+        { POLICY_KIND_LOST_RANKS, false, POLICY_BUDGET_INFRA,
+            "lost ranks are the infrastructure's" },
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+        ok(policy_classify(cases[i].kind, cases[i].suspect) == cases[i].want,
+            "%s", cases[i].name);
 }
 
 static struct policy_sig
