@@ -146,6 +146,15 @@ struct cli_cmd {
     .min_args = 1, .max_args = 1, .missing = "which job? give its id",         \
     .operand = CLI_OPERAND_JOB
 
+/* A command that shows one GET reply: its usage, given the synopsis after
+ * "lockstep" (its one option is --json), the request path and the
+ * printer, with cli_run_get as its function. */
+#define CLI_GET(synopsis, path, print_fn)                                      \
+    .usage = "usage: lockstep " synopsis " [--json]\n"                         \
+             "\n"                                                              \
+             "  --json  print the API reply unchanged\n",                      \
+    .fn = cli_run_get, .get = (path), .print = (print_fn)
+
 /* What option parsing leaves: the operands, and the common options. */
 struct cli_args {
     int argc; /* operands, borrowed from argv */

@@ -91,11 +91,6 @@ print_node(const cJSON *n, const char *name)
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
     .summary = "show a node and its recent events",
-    .usage = "usage: lockstep node NODE [--json]\n"
-             "\n"
-             "  --json  print the API reply unchanged\n",
     CLI_ONE_NODE,
-    .fn = cli_run_get,
-    .get = "/v1/nodes",
-    .print = print_node,
+    CLI_GET("node NODE", "/v1/nodes", print_node),
 };

@@ -62,11 +62,6 @@ print_nodes(const cJSON *nodes, const char *name)
 const struct cli_cmd cli_cmd_nodes = {
     .name = "nodes",
     .summary = "list nodes",
-    .usage = "usage: lockstep nodes [--json]\n"
-             "\n"
-             "  --json  print the API reply unchanged\n",
     .hint = "for one node: lockstep node NAME",
-    .fn = cli_run_get,
-    .get = "/v1/nodes",
-    .print = print_nodes,
+    CLI_GET("nodes", "/v1/nodes", print_nodes),
 };

@@ -371,11 +371,6 @@ print_job(const cJSON *job, const char *name)
 const struct cli_cmd cli_cmd_show = {
     .name = "show",
     .summary = "show a job and each of its attempts",
-    .usage = "usage: lockstep show JOB [--json]\n"
-             "\n"
-             "  --json  print the API reply unchanged\n",
     CLI_ONE_JOB,
-    .fn = cli_run_get,
-    .get = "/v1/jobs",
-    .print = print_job,
+    CLI_GET("show JOB", "/v1/jobs", print_job),
 };

@@ -43,10 +43,5 @@ print_stats(const cJSON *st, const char *name)
 const struct cli_cmd cli_cmd_stats = {
     .name = "stats",
     .summary = "cluster-wide goodput and failure counts",
-    .usage = "usage: lockstep stats [--json]\n"
-             "\n"
-             "  --json  print the API reply unchanged\n",
-    .fn = cli_run_get,
-    .get = "/v1/stats",
-    .print = print_stats,
+    CLI_GET("stats", "/v1/stats", print_stats),
 };

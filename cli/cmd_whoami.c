@@ -15,10 +15,5 @@ print_whoami(const cJSON *me, const char *name)
 const struct cli_cmd cli_cmd_whoami = {
     .name = "whoami",
     .summary = "show who the scheduler thinks you are",
-    .usage = "usage: lockstep whoami [--json]\n"
-             "\n"
-             "  --json  print the API reply unchanged\n",
-    .fn = cli_run_get,
-    .get = "/v1/whoami",
-    .print = print_whoami,
+    CLI_GET("whoami", "/v1/whoami", print_whoami),
 };
