@@ -61,6 +61,9 @@ enum cli_opt_kind {
                         * against the current directory, stored
                         * as a new string in a char * target
                         * (whose old value is freed) */
+    CLI_OPT_KIND_WORD, /* a value that is one of the row's words,
+                        * stored as that (static) word in a
+                        * const char * target */
 };
 
 /* Called instead of storing, for an option with a setter: opts is the
@@ -77,10 +80,11 @@ struct cli_opt {
     const char *name; /* long name, without "--" */
     int letter;       /* short option ('f'), or 0 */
     enum cli_opt_kind kind;
-    size_t offset;       /* of the target in the options struct */
-    size_t size;         /* of the target */
-    int64_t min, max;    /* CLI_OPT_KIND_INT's range */
-    cli_opt_set_fn *set; /* when set, called instead of storing */
+    size_t offset;            /* of the target in the options struct */
+    size_t size;              /* of the target */
+    int64_t min, max;         /* CLI_OPT_KIND_INT's range */
+    const char *const *words; /* CLI_OPT_KIND_WORD's, NULL-terminated */
+    cli_opt_set_fn *set;      /* when set, called instead of storing */
 };
 
 /* clang-format off */
@@ -89,6 +93,10 @@ struct cli_opt {
 /* --NAME sets the bool field of type to true. */
 #define CLI_OPT_FLAG(name_, type, field) \
     { .name = (name_), .kind = CLI_OPT_KIND_FLAG, CLI_OPT_TARGET(type, field) }
+/* CLI_OPT_FLAG that -LETTER sets too. */
+#define CLI_OPT_FLAG_LETTER(name_, letter_, type, field) \
+    { .name = (name_), .letter = (letter_), .kind = CLI_OPT_KIND_FLAG, \
+      CLI_OPT_TARGET(type, field) }
 /* --NAME VALUE stores VALUE in the const char * field of type. */
 #define CLI_OPT_STR(name_, type, field) \
     { .name = (name_), .kind = CLI_OPT_KIND_STR, CLI_OPT_TARGET(type, field) }
@@ -96,6 +104,13 @@ struct cli_opt {
 #define CLI_OPT_INT(name_, type, field, min_, max_) \
     { .name = (name_), .kind = CLI_OPT_KIND_INT, \
       CLI_OPT_TARGET(type, field), .min = (min_), .max = (max_) }
+/* --NAME WORD stores WORD, which must be one of the words listed after
+ * field, in the const char * field; any other value is a usage error,
+ * "invalid --NAME 'x': expected a, b or c". */
+#define CLI_OPT_WORD(name_, type, field, ...) \
+    { .name = (name_), .kind = CLI_OPT_KIND_WORD, \
+      CLI_OPT_TARGET(type, field), \
+      .words = (const char *const[]){ __VA_ARGS__, NULL } }
 /* --NAME PATH stores PATH, made absolute, in the char * field. */
 #define CLI_OPT_PATH(name_, type, field) \
     { .name = (name_), .kind = CLI_OPT_KIND_PATH, CLI_OPT_TARGET(type, field) }

@@ -172,6 +172,29 @@ opt_path(const struct cli_opt *o, const char *s, char **out, struct sbuf *why)
     return 0;
 }
 
+/* value as the word of o's list it is, or a usage error naming them. */
+static int
+opt_word(const struct cli_opt *o, const char *value, const char **out,
+    struct sbuf *why)
+{
+    size_t i;
+
+    for (i = 0; o->words[i] != NULL; i++) {
+        if (strcmp(value, o->words[i]) == 0) {
+            *out = o->words[i];
+            return 0;
+        }
+    }
+    sbuf_addf(why, "invalid --%s '%s': expected ", o->name, value);
+    for (i = 0; o->words[i] != NULL; i++)
+        sbuf_addf(why, "%s%s",
+            i == 0                    ? ""
+            : o->words[i + 1] != NULL ? ", "
+                                      : " or ",
+            o->words[i]);
+    return -EINVAL;
+}
+
 /* Act on one option: call its setter or fill its target. */
 static int
 opt_apply(const struct cli_opt *o, void *opts, const char *value,
@@ -205,6 +228,9 @@ opt_apply(const struct cli_opt *o, void *opts, const char *value,
     case CLI_OPT_KIND_PATH:
         assert(o->size == sizeof(char *));
         return opt_path(o, value, (char **)target, why);
+    case CLI_OPT_KIND_WORD:
+        assert(o->size == sizeof(const char *));
+        return opt_word(o, value, (const char **)target, why);
     }
     abort();
 }

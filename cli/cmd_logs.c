@@ -291,26 +291,11 @@ struct logs_opts {
     bool follow;
 };
 
-static int
-set_stream(void *opts, const char *value, struct sbuf *why)
-{
-    if (strcmp(value, "out") != 0 && strcmp(value, "err") != 0) {
-        sbuf_addf(why, "invalid --stream '%s': expected out or err", value);
-        return -EINVAL;
-    }
-    ((struct logs_opts *)opts)->stream = strcmp(value, "out") == 0 ? "out"
-                                                                   : "err";
-    return 0;
-}
-
 static const struct cli_opt logs_opts[] = {
     CLI_OPT_INT("rank", struct logs_opts, rank, 0, INT32_MAX),
     CLI_OPT_INT("attempt", struct logs_opts, attempt, 1, INT32_MAX),
-    CLI_OPT_CALL("stream", STR, set_stream),
-    { .name = "follow",
-        .letter = 'f',
-        .kind = CLI_OPT_KIND_FLAG,
-        CLI_OPT_TARGET(struct logs_opts, follow) },
+    CLI_OPT_WORD("stream", struct logs_opts, stream, "out", "err"),
+    CLI_OPT_FLAG_LETTER("follow", 'f', struct logs_opts, follow),
     CLI_OPT_END,
 };
 

@@ -7,7 +7,6 @@
  */
 #include "cli/cli.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "common/jsonx.h"
@@ -17,20 +16,9 @@ struct token_opts {
     const char *role;
 };
 
-static int
-set_role(void *opts, const char *value, struct sbuf *why)
-{
-    if (strcmp(value, "user") != 0 && strcmp(value, "operator") != 0) {
-        sbuf_addf(why, "invalid --role '%s': expected user or operator", value);
-        return -EINVAL;
-    }
-    ((struct token_opts *)opts)->role = value;
-    return 0;
-}
-
 static const struct cli_opt token_opts[] = {
     CLI_OPT_STR("user", struct token_opts, user),
-    CLI_OPT_CALL("role", STR, set_role),
+    CLI_OPT_WORD("role", struct token_opts, role, "user", "operator"),
     CLI_OPT_END,
 };
 

@@ -236,6 +236,7 @@ struct t_opts {
     int64_t big;
     const char *called;
     bool follow;
+    const char *word;
 };
 
 static int
@@ -255,10 +256,8 @@ static const struct cli_opt t_opt_table[] = {
     CLI_OPT_INT("small", struct t_opts, small, -5, 5),
     CLI_OPT_INT("big", struct t_opts, big, 0, INT64_MAX),
     CLI_OPT_CALL("call", STR, t_set),
-    { .name = "follow",
-        .letter = 'f',
-        .kind = CLI_OPT_KIND_FLAG,
-        CLI_OPT_TARGET(struct t_opts, follow) },
+    CLI_OPT_FLAG_LETTER("follow", 'f', struct t_opts, follow),
+    CLI_OPT_WORD("word", struct t_opts, word, "one", "two", "three"),
     CLI_OPT_END,
 };
 
@@ -295,6 +294,7 @@ test_opt_kinds(void)
     /* Operands point into argv: it must outlive the checks. */
     char **argv = TARGV("a", "--flag", "--str", "s", "--small", "-5", "--big",
         "9000000000", "--call", "c", "-f", "b", "--json");
+    char word[] = "two";
     struct t_opts o;
     struct cli_args a;
     struct sbuf why;
@@ -324,6 +324,10 @@ test_opt_kinds(void)
     ok(a.help && why.len == 0, "and asks for help");
     is_int(tparse(&t_cmd, TARGV("-h"), &o, &a, &why), 0, "so does -h");
     ok(a.help, "-h asks for help, with no operand needed");
+    is_int(tparse(&t_cmd, TARGV("--word", word, "x"), &o, &a, &why), 0,
+        "a word of the list");
+    ok(o.word != NULL && strcmp(o.word, "two") == 0 && o.word != word,
+        "is stored as the list's own word, not argv's");
     sbuf_release(&why);
 }
 
@@ -352,6 +356,9 @@ test_opt_errors(void)
         { { "--flag", NULL }, -EINVAL, "which thing?" },
         { { "a", "b", "c", "d", NULL }, -EINVAL,
             "unexpected argument 'c' (one or two)" },
+        { { "--word", "four", NULL }, -EINVAL,
+            "invalid --word 'four': expected one, two or three" },
+        { { "--word", "One", NULL }, -EINVAL, "invalid --word 'One'" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
