@@ -26,7 +26,7 @@
  * concern file exports below, into a named slot of struct db; db_close
  * finalizes them. A function uses a statement through these helpers, so
  * that every exit resets it and clears its bindings (db_exec, db_write,
- * db_rows, db_lookup, or db_done by hand).
+ * db_rows, db_lookup, DB_WRITE and DB_ROWS, or db_done by hand).
  *
  * Threading: the loop thread only, like db.h.
  */
