@@ -44,6 +44,9 @@ proc_directive_set(struct proc_job *job, const struct proto_launch *l,
             if (d->seq > dump)
                 dump = d->seq;
             break;
+        case PROTO_DIRECTIVE_GC:
+        case PROTO_DIRECTIVE_CHECKPOINT:
+            break;
         }
     }
     if (fresh)
@@ -60,6 +63,9 @@ proc_directive_done(const struct proc_job *job, const struct proto_directive *d,
     switch (d->kind) {
     case PROTO_DIRECTIVE_DUMP:
         return proc_dump_served(job, d->seq, duration_ms);
+    case PROTO_DIRECTIVE_GC:
+    case PROTO_DIRECTIVE_CHECKPOINT:
+        break;
     }
     return false;
 }

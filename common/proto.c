@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,6 +212,112 @@ proto_get_int(const cJSON *obj, const char *key, bool required, int64_t min,
     return rc;
 }
 
+/* ---- cadence ------------------------------------------------------------ */
+
+int
+proto_cadence_parse(const char *text, struct proto_cadence *out,
+    struct err *err)
+{
+    static const struct {
+        const char *suffix;
+        int64_t mult;
+        bool steps;
+    } units[] = { { "", 1, false }, { "s", 1, false }, { "m", 60, false },
+        { "h", 3600, false }, { "step", 1, true }, { "steps", 1, true },
+        { " step", 1, true }, { " steps", 1, true } };
+    const char *p = text;
+    int64_t v = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (text == NULL || strcmp(text, "off") == 0 || strcmp(text, "0") == 0)
+        return 0;
+    if (!isdigit((unsigned char)*p))
+        goto bad;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (v > PROTO_CADENCE_STEPS_MAX)
+            goto range;
+        v = v * 10 + (*p - '0');
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(p, units[i].suffix) != 0)
+            continue;
+        if (v == 0)
+            return 0;
+        if (units[i].steps) {
+            if (v > PROTO_CADENCE_STEPS_MAX)
+                goto range;
+            out->steps = v;
+        } else {
+            if (v > PROTO_CADENCE_S_MAX / units[i].mult)
+                goto range;
+            out->s = v * units[i].mult;
+        }
+        return 0;
+    }
+bad:
+    return err_set(err, -EINVAL,
+        "'%.40s' is not a duration (90s, 5m, 1h) or a step count (500steps)",
+        text);
+range:
+    return err_set(err, -EINVAL,
+        "'%.40s' is too long: at most %ds (7 days) or %lld steps", text,
+        PROTO_CADENCE_S_MAX, (long long)PROTO_CADENCE_STEPS_MAX);
+}
+
+const char *
+proto_cadence_format(const struct proto_cadence *c, char *buf, size_t len)
+{
+    if (c->steps > 0)
+        snprintf(buf, len, "%lld step%s", (long long)c->steps,
+            c->steps == 1 ? "" : "s");
+    else if (c->s > 0 && c->s % 3600 == 0)
+        snprintf(buf, len, "%lldh", (long long)(c->s / 3600));
+    else if (c->s > 0 && c->s % 60 == 0)
+        snprintf(buf, len, "%lldm", (long long)(c->s / 60));
+    else if (c->s > 0)
+        snprintf(buf, len, "%llds", (long long)c->s);
+    else
+        snprintf(buf, len, "off");
+    return buf;
+}
+
+/* A cadence from the spec fields "<name>_s" and "<name>_steps": at most
+ * one of them. */
+static int
+cadence_from_json(const cJSON *json, const char *name, struct proto_cadence *c,
+    struct err *err)
+{
+    char ks[64], kn[64];
+    int rc;
+
+    snprintf(ks, sizeof(ks), "%s_s", name);
+    snprintf(kn, sizeof(kn), "%s_steps", name);
+    if ((rc = jsonx_get_int(json, ks, false, 0, PROTO_CADENCE_S_MAX, &c->s,
+             err)) ||
+        (rc = jsonx_get_int(json, kn, false, 0, PROTO_CADENCE_STEPS_MAX,
+             &c->steps, err)))
+        return rc;
+    if (c->s > 0 && c->steps > 0)
+        return err_set(err, -EINVAL,
+            "fields '%s' and '%s': give one of them, not both", ks, kn);
+    return 0;
+}
+
+static void
+cadence_to_json(cJSON *o, const char *name, const struct proto_cadence *c)
+{
+    char k[64];
+
+    if (c->s > 0) {
+        snprintf(k, sizeof(k), "%s_s", name);
+        jsonx_add_int(o, k, c->s);
+    }
+    if (c->steps > 0) {
+        snprintf(k, sizeof(k), "%s_steps", name);
+        jsonx_add_int(o, k, c->steps);
+    }
+}
+
 /* ---- job spec ----------------------------------------------------------- */
 
 void
@@ -264,6 +371,18 @@ check_range(const char *field, int64_t v, int64_t min, int64_t max,
     return 0;
 }
 
+static int
+check_cadence(const char *field, const struct proto_cadence *c, struct err *err)
+{
+    if (c->s < 0 || c->s > PROTO_CADENCE_S_MAX || c->steps < 0 ||
+        c->steps > PROTO_CADENCE_STEPS_MAX)
+        return err_set(err, -EINVAL, "field '%s': out of range", field);
+    if (c->s > 0 && c->steps > 0)
+        return err_set(err, -EINVAL,
+            "field '%s': a duration or a step count, not both", field);
+    return 0;
+}
+
 int
 proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
 {
@@ -303,7 +422,9 @@ proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
         (rc = check_range("hang_timeout_s", spec->hang_timeout_s, 0,
              PROTO_HANG_TIMEOUT_MAX, err)) ||
         (rc = check_range("keep_checkpoints", spec->keep_checkpoints, 0, 100000,
-             err)))
+             err)) ||
+        (rc = check_cadence("gc_every", &spec->gc_every, err)) ||
+        (rc = check_cadence("checkpoint_every", &spec->checkpoint_every, err)))
         return rc;
     if (spec->nenv > PROTO_ENV_MAX)
         return err_set(err, -EINVAL, "field 'env': more than %d entries",
@@ -351,7 +472,8 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
         "ranks_per_node", "gpus_per_node", "cpus_per_rank",
         "memory_mb_per_node", "priority", "env", "workdir", "max_restarts",
         "max_infra_restarts", "hang_timeout_s", "keep_checkpoints",
-        "checkpoint_dir", NULL };
+        "checkpoint_dir", "gc_every_s", "gc_every_steps", "checkpoint_every_s",
+        "checkpoint_every_steps", NULL };
     int rc;
 
     proto_job_spec_init(spec);
@@ -386,7 +508,10 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
         (rc = proto_get_int(json, "keep_checkpoints", false, 0, 100000,
              &spec->keep_checkpoints, err)) ||
         (rc = jsonx_get_str(json, "checkpoint_dir", false, PROTO_PATH_MAX,
-             &spec->checkpoint_dir, err)))
+             &spec->checkpoint_dir, err)) ||
+        (rc = cadence_from_json(json, "gc_every", &spec->gc_every, err)) ||
+        (rc = cadence_from_json(json, "checkpoint_every",
+             &spec->checkpoint_every, err)))
         goto fail;
     if ((rc = proto_job_spec_validate(spec, err)) < 0)
         goto fail;
@@ -428,5 +553,7 @@ proto_job_spec_to_json(const struct proto_job_spec *spec)
     jsonx_add_int(o, "keep_checkpoints", spec->keep_checkpoints);
     if (spec->checkpoint_dir)
         jsonx_add_str(o, "checkpoint_dir", spec->checkpoint_dir);
+    cadence_to_json(o, "gc_every", &spec->gc_every);
+    cadence_to_json(o, "checkpoint_every", &spec->checkpoint_every);
     return o;
 }

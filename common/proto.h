@@ -42,6 +42,8 @@
 #define PROTO_DUMP_MAX 16384
 #define PROTO_STEPS_MAX 64 /* checkpoint steps listed per report */
 #define PROTO_HANG_TIMEOUT_MAX (7 * 24 * 3600)
+#define PROTO_CADENCE_S_MAX (7 * 24 * 3600)
+#define PROTO_CADENCE_STEPS_MAX ((int64_t)1 << 40)
 
 /* Defaults a job gets when its spec leaves them out (docs/api.md). */
 #define PROTO_DEFAULT_MAX_RESTARTS 3
@@ -53,6 +55,29 @@ struct proto_kv {
     char *key;
     char *value;
 };
+
+/* ---- cadence: how often every rank acts at one step ------------------ */
+
+/* Every `s` seconds or every `steps` steps; at most one is non-zero, and
+ * both 0 means none (docs/cadence.md). */
+struct proto_cadence {
+    int64_t s;
+    int64_t steps;
+};
+
+/* Parse a duration ("90s", "5m", "1h"; a bare number is seconds) or a
+ * step count ("500steps", "500 steps", "1step"). "0" and "off" are no
+ * cadence. The error quotes the text. */
+int proto_cadence_parse(const char *text, struct proto_cadence *out,
+    struct err *err);
+/* "60s", "15m", "1h", "500 steps" or "off", into buf. */
+const char *proto_cadence_format(const struct proto_cadence *c, char *buf,
+    size_t len);
+static inline bool
+proto_cadence_set(const struct proto_cadence *c)
+{
+    return c->s > 0 || c->steps > 0;
+}
 
 /* ---- job spec: POST /v1/jobs ---------------------------------------- */
 
@@ -68,12 +93,14 @@ struct proto_job_spec {
     int priority;
     struct proto_kv *env;
     size_t nenv;
-    char *workdir;          /* never NULL after from_json ("/") */
-    int max_restarts;       /* the job's own failures */
-    int max_infra_restarts; /* node lost, hang, node excluded */
-    int hang_timeout_s;     /* 0: no hang watchdog */
-    int keep_checkpoints;   /* 0: keep every complete checkpoint */
-    char *checkpoint_dir;   /* never NULL after from_json ("") */
+    char *workdir;                 /* never NULL after from_json ("/") */
+    int max_restarts;              /* the job's own failures */
+    int max_infra_restarts;        /* node lost, hang, node excluded */
+    int hang_timeout_s;            /* 0: no hang watchdog */
+    int keep_checkpoints;          /* 0: keep every complete checkpoint */
+    char *checkpoint_dir;          /* never NULL after from_json ("") */
+    struct proto_cadence gc_every; /* "gc_every_s"/"_steps" */
+    struct proto_cadence checkpoint_every; /* "checkpoint_every_s"/... */
 };
 
 /* Fill defaults (nodes 1, ranks 1, cpus 1, ...); pointers stay NULL. */
@@ -127,12 +154,14 @@ bool proto_attempt_state_active(enum proto_attempt_state s);
 
 /* ---- directives: the scheduler's instructions to the ranks -------------- */
 
-/* docs/architecture.md "Directives". The cadence work adds "gc" and
- * "checkpoint" (carried out by the rank's SDK at a step). */
+/* docs/architecture.md "Directives"; docs/cadence.md for gc and
+ * checkpoint, which the rank's SDK carries out at a step. */
 enum proto_directive_kind {
-    PROTO_DIRECTIVE_DUMP, /* stack dumps now (hang evidence) */
+    PROTO_DIRECTIVE_DUMP,       /* stack dumps now (hang evidence) */
+    PROTO_DIRECTIVE_GC,         /* a full garbage collection at the step */
+    PROTO_DIRECTIVE_CHECKPOINT, /* a checkpoint of the step */
 };
-#define PROTO_DIRECTIVE_KIND_COUNT 1
+#define PROTO_DIRECTIVE_KIND_COUNT 3
 #define PROTO_DIRECTIVES_MAX 64 /* per launch, and acks per rank */
 
 /* Who carries a directive out. */
@@ -300,6 +329,7 @@ struct proto_launch {
     int64_t resume_step;   /* -1 when none */
     int keep_checkpoints;  /* 0: keep all (node rank 0 prunes) */
     bool scan_checkpoints; /* this node reports complete checkpoints */
+    bool gc_managed;       /* the job has a GC cadence: the SDK collects */
     struct proto_directive *directives; /* pending for this node's ranks */
     size_t ndirectives;
 };

@@ -549,7 +549,8 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
         (rc = proto_get_int(json, "keep_checkpoints", false, 0, 100000,
              &l->keep_checkpoints, err)) ||
         (rc = jsonx_get_bool(json, "scan_checkpoints", false,
-             &l->scan_checkpoints, err)))
+             &l->scan_checkpoints, err)) ||
+        (rc = jsonx_get_bool(json, "gc_managed", false, &l->gc_managed, err)))
         return rc;
     if (l->argc == 0 || l->argv[0][0] == '\0')
         return err_set(err, -EINVAL, "field 'argv': the command is empty");
@@ -607,7 +608,7 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
         "world_size", "master_addr", "master_port", "ranks", "checkpoint_dir",
         "resume_from", "resume_step", "keep_checkpoints", "scan_checkpoints",
-        "directives", NULL };
+        "gc_managed", "directives", NULL };
     int rc;
 
     memset(l, 0, sizeof(*l));
@@ -661,6 +662,8 @@ proto_launch_to_json(const struct proto_launch *l)
     jsonx_add_int(o, "resume_step", l->resume_step);
     jsonx_add_int(o, "keep_checkpoints", l->keep_checkpoints);
     cJSON_AddBoolToObject(o, "scan_checkpoints", l->scan_checkpoints);
+    if (l->gc_managed)
+        cJSON_AddBoolToObject(o, "gc_managed", true);
     if (l->ndirectives)
         add_directives(o, l->directives, l->ndirectives);
     return o;

@@ -139,6 +139,8 @@ proto_progress_parse(const char *s, enum proto_progress *out)
 
 static const char *const directive_kind_names[PROTO_DIRECTIVE_KIND_COUNT] = {
     [PROTO_DIRECTIVE_DUMP] = "dump",
+    [PROTO_DIRECTIVE_GC] = "gc",
+    [PROTO_DIRECTIVE_CHECKPOINT] = "checkpoint",
 };
 
 const char *
@@ -165,6 +167,9 @@ proto_directive_target(enum proto_directive_kind k)
     switch (k) {
     case PROTO_DIRECTIVE_DUMP:
         break;
+    case PROTO_DIRECTIVE_GC:
+    case PROTO_DIRECTIVE_CHECKPOINT:
+        return PROTO_TARGET_RANK;
     }
     return PROTO_TARGET_AGENT;
 }

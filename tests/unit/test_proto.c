@@ -398,10 +398,94 @@ test_directives(void)
         "gen is required: %s", err.msg);
 }
 
+static void
+test_cadence(void)
+{
+    struct {
+        const char *text;
+        int64_t s, steps;
+        int rc;
+    } cases[] = {
+        { "90s", 90, 0, 0 },
+        { "90", 90, 0, 0 },
+        { "5m", 300, 0, 0 },
+        { "1h", 3600, 0, 0 },
+        { "500steps", 0, 500, 0 },
+        { "500 steps", 0, 500, 0 },
+        { "1step", 0, 1, 0 },
+        { "off", 0, 0, 0 },
+        { "0", 0, 0, 0 },
+        { "0s", 0, 0, 0 },
+        { "", 0, 0, -EINVAL },
+        { "-5s", 0, 0, -EINVAL },
+        { "5 m", 0, 0, -EINVAL },
+        { "1.5h", 0, 0, -EINVAL },
+        { "5d", 0, 0, -EINVAL },
+        { "169h", 0, 0, -EINVAL },
+        { "99999999999999999999999steps", 0, 0, -EINVAL },
+    };
+    struct proto_job_spec spec;
+    struct proto_cadence c;
+    struct err err;
+    char buf[32];
+    cJSON *json;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        int rc;
+
+        err_clear(&err);
+        rc = proto_cadence_parse(cases[i].text, &c, &err);
+        ok(rc == cases[i].rc && c.s == cases[i].s &&
+                c.steps == cases[i].steps &&
+                (rc == 0 || strstr(err.msg, cases[i].text) != NULL),
+            "cadence '%s': %d s=%lld steps=%lld %s", cases[i].text, rc,
+            (long long)c.s, (long long)c.steps, err.msg);
+    }
+    c = (struct proto_cadence){ 900, 0 };
+    is_str(proto_cadence_format(&c, buf, sizeof(buf)), "15m", "15m");
+    c = (struct proto_cadence){ 90, 0 };
+    is_str(proto_cadence_format(&c, buf, sizeof(buf)), "90s", "90s");
+    c = (struct proto_cadence){ 7200, 0 };
+    is_str(proto_cadence_format(&c, buf, sizeof(buf)), "2h", "2h");
+    c = (struct proto_cadence){ 0, 1 };
+    is_str(proto_cadence_format(&c, buf, sizeof(buf)), "1 step", "1 step");
+    c = (struct proto_cadence){ 0, 0 };
+    is_str(proto_cadence_format(&c, buf, sizeof(buf)), "off", "off");
+
+    ok(FROM_TEXT(proto_job_spec_from_json,
+           "{\"version\":1,\"argv\":[\"x\"],\"gc_every_s\":60,"
+           "\"checkpoint_every_steps\":500}",
+           &spec, &err) == 0 &&
+            spec.gc_every.s == 60 && spec.gc_every.steps == 0 &&
+            spec.checkpoint_every.steps == 500,
+        "a spec carries both cadences: %s", err.msg);
+    json = proto_job_spec_to_json(&spec);
+    ok(cJSON_GetObjectItem(json, "gc_every_s") != NULL &&
+            cJSON_GetObjectItem(json, "gc_every_steps") == NULL &&
+            cJSON_GetObjectItem(json, "checkpoint_every_steps") != NULL,
+        "... and writes only the fields that are set");
+    cJSON_Delete(json);
+    proto_job_spec_release(&spec);
+    ok(REFUSED(proto_job_spec_from_json,
+           "{\"version\":1,\"argv\":[\"x\"],\"gc_every_s\":60,"
+           "\"gc_every_steps\":5}",
+           &spec, &err, "not both"),
+        "a duration and a step count together: %s", err.msg);
+    ok(REFUSED(proto_job_spec_from_json,
+           "{\"version\":1,\"argv\":[\"x\"],\"checkpoint_every_s\":-1}", &spec,
+           &err, "checkpoint_every_s"),
+        "a negative cadence: %s", err.msg);
+    ok(proto_directive_target(PROTO_DIRECTIVE_GC) == PROTO_TARGET_RANK &&
+            proto_directive_target(PROTO_DIRECTIVE_CHECKPOINT) ==
+                PROTO_TARGET_RANK,
+        "gc and checkpoint are the ranks' work");
+}
+
 int
 main(void)
 {
     plan(NO_PLAN);
+    test_cadence();
     test_job_spec();
     test_id_list();
     test_node_report();
