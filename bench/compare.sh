@@ -3,8 +3,8 @@
 #
 #   bench/compare.sh [--rev REV] [--rounds N] [--trials T] [--jobs J]
 #
-# Builds REV (default: the first parent of HEAD's merge base with main's
-# previous landing, i.e. what you pass) in a temporary worktree, then runs
+# Builds REV (default HEAD~1; pass the commit your change started from)
+# in a temporary worktree, then runs
 # bench/run.sh and bench/recovery.sh of each revision against its own
 # build, alternating which goes first in each round, so both see the same
 # machine at the same time. Prints every figure as the median over the
