@@ -231,6 +231,8 @@ struct proto_rank_status {
     size_t nckpt_steps;
     struct proto_ack *acks; /* directives carried out (pending ones) */
     size_t nacks;
+    int64_t step_p50_us; /* the SDK's step time over its last window: */
+    int64_t step_p99_us; /* median and p99, microseconds; 0: unknown */
 };
 
 struct proto_job_status {

@@ -172,7 +172,8 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
 {
     static const char *const keys[] = { "rank", "state", "pid", "start_ms",
         "end_ms", "exit_code", "signal", "stderr_tail", "fenced", "step",
-        "idle_ms", "progress", "dump", "ckpt_steps", "acks", NULL };
+        "idle_ms", "progress", "dump", "ckpt_steps", "acks", "step_p50_us",
+        "step_p99_us", NULL };
     char *state = NULL, *progress = NULL;
     int rc;
 
@@ -202,7 +203,11 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
         (rc = get_steps(json, "ckpt_steps", &r->ckpt_steps, &r->nckpt_steps,
              err)) ||
         (rc = get_objects(json, "acks", sizeof(*r->acks), ack_from_json,
-             (void **)&r->acks, &r->nacks, err)))
+             (void **)&r->acks, &r->nacks, err)) ||
+        (rc = jsonx_get_int(json, "step_p50_us", false, 0, INT64_MAX / 2,
+             &r->step_p50_us, err)) ||
+        (rc = jsonx_get_int(json, "step_p99_us", false, 0, INT64_MAX / 2,
+             &r->step_p99_us, err)))
         goto fail;
     if (proto_rank_state_parse(state, &r->state) < 0) {
         rc = err_set(err, -EINVAL, "field 'state': unknown rank state '%s'",
@@ -254,6 +259,10 @@ rank_status_to_json(const struct proto_rank_status *r)
         add_steps(o, "ckpt_steps", r->ckpt_steps, r->nckpt_steps);
     if (r->nacks)
         add_acks(o, r->acks, r->nacks);
+    if (r->step_p50_us > 0)
+        jsonx_add_int(o, "step_p50_us", r->step_p50_us);
+    if (r->step_p99_us > 0)
+        jsonx_add_int(o, "step_p99_us", r->step_p99_us);
     return o;
 }
 
