@@ -11,6 +11,7 @@
 
 #include "common/jsonx.h"
 #include "scheduler/api_view.h"
+#include "scheduler/cadences.h"
 #include "scheduler/db.h"
 #include "scheduler/jobs.h"
 
@@ -242,5 +243,72 @@ api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
     jsonx_add_int(o, "world_size", res.world_size);
     cJSON_AddBoolToObject(o, "complete", res.complete);
     http_resp_json(resp, 200, o);
+    return 0;
+}
+
+/* {"version":1,"kind":"checkpoint"|"gc"} */
+static int
+directive_body(const struct api_req *r, enum proto_directive_kind *kind,
+    struct err *err)
+{
+    static const char *const keys[] = { "version", "kind", NULL };
+    cJSON *json = NULL;
+    char *name = NULL;
+    int rc;
+
+    if ((rc = api_req_body(r, &json, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0 &&
+        (rc = jsonx_get_str(json, "kind", true, 32, &name, err)) == 0 &&
+        (proto_directive_kind_parse(name, kind) < 0 ||
+            proto_directive_target(*kind) != PROTO_TARGET_RANK))
+        rc = err_set(err, -EINVAL,
+            "field 'kind': '%s' is not one of checkpoint, gc", name);
+    free(name);
+    cJSON_Delete(json);
+    return rc;
+}
+
+int
+api_jobs_directive(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    enum proto_directive_kind kind;
+    struct job *live;
+    int64_t id, step;
+    uint64_t seq;
+    cJSON *o;
+    int rc;
+
+    if ((rc = api_req_job_id(r, &id, err)) < 0 ||
+        (rc = directive_body(r, &kind, err)) < 0 ||
+        (rc = commit_job(sd, r, id, &live, err)) < 0)
+        return rc;
+    if (live->cur == NULL || live->cur->state != PROTO_ATTEMPT_RUNNING) {
+        http_resp_error(resp, 409, "not_running",
+            "job %lld is %s, not running: no rank can act on a %s now",
+            (long long)id, proto_job_state_str(live->state),
+            proto_directive_kind_str(kind));
+        return 0;
+    }
+    rc = cadences_now(sd, live->cur, kind, &step, &seq);
+    if (rc == -EAGAIN) {
+        http_resp_error(resp, 409, "no_steps",
+            "job %lld has not reported steps through the SDK yet "
+            "(lockstep.step() in the training loop); try again once it has",
+            (long long)id);
+        return 0;
+    }
+    if (rc < 0 && rc != -EBUSY)
+        return rc;
+    o = cJSON_CreateObject();
+    jsonx_add_int(o, "job", id);
+    jsonx_add_int(o, "attempt", live->cur->num);
+    jsonx_add_str(o, "kind", proto_directive_kind_str(kind));
+    jsonx_add_int(o, "seq", (int64_t)seq);
+    jsonx_add_int(o, "step", step);
+    cJSON_AddBoolToObject(o, "already_pending", rc == -EBUSY);
+    http_resp_json(resp, 202, o);
     return 0;
 }

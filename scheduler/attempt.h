@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "scheduler/cadence.h"
 #include "scheduler/evidence.h"
 #include "scheduler/policy.h"
 
@@ -58,8 +59,10 @@ struct attempt_rank {
     /* In memory only: progress as last reported, for the watchdog. */
     int64_t idle_ms; /* the agent's measure at seen_mono */
     enum proto_progress progress;
-    int64_t seen_mono; /* when that report arrived; 0 never */
-    int64_t ckpt_max;  /* highest SDK commit counted; -1 none */
+    int64_t seen_mono;   /* when that report arrived; 0 never */
+    int64_t ckpt_max;    /* highest SDK commit counted; -1 none */
+    int64_t step_p50_us; /* the SDK's step time: median, p99 (in */
+    int64_t step_p99_us; /* memory; 0 unknown) */
 };
 
 /* An instruction to the ranks of the attempt (docs/architecture.md
@@ -76,6 +79,7 @@ struct attempt_directive {
     size_t nacked;
     bool *acked; /* by rank; in memory only (agents repeat
                   * their acks while it is pending) */
+    bool late;   /* a rank acted after its step (recorded) */
 };
 /* Directives kept per attempt; adding one drops the oldest done ones. */
 #define ATTEMPT_DIRECTIVES_MAX 16
@@ -116,6 +120,13 @@ struct attempt {
     uint64_t directive_seq;        /* the last sequence number handed out */
     struct attempt_tally *tallies; /* incomplete checkpoint steps */
     size_t ntallies;
+
+    /* Cadence (docs/cadence.md), in memory: a restarted scheduler starts
+     * the clocks again when the attempt next reports. */
+    struct cadence_rate rate;
+    struct cadence_clock gc, ckpt;
+    bool cadence_started; /* the clocks run (from running_ms) */
+    int64_t gc_step;      /* the last gc every rank acknowledged; -1 */
 
     struct placement *placements; /* nnodes, by node rank */
     struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
