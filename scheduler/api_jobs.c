@@ -14,6 +14,7 @@
 #include "scheduler/cadences.h"
 #include "scheduler/db.h"
 #include "scheduler/jobs.h"
+#include "scheduler/planned.h"
 
 int
 api_jobs_submit(struct schedd *sd, const struct api_req *r,
@@ -134,22 +135,46 @@ api_jobs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
     return reply_job(sd, r, id, resp, err);
 }
 
+/* No body, or {"version":1,"checkpoint":true|false}. */
+static int
+cancel_body(const struct api_req *r, bool *checkpoint, struct err *err)
+{
+    static const char *const keys[] = { "version", "checkpoint", NULL };
+    cJSON *json = NULL;
+    int rc;
+
+    *checkpoint = false;
+    if (r->http->body_len == 0)
+        return 0;
+    if ((rc = api_req_body(r, &json, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0)
+        rc = jsonx_get_bool(json, "checkpoint", false, checkpoint, err);
+    cJSON_Delete(json);
+    return rc;
+}
+
 int
 api_jobs_cancel(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
+    bool checkpoint, waiting = false;
     struct job *live;
     int64_t id;
     int rc;
 
     if ((rc = api_req_job_id(r, &id, err)) < 0)
         return rc;
+    if ((rc = cancel_body(r, &checkpoint, err)) < 0)
+        return rc;
     live = job_table_find(&sd->jobs, id);
     if (live) {
         if (!api_req_may_see(r, live->user))
             return err_set(err, -EPERM, "job %lld belongs to another user",
                 (long long)id);
-        rc = jobs_cancel(sd, live, r->who.user);
+        rc = checkpoint ? planned_cancel(sd, live, r->who.user, &waiting)
+                        : jobs_cancel(sd, live, r->who.user);
         if (rc < 0)
             return err_set(err, rc, "cannot cancel job %lld", (long long)id);
     }

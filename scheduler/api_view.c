@@ -134,6 +134,15 @@ attempt_json(const struct attempt *a)
     cJSON_AddItemToObject(o, "nodes", attempt_nodes(a));
     cJSON_AddItemToObject(o, "ranks", attempt_ranks(a));
     cJSON_AddItemToObject(o, "directives", attempt_directives(a));
+    if (a->stop) {
+        cJSON *st = cJSON_AddObjectToObject(o, "stop");
+
+        jsonx_add_str(st, "kind",
+            a->stop->kind == ATTEMPT_STOP_EVICT ? "evict" : "cancel");
+        jsonx_add_int(st, "checkpoint_step", a->stop->step);
+        jsonx_add_int(st, "deadline_ms", a->stop->deadline_ms);
+        jsonx_add_str(st, "node", a->stop->node);
+    }
     return o;
 }
 

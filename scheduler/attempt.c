@@ -74,7 +74,33 @@ attempt_destroy(struct attempt *a)
         free(a->directives[i].acked);
     free(a->directives);
     free(a->tallies);
+    attempt_set_stop(a, NULL);
     free(a);
+}
+
+void
+attempt_stop_free(struct attempt_stop *stop)
+{
+    if (stop == NULL)
+        return;
+    free(stop->node);
+    free(stop->actor);
+    free(stop->reason);
+    free(stop);
+}
+
+void
+attempt_set_stop(struct attempt *a, const struct attempt_stop *stop)
+{
+    attempt_stop_free(a->stop);
+    a->stop = NULL;
+    if (stop == NULL)
+        return;
+    a->stop = xcalloc(1, sizeof(*a->stop));
+    *a->stop = *stop;
+    a->stop->node = xstrdup(stop->node ? stop->node : "");
+    a->stop->actor = xstrdup(stop->actor ? stop->actor : "");
+    a->stop->reason = xstrdup(stop->reason ? stop->reason : "");
 }
 
 void

@@ -91,6 +91,23 @@ struct attempt_tally {
     int committed;
 };
 
+/* A planned stop of an attempt (cordon --evict, cancel --checkpoint):
+ * what to do once the checkpoint of `step` is complete, or at the
+ * deadline, whichever comes first. */
+enum attempt_stop_kind {
+    ATTEMPT_STOP_EVICT,  /* fail it as node_excluded, by the operator */
+    ATTEMPT_STOP_CANCEL, /* cancel the job */
+};
+
+struct attempt_stop {
+    enum attempt_stop_kind kind;
+    int64_t step;        /* the checkpoint it waits for */
+    int64_t deadline_ms; /* when it stops anyway */
+    char *node;          /* EVICT: the node evicted */
+    char *actor;
+    char *reason;
+};
+
 struct attempt {
     int64_t job_id;
     int num; /* attempt number, 1-based */
@@ -128,6 +145,10 @@ struct attempt {
     bool cadence_started; /* the clocks run (from running_ms) */
     int64_t gc_step;      /* the last gc every rank acknowledged; -1 */
 
+    /* A planned stop waiting for a synchronized checkpoint first
+     * (planned.h), in memory. */
+    struct attempt_stop *stop; /* NULL: none */
+
     struct placement *placements; /* nnodes, by node rank */
     struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
     size_t nranks;
@@ -148,6 +169,11 @@ void attempt_set_reason(struct attempt *a, const char *reason);
 void attempt_set_failure(struct attempt *a, const struct evidence *e,
     bool failed);
 void attempt_set_resume(struct attempt *a, int64_t step, const char *path);
+/* Set (a copy of stop; its strings may be NULL) or, with NULL, clear a's
+ * planned stop. */
+void attempt_set_stop(struct attempt *a, const struct attempt_stop *stop);
+/* Free a stop taken off its attempt; NULL is fine. */
+void attempt_stop_free(struct attempt_stop *stop);
 
 /* Count a checkpoint commit of `step` by a rank not counted for it yet
  * (the caller makes sure of that). Returns how many ranks committed it so

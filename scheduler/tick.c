@@ -12,6 +12,7 @@
 #include "scheduler/cadences.h"
 #include "scheduler/nodes.h"
 #include "scheduler/pass.h"
+#include "scheduler/planned.h"
 #include "scheduler/watchdog.h"
 
 /* How often last_seen is written to the database. */
@@ -38,6 +39,7 @@ tick_cb(uv_timer_t *timer)
     }
     watchdog_tick(sd);
     cadences_tick(sd);
+    planned_tick(sd);
     if (sd->pass)
         pass_tick(sd->pass, timeid_now_ms());
 }
