@@ -311,6 +311,8 @@ def _act(n):
         with _lock:
             for seq in ckpts:
                 _checkpoints.append((seq, n, t))
+            # Never committed: forget the oldest rather than grow.
+            del _checkpoints[:-ACKS_MAX]
     return Action(gc=bool(gcs), checkpoint=bool(ckpts))
 
 
