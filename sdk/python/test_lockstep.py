@@ -362,6 +362,10 @@ def test_another_attempts_control_file_is_ignored(inside, monkeypatch,
     for i in range(5):
         assert not lockstep.step(i)
     assert collections_run == []
+    # Made anew for this attempt (as ctlfile_open does): now it counts.
+    c = Ctl(path, 2)
+    c.post(1, GC, 2)
+    assert lockstep.step(5).gc and len(collections_run) == 1
 
 
 def test_checkpoint_is_acked_when_committed(ctl, inside, collections_run):

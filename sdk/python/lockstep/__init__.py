@@ -184,6 +184,7 @@ _CTL_OFF_GEN = 24
 _KIND_GC = 1
 _KIND_CHECKPOINT = 2
 _NEVER = 1 << 63                # no directive pending
+_u64_at = struct.Struct("Q").unpack_from
 _HANDLED_MAX = 1024             # seqs remembered as carried out
 
 _ctl = None          # the mmap of the control file, or None: cadence off
@@ -248,9 +249,9 @@ def _ctl_reload(gen):
     global _ctl_gen, _next_due
     m = _ctl
     if not _ctl_valid(m):
-        # Not ours (another attempt's, or not yet made): look again only
-        # when it changes.
-        _ctl_gen = gen
+        # Not ours (another attempt's, or not yet made): nothing to read;
+        # _ctl_gen stays unset, so the header is checked again next step.
+        _ctl_gen = None
         return
     unpack = struct.unpack_from
     for i in range(_CTL_SLOTS):
@@ -333,7 +334,7 @@ def step(n, force=False):
     _prev_step_t = t
     act = _NOTHING
     if _ctl is not None:
-        gen = struct.unpack_from("Q", _ctl, _CTL_OFF_GEN)[0]
+        gen = _u64_at(_ctl, _CTL_OFF_GEN)[0]
         if gen != _ctl_gen:
             _ctl_reload(gen)
         if n >= _next_due:
