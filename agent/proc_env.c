@@ -25,6 +25,13 @@ static const char *const proc_env_rank_keys[] = {
     "LOCAL_WORLD_SIZE",
     "NODE_RANK",
     "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "ROLE_NAME",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID",
     "MASTER_ADDR",
     "MASTER_PORT",
     "LOCKSTEP_JOB_ID",
@@ -36,6 +43,7 @@ static const char *const proc_env_rank_keys[] = {
     "CUDA_VISIBLE_DEVICES",
     "LOCKSTEP_PROGRESS_FILE",
     "LOCKSTEP_COMMIT_FILE",
+    "PWD",
     NULL,
 };
 
@@ -171,6 +179,14 @@ proc_build_env(const struct proto_launch *l, const struct proto_launch_rank *r,
     SET_INT("LOCAL_WORLD_SIZE", l->ranks_per_node);
     SET_INT("NODE_RANK", l->node_rank);
     SET_INT("GROUP_RANK", l->node_rank);
+    SET_INT("GROUP_WORLD_SIZE", l->nnodes);
+    /* One role, as torchrun runs a script: its ranks are the job's. */
+    SET_INT("ROLE_RANK", r->rank);
+    SET_INT("ROLE_WORLD_SIZE", l->world_size);
+    proc_env_set(&env, "ROLE_NAME", "default");
+    SET_INT("TORCHELASTIC_RESTART_COUNT", l->attempt - 1);
+    SET_INT("TORCHELASTIC_MAX_RESTARTS", l->max_restarts);
+    SET_INT("TORCHELASTIC_RUN_ID", l->job);
     proc_env_set(&env, "MASTER_ADDR",
         l->master_addr != NULL ? l->master_addr : "");
     SET_INT("MASTER_PORT", l->master_port);
@@ -186,6 +202,11 @@ proc_build_env(const struct proto_launch *l, const struct proto_launch_rank *r,
     else
         proc_env_set(&env, "LOCKSTEP_RESUME_STEP", "");
 #undef SET_INT
+    proc_env_set(&env, "PWD", l->workdir != NULL ? l->workdir : "/");
+    /* torchrun's default: ranks sharing a node do not each start a thread
+     * per core, unless the job (or the agent) says how many. */
+    if (l->ranks_per_node > 1 && proc_env_get(env, "OMP_NUM_THREADS") == NULL)
+        proc_env_set(&env, "OMP_NUM_THREADS", "1");
 
     sbuf_init(&gpus);
     for (i = 0; i < r->ngpus; i++)

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -150,6 +151,54 @@ supervisor_kill_group(const struct supervisor *sv, size_t i, int sig)
 
 /* ---- starting ranks ----------------------------------------------------- */
 
+int
+supervisor_path_find(const char *path, const char *name, char *out, size_t len)
+{
+    const char *p = path != NULL ? path : "/bin:/usr/bin";
+    struct stat st;
+
+    for (;;) {
+        size_t n = strcspn(p, ":");
+        int w = n == 0 ? snprintf(out, len, "%s", name)
+                       : snprintf(out, len, "%.*s/%s", (int)n, p, name);
+
+        if (w < 0 || (size_t)w >= len)
+            return -ENAMETOOLONG;
+        if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode))
+            return 0;
+        if (p[n] == '\0')
+            return -ENOENT;
+        p += n + 1;
+    }
+}
+
+/* In the child: why execvp(argv[0]) failed with e, on stderr. A bare
+ * name that was not found names the PATH searched; one that was found
+ * names the file (a missing interpreter, no execute permission). */
+static void
+supervisor_exec_failed(const struct supfile_spec_rank *r, int e)
+{
+    const char *name = r->argv[0], *path = NULL;
+    char found[PATH_MAX];
+    size_t i;
+
+    if (strchr(name, '/') != NULL || (e != ENOENT && e != EACCES)) {
+        supervisor_fdprintf(2, "cannot execute '%s': %s\n", name, strerror(e));
+        return;
+    }
+    for (i = 0; r->env != NULL && r->env[i] != NULL && path == NULL; i++) {
+        if (strncmp(r->env[i], "PATH=", 5) == 0)
+            path = r->env[i] + 5;
+    }
+    if (supervisor_path_find(path, name, found, sizeof(found)) == 0)
+        supervisor_fdprintf(2, "cannot execute '%s' (found as '%s'): %s\n",
+            name, found, strerror(e));
+    else
+        supervisor_fdprintf(2, "cannot execute '%s': %s (not in %s%.700s)\n",
+            name, strerror(e), path != NULL ? "PATH=" : "the default PATH ",
+            path != NULL ? path : "/bin:/usr/bin");
+}
+
 /* In the child: become the rank. Never returns. */
 __attribute__((noreturn)) static void
 supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
@@ -239,8 +288,7 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
     environ = r->env;
     execvp(r->argv[0], r->argv);
     e = errno;
-    supervisor_fdprintf(2, "cannot execute '%s': %s\n", r->argv[0],
-        strerror(e));
+    supervisor_exec_failed(r, e);
     _exit(supfile_exec_exit_code(-e));
 }
 

@@ -7,9 +7,12 @@
  *
  *   - starts every rank of spec.json as its child, each in its own process
  *     group, as the user the spec names, with stdout/stderr appended to the
- *     rank's files; a command that cannot be executed leaves "cannot
- *     execute 'x': <reason>" in the rank's stderr and exit code 127
- *     (ENOENT) or 126;
+ *     rank's files; a command without a '/' is looked up in the rank's
+ *     own PATH (execvp with the rank's environment: the job's PATH, not
+ *     the agent's); a command that cannot be executed leaves "cannot
+ *     execute 'x': <reason>" in the rank's stderr (for a bare name, also
+ *     the PATH searched, or the file found) and exit code 127 (ENOENT) or
+ *     126;
  *   - is a child subreaper, so the ranks' orphaned descendants are its
  *     children too and never escape to init;
  *   - records every start and exit in status.json (atomically, on every
@@ -32,6 +35,8 @@
 #ifndef AGENT_SUPERVISOR_H
 #define AGENT_SUPERVISOR_H
 
+#include <stddef.h>
+
 /* How often the lease and the stop file are read, at least. */
 #define SUPERVISOR_POLL_MS 100
 
@@ -42,5 +47,13 @@
  * signalfd; the reason is logged on stderr and no rank was started).
  */
 int supervisor_run(const char *dir);
+
+/* Where execvp would look first for the command `name` (no '/') in
+ * `path`, a PATH value (NULL: unset, glibc's default "/bin:/usr/bin"; an
+ * empty entry is the working directory): the first "DIR/name" that
+ * exists, into out. Returns 0, -ENOENT when none does, -ENAMETOOLONG.
+ * Used to explain a failed exec. */
+int supervisor_path_find(const char *path, const char *name, char *out,
+    size_t len);
 
 #endif

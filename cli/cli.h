@@ -371,6 +371,7 @@ void cli_print_indented(FILE *out, const char *prefix, const char *text);
 
 struct cli_submit_opts {
     struct proto_job_spec spec;
+    char *export; /* --export, NULL: ALL (cli_env.h) */
     bool wait;
     bool json;
     bool help;
@@ -379,8 +380,10 @@ struct cli_submit_opts {
 /* Parse `submit` arguments (argv[0] is "submit") into opts, which it
  * initialises (proto_job_spec_init) and the caller releases with
  * cli_submit_opts_release, also on failure. The workdir defaults to the
- * current directory. Returns 0, or -EINVAL with err naming the bad
- * argument (a usage error). */
+ * current directory. The submitter's environment is not read here: the
+ * command adds it (cli_env_export, with opts->export) before sending.
+ * Returns 0, or -EINVAL with err naming the bad argument (a usage
+ * error). */
 int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     struct err *err);
 void cli_submit_opts_release(struct cli_submit_opts *opts);

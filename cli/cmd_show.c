@@ -388,6 +388,33 @@ print_goodput(const cJSON *job)
         (long long)cli_jint(g, "world_size", 0));
 }
 
+/* The names of the variables the job took along (the values are in
+ * --json, for the job's owner), wrapped under the label. */
+static void
+print_env(const cJSON *env)
+{
+    const cJSON *it;
+    size_t col = 15, n = cJSON_GetArraySize(env);
+
+    printf("  env:         ");
+    if (!cJSON_IsObject(env) || n == 0) {
+        printf("-\n");
+        return;
+    }
+    col += (size_t)printf("%zu variable%s:", n, n == 1 ? "" : "s");
+    cJSON_ArrayForEach(it, env) {
+        size_t len = strlen(it->string) + 1;
+
+        if (col + len > 78) {
+            printf("\n              ");
+            col = 15;
+        }
+        printf(" %s", it->string);
+        col += len;
+    }
+    printf("\n");
+}
+
 static void
 print_job(const cJSON *job, const char *name)
 {
@@ -402,7 +429,6 @@ print_job(const cJSON *job, const char *name)
     int64_t rpn = cli_jint(job, "ranks_per_node", 0);
     int64_t nattempts = cJSON_GetArraySize(attempts);
     char *cmdline = cli_fmt_argv(cJSON_GetObjectItemCaseSensitive(job, "argv"));
-    char *envs = cli_fmt_labels(env);
     char membuf[32];
     const cJSON *a;
 
@@ -441,7 +467,7 @@ print_job(const cJSON *job, const char *name)
     printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
     print_checkpoints(job);
     print_goodput(job);
-    printf("  env:         %s\n", envs);
+    print_env(env);
     print_times("submitted:", cli_jint(job, "submit_ms", 0), now);
     print_times("started:", cli_jint(job, "start_ms", 0), now);
     print_times("ended:", cli_jint(job, "end_ms", 0), now);
@@ -454,7 +480,6 @@ print_job(const cJSON *job, const char *name)
     }
     cJSON_ArrayForEach(a, attempts)
         print_attempt(a, a->next, now);
-    free(envs);
     free(cmdline);
 }
 

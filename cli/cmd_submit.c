@@ -7,6 +7,9 @@
  * stops at the first word that is not an option, so
  * `lockstep submit --nodes 2 python3 train.py --lr 3e-4` needs no `--`.
  *
+ * The job takes the submitter's environment along (cli_env.h): --export
+ * chooses what, --env adds to it and wins over it.
+ *
  * --wait polls the job until it reaches a final state. It outlives a
  * scheduler restart: while the scheduler cannot be reached (or answers
  * 5xx) it keeps trying for CLI_WAIT_OUTAGE_MS before giving up.
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_env.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
@@ -25,10 +29,13 @@
 #define CLI_WAIT_MAX_MS 2000
 #define CLI_WAIT_OUTAGE_MS 300000
 
+extern char **environ;
+
 void
 cli_submit_opts_release(struct cli_submit_opts *opts)
 {
     proto_job_spec_release(&opts->spec);
+    free(opts->export);
     memset(opts, 0, sizeof(*opts));
 }
 
@@ -140,6 +147,20 @@ set_checkpoint_every(void *opts, const char *value, struct sbuf *why)
         "checkpoint-every", value, why);
 }
 
+static int
+set_export(void *opts, const char *value, struct sbuf *why)
+{
+    struct cli_submit_opts *o = opts;
+    struct err err;
+    int rc = cli_env_export_check(value, &err);
+
+    if (rc < 0)
+        return set_failed(why, &err, rc);
+    free(o->export);
+    o->export = xstrdup(value);
+    return 0;
+}
+
 #define SPEC_INT(name, field, min, max)                                        \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
@@ -152,6 +173,7 @@ static const struct cli_opt submit_opts[] = {
     SPEC_INT("memory-mb", memory_mb_per_node, 0, (int64_t)1 << 40),
     SPEC_INT("priority", priority, -1000, 1000),
     CLI_OPT_CALL("env", STR, set_env),
+    CLI_OPT_CALL("export", STR, set_export),
     CLI_OPT_PATH("workdir", struct cli_submit_opts, spec.workdir),
     SPEC_INT("max-restarts", max_restarts, 0, 1000),
     SPEC_INT("max-infra-restarts", max_infra_restarts, 0, 10000),
@@ -312,6 +334,11 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         goto out;
     }
     json = opts.json || cli->json;
+    if (cli_env_export(&opts.spec, opts.export, environ, &err) < 0) {
+        cli_warn(cli, "%s", err.msg);
+        status = CLI_EXIT_USAGE;
+        goto out;
+    }
     body = proto_job_spec_to_json(&opts.spec);
     if (cli_call(cli, "POST", "/v1/jobs", body, 0, &resp, &job, NULL) < 0)
         goto out;
@@ -356,6 +383,9 @@ const struct cli_cmd cli_cmd_submit = {
         "  --priority P          -1000..1000, higher runs first (default 0)\n"
         "  --env K=V             set a variable for every rank (repeatable);\n"
         "                        --env K passes this shell's value of K\n"
+        "  --export WHAT         which of this shell's variables the job takes:\n"
+        "                        ALL (default; never credentials, terminal or\n"
+        "                        rank variables), NONE, or VAR[,VAR=VALUE...]\n"
         "  --workdir DIR         working directory (default: the current one)\n"
         "  --max-restarts N      restarts after the job's own failures, e.g.\n"
         "                        a rank exiting non-zero (default 3)\n"

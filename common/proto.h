@@ -330,6 +330,7 @@ struct proto_launch {
     char *resume_from;     /* never NULL after from_json */
     int64_t resume_step;   /* -1 when none */
     int keep_checkpoints;  /* 0: keep all (node rank 0 prunes) */
+    int max_restarts;      /* the job's (TORCHELASTIC_MAX_RESTARTS) */
     bool scan_checkpoints; /* this node reports complete checkpoints */
     bool gc_managed;       /* the job has a GC cadence: the SDK collects */
     struct proto_directive *directives; /* pending for this node's ranks */

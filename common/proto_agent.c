@@ -557,6 +557,8 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
              &l->resume_step, err)) ||
         (rc = proto_get_int(json, "keep_checkpoints", false, 0, 100000,
              &l->keep_checkpoints, err)) ||
+        (rc = proto_get_int(json, "max_restarts", false, 0, 1000,
+             &l->max_restarts, err)) ||
         (rc = jsonx_get_bool(json, "scan_checkpoints", false,
              &l->scan_checkpoints, err)) ||
         (rc = jsonx_get_bool(json, "gc_managed", false, &l->gc_managed, err)))
@@ -616,8 +618,8 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
     static const char *const keys[] = { "job", "attempt", "name", "user",
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
         "world_size", "master_addr", "master_port", "ranks", "checkpoint_dir",
-        "resume_from", "resume_step", "keep_checkpoints", "scan_checkpoints",
-        "gc_managed", "directives", NULL };
+        "resume_from", "resume_step", "keep_checkpoints", "max_restarts",
+        "scan_checkpoints", "gc_managed", "directives", NULL };
     int rc;
 
     memset(l, 0, sizeof(*l));
@@ -670,6 +672,7 @@ proto_launch_to_json(const struct proto_launch *l)
     jsonx_add_str(o, "resume_from", l->resume_from);
     jsonx_add_int(o, "resume_step", l->resume_step);
     jsonx_add_int(o, "keep_checkpoints", l->keep_checkpoints);
+    jsonx_add_int(o, "max_restarts", l->max_restarts);
     cJSON_AddBoolToObject(o, "scan_checkpoints", l->scan_checkpoints);
     if (l->gc_managed)
         cJSON_AddBoolToObject(o, "gc_managed", true);

@@ -71,15 +71,26 @@ list_filter(const struct api_req *r, struct db_job_filter *filter, char *user,
 
 struct list_ctx {
     struct schedd *sd;
+    const struct api_req *r;
     cJSON *arr;
 };
+
+/* The job's env values are its owner's to see (docs/api.md). */
+static cJSON *
+view_for(const struct api_req *r, const struct job *job, cJSON *o)
+{
+    if (strcmp(r->who.user, job->user) != 0)
+        api_view_env_names(o);
+    return o;
+}
 
 static int
 list_add(struct job *job, void *arg)
 {
     struct list_ctx *ctx = arg;
 
-    cJSON_AddItemToArray(ctx->arr, api_view_job(ctx->sd, job));
+    cJSON_AddItemToArray(ctx->arr,
+        view_for(ctx->r, job, api_view_job(ctx->sd, job)));
     return 0;
 }
 
@@ -88,7 +99,7 @@ api_jobs_list(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     struct db_job_filter filter;
-    struct list_ctx ctx = { sd, NULL };
+    struct list_ctx ctx = { sd, r, NULL };
     char user[AUTH_USER_MAX + 1];
     int rc;
 
@@ -116,6 +127,8 @@ reply_job(struct schedd *sd, const struct api_req *r, int64_t id,
     if ((rc = api_req_job_load(sd, r, id, &job, err)) < 0)
         return rc;
     rc = api_view_job_full(sd, job, &o);
+    if (rc == 0)
+        view_for(r, job, o);
     job_destroy(job);
     if (rc < 0)
         return rc;

@@ -196,6 +196,22 @@ api_view_job(struct schedd *sd, const struct job *job)
     return o;
 }
 
+void
+api_view_env_names(cJSON *job)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(job, "env");
+    const cJSON *it;
+    cJSON *names;
+
+    if (!cJSON_IsObject(env))
+        return;
+    names = cJSON_CreateObject();
+    cJSON_ArrayForEach(it, env) {
+        cJSON_AddNullToObject(names, it->string);
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(job, "env", names);
+}
+
 cJSON *
 api_view_goodput(const struct goodput *g, int world_size)
 {

@@ -21,6 +21,9 @@
 /* The job object without attempts, checkpoints, goodput and events (the
  * listing's shape). Caller owns it. */
 cJSON *api_view_job(struct schedd *sd, const struct job *job);
+/* Hide the values of a job object's "env" (each becomes null), keeping
+ * the names: what a viewer who is not the job's owner sees. */
+void api_view_env_names(cJSON *job);
 /* The job object of a job just submitted: empty attempts, checkpoints
  * and goodput. */
 cJSON *api_view_job_new(struct schedd *sd, const struct job *job);

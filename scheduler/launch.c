@@ -170,6 +170,7 @@ launch_fill(const struct placement *p, struct proto_launch *l)
     l->resume_step = a->resume_step;
     l->keep_checkpoints = job->spec.keep_checkpoints;
     l->gc_managed = proto_cadence_set(&job->spec.gc_every);
+    l->max_restarts = job->spec.max_restarts;
     /* Node rank 0 scans the directory for the convention's COMPLETE
      * markers (and prunes beyond keep_checkpoints). */
     l->scan_checkpoints = p->node_rank == 0 &&

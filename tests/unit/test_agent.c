@@ -120,6 +120,42 @@ check_env(char **env, const struct env_want *w, size_t n)
             w[i].desc ? w[i].desc : w[i].key);
 }
 
+/* OMP_NUM_THREADS, as torchrun sets it: 1 when ranks share the node and
+ * neither the job nor the agent set it. */
+static void
+test_env_omp(struct proto_launch *l, char **base)
+{
+    char *omp_base[] = { "PATH=/usr/bin", "OMP_NUM_THREADS=8", NULL };
+    char **env;
+
+    /* env[1] is FOO=bar: make it OMP_NUM_THREADS=6, then back. */
+    free(l->env[1].key);
+    free(l->env[1].value);
+    l->env[1].key = xstrdup("OMP_NUM_THREADS");
+    l->env[1].value = xstrdup("6");
+    env = proc_build_env(l, &l->ranks[0], "n7", base);
+    is_str(proc_env_get(env, "OMP_NUM_THREADS"), "6",
+        "the job's OMP_NUM_THREADS wins");
+    proc_env_free(env);
+    l->env[1].value[0] = '\0';
+    env = proc_build_env(l, &l->ranks[0], "n7", base);
+    is_str(proc_env_get(env, "OMP_NUM_THREADS"), "",
+        "... even when it is empty");
+    proc_env_free(env);
+    free(l->env[1].key);
+    l->env[1].key = xstrdup("FOO");
+    env = proc_build_env(l, &l->ranks[0], "n7", omp_base);
+    is_str(proc_env_get(env, "OMP_NUM_THREADS"), "8",
+        "the agent's OMP_NUM_THREADS is kept");
+    proc_env_free(env);
+    l->ranks_per_node = 1;
+    env = proc_build_env(l, &l->ranks[0], "n7", base);
+    ok(proc_env_get(env, "OMP_NUM_THREADS") == NULL,
+        "one rank per node: no OMP_NUM_THREADS (torchrun's rule)");
+    proc_env_free(env);
+    l->ranks_per_node = 2;
+}
+
 static void
 test_env(void)
 {
@@ -146,6 +182,18 @@ test_env(void)
         { "PATH", "/opt/bin:/usr/bin",
             "job env overrides the agent's environment" },
         { "HOME", "/root", "agent environment kept" },
+        { "GROUP_WORLD_SIZE", "2", "GROUP_WORLD_SIZE is nnodes" },
+        { "ROLE_RANK", "3", "ROLE_RANK is RANK (one role)" },
+        { "ROLE_WORLD_SIZE", "4", "ROLE_WORLD_SIZE is WORLD_SIZE" },
+        { "ROLE_NAME", "default", "ROLE_NAME is torchrun's default" },
+        { "TORCHELASTIC_RESTART_COUNT", "1",
+            "TORCHELASTIC_RESTART_COUNT is attempt - 1, not the job's 9" },
+        { "TORCHELASTIC_MAX_RESTARTS", "3",
+            "TORCHELASTIC_MAX_RESTARTS is the job's max_restarts" },
+        { "TORCHELASTIC_RUN_ID", "12", "TORCHELASTIC_RUN_ID is the job id" },
+        { "OMP_NUM_THREADS", "1",
+            "OMP_NUM_THREADS=1 with two ranks on the node" },
+        { "PWD", "/work", "PWD is the working directory, not the agent's" },
     };
     static const struct env_want rank2[] = {
         { "RANK", "2", "rank 2 gets RANK=2" },
@@ -172,7 +220,10 @@ test_env(void)
     l.ranks[1].ngpus = 2;
     free(l.checkpoint_dir);
     l.checkpoint_dir = xstrdup("/ckpt/12");
-    l.env = xcalloc(4, sizeof(*l.env));
+    l.max_restarts = 3;
+    free(l.workdir);
+    l.workdir = xstrdup("/work");
+    l.env = xcalloc(5, sizeof(*l.env));
     l.env[0].key = xstrdup("RANK");
     l.env[0].value = xstrdup("99");
     l.env[1].key = xstrdup("FOO");
@@ -181,7 +232,9 @@ test_env(void)
     l.env[2].value = xstrdup("/opt/bin:/usr/bin");
     l.env[3].key = xstrdup("LOCKSTEP_PROGRESS_FILE");
     l.env[3].value = xstrdup("/tmp/forged");
-    l.nenv = 4;
+    l.env[4].key = xstrdup("TORCHELASTIC_RESTART_COUNT");
+    l.env[4].value = xstrdup("9");
+    l.nenv = 5;
 
     env = proc_build_env(&l, &l.ranks[1], "n7", base);
     check_env(env, rank3, ARRAY_SIZE(rank3));
@@ -199,6 +252,7 @@ test_env(void)
     env = proc_build_env(&l, &l.ranks[0], "n7", base);
     check_env(env, rank2, ARRAY_SIZE(rank2));
     proc_env_free(env);
+    test_env_omp(&l, base);
     proto_launch_release(&l);
 }
 

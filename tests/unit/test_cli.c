@@ -6,10 +6,12 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_env.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
@@ -127,6 +129,158 @@ test_env_passthrough(void)
     cli_submit_opts_release(&o);
 }
 
+/* ---- the submitter's environment (cli_env.c) ----------------------------- */
+
+static const char *
+spec_env(const struct proto_job_spec *spec, const char *key)
+{
+    for (size_t i = 0; i < spec->nenv; i++) {
+        if (strcmp(spec->env[i].key, key) == 0)
+            return spec->env[i].value;
+    }
+    return NULL;
+}
+
+/* What --env K=V leaves in the spec. */
+static int
+add_env_kv(struct proto_job_spec *spec, const char *key, const char *value)
+{
+    spec->env = xreallocarray(spec->env, spec->nenv + 1, sizeof(*spec->env));
+    spec->env[spec->nenv].key = xstrdup(key);
+    spec->env[spec->nenv].value = xstrdup(value);
+    spec->nenv++;
+    return 0;
+}
+
+static void
+test_env_stays(void)
+{
+    static const char *const stay[] = { "LOCKSTEP_TOKEN", "LOCKSTEP_SERVER",
+        "LOCKSTEP_ANYTHING_NEW", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "KRB5CCNAME",
+        "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "TERM", "TERMCAP",
+        "COLORTERM", "SHLVL", "PWD", "OLDPWD", "_", "DBUS_SESSION_BUS_ADDRESS",
+        "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "XDG_SESSION_TYPE", "RANK",
+        "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
+        "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
+        "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
+        "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+        "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE", "NOTIFY_SOCKET",
+        "LISTEN_FDS", NULL };
+    static const char *const travel[] = { "PATH", "HOME", "PYTHONPATH",
+        "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH", "OMP_NUM_THREADS",
+        "XDG_CONFIG_HOME", "LOCKSTEPX", "__", "TERMINFO_DIRS_X", "RANKS",
+        "NCCL_DEBUG", "HF_HOME", NULL };
+    size_t i;
+
+    for (i = 0; stay[i] != NULL; i++)
+        ok(cli_env_stays(stay[i]), "%s never travels", stay[i]);
+    for (i = 0; travel[i] != NULL; i++)
+        ok(!cli_env_stays(travel[i]), "%s travels", travel[i]);
+}
+
+static void
+test_export(void)
+{
+    char *env[] = { "PATH=/venv/bin:/usr/bin", "MY_VAR=1", "OTHER=o",
+        "LOCKSTEP_TOKEN=lst_secret", "LOCKSTEP_SERVER=/s", "SSH_AUTH_SOCK=/a",
+        "DISPLAY=:0", "TERM=xterm", "XDG_SESSION_ID=3", "PWD=/home/a",
+        "SHLVL=2", "_=/usr/bin/lockstep", "RANK=5", "MASTER_ADDR=h",
+        "CUDA_VISIBLE_DEVICES=0", "TORCHELASTIC_ERROR_FILE=/x",
+        "BASH_FUNC_ml%%=() {  :", "NOEQUALS", "OMP_NUM_THREADS=4",
+        "MY_VAR=second", NULL };
+    struct proto_job_spec spec;
+    struct err e;
+
+    proto_job_spec_init(&spec);
+    ok(add_env_kv(&spec, "MY_VAR", "flag") == 0, "an --env first");
+    is_int(cli_env_export(&spec, NULL, env, &e), 0, "ALL is the default");
+    is_int(spec.nenv, 4, "ALL takes what may travel, once each");
+    is_str(spec_env(&spec, "MY_VAR"), "flag", "an --env wins over the shell");
+    is_str(spec_env(&spec, "PATH"), "/venv/bin:/usr/bin", "PATH travels");
+    is_str(spec_env(&spec, "OTHER"), "o", "a shell variable travels");
+    is_str(spec_env(&spec, "OMP_NUM_THREADS"), "4", "OMP_NUM_THREADS travels");
+    ok(spec_env(&spec, "LOCKSTEP_TOKEN") == NULL &&
+            spec_env(&spec, "SSH_AUTH_SOCK") == NULL &&
+            spec_env(&spec, "DISPLAY") == NULL &&
+            spec_env(&spec, "RANK") == NULL &&
+            spec_env(&spec, "TORCHELASTIC_ERROR_FILE") == NULL,
+        "credentials, the session and rank variables stay");
+    ok(spec_env(&spec, "BASH_FUNC_ml%%") == NULL,
+        "an exported shell function is not a variable: left out");
+    proto_job_spec_release(&spec);
+
+    proto_job_spec_init(&spec);
+    ok(add_env_kv(&spec, "ONLY", "this") == 0 &&
+            cli_env_export(&spec, "NONE", env, &e) == 0 && spec.nenv == 1,
+        "NONE takes nothing: only the --env");
+    proto_job_spec_release(&spec);
+
+    proto_job_spec_init(&spec);
+    is_int(cli_env_export(&spec, "MY_VAR,SET=a=b", env, &e), 0,
+        "a list of NAME and NAME=VALUE");
+    ok(spec.nenv == 2 && strcmp(spec_env(&spec, "MY_VAR"), "1") == 0 &&
+            strcmp(spec_env(&spec, "SET"), "a=b") == 0,
+        "takes those only: the first MY_VAR, and SET (its value may hold =)");
+    proto_job_spec_release(&spec);
+
+    proto_job_spec_init(&spec);
+    ok(cli_env_export(&spec, "SET=x,ALL", env, &e) == 0 && spec.nenv == 5 &&
+            strcmp(spec_env(&spec, "SET"), "x") == 0,
+        "ALL in a list: everything, and the extra");
+    proto_job_spec_release(&spec);
+
+    proto_job_spec_init(&spec);
+    ok(cli_env_export(&spec, "MY_VAR,UNSET_T", env, &e) == -EINVAL &&
+            strstr(e.msg, "UNSET_T is not set") != NULL,
+        "a listed variable that is not set is an error naming it: %s", e.msg);
+    proto_job_spec_release(&spec);
+}
+
+static void
+test_export_limits(void)
+{
+    char **env = xcalloc(PROTO_ENV_MAX + 2, sizeof(*env));
+    char *big = xmalloc(PROTO_ENV_VALUE_MAX + 8);
+    char *bigenv[] = { big, NULL };
+    struct proto_job_spec spec;
+    struct err e;
+    size_t i;
+
+    for (i = 0; i < PROTO_ENV_MAX; i++)
+        env[i] = xasprintf("V%zu=x", i);
+    proto_job_spec_init(&spec);
+    is_int(cli_env_export(&spec, NULL, env, &e), 0,
+        "%d variables are within the limit", PROTO_ENV_MAX);
+    proto_job_spec_release(&spec);
+    env[PROTO_ENV_MAX] = xstrdup("ONE_MORE=x");
+    proto_job_spec_init(&spec);
+    ok(cli_env_export(&spec, NULL, env, &e) == -E2BIG &&
+            strstr(e.msg, "257") != NULL && strstr(e.msg, "256") != NULL &&
+            strstr(e.msg, "--export") != NULL,
+        "one more is refused, naming the limit and --export: %s", e.msg);
+    proto_job_spec_release(&spec);
+    for (i = 0; env[i] != NULL; i++)
+        free(env[i]);
+    free(env);
+
+    memcpy(big, "BIG=", 4);
+    memset(big + 4, 'x', PROTO_ENV_VALUE_MAX);
+    big[PROTO_ENV_VALUE_MAX + 4] = '\0';
+    proto_job_spec_init(&spec);
+    is_int(cli_env_export(&spec, NULL, bigenv, &e), 0,
+        "a value of %d bytes is within the limit", PROTO_ENV_VALUE_MAX);
+    proto_job_spec_release(&spec);
+    big[PROTO_ENV_VALUE_MAX + 4] = 'x';
+    big[PROTO_ENV_VALUE_MAX + 5] = '\0';
+    proto_job_spec_init(&spec);
+    ok(cli_env_export(&spec, NULL, bigenv, &e) == -E2BIG &&
+            strstr(e.msg, "BIG is 32769 bytes") != NULL &&
+            strstr(e.msg, "32768") != NULL,
+        "a longer one is refused, naming it and the limit: %s", e.msg);
+    proto_job_spec_release(&spec);
+    free(big);
+}
+
 static void
 test_relative_paths(void)
 {
@@ -197,6 +351,12 @@ test_errors(void)
         { { "--env", "1X=2", "true", NULL }, "'1X'" },
         { { "--env", "=v", "true", NULL }, "--env" },
         { { "--workdir", "", "true", NULL }, "--workdir" },
+        { { "--export", "NONE,PATH", "true", NULL }, "NONE" },
+        { { "--export", "PATH,,HOME", "true", NULL }, "empty entry" },
+        { { "--export", "", "true", NULL }, "empty entry" },
+        { { "--export", "1X", "true", NULL }, "'1X'" },
+        { { "--export=LOCKSTEP_TOKEN", "true", NULL }, "never travels" },
+        { { "--export=ALL,DISPLAY", "true", NULL }, "DISPLAY never" },
         { { "--", "", NULL }, "argv" },
     };
 
@@ -560,6 +720,9 @@ main(void)
     test_defaults();
     test_options();
     test_env_passthrough();
+    test_env_stays();
+    test_export();
+    test_export_limits();
     test_relative_paths();
     test_errors();
     test_help();

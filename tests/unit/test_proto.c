@@ -304,6 +304,13 @@ test_work(void)
     ok(!back.jobs[0].scan_checkpoints && back.jobs[0].ndirectives == 0 &&
             back.jobs[0].keep_checkpoints == 0,
         "launch defaults for scan, directives and keep");
+    is_int(back.jobs[0].max_restarts, 0, "max_restarts defaults to 0");
+    proto_work_release(&back);
+    w.jobs[0].max_restarts = 7;
+    is_int(
+        ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back, &err),
+        0, "work round trip with max_restarts");
+    is_int(back.jobs[0].max_restarts, 7, "the launch carries max_restarts");
     proto_work_release(&back);
     proto_work_release(&w);
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/procfs.h"
+#include "agent/supervisor.h"
 #include "agent/supfile.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -55,14 +56,19 @@ read_all(const char *path)
     return text;
 }
 
-/* A fresh attempt directory with one rank per command line (sh -c). */
+/* The PATH of make_job's ranks. */
+static char job_path_var[PATH_MAX + 64] = "PATH=/usr/bin:/bin";
+
+/* A fresh attempt directory with one rank per command line (sh -c; a
+ * command starting with '/' is run itself, one starting with '@' is run
+ * by its bare name, looked up in PATH). */
 static char *
 make_job(const char *name, const char *const *cmds, int64_t grace_ms,
     int64_t lease_ms)
 {
     char *dir = xasprintf("%s/%s", tmpdir, name);
     struct supfile_spec spec;
-    char *env[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+    char *env[] = { job_path_var, "LC_ALL=C", NULL };
     size_t n = 0, i;
 
     while (cmds[n] != NULL)
@@ -78,9 +84,9 @@ make_job(const char *name, const char *const *cmds, int64_t grace_ms,
         struct supfile_spec_rank *r = &spec.ranks[i];
 
         r->rank = (int)i;
-        if (cmds[i][0] == '/') {
+        if (cmds[i][0] == '/' || cmds[i][0] == '@') {
             r->argv = xcalloc(2, sizeof(*r->argv));
-            r->argv[0] = xstrdup(cmds[i]);
+            r->argv[0] = xstrdup(cmds[i] + (cmds[i][0] == '@'));
             r->argc = 1;
         } else {
             r->argv = xcalloc(4, sizeof(*r->argv));
@@ -322,6 +328,77 @@ test_exits(void)
     free(dir);
 }
 
+/* A bare command name is looked up in the rank's PATH; when it cannot be
+ * executed the reason names the PATH searched, or the file found. */
+static void
+test_exec_path(void)
+{
+    const char *cmds[] = { "@no-such-tool-t", "@sh", "@passwd-t", NULL };
+    struct supfile_status st = { 0 };
+    char path[PATH_MAX + 64], found[PATH_MAX], *text, *dir;
+    char *a = xasprintf("%s/pa", tmpdir), *b = xasprintf("%s/pb", tmpdir);
+    char *list = xasprintf("%s:%s", a, b), *want;
+    pid_t sv;
+
+    mkdir(a, 0755);
+    mkdir(b, 0755);
+    snprintf(path, sizeof(path), "%s/tool", a);
+    mkdir(path, 0755); /* a directory of that name is no command */
+    snprintf(path, sizeof(path), "%s/tool", b);
+    write_file(path, "#!/bin/sh\n");
+    is_int(supervisor_path_find(list, "tool", found, sizeof(found)), 0,
+        "a command in the second PATH entry is found");
+    is_str(found, path, "... there, not the directory of the first");
+    is_int(supervisor_path_find(a, "tool", found, sizeof(found)), -ENOENT,
+        "a directory of that name is not a command");
+    is_int(supervisor_path_find(NULL, "sh", found, sizeof(found)), 0,
+        "PATH unset: the default /bin:/usr/bin");
+    is_str(found, "/bin/sh", "... /bin first");
+    is_int(supervisor_path_find(list, "tool", found, 8), -ENAMETOOLONG,
+        "a name longer than the buffer is refused");
+    free(list);
+    free(a);
+    free(b);
+
+    /* passwd-t: a file without execute permission, in the last entry. */
+    snprintf(path, sizeof(path), "%s/pc", tmpdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/pc/passwd-t", tmpdir);
+    write_file(path, "not a program\n");
+    snprintf(job_path_var, sizeof(job_path_var), "PATH=/usr/bin:/bin:%s/pc",
+        tmpdir);
+    dir = make_job("execpath", cmds, 1000, 60000);
+    snprintf(job_path_var, sizeof(job_path_var), "PATH=/usr/bin:/bin");
+    sv = spawn(dir);
+    ok(wait_status(dir, is_done, 10000, &st) >= 0, "the supervisor is done");
+    is_int(wait_exit(sv, 5000), 0, "and exits 0");
+    if (st.nranks == 3) {
+        is_int(st.ranks[0].exit_code, 127, "a bare name not found exits 127");
+        is_int(st.ranks[1].exit_code, 0, "sh, found in PATH, runs");
+        is_int(st.ranks[2].exit_code, 126,
+            "a file found without execute permission exits 126");
+    }
+    ok(st.nranks == 3, "three ranks recorded");
+    snprintf(path, sizeof(path), "%s/rank-0.err", dir);
+    text = read_all(path);
+    want = xasprintf("cannot execute 'no-such-tool-t': No such file or "
+                     "directory (not in PATH=/usr/bin:/bin:%s/pc)\n",
+        tmpdir);
+    is_str(text, want, "the reason names the PATH searched");
+    free(want);
+    free(text);
+    snprintf(path, sizeof(path), "%s/rank-2.err", dir);
+    text = read_all(path);
+    want = xasprintf("cannot execute 'passwd-t' (found as '%s/pc/passwd-t'): "
+                     "Permission denied\n",
+        tmpdir);
+    is_str(text, want, "... or the file it found");
+    free(want);
+    free(text);
+    supfile_status_release(&st);
+    free(dir);
+}
+
 /* Spawn the supervisor of dir and wait until its two ranks run (the
  * check "ranks started"); their pids go to pids. */
 static pid_t
@@ -533,6 +610,7 @@ main(void)
         return 1;
     test_formats();
     test_exits();
+    test_exec_path();
     test_lease();
     test_stop();
     test_signal_and_errors();
