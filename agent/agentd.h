@@ -18,6 +18,10 @@
  *   agentd             the settings and this context
  *   logship            ships the output files registered with it
  *   proc_env proc_int  a rank's environment; proc*.c's internal header
+ *   pmixsrv_info pmixsrv         the PMIx server's information lists;
+ *                      the PMIx server (its upcalls reach the loop
+ *                      through a locked queue; aborts go up through
+ *                      hooks proc.c registers)
  *   proc_job           the objects: a job attempt and its ranks
  *   proc_progress proc_ckpt      steps and output; checkpoints
  *   proc_dump proc_state proc_start
@@ -47,6 +51,7 @@
 #include "common/proto.h"
 
 struct curlx;
+struct pmixsrv;
 struct proc_table;
 struct report;
 struct logship;
@@ -63,11 +68,13 @@ struct agentd {
     int64_t kill_grace_ms;
     bool run_as_submitter;
     char *supervisor; /* lockstep-supervisor executable */
+    bool pmix_on;     /* host a PMIx server (when built with one) */
     struct proto_resources res;
     char *auth_header; /* "Authorization: Agent <node>:<mac>" */
     char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */
+    struct pmixsrv *pmixsrv; /* NULL: no PMIx server */
     struct curlx *curlx;
     struct proc_table *procs;
     struct report *report;
