@@ -40,7 +40,6 @@
 #include "agent/agentd.h"
 #include "agent/mkdirp.h"
 #include "agent/pmixsrv_info.h"
-#include "agent/proc_env.h"
 #include "agent/rmtree.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -356,20 +355,44 @@ pmixsrv_job_off(const struct proto_launch *l)
     return false;
 }
 
-/* Adds the "K=V" entries of add to *env, replacing. */
-static void
-pmixsrv_env_merge(char ***env, char **add)
+/* The index of key's entry in env, or -1. */
+static ssize_t
+pmixsrv_env_find(char *const *env, const char *key, size_t n)
 {
-    char *eq, *key;
-    size_t i;
+    ssize_t i;
 
-    for (i = 0; add != NULL && add[i] != NULL; i++) {
-        if ((eq = strchr(add[i], '=')) == NULL)
-            continue;
-        key = xstrndup(add[i], (size_t)(eq - add[i]));
-        proc_env_set(env, key, eq + 1);
-        free(key);
+    for (i = 0; env[i] != NULL; i++) {
+        if (strncmp(env[i], key, n) == 0 && env[i][n] == '=')
+            return i;
     }
+    return -1;
+}
+
+/* Puts entry ("K=V", taken over) into the heap env *envp (the layout of
+ * proc_env.h, whose helpers this module may not call: proc calls us),
+ * replacing K's entry when replace, else dropping entry when K is set. */
+static void
+pmixsrv_env_put(char ***envp, char *entry, bool replace)
+{
+    char **env = *envp;
+    size_t n = 0;
+    ssize_t i = pmixsrv_env_find(env, entry, strcspn(entry, "="));
+
+    if (i >= 0) {
+        if (replace) {
+            free(env[i]);
+            env[i] = entry;
+        } else {
+            free(entry);
+        }
+        return;
+    }
+    while (env[n] != NULL)
+        n++;
+    env = xreallocarray(env, n + 2, sizeof(*env));
+    env[n] = entry;
+    env[n + 1] = NULL;
+    *envp = env;
 }
 
 int
@@ -403,16 +426,23 @@ pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
                   "client: %s",
             (long long)l->job, l->attempt, l->ranks[i].rank,
             PMIx_Error_string(rc));
-        proc_env_free(fenv);
+        for (k = 0; fenv[k] != NULL; k++)
+            free(fenv[k]);
+        free(fenv);
         return -EIO;
     }
-    pmixsrv_env_merge(env, fenv);
-    proc_env_free(fenv);
-    for (k = 0; k < sizeof(pmixsrv_ompi_env) / sizeof(pmixsrv_ompi_env[0]);
-         k++) {
-        if (proc_env_get(*env, pmixsrv_ompi_env[k][0]) == NULL)
-            proc_env_set(env, pmixsrv_ompi_env[k][0], pmixsrv_ompi_env[k][1]);
+    /* setup_fork's entries replace; they are ours (fenv is freed). */
+    for (k = 0; fenv[k] != NULL; k++) {
+        if (strchr(fenv[k], '=') != NULL)
+            pmixsrv_env_put(env, fenv[k], true);
+        else
+            free(fenv[k]);
     }
+    free(fenv);
+    for (k = 0; k < sizeof(pmixsrv_ompi_env) / sizeof(pmixsrv_ompi_env[0]); k++)
+        pmixsrv_env_put(env,
+            xasprintf("%s=%s", pmixsrv_ompi_env[k][0], pmixsrv_ompi_env[k][1]),
+            false);
     return 0;
 }
 

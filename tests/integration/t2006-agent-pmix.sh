@@ -6,7 +6,8 @@
 # message in `lockstep show`, and the other rank is stopped (also when
 # the aborting rank, a bare PMIx client, does not exit); a job across
 # 2 nodes (not supported yet) fails in MPI_Init at once instead of
-# hanging; LOCKSTEP_PMIX=0 leaves a job's environment without PMIx.
+# hanging; a rank may still run mpirun itself; LOCKSTEP_PMIX=0 leaves a
+# job's environment without PMIx.
 # Skipped without mpicc or a build without libpmix.
 . "$(dirname "$0")/../lib/harness.sh"
 
@@ -61,6 +62,15 @@ c = MPI.COMM_WORLD
 print(\"rank\", c.rank, \"of\", c.size, \"sum\", c.allreduce(c.rank))") &&
     wait_job_state $id SUCCEEDED 60 &&
     ranks_sum_ok $id
+'
+
+test_expect_success 'a job that starts mpirun itself still works' '
+    id=$(submit_id --nodes 1 --ranks-per-node 1 "${MPI_ENV[@]}" \
+        --workdir "$TEST_DIR" -- \
+        mpirun -n 2 --oversubscribe ./mpi_allreduce) &&
+    wait_job_state $id SUCCEEDED 60 &&
+    ls_cli logs $id --rank 0 | sort >nested.out &&
+    printf "rank 0 of 2 sum 1\nrank 1 of 2 sum 1\n" | diff - nested.out
 '
 
 test_expect_success 'MPI_Abort fails the attempt with its message' '
