@@ -59,9 +59,9 @@
  * picks pmi from the PMIx variables. Tried and left out: OMPI_MCA_ess=pmi
  * (the PMIx notes' recommendation) makes an mpirun started inside a rank
  * exit 1 without a word, and the binding settings
- * (hwloc_base_binding_policy=none, orte_externally_bound=1) changed
- * nothing for directly launched ranks (not bound either way) but would
- * turn off a nested mpirun's binding. */
+ * (hwloc_base_binding_policy=none, orte_externally_bound=1) change
+ * nothing for directly launched ranks (the notes found them unbound
+ * either way) but would turn off a nested mpirun's binding. */
 static const char *const pmixsrv_ompi_env[][2] = {
     { "OMPI_MCA_schizo", "^orte,slurm" },
 };
@@ -119,12 +119,6 @@ struct pmixsrv {
  * the process. Set on the loop thread before PMIx_server_init, cleared
  * after PMIx_server_finalize, so libpmix's thread sees it set. */
 static struct pmixsrv *pmixsrv_self;
-
-bool
-pmixsrv_available(void)
-{
-    return true;
-}
 
 /* ---- upcalls (libpmix's thread) ---------------------------------------- */
 

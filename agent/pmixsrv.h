@@ -52,9 +52,6 @@ typedef void (*pmixsrv_abort_fn)(void *arg, int64_t job, int attempt, int rank,
  * on this node (those that have not exited by themselves). */
 typedef void (*pmixsrv_stop_fn)(void *arg, int64_t job, int attempt);
 
-/* Whether this build has a PMIx server (meson found libpmix). */
-bool pmixsrv_available(void);
-
 /*
  * Starts the server: its own directory <state_dir>/pmix (a stale one left
  * by a killed agent is removed first), server namespace

@@ -9,12 +9,6 @@
 
 #include <stdlib.h>
 
-bool
-pmixsrv_available(void)
-{
-    return false;
-}
-
 struct pmixsrv *
 pmixsrv_create(struct agentd *ad, struct err *err)
 {
