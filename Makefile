@@ -10,10 +10,13 @@ BUILD ?= build
 CLUSTER ?= .local-cluster
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# libpmix-dev: the agent's PMIx server; openmpi-bin, libopenmpi-dev and
+# python3-mpi4py: the MPI programs t2006 starts without mpirun.
 PACKAGES := build-essential meson ninja-build pkg-config python3 \
 	libuv1-dev libsqlite3-dev libcurl4-openssl-dev libcjson-dev \
 	libhttp-parser-dev libssl-dev libpmix-dev \
-	sqlite3 curl procps python3-torch python3-numpy python3-pytest
+	sqlite3 curl procps python3-torch python3-numpy python3-pytest \
+	openmpi-bin libopenmpi-dev python3-mpi4py
 
 .PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean
 
@@ -56,6 +59,7 @@ test-sanitize: deps
 			-Db_lundef=false -Dbuildtype=debug
 	ninja -C $(BUILD)-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run.sh $(BUILD)-asan
 

@@ -45,6 +45,8 @@ const struct config_key agentd_config_keys[] = {
         "when root, start ranks as the submitting user" },
     { "supervisor", CONFIG_STR, "", 0, 0,
         "lockstep-supervisor executable (default: next to lockstep-agent)" },
+    { "pmix", CONFIG_BOOL, "true", 0, 0,
+        "host a PMIx server, so MPI programs start without mpirun" },
     CONFIG_KEY_LOG_LEVEL,
     { NULL, CONFIG_STR, NULL, 0, 0, NULL },
 };
@@ -118,6 +120,7 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
                                : xasprintf("%s/logs", ad->state_dir);
     ad->kill_grace_ms = config_int(cfg, "kill_grace_ms");
     ad->run_as_submitter = config_bool(cfg, "run_as_submitter");
+    ad->pmix_on = config_bool(cfg, "pmix");
     s = config_str(cfg, "supervisor");
     ad->supervisor = s[0] != '\0' ? xstrdup(s) : agentd_default_supervisor();
     if (ad->supervisor[0] != '/') {

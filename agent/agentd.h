@@ -17,6 +17,10 @@
  *   curlx resources    HTTP on the loop; what the node offers
  *   agentd             the settings and this context
  *   logship            ships the output files registered with it
+ *   pmixsrv_info pmixsrv
+ *                      the PMIx server's information lists; the PMIx
+ *                      server (its upcalls reach the loop through a
+ *                      locked queue; aborts go up through hooks)
  *   proc_env proc_int  a rank's environment; proc*.c's internal header
  *   proc_job           the objects: a job attempt and its ranks
  *   proc_progress proc_ckpt      steps and output; checkpoints
@@ -30,8 +34,9 @@
  * (*) libuv-free: lockstep-supervisor links nothing else.
  *
  * What goes up does so through something the lower module owns: the
- * table's change hook (proc_set_change_cb: report sends a status) and the
- * shipper's registry (proc hands each rank's output to logship_add).
+ * table's change hook (proc_set_change_cb: report sends a status), the
+ * shipper's registry (proc hands each rank's output to logship_add) and
+ * the PMIx server's hooks (pmixsrv_set_hooks: proc hears of aborts).
  */
 #ifndef AGENT_AGENTD_H
 #define AGENT_AGENTD_H
@@ -47,6 +52,7 @@
 #include "common/proto.h"
 
 struct curlx;
+struct pmixsrv;
 struct proc_table;
 struct report;
 struct logship;
@@ -63,11 +69,13 @@ struct agentd {
     int64_t kill_grace_ms;
     bool run_as_submitter;
     char *supervisor; /* lockstep-supervisor executable */
+    bool pmix_on;     /* host a PMIx server (when built with one) */
     struct proto_resources res;
     char *auth_header; /* "Authorization: Agent <node>:<mac>" */
     char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */
+    struct pmixsrv *pmixsrv; /* NULL: no PMIx server */
     struct curlx *curlx;
     struct proc_table *procs;
     struct report *report;

@@ -29,6 +29,7 @@
 #include "agent/agentd.h"
 #include "agent/curlx.h"
 #include "agent/logship.h"
+#include "agent/pmixsrv.h"
 #include "agent/proc.h"
 #include "agent/report.h"
 #include "common/config.h"
@@ -86,10 +87,13 @@ agentd_stop(struct agentd_main *m)
     /* Drops requests in flight without calling back: must come in the same
      * loop turn as the destruction of their owners above. */
     curlx_destroy(ad->curlx);
+    /* Last: the table's hooks are gone, no namespace is in use by it. */
+    pmixsrv_destroy(ad->pmixsrv);
     ad->report = NULL;
     ad->procs = NULL;
     ad->logship = NULL;
     ad->curlx = NULL;
+    ad->pmixsrv = NULL;
     uv_close((uv_handle_t *)&m->sigterm, NULL);
     uv_close((uv_handle_t *)&m->sigint, NULL);
 }
@@ -235,12 +239,20 @@ agentd_loop_init(struct agentd_main *m)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
 }
 
-/* Create the subsystems, bottom up: the log shipper before the table,
- * which registers the output of the ranks it re-adopts with it. Returns
- * 0, or -1 with err set. */
+/* Create the subsystems, bottom up: the PMIx server first, while the
+ * agent has no other thread (it may set PMIX_MCA_gds); the log shipper
+ * before the table, which registers the output of the ranks it re-adopts
+ * with it. Returns 0, or -1 with err set. */
 static int
 agentd_subsystems_create(struct agentd *ad, struct err *err)
 {
+    ad->pmixsrv = pmixsrv_create(ad, err);
+    if (ad->pmixsrv == NULL && err->code != 0)
+        log_warn("%s: MPI programs will not start without mpirun", err->msg);
+    else if (ad->pmixsrv == NULL && ad->pmix_on)
+        log_info("built without PMIx: MPI programs will not start without "
+                 "mpirun");
+    err_clear(err);
     ad->curlx = curlx_create(ad->loop, ad->server, err);
     if (ad->curlx == NULL)
         return -1;

@@ -32,6 +32,7 @@
 #include "agent/agentd.h"
 #include "agent/logship.h"
 #include "agent/mkdirp.h"
+#include "agent/pmixsrv.h"
 #include "agent/proc_ckpt.h"
 #include "agent/proc_directive.h"
 #include "agent/proc_dump.h"
@@ -185,6 +186,7 @@ proc_release_done(struct proc_table *pt)
         log_info("job=%lld attempt=%d released", (long long)job->job,
             job->attempt);
         proc_job_unlink(job);
+        pmixsrv_job_end(pt->ad->pmixsrv, job->job, job->attempt);
         proc_tombstone_add(pt, job->job, job->attempt);
         if ((rc = rmtree_at(AT_FDCWD, job->dir, NULL)) < 0)
             log_error("job=%lld attempt=%d cannot remove '%s': %s",
@@ -247,6 +249,57 @@ proc_poll_cb(uv_timer_t *timer)
         changed = true;
     if (changed)
         proc_notify(pt);
+}
+
+/* ---- PMIx aborts (pmixsrv.h) ------------------------------------------- */
+
+/* A rank called PMIx_Abort (MPI_Abort does): the message goes to the end
+ * of its stderr file, so the stderr tail read when it exits, the evidence
+ * `lockstep show` prints, carries it. */
+static void
+proc_pmix_abort_cb(void *arg, int64_t jobid, int attempt, int rank, int status,
+    const char *msg)
+{
+    struct proc_job *job = proc_find(arg, jobid, attempt);
+    char *line;
+    size_t i;
+    int fd;
+
+    /* Open MPI's MPI_Abort passes "N/A": nothing to show. */
+    if (strcmp(msg, "N/A") == 0)
+        msg = "";
+    for (i = 0; job != NULL && i < job->nranks; i++) {
+        if (job->ranks[i].rank != rank || job->ranks[i].err_path == NULL)
+            continue;
+        line = xasprintf("lockstep: rank %d called MPI_Abort/PMIx_Abort "
+                         "(status %d)%s%s\n",
+            rank, status, msg[0] != '\0' ? ": " : "", msg);
+        fd = open(job->ranks[i].err_path,
+            O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || write(fd, line, strlen(line)) < 0)
+            log_error("job=%lld attempt=%d rank=%d cannot record its abort "
+                      "in '%s': %s",
+                (long long)jobid, attempt, rank, job->ranks[i].err_path,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(line);
+    }
+}
+
+/* The ranks of an aborted attempt that are still running stop: the
+ * abort ends the attempt (PMIx's semantics: the processes named, or the
+ * whole namespace, are to be terminated). */
+static void
+proc_pmix_stop_cb(void *arg, int64_t jobid, int attempt)
+{
+    struct proc_job *job = proc_find(arg, jobid, attempt);
+
+    if (job == NULL || job->done || job->stopping)
+        return;
+    log_info("job=%lld attempt=%d a rank aborted: stopping the others",
+        (long long)jobid, attempt);
+    proc_job_teardown(job);
 }
 
 /* ---- teardown ----------------------------------------------------------- */
@@ -571,6 +624,7 @@ proc_create(struct agentd *ad, struct err *err)
         goto fail;
     }
     proc_check_search(pt);
+    pmixsrv_set_hooks(ad->pmixsrv, proc_pmix_abort_cb, proc_pmix_stop_cb, pt);
     rc = uv_timer_init(ad->loop, &pt->poll_timer);
     if (rc < 0) {
         err_set(err, rc, "cannot create timer: %s", uv_strerror(rc));

@@ -30,6 +30,7 @@
 #include "agent/agentd.h"
 #include "agent/logship.h"
 #include "agent/mkdirp.h"
+#include "agent/pmixsrv.h"
 #include "agent/proc_env.h"
 #include "agent/proc_int.h"
 #include "agent/proc_job.h"
@@ -303,6 +304,11 @@ proc_prep_rank(struct proc_prep *p, size_t i, struct supfile_spec_rank *sr)
     sr->argc = l->argc;
     sr->argv = l->argv; /* borrowed until the save */
     sr->env = proc_build_env(l, &l->ranks[i], p->ad->node, p->base);
+    /* The PMIx server's address and Open MPI's direct-launch settings. */
+    if (p->rc == 0)
+        pmixsrv_rank_env(p->ad->pmixsrv, l, i,
+            p->u.switch_user ? p->u.uid : geteuid(),
+            p->u.switch_user ? p->u.gid : getegid(), &sr->env);
     proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
     proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
     while (sr->env[sr->nenv] != NULL)

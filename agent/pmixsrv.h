@@ -1,0 +1,94 @@
+/*
+ * pmixsrv.h - the agent's PMIx server: MPI programs start without mpirun
+ *
+ * One PMIx server per agent process (libpmix's, built when meson finds
+ * pkg-config 'pmix'; docs/architecture.md). Each attempt that starts here
+ * gets the PMIx namespace "<job>.<attempt>", registered with the job, node
+ * and process information Open MPI needs (world size, node rank, local
+ * ranks, the local host name; other nodes get placeholder names), and each
+ * of its local ranks is registered as a client. A rank's environment gets
+ * what PMIx_server_setup_fork gives it (the server's address, the
+ * namespace, the rank) and the settings that make Open MPI 4.1 take the
+ * direct-launch path instead of running every rank as a singleton
+ * (OMPI_MCA_schizo, OMPI_MCA_ess, binding left to the agent); programs
+ * that do not use MPI or PMIx ignore them.
+ *
+ * What this server can do today: every collective whose participants are
+ * all on this node (libpmix completes those itself); a rank's abort
+ * (PMIx_Abort, behind MPI_Abort) is recorded as that rank's evidence and
+ * stops the attempt's ranks on this node. What it cannot: a fence or a
+ * direct modex that involves ranks on other nodes (a multi-node MPI job)
+ * completes at once with PMIX_ERR_NOT_SUPPORTED and a log line, so such a
+ * job fails in MPI_Init instead of hanging. MPI_Comm_spawn, ports and
+ * publish/lookup are not supported. A restarted agent does not serve the
+ * namespaces of the attempts it adopts: their MPI ranks lose their server.
+ *
+ * Threading: libpmix calls us on its own progress thread. Each upcall
+ * copies its arguments into a work item, appends it to a queue under a
+ * mutex (the agent's only lock) and wakes the loop with uv_async_send;
+ * the loop thread does the work and makes every reply. Every function
+ * below is for the loop thread.
+ */
+#ifndef AGENT_PMIXSRV_H
+#define AGENT_PMIXSRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "common/proto.h"
+
+struct agentd;
+struct pmixsrv;
+
+/* A rank of (job, attempt) called PMIx_Abort with status and msg (never
+ * NULL; may be ""). Called before the rank is released from the call, so
+ * that what the hook writes to the rank's stderr lands before its exit. */
+typedef void (*pmixsrv_abort_fn)(void *arg, int64_t job, int attempt, int rank,
+    int status, const char *msg);
+/* The grace after an abort has passed: stop every rank of (job, attempt)
+ * on this node (those that have not exited by themselves). */
+typedef void (*pmixsrv_stop_fn)(void *arg, int64_t job, int attempt);
+
+/*
+ * Starts the server: its own directory <state_dir>/pmix (a stale one left
+ * by a killed agent is removed first), server namespace
+ * "lockstep.agent.<node>", tool and system support off. When the ranks
+ * may run as another user (a root agent with run_as_submitter), sets
+ * PMIX_MCA_gds=hash in the agent's environment first, so those ranks do
+ * not trip over the root-owned shared-memory store. Call before any
+ * other thread exists. Returns NULL with err set when the server cannot
+ * start (the agent runs on without it), and NULL with err->code 0 in a
+ * build without PMIx.
+ */
+struct pmixsrv *pmixsrv_create(struct agentd *ad, struct err *err);
+
+/* Deregisters every namespace, finalizes libpmix (its thread is gone
+ * when this returns), removes the directory and closes the handles
+ * (the memory goes once they are closed). Accepts NULL. */
+void pmixsrv_destroy(struct pmixsrv *px);
+
+/* Who hears of aborts (proc.c). arg is borrowed. */
+void pmixsrv_set_hooks(struct pmixsrv *px, pmixsrv_abort_fn abort_fn,
+    pmixsrv_stop_fn stop_fn, void *arg);
+
+/*
+ * Local rank l->ranks[i] of launch l is about to be started as uid/gid:
+ * registers the attempt's namespace (on the first rank of it), registers
+ * the rank as a client and adds its PMIx variables to *env (a heap array
+ * of proc_build_env; replaced keys freed). The Open MPI settings are
+ * added only where *env does not have them, so a job's --env wins.
+ * Nothing is added when px is NULL or the job's env sets LOCKSTEP_PMIX=0.
+ * Returns 0, or a negative errno when libpmix refused (logged; *env is
+ * left without PMIx variables and the rank starts without a server).
+ */
+int pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
+    uid_t uid, gid_t gid, char ***env);
+
+/* The attempt (job, attempt) is gone from this node: deregister its
+ * namespace (no-op for one never registered here). Accepts NULL px. */
+void pmixsrv_job_end(struct pmixsrv *px, int64_t job, int attempt);
+
+#endif
