@@ -7,9 +7,12 @@
  *
  *   - starts every rank of spec.json as its child, each in its own process
  *     group, as the user the spec names, with stdout/stderr appended to the
- *     rank's files; a command that cannot be executed leaves "cannot
- *     execute 'x': <reason>" in the rank's stderr and exit code 127
- *     (ENOENT) or 126;
+ *     rank's files; a rank that cannot be started leaves the reason in its
+ *     stderr and exit code 127 (ENOENT) or 126, and, when the reason is
+ *     the job's own (its working directory: "cannot change to working
+ *     directory 'x': <reason>"; its command: "cannot execute 'x':
+ *     <reason>"), the same sentence as the rank's launch_error in
+ *     status.json: the scheduler's launch failure;
  *   - is a child subreaper, so the ranks' orphaned descendants are its
  *     children too and never escape to init;
  *   - records every start and exit in status.json (atomically, on every

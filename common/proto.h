@@ -233,6 +233,9 @@ struct proto_rank_status {
     size_t nacks;
     int64_t step_p50_us; /* the SDK's step time over its last window: */
     int64_t step_p99_us; /* median and p99, microseconds; 0: unknown */
+    /* EXITED without ever running: why it could not be started (its
+     * working directory, its command, its user); NULL otherwise. */
+    char *launch_error;
 };
 
 struct proto_job_status {
