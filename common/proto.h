@@ -101,6 +101,9 @@ struct proto_job_spec {
     char *checkpoint_dir;          /* never NULL after from_json ("") */
     struct proto_cadence gc_every; /* "gc_every_s"/"_steps" */
     struct proto_cadence checkpoint_every; /* "checkpoint_every_s"/... */
+    /* Accept it even when no set of registered nodes could hold it
+     * (submit only: not stored). */
+    bool wait_for_nodes;
 };
 
 /* Fill defaults (nodes 1, ranks 1, cpus 1, ...); pointers stay NULL. */
