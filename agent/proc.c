@@ -423,6 +423,7 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
 {
     struct proc_job *job;
     char why[512] = "";
+    bool launch = false;
     int rc;
 
     job = proc_job_new(pt, l->job, l->attempt, l->nranks,
@@ -434,11 +435,11 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
     log_info("job=%lld attempt=%d name=%s user=%s ranks=%zu starting",
         (long long)l->job, l->attempt, l->name != NULL ? l->name : "",
         l->user != NULL ? l->user : "", l->nranks);
-    rc = proc_job_prepare(job, l, pt->lease_ms, why, sizeof(why));
+    rc = proc_job_prepare(job, l, pt->lease_ms, why, sizeof(why), &launch);
     if (rc == 0)
         rc = proc_sv_spawn(job, why, sizeof(why));
     if (rc < 0)
-        proc_job_fail(job, rc, why);
+        proc_job_fail(job, rc, why, launch);
     proc_job_ship(job);
 }
 
@@ -521,6 +522,9 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
             rs->exit_code = r->exit_code;
             rs->signal = r->signal;
             rs->fenced = r->fenced;
+            rs->launch_error = r->launch_error != NULL
+                                   ? xstrdup(r->launch_error)
+                                   : NULL;
             rs->stderr_tail = r->stderr_tail != NULL ? xstrdup(r->stderr_tail)
                                                      : NULL;
             proc_progress_fill(r, now_mono, rs);

@@ -83,6 +83,7 @@ proc_job_free(struct proc_job *job)
 
         logship_output_release(&r->output);
         free(r->stderr_tail);
+        free(r->launch_error);
         free(r->out_path);
         free(r->err_path);
         free(r->progress_path);

@@ -47,6 +47,8 @@ struct proc_rank {
     int signal;
     bool fenced;       /* killed by its supervisor's lease */
     char *stderr_tail; /* set once ended */
+    /* NULL, or why it could not be started (a launch failure). */
+    char *launch_error;
     char *out_path;
     char *err_path;
     char *progress_path;          /* LOCKSTEP_PROGRESS_FILE */

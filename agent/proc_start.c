@@ -12,7 +12,11 @@
  * A launch that cannot start (unknown user, missing working directory, a
  * directory that cannot be written) reports every rank exited with code
  * 127 or 126 and the reason as stderr, and leaves a final status.json, so a
- * restarted agent reports the same thing.
+ * restarted agent reports the same thing. When the reason is the job's
+ * own (its user, its working directory, an empty command) it is also each
+ * rank's launch error: the scheduler's launch failure, which is not
+ * retried and blames no node; the agent's own trouble (a directory it
+ * cannot write) is not.
  */
 #include "agent/proc_start.h"
 
@@ -57,7 +61,7 @@ struct proc_user {
  * once, the reason is its stderr (also in the file), and the agent writes
  * the final status.json itself so that a restarted agent reports the same. */
 void
-proc_job_fail(struct proc_job *job, int rc, const char *why)
+proc_job_fail(struct proc_job *job, int rc, const char *why, bool launch)
 {
     struct supfile_status st;
     int64_t now = timeid_now_ms();
@@ -92,6 +96,11 @@ proc_job_fail(struct proc_job *job, int rc, const char *why)
             now);
         free(r->stderr_tail);
         r->stderr_tail = xstrdup(why);
+        free(r->launch_error);
+        r->launch_error = launch ? xstrdup(why) : NULL;
+        if (launch)
+            snprintf(st.ranks[i].launch_error, sizeof(st.ranks[i].launch_error),
+                "%s", why);
         st.ranks[i].rank = r->rank;
         st.ranks[i].exited = true;
         st.ranks[i].exit_code = r->exit_code;
@@ -158,6 +167,7 @@ struct proc_prep {
     int rc;
     char *why;
     size_t len;
+    bool launch; /* the failure is the job's own (proc_job_fail) */
 };
 
 /* Record a failure unless an earlier one is recorded. */
@@ -169,6 +179,7 @@ proc_prep_fail(struct proc_prep *p, int rc, const char *fmt, ...)
     if (p->rc != 0)
         return;
     p->rc = rc;
+    p->launch = false;
     va_start(ap, fmt);
     vsnprintf(p->why, p->len, fmt, ap);
     va_end(ap);
@@ -196,6 +207,8 @@ proc_user_lookup(struct proc_prep *p)
             "%s",
             l->user != NULL ? l->user : "",
             e != 0 ? strerror(e) : "no such user on this node");
+        /* No such user: the job's; a failing user database: the node's. */
+        p->launch = e == 0 || e == ENOENT || e == ESRCH;
         return;
     }
     p->pw = pw;
@@ -265,15 +278,18 @@ proc_prep_check(struct proc_prep *p)
         return;
     if (l->argc == 0) {
         proc_prep_fail(p, -EINVAL, "empty command line");
+        p->launch = true;
         return;
     }
     if (stat(l->workdir, &st) < 0)
         rc = -errno;
     else if (!S_ISDIR(st.st_mode))
         rc = -ENOTDIR;
-    if (rc < 0)
+    if (rc < 0) {
         proc_prep_fail(p, rc, "cannot change to working directory '%s': %s",
             l->workdir, strerror(-rc));
+        p->launch = true;
+    }
 }
 
 /* Rank i of spec: its output files (created here, as the agent, so the
@@ -372,7 +388,7 @@ proc_job_set_launch(struct proc_job *job, const struct proto_launch *l)
 
 int
 proc_job_prepare(struct proc_job *job, const struct proto_launch *l,
-    int64_t lease_ms, char *why, size_t len)
+    int64_t lease_ms, char *why, size_t len, bool *launch)
 {
     struct proc_prep p;
 
@@ -394,5 +410,6 @@ proc_job_prepare(struct proc_job *job, const struct proto_launch *l,
     proc_prep_spec(&p, lease_ms);
     free(p.u.groups);
     proc_env_free(p.base);
+    *launch = p.rc != 0 && p.launch;
     return p.rc;
 }

@@ -93,6 +93,9 @@ proc_state_refresh(struct proc_job *job)
         }
         if (rs->exited && r->state == PROTO_RANK_RUNNING) {
             r->fenced = rs->fenced;
+            free(r->launch_error);
+            r->launch_error = rs->launch_error[0] ? xstrdup(rs->launch_error)
+                                                  : NULL;
             proc_rank_ended(r, PROTO_RANK_EXITED, rs->exit_code, rs->signal,
                 rs->end_ms);
             changed = true;

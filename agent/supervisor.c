@@ -57,6 +57,8 @@ struct supervisor {
     int64_t next_lease_check;
     int lease_err;   /* last lease read error logged; 0 none */
     int gate[2];     /* ranks wait on it until recorded */
+    int *why_fd;     /* per rank: read end of its launch error pipe,
+                      * -1 none */
     int64_t kill_at; /* stopping: SIGKILL at this time */
     bool killed;     /* SIGKILL sent after the grace */
     size_t live;     /* ranks not yet reaped */
@@ -151,6 +153,24 @@ supervisor_kill_group(const struct supervisor *sv, size_t i, int sig)
 
 /* ---- starting ranks ----------------------------------------------------- */
 
+/* In the child: the rank could not be started for a reason of the job's
+ * own. The sentence goes to its stderr and to why_fd (the launch error;
+ * closed on exec, so a rank that started writes nothing there). */
+__attribute__((noreturn, format(printf, 3, 4))) static void
+supervisor_child_fail(int code, int why_fd, const char *fmt, ...)
+{
+    char buf[SUPFILE_LAUNCH_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    supervisor_fdprintf(2, "%s\n", buf);
+    if (why_fd >= 0)
+        supervisor_fdprintf(why_fd, "%s", buf);
+    _exit(code);
+}
+
 int
 supervisor_path_find(const char *path, const char *name, char *out, size_t len)
 {
@@ -172,18 +192,19 @@ supervisor_path_find(const char *path, const char *name, char *out, size_t len)
     }
 }
 
-/* In the child: why execvp(argv[0]) failed with e, on stderr. A bare
+/* In the child: why execvp(argv[0]) failed with e, into buf. A bare
  * name that was not found names the PATH searched; one that was found
  * names the file (a missing interpreter, no execute permission). */
 static void
-supervisor_exec_failed(const struct supfile_spec_rank *r, int e)
+supervisor_exec_why(const struct supfile_spec_rank *r, int e, char *buf,
+    size_t len)
 {
     const char *name = r->argv[0], *path = NULL;
     char found[PATH_MAX];
     size_t i;
 
     if (strchr(name, '/') != NULL || (e != ENOENT && e != EACCES)) {
-        supervisor_fdprintf(2, "cannot execute '%s': %s\n", name, strerror(e));
+        snprintf(buf, len, "cannot execute '%.300s': %s", name, strerror(e));
         return;
     }
     for (i = 0; r->env != NULL && r->env[i] != NULL && path == NULL; i++) {
@@ -191,21 +212,22 @@ supervisor_exec_failed(const struct supfile_spec_rank *r, int e)
             path = r->env[i] + 5;
     }
     if (supervisor_path_find(path, name, found, sizeof(found)) == 0)
-        supervisor_fdprintf(2, "cannot execute '%s' (found as '%s'): %s\n",
+        snprintf(buf, len, "cannot execute '%.100s' (found as '%.240s'): %s",
             name, found, strerror(e));
     else
-        supervisor_fdprintf(2, "cannot execute '%s': %s (not in %s%.700s)\n",
+        snprintf(buf, len, "cannot execute '%.100s': %s (not in %s%.250s)",
             name, strerror(e), path != NULL ? "PATH=" : "the default PATH ",
             path != NULL ? path : "/bin:/usr/bin");
 }
 
 /* In the child: become the rank. Never returns. */
 __attribute__((noreturn)) static void
-supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
+supervisor_child(const struct supfile_spec_rank *r, const int gate[2],
+    int why_fd)
 {
+    char go, why[SUPFILE_LAUNCH_ERROR_MAX];
     struct sigaction sa;
     sigset_t none;
-    char go;
     ssize_t n;
     int fd, outfd, errfd, e, sig;
 
@@ -278,18 +300,15 @@ supervisor_child(const struct supfile_spec_rank *r, const int gate[2])
 
     if (chdir(r->cwd) < 0) {
         e = errno;
-        supervisor_fdprintf(2,
-            "cannot change to working directory '%s': "
-            "%s\n",
-            r->cwd, strerror(e));
-        _exit(supfile_exec_exit_code(-e));
+        supervisor_child_fail(supfile_exec_exit_code(-e), why_fd,
+            "cannot change to working directory '%s': %s", r->cwd, strerror(e));
     }
     /* execvp searches the PATH of `environ`: the rank's own. */
     environ = r->env;
     execvp(r->argv[0], r->argv);
     e = errno;
-    supervisor_exec_failed(r, e);
-    _exit(supfile_exec_exit_code(-e));
+    supervisor_exec_why(r, e, why, sizeof(why));
+    supervisor_child_fail(supfile_exec_exit_code(-e), why_fd, "%s", why);
 }
 
 static void
@@ -297,14 +316,27 @@ supervisor_rank_start(struct supervisor *sv, size_t i)
 {
     const struct supfile_spec_rank *r = &sv->spec.ranks[i];
     struct supfile_rank_status *rs = &sv->st.ranks[i];
+    int why[2] = { -1, -1 };
     pid_t pid;
     int fd, e;
 
     rs->rank = r->rank;
     rs->start_ms = timeid_now_ms();
+    /* Without the pipe the rank still runs; a launch error is then only
+     * an exit code and its stderr. */
+    if (pipe2(why, O_CLOEXEC | O_NONBLOCK) < 0)
+        log_warn("job=%lld attempt=%d rank=%d cannot create a pipe: %s",
+            (long long)sv->st.job, sv->st.attempt, r->rank, strerror(errno));
     pid = r->argc > 0 ? fork() : -1;
     if (pid == 0)
-        supervisor_child(r, sv->gate);
+        supervisor_child(r, sv->gate, why[1]);
+    if (why[1] >= 0)
+        close(why[1]);
+    if (pid < 0 && why[0] >= 0) {
+        close(why[0]);
+        why[0] = -1;
+    }
+    sv->why_fd[i] = why[0];
     if (pid < 0) {
         e = r->argc > 0 ? errno : EINVAL;
         rs->exited = true;
@@ -362,6 +394,27 @@ supervisor_open_gate(struct supervisor *sv)
 
 /* ---- events ------------------------------------------------------------- */
 
+/* Rank i was reaped: what it wrote to its launch error pipe before it
+ * exited, if anything, is why it could not be started. */
+static void
+supervisor_read_why(struct supervisor *sv, size_t i)
+{
+    struct supfile_rank_status *rs = &sv->st.ranks[i];
+    ssize_t n;
+
+    if (sv->why_fd[i] < 0)
+        return;
+    do
+        n = read(sv->why_fd[i], rs->launch_error, sizeof(rs->launch_error) - 1);
+    while (n < 0 && errno == EINTR);
+    rs->launch_error[n > 0 ? n : 0] = '\0';
+    close(sv->why_fd[i]);
+    sv->why_fd[i] = -1;
+    if (n > 0)
+        log_info("job=%lld attempt=%d rank=%d not started: %s",
+            (long long)sv->st.job, sv->st.attempt, rs->rank, rs->launch_error);
+}
+
 /* Reap every exited child. Returns -ECHILD once there is no child left,
  * else 0. */
 static int
@@ -399,6 +452,7 @@ supervisor_reap(struct supervisor *sv)
         rs = &sv->st.ranks[i];
         rs->exited = true;
         rs->end_ms = timeid_now_ms();
+        supervisor_read_why(sv, i);
         if (WIFSIGNALED(status)) {
             rs->exit_code = -1;
             rs->signal = WTERMSIG(status);
@@ -687,6 +741,9 @@ supervisor_run(const char *dir)
     sv.st.pid = (int)getpid();
     sv.st.nranks = sv.spec.nranks;
     sv.st.ranks = xcalloc(sv.spec.nranks + 1, sizeof(*sv.st.ranks));
+    sv.why_fd = xcalloc(sv.spec.nranks + 1, sizeof(*sv.why_fd));
+    for (i = 0; i < sv.spec.nranks; i++)
+        sv.why_fd[i] = -1;
     log_info("job=%lld attempt=%d ranks=%zu starting", (long long)sv.st.job,
         sv.st.attempt, sv.st.nranks);
     for (i = 0; i < sv.spec.nranks; i++)
@@ -723,6 +780,11 @@ out:
         close(sv.gate[0]);
     if (sv.gate[1] >= 0)
         close(sv.gate[1]);
+    for (i = 0; sv.why_fd != NULL && i < sv.spec.nranks; i++) {
+        if (sv.why_fd[i] >= 0)
+            close(sv.why_fd[i]);
+    }
+    free(sv.why_fd);
     supfile_status_release(&sv.st);
     supfile_spec_release(&sv.spec);
     free(sv.stop_path);

@@ -9,10 +9,13 @@
  *     group, as the user the spec names, with stdout/stderr appended to the
  *     rank's files; a command without a '/' is looked up in the rank's
  *     own PATH (execvp with the rank's environment: the job's PATH, not
- *     the agent's); a command that cannot be executed leaves "cannot
- *     execute 'x': <reason>" in the rank's stderr (for a bare name, also
- *     the PATH searched, or the file found) and exit code 127 (ENOENT) or
- *     126;
+ *     the agent's); a rank that cannot be started leaves the reason in its
+ *     stderr and exit code 127 (ENOENT) or 126, and, when the reason is
+ *     the job's own (its working directory: "cannot change to working
+ *     directory 'x': <reason>"; its command: "cannot execute 'x':
+ *     <reason>", for a bare name with the PATH searched or the file
+ *     found), the same sentence as the rank's launch_error in
+ *     status.json: the scheduler's launch failure;
  *   - is a child subreaper, so the ranks' orphaned descendants are its
  *     children too and never escape to init;
  *   - records every start and exit in status.json (atomically, on every

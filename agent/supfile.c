@@ -414,7 +414,7 @@ supfile_rank_status_from_json(const cJSON *o, void *arg, struct err *err)
     struct supfile_rank_status *r = arg;
     int64_t rank = 0, pid = 0, start = 0, code = 0, sig = 0;
     int64_t start_ms = 0, end_ms = 0;
-    char *state = NULL;
+    char *state = NULL, *launch = NULL;
     int rc;
 
     if ((rc = jsonx_get_int(o, "rank", true, 0, INT32_MAX, &rank, err)) ||
@@ -427,7 +427,9 @@ supfile_rank_status_from_json(const cJSON *o, void *arg, struct err *err)
         (rc = jsonx_get_int(o, "start_ms", false, 0, INT64_MAX, &start_ms,
              err)) ||
         (rc = jsonx_get_int(o, "end_ms", false, 0, INT64_MAX, &end_ms, err)) ||
-        (rc = jsonx_get_bool(o, "fenced", false, &r->fenced, err)))
+        (rc = jsonx_get_bool(o, "fenced", false, &r->fenced, err)) ||
+        (rc = jsonx_get_str(o, "launch_error", false,
+             SUPFILE_LAUNCH_ERROR_MAX * 4, &launch, err)))
         goto out;
     if (strcmp(state, "running") != 0 && strcmp(state, "exited") != 0) {
         rc = err_set(err, -EINVAL, "field 'state': unknown state '%s'", state);
@@ -441,8 +443,11 @@ supfile_rank_status_from_json(const cJSON *o, void *arg, struct err *err)
     r->signal = (int)sig;
     r->start_ms = start_ms;
     r->end_ms = end_ms;
+    snprintf(r->launch_error, sizeof(r->launch_error), "%s",
+        launch ? launch : "");
 out:
     free(state);
+    free(launch);
     return rc;
 }
 
@@ -461,6 +466,8 @@ supfile_rank_status_to_json(const void *arg)
     jsonx_add_int(o, "start_ms", r->start_ms);
     jsonx_add_int(o, "end_ms", r->end_ms);
     cJSON_AddBoolToObject(o, "fenced", r->fenced);
+    if (r->launch_error[0])
+        jsonx_add_str(o, "launch_error", r->launch_error);
     return o;
 }
 

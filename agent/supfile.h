@@ -10,7 +10,7 @@
  *   supervisor.pid  supervisor: its pid
  *   supervisor.log  the supervisor's stderr
  *   status.json     supervisor: per rank pid, state, exit status; fenced;
- *                   done
+ *                   why a rank could not be started (launch_error); done
  *   sdk/            the ranks' SDK files (rank-<r>.progress, rank-<r>.ckpt),
  *                   owned by the user the ranks run as
  *
@@ -72,6 +72,9 @@ struct supfile_spec {
     size_t nranks;
 };
 
+/* Longest launch error kept (status.json "launch_error"). */
+#define SUPFILE_LAUNCH_ERROR_MAX 512
+
 /* One rank of status.json. */
 struct supfile_rank_status {
     int rank;
@@ -83,6 +86,10 @@ struct supfile_rank_status {
     int64_t start_ms;
     int64_t end_ms;
     bool fenced; /* killed because the lease ran out */
+    /* "" or, for a rank that could not be started, why: "cannot change
+     * to working directory '/x': No such file or directory", "cannot
+     * execute 'x': ...". */
+    char launch_error[SUPFILE_LAUNCH_ERROR_MAX];
 };
 
 struct supfile_status {

@@ -183,6 +183,7 @@ static const struct cli_opt submit_opts[] = {
     CLI_OPT_CALL("gc-every", STR, set_gc_every),
     CLI_OPT_CALL("checkpoint-every", STR, set_checkpoint_every),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
+    CLI_OPT_FLAG("wait-for-nodes", struct cli_submit_opts, spec.wait_for_nodes),
     CLI_OPT_END,
 };
 
@@ -355,10 +356,10 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         status = CLI_EXIT_OK;
         goto out;
     }
-    if (!json) {
-        printf("submitted job %lld\n", (long long)id);
-        fflush(stdout);
-    }
+    /* Waiting, stdout is the outcome alone (its first line says why a
+     * job failed); that it was submitted is news for the terminal. */
+    if (!json)
+        fprintf(stderr, "submitted job %lld\n", (long long)id);
     status = submit_wait(cli, id, json);
 out:
     cJSON_Delete(job);
@@ -407,6 +408,9 @@ const struct cli_cmd cli_cmd_submit = {
         "                        step, every D (as --gc-every)\n"
         "  --wait                wait for the job to end; exit 0 only if it\n"
         "                        SUCCEEDED (Ctrl-C ends the wait, not the job)\n"
+        "  --wait-for-nodes      queue the job even if the cluster's nodes\n"
+        "                        could never hold it (it waits for more to\n"
+        "                        join); without it such a job is refused\n"
         "  --json                print the job object the scheduler returns\n",
     .opts = submit_opts,
     .min_args = 1,

@@ -473,7 +473,7 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
         "memory_mb_per_node", "priority", "env", "workdir", "max_restarts",
         "max_infra_restarts", "hang_timeout_s", "keep_checkpoints",
         "checkpoint_dir", "gc_every_s", "gc_every_steps", "checkpoint_every_s",
-        "checkpoint_every_steps", NULL };
+        "checkpoint_every_steps", "wait_for_nodes", NULL };
     int rc;
 
     proto_job_spec_init(spec);
@@ -511,7 +511,9 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
              &spec->checkpoint_dir, err)) ||
         (rc = cadence_from_json(json, "gc_every", &spec->gc_every, err)) ||
         (rc = cadence_from_json(json, "checkpoint_every",
-             &spec->checkpoint_every, err)))
+             &spec->checkpoint_every, err)) ||
+        (rc = jsonx_get_bool(json, "wait_for_nodes", false,
+             &spec->wait_for_nodes, err)))
         goto fail;
     if ((rc = proto_job_spec_validate(spec, err)) < 0)
         goto fail;
@@ -555,5 +557,7 @@ proto_job_spec_to_json(const struct proto_job_spec *spec)
         jsonx_add_str(o, "checkpoint_dir", spec->checkpoint_dir);
     cadence_to_json(o, "gc_every", &spec->gc_every);
     cadence_to_json(o, "checkpoint_every", &spec->checkpoint_every);
+    if (spec->wait_for_nodes)
+        cJSON_AddBoolToObject(o, "wait_for_nodes", true);
     return o;
 }

@@ -101,6 +101,9 @@ struct proto_job_spec {
     char *checkpoint_dir;          /* never NULL after from_json ("") */
     struct proto_cadence gc_every; /* "gc_every_s"/"_steps" */
     struct proto_cadence checkpoint_every; /* "checkpoint_every_s"/... */
+    /* Accept it even when no set of registered nodes could hold it
+     * (submit only: not stored). */
+    bool wait_for_nodes;
 };
 
 /* Fill defaults (nodes 1, ranks 1, cpus 1, ...); pointers stay NULL. */
@@ -233,6 +236,9 @@ struct proto_rank_status {
     size_t nacks;
     int64_t step_p50_us; /* the SDK's step time over its last window: */
     int64_t step_p99_us; /* median and p99, microseconds; 0: unknown */
+    /* EXITED without ever running: why it could not be started (its
+     * working directory, its command, its user); NULL otherwise. */
+    char *launch_error;
 };
 
 struct proto_job_status {

@@ -173,7 +173,7 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
     static const char *const keys[] = { "rank", "state", "pid", "start_ms",
         "end_ms", "exit_code", "signal", "stderr_tail", "fenced", "step",
         "idle_ms", "progress", "dump", "ckpt_steps", "acks", "step_p50_us",
-        "step_p99_us", NULL };
+        "step_p99_us", "launch_error", NULL };
     char *state = NULL, *progress = NULL;
     int rc;
 
@@ -193,6 +193,8 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
         (rc = jsonx_get_str(json, "stderr_tail", false, PROTO_TAIL_MAX * 2,
              &r->stderr_tail, err)) ||
         (rc = jsonx_get_bool(json, "fenced", false, &r->fenced, err)) ||
+        (rc = jsonx_get_str(json, "launch_error", false, PROTO_TAIL_MAX,
+             &r->launch_error, err)) ||
         (rc = jsonx_get_int(json, "step", false, -1, INT64_MAX / 2, &r->step,
              err)) ||
         (rc = jsonx_get_int(json, "idle_ms", false, 0, INT64_MAX / 2,
@@ -226,6 +228,7 @@ fail:
     free(state);
     free(progress);
     free(r->stderr_tail);
+    free(r->launch_error);
     free(r->dump);
     free(r->ckpt_steps);
     free(r->acks);
@@ -249,6 +252,8 @@ rank_status_to_json(const struct proto_rank_status *r)
         jsonx_add_str(o, "stderr_tail", r->stderr_tail ? r->stderr_tail : "");
         if (r->fenced)
             cJSON_AddBoolToObject(o, "fenced", true);
+        if (r->launch_error)
+            jsonx_add_str(o, "launch_error", r->launch_error);
     }
     jsonx_add_int(o, "step", r->step);
     jsonx_add_int(o, "idle_ms", r->idle_ms);
@@ -271,6 +276,7 @@ job_status_release(struct proto_job_status *j)
 {
     for (size_t i = 0; i < j->nranks; i++) {
         free(j->ranks[i].stderr_tail);
+        free(j->ranks[i].launch_error);
         free(j->ranks[i].dump);
         free(j->ranks[i].ckpt_steps);
         free(j->ranks[i].acks);

@@ -23,6 +23,7 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     struct proto_job_spec spec;
     struct job *job = NULL;
     cJSON *json = NULL;
+    char why[JOBS_REFUSAL_MAX];
     int rc;
 
     if ((rc = api_req_body(r, &json, err)) < 0)
@@ -31,8 +32,13 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    rc = jobs_submit(sd, r->who.user, &spec, &job);
+    if ((rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
+        rc = jobs_submit(sd, r->who.user, &spec, &job);
     proto_job_spec_release(&spec);
+    if (rc == -ERANGE) {
+        http_resp_error(resp, 422, "unsatisfiable", "%s", why);
+        return 0;
+    }
     if (rc < 0)
         return rc;
     http_resp_json(resp, 201, api_view_job_new(sd, job));

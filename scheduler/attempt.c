@@ -63,6 +63,7 @@ attempt_destroy(struct attempt *a)
     free(a->placements);
     for (size_t r = 0; r < a->nranks; r++) {
         free(a->ranks[r].stderr_tail);
+        free(a->ranks[r].launch_error);
         free(a->ranks[r].dump);
     }
     free(a->ranks);

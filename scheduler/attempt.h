@@ -56,6 +56,9 @@ struct attempt_rank {
     int64_t step;      /* last step reported; -1 none */
     char *dump;        /* stack dump (hang evidence); never NULL */
 
+    /* In memory only: why the rank could not be started (its agent's
+     * launch_error), NULL when it could; decided on as it arrives. */
+    char *launch_error;
     /* In memory only: progress as last reported, for the watchdog. */
     int64_t idle_ms; /* the agent's measure at seen_mono */
     enum proto_progress progress;

@@ -106,6 +106,11 @@ failure_case_rank(struct failure_case *fc, const struct attempt *a,
             p->node_name ? p->node_name : "?");
         reason_append(fc->reason, sizeof(fc->reason), what,
             " was cut off from the scheduler");
+    } else if (r->launch_error != NULL) {
+        fc->ev.kind = POLICY_KIND_LAUNCH_FAILED;
+        snprintf(fc->reason, sizeof(fc->reason),
+            "launch failed: %s (rank %d on node %s)", r->launch_error, r->rank,
+            p->node_name ? p->node_name : "?");
     } else {
         fc->ev.kind = POLICY_KIND_RANK_EXIT;
         fc->blame = true;
@@ -115,7 +120,10 @@ failure_case_rank(struct failure_case *fc, const struct attempt *a,
     fc->ev.has_exit = r->has_exit;
     fc->ev.exit_code = r->exit_code;
     fc->ev.signal = r->signal;
-    fc->ev.stderr_tail = dup_or_null(r->stderr_tail);
+    /* A launch failure's evidence is its cause (the rank's stderr holds
+     * nothing else). */
+    fc->ev.stderr_tail = dup_or_null(
+        r->launch_error != NULL ? r->launch_error : r->stderr_tail);
     fc->ev.failed_ms = r->end_ms;
     if (node)
         fc->ev.last_heartbeat_ms = node->last_seen_ms;

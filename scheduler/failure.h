@@ -45,13 +45,15 @@ cJSON *failure_dumps_json(const struct attempt *a, int hung, size_t max);
 
 /*
  * Rank r of active attempt a ended badly (exited non-zero, by a signal,
- * fenced, or lost). node is r's node (NULL when unknown); started_ms is
- * when this scheduler started and lease_ms the supervisors' lease. A
- * fenced rank is a lost node (blamed, unless its lease ran out before
- * this scheduler had been up for a whole lease: then the scheduler's own
- * outage cut it off); a lost rank is lost_ranks; anything else a rank
- * exit, which spends the infrastructure budget when the node is suspect
- * (lost or unhealthy).
+ * fenced, lost, or never started). node is r's node (NULL when unknown);
+ * started_ms is when this scheduler started and lease_ms the supervisors'
+ * lease. A fenced rank is a lost node (blamed, unless its lease ran out
+ * before this scheduler had been up for a whole lease: then the
+ * scheduler's own outage cut it off); a lost rank is lost_ranks; a rank
+ * with a launch error is launch_failed, blaming no node (its reason
+ * "launch failed: <cause> (rank R on node N)", its evidence's stderr_tail
+ * the cause); anything else a rank exit, which spends the infrastructure
+ * budget when the node is suspect (lost or unhealthy).
  */
 void failure_case_rank(struct failure_case *fc, const struct attempt *a,
     const struct attempt_rank *r, const struct node *node, int64_t started_ms,

@@ -14,6 +14,7 @@
 #include "common/xalloc.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/event.h"
+#include "scheduler/sched_pass.h"
 
 int
 jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
@@ -30,6 +31,46 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
     rc = event_job_submitted(sd, job);
     *out = rc < 0 ? NULL : job;
     return rc;
+}
+
+int
+jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
+    char *why, size_t len)
+{
+    size_t n = node_table_count(&sd->nodes), i = 0;
+    struct sched_node *nodes;
+    struct sched_job j;
+    char short_of[SCHED_REASON_MAX];
+    bool fits;
+
+    if (spec->wait_for_nodes || n == 0 ||
+        timeid_now_ms() - sd->started_ms < sd->node_timeout_ms)
+        return 0;
+    nodes = xcalloc(n, sizeof(*nodes));
+    for (const struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node), i++) {
+        nodes[i].name = node->name;
+        nodes[i].schedulable = node_schedulable(node);
+        nodes[i].cpus = node->cpus;
+        nodes[i].memory_mb = node->memory_mb;
+        nodes[i].ngpus = node->ngpus;
+    }
+    memset(&j, 0, sizeof(j));
+    j.nodes = spec->nodes;
+    j.ranks_per_node = spec->ranks_per_node;
+    j.gpus_per_node = spec->gpus_per_node;
+    j.cpus_per_rank = spec->cpus_per_rank;
+    j.memory_mb_per_node = spec->memory_mb_per_node;
+    fits = sched_fits_ever(nodes, n, &j, short_of, sizeof(short_of));
+    free(nodes);
+    if (fits)
+        return 0;
+    snprintf(why, len,
+        "this job can never run on this cluster: %s; submit it with "
+        "\"wait_for_nodes\": true (lockstep submit --wait-for-nodes) to "
+        "queue it until nodes join",
+        short_of);
+    return -ERANGE;
 }
 
 int

@@ -20,6 +20,21 @@
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
 
+#define JOBS_REFUSAL_MAX 512
+
+/*
+ * Whether a job of spec could ever run here (docs/api.md, "Jobs that can
+ * never run"): 0, or -ERANGE with the refusal, naming what is short, in
+ * why (len bytes; JOBS_REFUSAL_MAX is enough) when no set of registered
+ * nodes, whatever their state (a cordoned, lost or unhealthy
+ * node may come back), could hold it even were they idle
+ * (sched_fits_ever). Never refused: a spec with wait_for_nodes, and any
+ * job while no node is registered or within node_timeout_ms of start-up
+ * (agents are still registering).
+ */
+int jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
+    char *why, size_t len);
+
 /* Cancel job (by actor): its active attempt is torn down, the job ends
  * CANCELLED and leaves the model (job is freed). A finished job is left
  * alone. */

@@ -23,6 +23,7 @@ static const char *const policy_kind_names[POLICY_KIND_COUNT] = {
     [POLICY_KIND_HANG] = "hang",
     [POLICY_KIND_NODE_EXCLUDED] = "node_excluded",
     [POLICY_KIND_LOST_RANKS] = "lost_ranks",
+    [POLICY_KIND_LAUNCH_FAILED] = "launch_failed",
 };
 
 const char *
@@ -45,7 +46,8 @@ policy_kind_parse(const char *s, enum policy_kind *out)
 enum policy_budget
 policy_classify(enum policy_kind kind, bool node_suspect)
 {
-    if (kind == POLICY_KIND_RANK_EXIT && !node_suspect)
+    if ((kind == POLICY_KIND_RANK_EXIT && !node_suspect) ||
+        kind == POLICY_KIND_LAUNCH_FAILED)
         return POLICY_BUDGET_JOB;
     return POLICY_BUDGET_INFRA;
 }
@@ -288,7 +290,17 @@ policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
     policy_decide(c, budget, in->crash_loop, b,
         policy_streak(c, in->prev_streak, in->ran_ms, in->new_checkpoint),
         &out->d);
+    if (in->kind == POLICY_KIND_LAUNCH_FAILED) {
+        out->d.action = POLICY_FAIL_LAUNCH;
+        out->d.backoff_ms = 0;
+    }
     switch (out->d.action) {
+    case POLICY_FAIL_LAUNCH:
+        snprintf(out->text, sizeof(out->text),
+            "%s; not restarted: a rank that cannot be started fails the same "
+            "way again (no node is blamed)",
+            in->reason);
+        break;
     case POLICY_FAIL_DETERMINISTIC:
         plan_text_deterministic(in, out->text, sizeof(out->text));
         break;

@@ -25,8 +25,10 @@ enum policy_kind {
     POLICY_KIND_HANG,          /* a rank made no progress in time */
     POLICY_KIND_NODE_EXCLUDED, /* the node left UP under the job */
     POLICY_KIND_LOST_RANKS,    /* the agent no longer holds the ranks */
+    POLICY_KIND_LAUNCH_FAILED, /* a rank could not be started (its working
+                                * directory, its command, its user) */
 };
-#define POLICY_KIND_COUNT 5
+#define POLICY_KIND_COUNT 6
 
 const char *policy_kind_str(enum policy_kind k);
 int policy_kind_parse(const char *s, enum policy_kind *out);
@@ -49,8 +51,8 @@ struct policy_config {
 
 /*
  * A rank exit is the job's own failure unless its node is suspect for
- * other reasons (it was fenced, lost, excluded); every other kind is the
- * infrastructure's.
+ * other reasons (it was fenced, lost, excluded), and a launch failure is
+ * always the job's own; every other kind is the infrastructure's.
  */
 enum policy_budget policy_classify(enum policy_kind kind, bool node_suspect);
 
@@ -114,6 +116,8 @@ enum policy_action {
     POLICY_RESTART,
     POLICY_FAIL_BUDGET,        /* the budget it would spend is spent */
     POLICY_FAIL_DETERMINISTIC, /* a crash loop */
+    POLICY_FAIL_LAUNCH,        /* a rank could not be started: never
+                                * retried */
 };
 
 struct policy_decision {
@@ -176,7 +180,10 @@ struct policy_plan {
  * nodes: ...", "<reason>; no restart left for <budget> (N of M used)" or
  * "attempt N failed: <reason>; restarting (restart K of M for <budget>,
  * after B ms of backoff)". The restart count in the text includes this
- * restart; the caller spends it.
+ * restart; the caller spends it. A launch failure is never restarted
+ * (POLICY_FAIL_LAUNCH: a rank that cannot be started fails the same way
+ * again, and a wrong path is no node's fault): "<reason>; not restarted
+ * ...", its cause first.
  */
 void policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
     struct policy_plan *out);

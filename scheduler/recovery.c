@@ -392,6 +392,8 @@ apply_plan(struct schedd *sd, struct job *job, const struct attempt *a,
     }
     if (plan->d.action == POLICY_FAIL_DETERMINISTIC)
         cJSON_AddBoolToObject(c.detail, "deterministic", true);
+    if (plan->d.action == POLICY_FAIL_LAUNCH)
+        cJSON_AddBoolToObject(c.detail, "launch_failed", true);
     return event_job(sd, job, restart ? PROTO_JOB_RESTARTING : PROTO_JOB_FAILED,
         &c);
 }

@@ -11,8 +11,12 @@
  *
  * The reasons are for people reading `lockstep jobs`: they say what the
  * job needs, which resource is short and how many nodes qualify ("needs 4
- * nodes with 8 free GPUs, 2 match"; for a job that can never fit, "needs
- * 4 nodes with 8 GPUs, only 2 match in the whole cluster").
+ * nodes with 8 free GPUs, 2 match"). A job that can never fit gets the
+ * reason sched_fits_ever gives (the submit check): what it needs, how
+ * many nodes the cluster has, and which resource is short on how many of
+ * them ("needs 4 nodes with 8 GPUs each; the cluster has 6 nodes, only 2
+ * with at least 8 GPUs"), naming the node count itself when that is what
+ * is short.
  *
  * Restarting jobs (restart in place) come first. A job's own view of the
  * nodes is kept in ctx->mark while it is examined: its preferred nodes
@@ -21,6 +25,7 @@
  */
 #include "scheduler/sched_pass.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,14 +145,13 @@ sched_node_allowed(const struct sched_pass_ctx *ctx, size_t i,
 }
 
 /*
- * Count nodes meeting each part of need (using totals when `empty`, free
- * resources otherwise) and write the explanation of a shortfall. Returns
- * the number of nodes meeting all of it. With a job (only when not
- * `empty`), only the nodes that job may use count.
+ * Count the free resources of the nodes job may use against need and
+ * write why it does not fit now ("needs 2 nodes with 4 free GPUs, 1
+ * matches"). Returns the number of nodes meeting all of it.
  */
 static size_t
 sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
-    bool empty, const struct sched_job *job, char *reason, size_t len)
+    const struct sched_job *job, char *reason, size_t len)
 {
     size_t all = 0, by_gpu = 0, by_cpu = 0, by_mem = 0;
     size_t reserved = 0, excluded = 0, off;
@@ -156,24 +160,20 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
 
     for (size_t i = 0; i < ctx->nnodes; i++) {
         const struct sched_node *n = &ctx->nodes[i];
-        int64_t cpus = empty ? n->cpus : n->free_cpus;
-        int64_t gpus = (int64_t)(empty ? n->ngpus : n->nfree_gpus);
-        int64_t mem = empty ? n->memory_mb : n->free_memory_mb;
         bool g, c, m;
 
-        if (!n->schedulable)
+        if (!n->schedulable ||
+            !sched_node_allowed(ctx, i, job, &reserved, &excluded))
             continue;
-        if (job && !sched_node_allowed(ctx, i, job, &reserved, &excluded))
-            continue;
-        g = gpus >= need->gpus;
-        c = cpus >= need->cpus;
-        m = mem >= need->memory_mb;
+        g = (int64_t)n->nfree_gpus >= need->gpus;
+        c = n->free_cpus >= need->cpus;
+        m = n->free_memory_mb >= need->memory_mb;
         by_gpu += g;
         by_cpu += c;
         by_mem += m;
         all += g && c && m;
     }
-    if (reason == NULL || all >= (size_t)need->nodes)
+    if (all >= (size_t)need->nodes)
         return all;
     /* Name the first resource that alone rules the job out. */
     if (need->gpus > 0 && by_gpu < (size_t)need->nodes)
@@ -182,15 +182,9 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
         only = 2;
     else if (need->memory_mb > 0 && by_mem < (size_t)need->nodes)
         only = 3;
-    sched_describe(what, sizeof(what), need, only, empty ? "" : "free ");
-    if (empty)
-        off = (size_t)snprintf(reason, len,
-            "needs %s, only %d %s in the "
-            "whole cluster",
-            what, (int)all, plural((int64_t)all, "matches", "match"));
-    else
-        off = (size_t)snprintf(reason, len, "needs %s, %d %s", what, (int)all,
-            plural((int64_t)all, "matches", "match"));
+    sched_describe(what, sizeof(what), need, only, "free ");
+    off = (size_t)snprintf(reason, len, "needs %s, %d %s", what, (int)all,
+        plural((int64_t)all, "matches", "match"));
     if (excluded > 0 && off < len)
         off += (size_t)snprintf(reason + off, len - off,
             " (not counting "
@@ -202,6 +196,162 @@ sched_count(const struct sched_pass_ctx *ctx, const struct sched_need *need,
             "restarting jobs)",
             reserved, plural((int64_t)reserved, "node", "nodes"));
     return all;
+}
+
+/* ---- could it ever fit -------------------------------------------------- */
+
+/* The totals of a set of nodes against one need. */
+struct sched_tally {
+    size_t nodes; /* in the set */
+    size_t other; /* left out of it (not schedulable) */
+    size_t by[3]; /* meeting the GPUs, CPUs, memory need */
+    size_t all;   /* meeting all of it */
+    int64_t most[3];
+};
+
+static const char *const sched_res_unit[3][2] = {
+    { "GPU", "GPUs" },
+    { "CPU", "CPUs" },
+    { "MB memory", "MB memory" },
+};
+
+static int64_t
+sched_need_of(const struct sched_need *need, int r)
+{
+    return r == 0 ? need->gpus : r == 1 ? need->cpus : need->memory_mb;
+}
+
+/* Tally the totals of nodes[0..n) (only the schedulable ones when
+ * `schedulable`) against need. */
+static void
+sched_tally(const struct sched_node *nodes, size_t n, bool schedulable,
+    const struct sched_need *need, struct sched_tally *t)
+{
+    memset(t, 0, sizeof(*t));
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_node *node = &nodes[i];
+        int64_t have[3] = { (int64_t)node->ngpus, node->cpus, node->memory_mb };
+        bool all = true;
+
+        if (schedulable && !node->schedulable) {
+            t->other++;
+            continue;
+        }
+        t->nodes++;
+        for (int r = 0; r < 3; r++) {
+            bool ok = have[r] >= sched_need_of(need, r);
+
+            t->by[r] += ok;
+            all = all && ok;
+            if (have[r] > t->most[r])
+                t->most[r] = have[r];
+        }
+        t->all += all;
+    }
+}
+
+/* Append to buf at *off (printf), never past len. */
+__attribute__((format(printf, 4, 5))) static void
+sched_addf(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*off >= len)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *off, len - *off, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *off += (size_t)n;
+}
+
+/* ", only 1 with at least 8 GPUs" or ", none with at least 8 GPUs (the
+ * most any has is 4)" for resource r. */
+static void
+sched_add_short(char *buf, size_t len, size_t *off,
+    const struct sched_need *need, const struct sched_tally *t, int r)
+{
+    int64_t v = sched_need_of(need, r);
+    const char *unit = sched_res_unit[r][v != 1];
+
+    if (t->by[r] == 0)
+        sched_addf(buf, len, off,
+            ", none with at least %lld %s (the most any has is %lld%s)",
+            (long long)v, unit, (long long)t->most[r], r == 2 ? " MB" : "");
+    else
+        sched_addf(buf, len, off, ", only %zu with at least %lld %s", t->by[r],
+            (long long)v, unit);
+}
+
+/*
+ * Why need can never fit on the tallied nodes: "needs N nodes with ...
+ * each; the cluster has M [schedulable] nodes", then the resources that
+ * too few of them have, or, when each resource alone is there but not
+ * together, how many have each and all.
+ */
+static void
+sched_explain(const struct sched_need *need, const struct sched_tally *t,
+    bool schedulable, char *buf, size_t len)
+{
+    size_t off = 0, k = (size_t)need->nodes;
+    char what[96];
+    int nshort = 0, nasked = 0;
+
+    sched_describe(what, sizeof(what), need, 0, "");
+    sched_addf(buf, len, &off, "needs %s%s; the cluster has %zu %s%s", what,
+        k > 1 && strstr(what, " with ") ? " each" : "", t->nodes,
+        schedulable ? "schedulable " : "",
+        plural((int64_t)t->nodes, "node", "nodes"));
+    if (schedulable && t->other > 0)
+        sched_addf(buf, len, &off, " (%zu more %s no work now)", t->other,
+            plural((int64_t)t->other, "takes", "take"));
+    if (t->nodes == 0)
+        return;
+    for (int r = 0; r < 3; r++) {
+        if (sched_need_of(need, r) <= 0)
+            continue;
+        nasked++;
+        /* Short: fewer nodes have it than the job needs, and than there
+         * are (when the node count is short, a resource every node has
+         * is not the problem). */
+        if (t->by[r] < k && t->by[r] < t->nodes) {
+            sched_add_short(buf, len, &off, need, t, r);
+            nshort++;
+        }
+    }
+    if (nshort > 0 || t->nodes < k || t->all >= k)
+        return;
+    /* Each resource alone is on enough nodes, not together. */
+    for (int r = 0, n = 0; r < 3; r++) {
+        int64_t v = sched_need_of(need, r);
+
+        if (v <= 0)
+            continue;
+        sched_addf(buf, len, &off, "%s%zu with at least %lld %s",
+            n++ == 0 ? ", " : " and ", t->by[r], (long long)v,
+            sched_res_unit[r][v != 1]);
+    }
+    if (t->all == 0)
+        sched_addf(buf, len, &off, ", but none with %s",
+            nasked == 2 ? "both" : "all of them");
+    else
+        sched_addf(buf, len, &off, ", but only %zu with %s", t->all,
+            nasked == 2 ? "both" : "all of them");
+}
+
+bool
+sched_fits_ever(const struct sched_node *nodes, size_t n,
+    const struct sched_job *job, char *reason, size_t len)
+{
+    struct sched_need need = sched_job_need(job);
+    struct sched_tally t;
+
+    sched_tally(nodes, n, false, &need, &t);
+    if (t.all >= (size_t)need.nodes)
+        return true;
+    sched_explain(&need, &t, false, reason, len);
+    return false;
 }
 
 static size_t
@@ -252,7 +402,9 @@ sched_shapes_grow(struct sched_pass_ctx *ctx)
 static const struct sched_shape *
 sched_shape_get(struct sched_pass_ctx *ctx, const struct sched_need *need)
 {
+    struct sched_tally t;
     struct sched_shape *s;
+    bool schedulable;
 
     if (2 * (ctx->nshapes + 1) > ctx->shapes_cap)
         sched_shapes_grow(ctx);
@@ -261,52 +413,51 @@ sched_shape_get(struct sched_pass_ctx *ctx, const struct sched_need *need)
         return s;
     s->used = true;
     s->need = *need;
-    s->fits = sched_count(ctx, need, true, NULL, s->reason,
-                  sizeof(s->reason)) >= (size_t)need->nodes;
     ctx->nshapes++;
+    sched_tally(ctx->nodes, ctx->nnodes, true, need, &t);
+    s->fits = t.all >= (size_t)need->nodes;
+    if (s->fits)
+        return s;
+    /* Short even counting the nodes that take no work now: the reason
+     * the submit check gives (sched_fits_ever); else what is short among
+     * the schedulable nodes. */
+    sched_tally(ctx->nodes, ctx->nnodes, false, need, &t);
+    schedulable = t.all >= (size_t)need->nodes;
+    if (schedulable)
+        sched_tally(ctx->nodes, ctx->nnodes, true, need, &t);
+    sched_explain(need, &t, schedulable, s->reason, sizeof(s->reason));
     return s;
 }
 
 /*
  * For jobs that wait anyway (behind a blocked job, or past the placement
- * limit) only the reason is at stake, so they get no O(nodes) count: a
- * cached answer if there is one, else what the per-resource maxima show
- * in O(1). Returns true with reason set when the job can never fit.
+ * limit) only the reason is at stake, so they get no O(nodes) count
+ * unless the per-resource maxima show in O(1) that they can never fit
+ * (then the shape's answer is computed once, and cached). Returns true
+ * with reason set when the job can never fit.
  */
 static bool
 sched_never_fits_cheap(struct sched_pass_ctx *ctx,
     const struct sched_need *need, char *reason, size_t len)
 {
-    char what[96];
-    int only = 0;
+    const struct sched_shape *s;
 
     if (ctx->shapes_cap) {
-        const struct sched_shape *s = sched_shape_slot(ctx, need);
-
+        s = sched_shape_slot(ctx, need);
         if (s->used) {
             if (!s->fits)
                 snprintf(reason, len, "%s", s->reason);
             return !s->fits;
         }
     }
-    if (need->gpus > ctx->max_gpus)
-        only = 1;
-    else if (need->cpus > ctx->max_cpus)
-        only = 2;
-    else if (need->memory_mb > ctx->max_memory_mb)
-        only = 3;
-    else if ((size_t)need->nodes <= ctx->nschedulable)
+    if (need->gpus <= ctx->max_gpus && need->cpus <= ctx->max_cpus &&
+        need->memory_mb <= ctx->max_memory_mb &&
+        (size_t)need->nodes <= ctx->nschedulable)
         return false;
-    sched_describe(what, sizeof(what), need, only, "");
-    if (only)
-        snprintf(reason, len, "needs %s, only 0 match in the whole cluster",
-            what);
-    else
-        snprintf(reason, len, "needs %s, only %d %s in the whole cluster", what,
-            (int)ctx->nschedulable,
-            plural((int64_t)ctx->nschedulable, "is schedulable",
-                "are schedulable"));
-    return true;
+    s = sched_shape_get(ctx, need);
+    if (!s->fits)
+        snprintf(reason, len, "%s", s->reason);
+    return !s->fits;
 }
 
 /* Preferred nodes first (in their order), then the others, then the
@@ -492,7 +643,7 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
             placed++;
             continue;
         }
-        sched_count(ctx, &need, false, job, job->reason, sizeof(job->reason));
+        sched_count(ctx, &need, job, job->reason, sizeof(job->reason));
         sched_job_marks(ctx, job, &need, false);
         blocker = job;
     }

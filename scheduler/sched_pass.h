@@ -15,6 +15,9 @@
  *    memory ≥ memory_mb_per_node;
  *  - a job that could not fit even on the schedulable nodes were they
  *    empty does not block anyone (it waits for the cluster to change);
+ *    its reason is sched_fits_ever's when it could not fit on all the
+ *    nodes either, so a job accepted with "wait_for_nodes" pends with the
+ *    reason a refused one got;
  *  - a job that would fit on the empty cluster but not now blocks every
  *    job after it in the order, so big jobs are not starved by a stream
  *    of small ones; those get the reason "waiting behind job N";
@@ -43,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SCHED_REASON_MAX 160
+#define SCHED_REASON_MAX 256
 
 struct sched_node {
     const char *name; /* borrowed */
@@ -115,6 +118,22 @@ const char *sched_policy_names(void);
  * job; free resources in nodes are reduced by what was placed. */
 void sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
     size_t nnodes, struct sched_job *jobs, size_t njobs, size_t max_place);
+
+/*
+ * Whether job could ever run on nodes[0..n): some job->nodes of them each
+ * have, in all, at least the CPUs (ranks_per_node × cpus_per_rank), GPUs
+ * and memory it asks of a node. Their state is not looked at
+ * (schedulable is ignored: a cordoned or lost node may come back), nor
+ * what is free now, nor the job's preferred or excluded nodes. When it
+ * could not, reason (len bytes) says what it needs and what is short, the
+ * node count or which resource on how many nodes: "needs 5 nodes with 2
+ * CPUs each; the cluster has 4 nodes", "needs 1 node with 1 CPU and
+ * 10000000 MB memory; the cluster has 4 nodes, none with at least
+ * 10000000 MB memory (the most any has is 16384 MB)". The submit check
+ * (docs/api.md) refuses such a job.
+ */
+bool sched_fits_ever(const struct sched_node *nodes, size_t n,
+    const struct sched_job *job, char *reason, size_t len);
 
 /* Free a job's result arrays (not the job). */
 void sched_job_release(struct sched_job *job);

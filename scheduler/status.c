@@ -114,7 +114,10 @@ attempt_decide(struct schedd *sd, struct attempt *a)
         return attempt_all_succeeded(a) ? attempt_succeed(sd, a) : 0;
     }
     bad = attempt_first_failure(a);
+    /* A rank that could not be started is no consequence of a silent
+     * peer: decided at once. */
     if (bad && bad->state == PROTO_RANK_EXITED && !bad->fenced &&
+        bad->launch_error == NULL &&
         (silent = attempt_silent_peer(sd, a, bad)) != NULL) {
         log_debug("job=%lld attempt=%d rank=%d failed while node=%s is "
                   "silent; waiting for it before deciding",
@@ -179,6 +182,10 @@ rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
         rk->end_ms = timeid_now_ms();
     free(rk->stderr_tail);
     rk->stderr_tail = xstrdup(in->stderr_tail ? in->stderr_tail : "");
+    free(rk->launch_error);
+    rk->launch_error = exited && in->launch_error && in->launch_error[0]
+                           ? xstrdup(in->launch_error)
+                           : NULL;
     return true;
 }
 

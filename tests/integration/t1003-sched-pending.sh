@@ -1,6 +1,8 @@
 #!/bin/bash
-# t1003: a job needing more nodes than exist stays PENDING with a reason
-# that says what is missing; it starts once enough agents join.
+# t1003: a job needing more nodes than exist, submitted to wait for them
+# (--wait-for-nodes; without it the submit is refused: t1004), stays
+# PENDING with a reason that says what is missing; it starts once enough
+# agents join.
 . "$(dirname "$0")/../lib/harness.sh"
 
 start_scheduler
@@ -9,12 +11,13 @@ start_agent n1
 test_expect_success 'one node is up' 'wait_nodes_up 1'
 
 test_expect_success 'a 3-node job stays PENDING with a reason' '
-    id=$(submit_id --nodes 3 --gpus-per-node 2 -- true) && echo $id >job &&
+    id=$(submit_id --wait-for-nodes --nodes 3 --gpus-per-node 2 -- true) &&
+    echo $id >job &&
     sleep 1 &&
     test "$(job_state $id)" = PENDING &&
     ls_cli show $id --json | jget "j[\"reason\"]" >reason &&
     cat reason &&
-    grep -q "3 nodes" reason && grep -q "1 match" reason
+    grep -q "3 nodes" reason && grep -q "the cluster has 1 node$" reason
 '
 
 test_expect_success 'the reason shows in jobs and show output' '
@@ -32,7 +35,7 @@ test_expect_success 'it starts when two more agents join' '
 '
 
 test_expect_success 'a job asking for more GPUs than any node has says so' '
-    id=$(submit_id --gpus-per-node 16 -- true) &&
+    id=$(submit_id --wait-for-nodes --gpus-per-node 16 -- true) &&
     sleep 0.5 &&
     test "$(job_state $id)" = PENDING &&
     ls_cli show $id --json | jget "j[\"reason\"]" | grep -qi "gpu"

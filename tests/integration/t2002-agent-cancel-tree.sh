@@ -37,7 +37,7 @@ test_expect_success 'cancel of a finished job is harmless and idempotent' '
 '
 
 test_expect_success 'cancel of a pending job cancels it at once' '
-    id=$(submit_id --nodes 5 -- true) &&
+    id=$(submit_id --wait-for-nodes --nodes 5 -- true) &&
     test "$(job_state $id)" = PENDING &&
     ls_cli cancel $id &&
     test "$(job_state $id)" = CANCELLED

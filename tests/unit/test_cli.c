@@ -48,11 +48,14 @@ test_defaults(void)
     ok(o.spec.name == NULL, "no name: the scheduler derives it");
     is_str(o.spec.workdir, cwd, "workdir defaults to the current directory");
     ok(!o.wait && !o.json, "no --wait, no --json");
+    ok(!o.spec.wait_for_nodes, "no --wait-for-nodes");
 
     json = proto_job_spec_to_json(&o.spec);
     ok(jsonx_get_int(json, "version", true, 1, 1, &v, NULL) == 0 && v == 1,
         "the body carries version 1");
     ok(cJSON_GetObjectItem(json, "name") == NULL, "no name in the body");
+    ok(cJSON_GetObjectItem(json, "wait_for_nodes") == NULL,
+        "no wait_for_nodes in the body");
     cJSON_Delete(json);
     cli_submit_opts_release(&o);
     free(cwd);
@@ -105,6 +108,31 @@ test_options(void)
     cJSON_Delete(back);
     cJSON_Delete(json);
     proto_job_spec_release(&spec);
+    cli_submit_opts_release(&o);
+}
+
+/* --wait-for-nodes: a spec field the scheduler accepts; not --wait. */
+static void
+test_wait_for_nodes(void)
+{
+    char **argv = ARGV("--wait-for-nodes", "--nodes", "5", "true");
+    struct cli_submit_opts o;
+    struct proto_job_spec spec;
+    struct err e;
+    cJSON *json;
+
+    is_int(parse(ARGC(ARGV("--wait-for-nodes", "--nodes", "5", "true")), argv,
+               &o, &e),
+        0, "--wait-for-nodes parses");
+    ok(o.spec.wait_for_nodes && !o.wait, "it sets wait_for_nodes, not --wait");
+    json = proto_job_spec_to_json(&o.spec);
+    ok(cJSON_IsTrue(cJSON_GetObjectItem(json, "wait_for_nodes")),
+        "the body says \"wait_for_nodes\": true");
+    is_int(proto_job_spec_from_json(json, &spec, &e), 0,
+        "which the API's validation accepts");
+    ok(spec.wait_for_nodes, "and reads back");
+    proto_job_spec_release(&spec);
+    cJSON_Delete(json);
     cli_submit_opts_release(&o);
 }
 
@@ -723,6 +751,7 @@ main(void)
     test_env_stays();
     test_export();
     test_export_limits();
+    test_wait_for_nodes();
     test_relative_paths();
     test_errors();
     test_help();

@@ -56,6 +56,8 @@ test_classify(void)
             "an exclusion is the infrastructure's" },
         { POLICY_KIND_LOST_RANKS, false, POLICY_BUDGET_INFRA,
             "lost ranks are the infrastructure's" },
+        { POLICY_KIND_LAUNCH_FAILED, true, POLICY_BUDGET_JOB,
+            "a launch failure is the job's own, whatever the node" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
@@ -255,6 +257,51 @@ test_decide(void)
     }
 }
 
+/* The whole plan: a launch failure is never restarted, whatever is left
+ * of any budget, and its reason comes first; a rank exit still is. */
+static void
+test_plan(void)
+{
+    struct policy_sig sig = exit_sig(0, -1, 127, 0);
+    struct policy_plan_in in = {
+        .kind = POLICY_KIND_LAUNCH_FAILED,
+        .sig = &sig,
+        .attempt = 1,
+        .reason = "launch failed: cannot execute 'train.py': No such file "
+                  "or directory (rank 0 on node n1)",
+        .budgets = { 0, 3, 0, 20 },
+        .prev_streak = 0,
+    };
+    struct policy_plan plan;
+
+    sig.kind = POLICY_KIND_LAUNCH_FAILED;
+    policy_plan(&cfg, &in, &plan);
+    ok(plan.d.action == POLICY_FAIL_LAUNCH,
+        "plan: a launch failure with budget left is not restarted");
+    is_int(plan.d.backoff_ms, 0, "plan: ... and waits for nothing");
+    is_str(plan.text,
+        "launch failed: cannot execute 'train.py': No such file or "
+        "directory (rank 0 on node n1); not restarted: a rank that cannot "
+        "be started fails the same way again (no node is blamed)",
+        "plan: the cause is the reason's beginning");
+    in.crash_loop = true;
+    policy_plan(&cfg, &in, &plan);
+    ok(plan.d.action == POLICY_FAIL_LAUNCH,
+        "plan: not called a deterministic failure either");
+
+    sig.kind = POLICY_KIND_RANK_EXIT;
+    in.kind = POLICY_KIND_RANK_EXIT;
+    in.crash_loop = false;
+    in.reason = "rank 0 exited with code 127";
+    policy_plan(&cfg, &in, &plan);
+    ok(plan.d.action == POLICY_RESTART && plan.d.budget == POLICY_BUDGET_JOB,
+        "plan: a rank that ran and exited 127 is restarted");
+    is_str(plan.text,
+        "attempt 1 failed: rank 0 exited with code 127; restarting (restart "
+        "1 of 3 for the job's own failures, after 500 ms of backoff)",
+        "plan: restart text");
+}
+
 static void
 test_blame(void)
 {
@@ -336,6 +383,7 @@ main(void)
     test_sig_str();
     test_backoff();
     test_decide();
+    test_plan();
     test_blame();
     test_hang();
     test_keep();

@@ -228,7 +228,10 @@ test_node_report(void)
         "\"stderr_tail\":\"boom\",\"fenced\":true,\"step\":120,"
         "\"idle_ms\":900,\"progress\":\"step\",\"dump\":\"State: T\","
         "\"ckpt_steps\":[100,110],"
-        "\"acks\":[{\"seq\":2,\"step\":-1,\"duration_ms\":1003}]}],"
+        "\"acks\":[{\"seq\":2,\"step\":-1,\"duration_ms\":1003}]},"
+        "{\"rank\":2,\"state\":\"exited\",\"exit_code\":127,"
+        "\"launch_error\":\"cannot execute 'x': No such file or "
+        "directory\"}],"
         "\"checkpoints\":[100]}]}";
     struct proto_node_report rep, back;
     struct err err;
@@ -237,7 +240,7 @@ test_node_report(void)
         "report parses");
     ok(rep.reg && rep.gen == 42 && rep.res.ngpus == 2 && rep.njobs == 1,
         "report fields");
-    ok(rep.jobs[0].nranks == 2 && rep.jobs[0].ranks[1].exit_code == 3 &&
+    ok(rep.jobs[0].nranks == 3 && rep.jobs[0].ranks[1].exit_code == 3 &&
             rep.jobs[0].ranks[1].state == PROTO_RANK_EXITED &&
             strcmp(rep.jobs[0].ranks[1].stderr_tail, "boom") == 0,
         "rank exit kept");
@@ -262,6 +265,10 @@ test_node_report(void)
                 r->acks[0].duration_ms == 1003,
             "convention checkpoints and a directive's ack round trip");
         ok(back.jobs[0].ranks[0].nacks == 0, "a rank without acks");
+        ok(r->launch_error == NULL && back.jobs[0].ranks[2].launch_error &&
+                strcmp(back.jobs[0].ranks[2].launch_error,
+                    "cannot execute 'x': No such file or directory") == 0,
+            "a launch error round trips; a rank that ran has none");
     }
     proto_node_report_release(&back);
     proto_node_report_release(&rep);

@@ -119,7 +119,8 @@ test_gang(void)
         "gang: the job that fits took both 4-GPU nodes");
     ok(jobs[1].placed, "gang: a 2-node job that fits is placed");
     is_str(jobs[0].reason,
-        "needs 3 nodes with 4 GPUs, only 2 match in the whole cluster",
+        "needs 3 nodes with 4 GPUs and 1 CPU each; the cluster has 3 nodes, "
+        "only 2 with at least 4 GPUs",
         "gang: never-fit reason");
     release(jobs, 2);
 }
@@ -202,9 +203,8 @@ test_blocked_vs_never(void)
     pass(&c, jobs, 4);
     ok(!jobs[0].placed, "never-fit job is not placed");
     is_str(jobs[0].reason,
-        "needs 5 nodes with 1 GPU, only 2 match in the "
-        "whole cluster",
-        "never-fit reason: too few nodes");
+        "needs 5 nodes with 1 GPU and 1 CPU each; the cluster has 2 nodes",
+        "never-fit reason: too few nodes (the node count, not GPUs)");
     ok(!jobs[1].placed, "big job that fits an empty cluster is blocked");
     is_str(jobs[1].reason, "needs 2 nodes with 4 free GPUs, 1 matches",
         "blocked reason");
@@ -212,7 +212,8 @@ test_blocked_vs_never(void)
     is_str(jobs[2].reason, "waiting behind job 2", "waiting reason");
     ok(!jobs[3].placed, "never-fit job behind the blocker");
     is_str(jobs[3].reason,
-        "needs 1 node with 8 GPUs, only 0 match in the whole cluster",
+        "needs 1 node with 8 GPUs and 1 CPU; the cluster has 2 nodes, none "
+        "with at least 8 GPUs (the most any has is 4)",
         "never-fit keeps its own reason behind the blocker");
     release(jobs, 4);
 
@@ -225,7 +226,7 @@ test_blocked_vs_never(void)
     ok(!jobs[0].placed && jobs[1].placed,
         "a never-fit job does not block the next one");
     is_str(jobs[0].reason,
-        "needs 2 nodes with 1 CPU, only 1 matches in the whole cluster",
+        "needs 2 nodes with 1 CPU each; the cluster has 1 node",
         "node-count reason");
     release(jobs, 2);
 
@@ -242,8 +243,8 @@ test_blocked_vs_never(void)
     jobs[0].memory_mb_per_node = 4096;
     pass(&c, jobs, 1);
     is_str(jobs[0].reason,
-        "needs 1 node with 4096 MB memory, only 0 match "
-        "in the whole cluster",
+        "needs 1 node with 1 CPU and 4096 MB memory; the cluster has 1 node, "
+        "none with at least 4096 MB memory (the most any has is 1000 MB)",
         "memory never-fit reason");
     release(jobs, 1);
 
@@ -340,9 +341,15 @@ test_many_shapes(void)
         jobs[i] = mkjob(i + 1, 1, 1, 1, 5 + i, 1);
     jobs[299] = mkjob(1000, 0, 1, 1, 1, 1);
     pass(&c, jobs, 300);
-    for (int i = 0; i < 299; i++)
-        bad += jobs[i].placed ||
-               strstr(jobs[i].reason, "whole cluster") == NULL;
+    for (int i = 0; i < 299; i++) {
+        char want[SCHED_REASON_MAX];
+
+        snprintf(want, sizeof(want),
+            "needs 1 node with %d GPUs and 1 CPU; the cluster has 1 node, "
+            "none with at least %d GPUs (the most any has is 4)",
+            5 + i, 5 + i);
+        bad += jobs[i].placed || strcmp(jobs[i].reason, want) != 0;
+    }
     is_int(bad, 0, "300 never-fit shapes each get their own reason");
     ok(jobs[299].placed, "and none of them blocks the job that fits");
     release(jobs, 300);
@@ -451,6 +458,123 @@ test_restart_in_place(void)
     release(jobs, 2);
 }
 
+/* fits_ever on c for a job of nodes × (rpn ranks × cpr CPUs, gpus, mem):
+ * whether it fits; its reason into why. */
+static bool
+fits_ever(const struct cluster *c, int nodes, int rpn, int gpus, int cpr,
+    int64_t mem, char *why)
+{
+    struct sched_job j = mkjob(1, 0, nodes, rpn, gpus, cpr);
+
+    j.memory_mb_per_node = mem;
+    why[0] = '\0';
+    return sched_fits_ever(c->nodes, c->n, &j, why, SCHED_REASON_MAX);
+}
+
+static void
+test_fits_ever(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[2];
+    char why[SCHED_REASON_MAX];
+
+    /* Four 2-CPU nodes, 16 GB, no GPUs: the cluster. */
+    add_nodes(&c, "n1 n2 n3 n4", 2, 16384, 0);
+    ok(fits_ever(&c, 4, 2, 0, 1, 16384, why) && why[0] == '\0',
+        "fits ever: the whole cluster exactly");
+    ok(!fits_ever(&c, 5, 2, 0, 1, 0, why), "fits ever: 5 nodes on 4: no");
+    is_str(why, "needs 5 nodes with 2 CPUs each; the cluster has 4 nodes",
+        "fits ever: the node count is what is short, not CPUs");
+    ok(!fits_ever(&c, 1, 1, 0, 1, (int64_t)10 << 20, why),
+        "fits ever: 10 TB of memory: no");
+    is_str(why,
+        "needs 1 node with 1 CPU and 10485760 MB memory; the cluster has 4 "
+        "nodes, none with at least 10485760 MB memory (the most any has is "
+        "16384 MB)",
+        "fits ever: memory is named, with the most any node has");
+    ok(!fits_ever(&c, 2, 4, 0, 1, 0, why), "fits ever: 4 CPUs per node: no");
+    is_str(why,
+        "needs 2 nodes with 4 CPUs each; the cluster has 4 nodes, none with "
+        "at least 4 CPUs (the most any has is 2)",
+        "fits ever: CPUs are named (ranks per node × CPUs per rank), not GPUs");
+    ok(!fits_ever(&c, 1, 1, 1, 1, 0, why), "fits ever: a GPU: no");
+    is_str(why,
+        "needs 1 node with 1 GPU and 1 CPU; the cluster has 4 nodes, none "
+        "with at least 1 GPU (the most any has is 0)",
+        "fits ever: GPUs are named, CPUs are not (they are there)");
+
+    /* Cordoned, lost or unhealthy nodes are capacity that may come
+     * back: state does not count, nor what is free now. */
+    c.nodes[0].schedulable = false;
+    c.nodes[1].free_cpus = 0;
+    ok(fits_ever(&c, 4, 1, 0, 2, 0, why),
+        "fits ever: an unschedulable or busy node still counts");
+
+    /* Some nodes bigger: a count of those. Several short: each named. */
+    memset(&c, 0, sizeof(c));
+    add_nodes(&c, "a b c", 8, 1000, 0);
+    add_node(&c, "g", 8, 1000, 8);
+    ok(!fits_ever(&c, 2, 1, 8, 16, 2000, why),
+        "fits ever: GPUs, CPUs and memory short: no");
+    is_str(why,
+        "needs 2 nodes with 8 GPUs and 16 CPUs and 2000 MB memory each; the "
+        "cluster has 4 nodes, only 1 with at least 8 GPUs, none with at "
+        "least 16 CPUs (the most any has is 8), none with at least 2000 MB "
+        "memory (the most any has is 1000 MB)",
+        "fits ever: every short resource is named");
+    ok(!fits_ever(&c, 5, 1, 8, 1, 0, why), "fits ever: 5 × 8 GPUs: no");
+    is_str(why,
+        "needs 5 nodes with 8 GPUs and 1 CPU each; the cluster has 4 nodes, "
+        "only 1 with at least 8 GPUs",
+        "fits ever: too few nodes and too few with GPUs: GPUs named");
+
+    /* Each resource alone on enough nodes, not together. */
+    memset(&c, 0, sizeof(c));
+    add_nodes(&c, "a b", 2, 1000, 4);
+    add_nodes(&c, "c d", 16, 1000, 0);
+    ok(!fits_ever(&c, 2, 16, 4, 1, 0, why), "fits ever: a combination: no");
+    is_str(why,
+        "needs 2 nodes with 4 GPUs and 16 CPUs each; the cluster has 4 "
+        "nodes, 2 with at least 4 GPUs and 2 with at least 16 CPUs, but none "
+        "with both",
+        "fits ever: a combination says so");
+
+    /* No node at all. */
+    memset(&c, 0, sizeof(c));
+    ok(!fits_ever(&c, 1, 1, 0, 1, 0, why), "fits ever: no node: no");
+    is_str(why, "needs 1 node with 1 CPU; the cluster has 0 nodes",
+        "fits ever: an empty cluster");
+
+    /* The pass gives a never-fit job the same reason as the submit
+     * check, when every node takes work... */
+    add_nodes(&c, "n1 n2 n3 n4", 2, 16384, 0);
+    jobs[0] = mkjob(1, 0, 5, 2, 0, 1);
+    pass(&c, jobs, 1);
+    fits_ever(&c, 5, 2, 0, 1, 0, why);
+    is_str(jobs[0].reason, why, "the pass: the submit check's reason");
+    release(jobs, 1);
+    /* ... and says which nodes take no work when those would be enough. */
+    c.nodes[1].schedulable = false;
+    c.nodes[2].schedulable = false;
+    jobs[0] = mkjob(1, 0, 3, 2, 0, 1);
+    pass(&c, jobs, 1);
+    is_str(jobs[0].reason,
+        "needs 3 nodes with 2 CPUs each; the cluster has 2 schedulable "
+        "nodes (2 more take no work now)",
+        "the pass: cordoned or lost nodes would be enough: says so");
+    release(jobs, 1);
+    /* Behind a blocker (the cheap path) the reason is the same. */
+    c.nodes[1].schedulable = c.nodes[2].schedulable = true;
+    c.nodes[0].free_cpus = c.nodes[1].free_cpus = c.nodes[2].free_cpus = 0;
+    jobs[0] = mkjob(1, 10, 2, 2, 0, 1);
+    jobs[1] = mkjob(2, 0, 5, 2, 0, 1);
+    pass(&c, jobs, 2);
+    ok(!jobs[0].placed && !jobs[1].placed, "a blocker and a never-fit job");
+    fits_ever(&c, 5, 2, 0, 1, 0, why);
+    is_str(jobs[1].reason, why, "behind a blocker: the same reason");
+    release(jobs, 2);
+}
+
 int
 main(void)
 {
@@ -464,5 +588,6 @@ main(void)
     test_many_shapes();
     test_rank_gpus();
     test_restart_in_place();
+    test_fits_ever();
     return done_testing();
 }

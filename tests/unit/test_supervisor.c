@@ -399,6 +399,61 @@ test_exec_path(void)
     free(dir);
 }
 
+/* A rank that could not be started says why in status.json
+ * (launch_error); one that ran says nothing there, whatever its code. */
+static void
+test_launch_errors(void)
+{
+    const char *cmds[] = {
+        "/nonexistent/train",
+        "/etc/passwd",
+        "exit 127",
+        "true",
+        "true",
+        NULL,
+    };
+    struct supfile_status st = { 0 };
+    struct supfile_spec spec = { 0 };
+    struct err err = { 0 };
+    char *dir;
+    pid_t sv;
+
+    dir = make_job("launch", cmds, 1000, 60000);
+    /* Rank 4 in a working directory that does not exist. */
+    if (supfile_spec_load(dir, &spec, &err) == 0 && spec.nranks == 5) {
+        free(spec.ranks[4].cwd);
+        spec.ranks[4].cwd = xstrdup("/nonexistent-dir");
+        if (supfile_spec_save(dir, &spec) < 0)
+            diag("cannot write spec in %s", dir);
+    }
+    supfile_spec_release(&spec);
+    sv = spawn(dir);
+    ok(wait_status(dir, is_done, 10000, &st) >= 0, "launch: done");
+    is_int(wait_exit(sv, 5000), 0, "launch: the supervisor exits 0");
+    is_int(st.nranks, 5, "launch: five ranks recorded");
+    if (st.nranks == 5) {
+        is_str(st.ranks[0].launch_error,
+            "cannot execute '/nonexistent/train': No such file or directory",
+            "a missing command is a launch error");
+        is_int(st.ranks[0].exit_code, 127, "... with exit code 127");
+        is_str(st.ranks[1].launch_error,
+            "cannot execute '/etc/passwd': Permission denied",
+            "a file without the execute bit is a launch error");
+        is_int(st.ranks[1].exit_code, 126, "... with exit code 126");
+        ok(st.ranks[2].exit_code == 127 && st.ranks[2].launch_error[0] == 0,
+            "a command that ran and exited 127 itself is none");
+        ok(st.ranks[3].exit_code == 0 && st.ranks[3].launch_error[0] == 0,
+            "a rank that succeeded has none");
+        is_str(st.ranks[4].launch_error,
+            "cannot change to working directory '/nonexistent-dir': No "
+            "such file or directory",
+            "a missing working directory is a launch error");
+        is_int(st.ranks[4].exit_code, 127, "... with exit code 127");
+    }
+    supfile_status_release(&st);
+    free(dir);
+}
+
 /* Spawn the supervisor of dir and wait until its two ranks run (the
  * check "ranks started"); their pids go to pids. */
 static pid_t
@@ -566,6 +621,8 @@ test_formats(void)
     r[1].rank = 1;
     r[1].pid = 43;
     r[1].fenced = true;
+    snprintf(r[0].launch_error, sizeof(r[0].launch_error),
+        "cannot execute 'x': No such file or directory");
     st.job = 9;
     st.attempt = 4;
     st.pid = 41;
@@ -577,7 +634,10 @@ test_formats(void)
     ok(back.job == 9 && back.attempt == 4 && back.pid == 41 && back.done &&
             back.nranks == 2 && back.ranks[0].exited &&
             back.ranks[0].exit_code == 3 && !back.ranks[1].exited &&
-            back.ranks[1].fenced,
+            back.ranks[1].fenced &&
+            strcmp(back.ranks[0].launch_error,
+                "cannot execute 'x': No such file or directory") == 0 &&
+            back.ranks[1].launch_error[0] == '\0',
         "round trip keeps every field");
     supfile_status_release(&back);
     is_int(supfile_lease_write(dir, 123456), 0, "lease written");
@@ -611,6 +671,7 @@ main(void)
     test_formats();
     test_exits();
     test_exec_path();
+    test_launch_errors();
     test_lease();
     test_stop();
     test_signal_and_errors();
