@@ -192,6 +192,10 @@ supervisor_path_find(const char *path, const char *name, char *out, size_t len)
     }
 }
 
+/* How much of a long PATH a launch error shows (the scheduler's reason
+ * must still have room for where it happened). */
+#define SUPERVISOR_PATH_SHOWN 120
+
 /* In the child: why execvp(argv[0]) failed with e, into buf. A bare
  * name that was not found names the PATH searched; one that was found
  * names the file (a missing interpreter, no execute permission). */
@@ -215,9 +219,10 @@ supervisor_exec_why(const struct supfile_spec_rank *r, int e, char *buf,
         snprintf(buf, len, "cannot execute '%.100s' (found as '%.240s'): %s",
             name, found, strerror(e));
     else
-        snprintf(buf, len, "cannot execute '%.100s': %s (not in %s%.250s)",
+        snprintf(buf, len, "cannot execute '%.100s': %s (not in %s%.*s%s)",
             name, strerror(e), path != NULL ? "PATH=" : "the default PATH ",
-            path != NULL ? path : "/bin:/usr/bin");
+            SUPERVISOR_PATH_SHOWN, path != NULL ? path : "/bin:/usr/bin",
+            path != NULL && strlen(path) > SUPERVISOR_PATH_SHOWN ? "..." : "");
 }
 
 /* In the child: become the rank. Never returns. */

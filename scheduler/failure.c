@@ -107,10 +107,16 @@ failure_case_rank(struct failure_case *fc, const struct attempt *a,
         reason_append(fc->reason, sizeof(fc->reason), what,
             " was cut off from the scheduler");
     } else if (r->launch_error != NULL) {
+        char where[96];
+        int room;
+
         fc->ev.kind = POLICY_KIND_LAUNCH_FAILED;
-        snprintf(fc->reason, sizeof(fc->reason),
-            "launch failed: %s (rank %d on node %s)", r->launch_error, r->rank,
+        /* The cause is cut, never where it happened. */
+        snprintf(where, sizeof(where), " (rank %d on node %.64s)", r->rank,
             p->node_name ? p->node_name : "?");
+        room = (int)(sizeof(fc->reason) - strlen(where)) - 16;
+        snprintf(fc->reason, sizeof(fc->reason), "launch failed: %.*s%s",
+            room > 0 ? room : 0, r->launch_error, where);
     } else {
         fc->ev.kind = POLICY_KIND_RANK_EXIT;
         fc->blame = true;

@@ -58,7 +58,7 @@ test_expect_success 'a missing working directory fails after one attempt' '
 '
 
 test_expect_success 'a command that does not exist fails after one attempt' '
-    cause="cannot execute '\''no-such-command-xyz'\'': No such file or directory" &&
+    cause="cannot execute '\''no-such-command-xyz'\'': No such file or directory (not in PATH=[^)]*)" &&
     launch_fails "$cause" -- no-such-command-xyz --flag &&
     one_attempt $(cat job) launch_failed &&
     show_reason_first $(cat job) "$cause" &&
