@@ -16,9 +16,10 @@
  * agent's systemd service (NOTIFY_SOCKET, LISTEN_*, WATCHDOG_*,
  * JOURNAL_STREAM, INVOCATION_ID), then the job's env, then the rank
  * variables of docs/api.md, which the job's env cannot override
- * (LOCKSTEP_PROGRESS_FILE and LOCKSTEP_COMMIT_FILE are among them: the
- * caller sets those). Returns a NULL-terminated array; caller frees with
- * proc_env_free.
+ * (LOCKSTEP_PROGRESS_FILE, LOCKSTEP_COMMIT_FILE and LOCKSTEP_CONTROL_FILE
+ * are among them: the caller sets those; LOCKSTEP_GC_MANAGED is "1" when
+ * l->gc_managed, and absent otherwise). Returns a NULL-terminated array; caller
+ * frees with proc_env_free.
  */
 char **proc_build_env(const struct proto_launch *l,
     const struct proto_launch_rank *r, const char *node, char *const *base);
