@@ -28,11 +28,19 @@ proc_directive_release(struct proc_job *job)
     job->ndirectives = 0;
 }
 
-/* The control file's kind of a rank-targeted directive kind. */
+/* The control file's kind of a directive kind; 0 for the agent's own. */
 static uint32_t
 proc_directive_ctl_kind(enum proto_directive_kind k)
 {
-    return k == PROTO_DIRECTIVE_GC ? CTLFILE_KIND_GC : CTLFILE_KIND_CHECKPOINT;
+    switch (k) {
+    case PROTO_DIRECTIVE_GC:
+        return CTLFILE_KIND_GC;
+    case PROTO_DIRECTIVE_CHECKPOINT:
+        return CTLFILE_KIND_CHECKPOINT;
+    case PROTO_DIRECTIVE_DUMP:
+        break;
+    }
+    return 0;
 }
 
 /* Whether directive i of job is one for the ranks that no newer listed
@@ -42,7 +50,8 @@ proc_directive_postable(const struct proc_job *job, size_t i)
 {
     const struct proto_directive *d = &job->directives[i];
 
-    if (proto_directive_target(d->kind) != PROTO_TARGET_RANK || d->seq == 0)
+    if (proto_directive_target(d->kind) != PROTO_TARGET_RANK ||
+        proc_directive_ctl_kind(d->kind) == 0 || d->seq == 0)
         return false;
     for (size_t j = 0; j < job->ndirectives; j++) {
         const struct proto_directive *o = &job->directives[j];
