@@ -29,9 +29,10 @@ struct proc_job;
  * directive and acknowledge none. */
 void proc_directive_open(struct proc_job *job);
 /* The directives of launch l for job; those for the ranks are posted to
- * the control file (once open; again on every call, which is free). A fresh
- * attempt carries nothing out for directives issued before it started (there
- * was nothing to dump then): they are acknowledged as they are. */
+ * the control file (once open; again on every call, which is free). A
+ * fresh attempt carries nothing out for directives issued before it
+ * started (there was nothing to dump then): they are acknowledged as
+ * they are. */
 void proc_directive_set(struct proc_job *job, const struct proto_launch *l,
     bool fresh);
 /* The acks of every rank of js (allocated; released with the report):

@@ -18,8 +18,8 @@
  * variables of docs/api.md, which the job's env cannot override
  * (LOCKSTEP_PROGRESS_FILE, LOCKSTEP_COMMIT_FILE and LOCKSTEP_CONTROL_FILE
  * are among them: the caller sets those; LOCKSTEP_GC_MANAGED is "1" when
- * l->gc_managed, and absent otherwise). Returns a NULL-terminated array; caller
- * frees with proc_env_free.
+ * l->gc_managed, and absent otherwise). Returns a NULL-terminated array;
+ * caller frees with proc_env_free.
  */
 char **proc_build_env(const struct proto_launch *l,
     const struct proto_launch_rank *r, const char *node, char *const *base);

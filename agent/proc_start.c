@@ -6,9 +6,9 @@
  * sdk/ subdirectory the ranks' user owns, spec.json with every rank's
  * command, environment (the agent's, the job's, the rank variables of
  * docs/api.md and the SDK's files: progress, commits, control), working
- * directory, user and groups, and output files, then the first lease. The
- * output files are created here, as the agent, so the log shipper can open them
- * at once.
+ * directory, user and groups, and output files, then the first lease.
+ * The output files are created here, as the agent, so the log shipper
+ * can open them at once.
  *
  * A launch that cannot start (unknown user, missing working directory, a
  * directory that cannot be written) reports every rank exited with code
