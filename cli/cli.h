@@ -402,6 +402,7 @@ extern const struct cli_cmd cli_cmd_jobs;
 extern const struct cli_cmd cli_cmd_show;
 extern const struct cli_cmd cli_cmd_logs;
 extern const struct cli_cmd cli_cmd_cancel;
+extern const struct cli_cmd cli_cmd_checkpoint;
 extern const struct cli_cmd cli_cmd_nodes;
 extern const struct cli_cmd cli_cmd_node;
 extern const struct cli_cmd cli_cmd_cordon;

@@ -187,12 +187,66 @@ print_attempt_nodes(const cJSON *nodes)
     printf("\n");
 }
 
-/* One row per rank: where it ran and how it ended. */
+/* A rank is called slow when its median step time is this much above the
+ * median of every rank's (docs/cadence.md). */
+#define SHOW_SLOW_RATIO 1.25
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The median over the ranks of their median step time (us); 0 when fewer
+ * than two ranks report one. */
+static int64_t
+ranks_step_median(const cJSON *ranks)
+{
+    int n = cJSON_GetArraySize(ranks), k = 0;
+    int64_t *v = xcalloc((size_t)n + 1, sizeof(*v)), m = 0;
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, ranks) {
+        if (cli_jint(it, "step_p50_us", 0) > 0)
+            v[k++] = cli_jint(it, "step_p50_us", 0);
+    }
+    if (k >= 2) {
+        qsort(v, (size_t)k, sizeof(*v), cmp_i64);
+        m = v[k / 2];
+    }
+    free(v);
+    return m;
+}
+
+/* The STEP and STEP TIME cells of a rank (the SDK's figures). */
+static void
+rank_step_cells(struct cli_table *t, const cJSON *it, int64_t median)
+{
+    int64_t p50 = cli_jint(it, "step_p50_us", 0);
+
+    if (cli_jint(it, "step", -1) >= 0)
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "step", 0));
+    else
+        cli_table_cell(t, "-");
+    if (p50 <= 0)
+        cli_table_cell(t, "-");
+    else
+        cli_table_cell(t, "%.1f/%.1f ms%s", (double)p50 / 1000,
+            (double)cli_jint(it, "step_p99_us", 0) / 1000,
+            median > 0 && (double)p50 > SHOW_SLOW_RATIO * (double)median
+                ? " slow"
+                : "");
+}
+
+/* One row per rank: where it ran, how far it got and how it ended. */
 static void
 print_attempt_ranks(const cJSON *ranks)
 {
     static const char *const headers[] = { "RANK", "NODE", "LOCAL", "STATE",
-        "EXIT", "SIGNAL" };
+        "EXIT", "SIGNAL", "STEP", "STEP TIME p50/p99" };
+    int64_t median = ranks_step_median(ranks);
     struct cli_table *t;
     const cJSON *it;
     char sig[64];
@@ -215,6 +269,7 @@ print_attempt_ranks(const cJSON *ranks)
         else
             cli_table_cell(t, "-");
         cli_table_cell(t, "%s", s > 0 ? sig_name(s, sig, sizeof(sig)) : "-");
+        rank_step_cells(t, it, median);
     }
     printf("\n");
     cli_table_print(t, stdout, 2);
@@ -276,6 +331,40 @@ print_checkpoints(const cJSON *job)
             (long long)cli_jint(c, "attempt", 0), cli_jstr(c, "source"),
             cli_fmt_time(cli_jint(c, "complete_ms", 0), when, sizeof(when)));
     }
+}
+
+/* The job's cadences, and the last step every rank collected garbage at
+ * (the newest attempt's newest done gc directive). */
+static void
+print_cadence(const cJSON *job, const cJSON *attempts)
+{
+    struct proto_cadence gc = { cli_jint(job, "gc_every_s", 0),
+        cli_jint(job, "gc_every_steps", 0) };
+    struct proto_cadence ck = { cli_jint(job, "checkpoint_every_s", 0),
+        cli_jint(job, "checkpoint_every_steps", 0) };
+    const cJSON *last = cJSON_GetArrayItem(attempts,
+        cJSON_GetArraySize(attempts) - 1);
+    const cJSON *it;
+    int64_t gc_step = -1;
+    char g[32], c[32];
+
+    if (!proto_cadence_set(&gc) && !proto_cadence_set(&ck))
+        return;
+    cJSON_ArrayForEach(it,
+        cJSON_GetObjectItemCaseSensitive(last, "directives")) {
+        if (strcmp(cli_jstr(it, "kind"), "gc") == 0 &&
+            cli_jint(it, "done_ms", 0) > 0 &&
+            cli_jint(it, "step", -1) > gc_step)
+            gc_step = cli_jint(it, "step", -1);
+    }
+    printf("  cadence:     gc %s%s, checkpoint %s%s\n",
+        proto_cadence_set(&gc) ? "every " : "",
+        proto_cadence_format(&gc, g, sizeof(g)),
+        proto_cadence_set(&ck) ? "every " : "",
+        proto_cadence_format(&ck, c, sizeof(c)));
+    if (gc_step >= 0)
+        printf("               last gc of every rank at step %lld\n",
+            (long long)gc_step);
 }
 
 /* Effective training time ratio and where the rest went. */
@@ -348,6 +437,7 @@ print_job(const cJSON *job, const char *name)
             (long long)cli_jint(job, "hang_timeout_s", 0));
     else
         printf("  watchdog:    off\n");
+    print_cadence(job, attempts);
     printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
     print_checkpoints(job);
     print_goodput(job);

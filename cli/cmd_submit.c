@@ -113,6 +113,33 @@ set_env(void *opts, const char *value, struct sbuf *why)
     return rc < 0 ? set_failed(why, &err, rc) : 0;
 }
 
+/* --gc-every D, --checkpoint-every D: a duration or a step count. */
+static int
+set_cadence(struct proto_cadence *c, const char *opt, const char *value,
+    struct sbuf *why)
+{
+    struct err err;
+    int rc = proto_cadence_parse(value, c, &err);
+
+    if (rc < 0)
+        sbuf_addf(why, "invalid --%s: %s", opt, err.msg);
+    return rc;
+}
+
+static int
+set_gc_every(void *opts, const char *value, struct sbuf *why)
+{
+    return set_cadence(&((struct cli_submit_opts *)opts)->spec.gc_every,
+        "gc-every", value, why);
+}
+
+static int
+set_checkpoint_every(void *opts, const char *value, struct sbuf *why)
+{
+    return set_cadence(&((struct cli_submit_opts *)opts)->spec.checkpoint_every,
+        "checkpoint-every", value, why);
+}
+
 #define SPEC_INT(name, field, min, max)                                        \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
@@ -131,6 +158,8 @@ static const struct cli_opt submit_opts[] = {
     SPEC_INT("hang-timeout", hang_timeout_s, 0, PROTO_HANG_TIMEOUT_MAX),
     SPEC_INT("keep-checkpoints", keep_checkpoints, 0, 100000),
     CLI_OPT_PATH("checkpoint-dir", struct cli_submit_opts, spec.checkpoint_dir),
+    CLI_OPT_CALL("gc-every", STR, set_gc_every),
+    CLI_OPT_CALL("checkpoint-every", STR, set_checkpoint_every),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
     CLI_OPT_END,
 };
@@ -340,6 +369,12 @@ const struct cli_cmd cli_cmd_submit = {
         "                        resumes from the newest complete one\n"
         "  --keep-checkpoints K  keep only the K newest complete checkpoints\n"
         "                        (default 0: keep all)\n"
+        "  --gc-every D          every rank collects garbage at the same step,\n"
+        "                        every D: 90s, 5m, 1h (a bare number is\n"
+        "                        seconds) or 500steps; automatic GC is off\n"
+        "                        (docs/cadence.md; needs the SDK's step())\n"
+        "  --checkpoint-every D  every rank is told to checkpoint at the same\n"
+        "                        step, every D (as --gc-every)\n"
         "  --wait                wait for the job to end; exit 0 only if it\n"
         "                        SUCCEEDED (Ctrl-C ends the wait, not the job)\n"
         "  --json                print the job object the scheduler returns\n",

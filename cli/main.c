@@ -24,6 +24,7 @@ static const struct cli_cmd *const cmds[] = {
     &cli_cmd_show,
     &cli_cmd_logs,
     &cli_cmd_cancel,
+    &cli_cmd_checkpoint,
     &cli_cmd_nodes,
     &cli_cmd_node,
     &cli_cmd_cordon,

@@ -41,6 +41,7 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
+    { "POST", "/v1/jobs/{}/directives", api_jobs_directive, 0 },
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },

@@ -11,8 +11,10 @@
 
 #include "common/jsonx.h"
 #include "scheduler/api_view.h"
+#include "scheduler/cadences.h"
 #include "scheduler/db.h"
 #include "scheduler/jobs.h"
+#include "scheduler/planned.h"
 
 int
 api_jobs_submit(struct schedd *sd, const struct api_req *r,
@@ -133,22 +135,46 @@ api_jobs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
     return reply_job(sd, r, id, resp, err);
 }
 
+/* No body, or {"version":1,"checkpoint":true|false}. */
+static int
+cancel_body(const struct api_req *r, bool *checkpoint, struct err *err)
+{
+    static const char *const keys[] = { "version", "checkpoint", NULL };
+    cJSON *json = NULL;
+    int rc;
+
+    *checkpoint = false;
+    if (r->http->body_len == 0)
+        return 0;
+    if ((rc = api_req_body(r, &json, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0)
+        rc = jsonx_get_bool(json, "checkpoint", false, checkpoint, err);
+    cJSON_Delete(json);
+    return rc;
+}
+
 int
 api_jobs_cancel(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
+    bool checkpoint, waiting = false;
     struct job *live;
     int64_t id;
     int rc;
 
     if ((rc = api_req_job_id(r, &id, err)) < 0)
         return rc;
+    if ((rc = cancel_body(r, &checkpoint, err)) < 0)
+        return rc;
     live = job_table_find(&sd->jobs, id);
     if (live) {
         if (!api_req_may_see(r, live->user))
             return err_set(err, -EPERM, "job %lld belongs to another user",
                 (long long)id);
-        rc = jobs_cancel(sd, live, r->who.user);
+        rc = checkpoint ? planned_cancel(sd, live, r->who.user, &waiting)
+                        : jobs_cancel(sd, live, r->who.user);
         if (rc < 0)
             return err_set(err, rc, "cannot cancel job %lld", (long long)id);
     }
@@ -242,5 +268,72 @@ api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
     jsonx_add_int(o, "world_size", res.world_size);
     cJSON_AddBoolToObject(o, "complete", res.complete);
     http_resp_json(resp, 200, o);
+    return 0;
+}
+
+/* {"version":1,"kind":"checkpoint"|"gc"} */
+static int
+directive_body(const struct api_req *r, enum proto_directive_kind *kind,
+    struct err *err)
+{
+    static const char *const keys[] = { "version", "kind", NULL };
+    cJSON *json = NULL;
+    char *name = NULL;
+    int rc;
+
+    if ((rc = api_req_body(r, &json, err)) < 0)
+        return rc;
+    if ((rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0 &&
+        (rc = jsonx_get_str(json, "kind", true, 32, &name, err)) == 0 &&
+        (proto_directive_kind_parse(name, kind) < 0 ||
+            proto_directive_target(*kind) != PROTO_TARGET_RANK))
+        rc = err_set(err, -EINVAL,
+            "field 'kind': '%s' is not one of checkpoint, gc", name);
+    free(name);
+    cJSON_Delete(json);
+    return rc;
+}
+
+int
+api_jobs_directive(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    enum proto_directive_kind kind;
+    struct job *live;
+    int64_t id, step;
+    uint64_t seq;
+    cJSON *o;
+    int rc;
+
+    if ((rc = api_req_job_id(r, &id, err)) < 0 ||
+        (rc = directive_body(r, &kind, err)) < 0 ||
+        (rc = commit_job(sd, r, id, &live, err)) < 0)
+        return rc;
+    if (live->cur == NULL || live->cur->state != PROTO_ATTEMPT_RUNNING) {
+        http_resp_error(resp, 409, "not_running",
+            "job %lld is %s, not running: no rank can act on a %s now",
+            (long long)id, proto_job_state_str(live->state),
+            proto_directive_kind_str(kind));
+        return 0;
+    }
+    rc = cadences_now(sd, live->cur, kind, &step, &seq);
+    if (rc == -EAGAIN) {
+        http_resp_error(resp, 409, "no_steps",
+            "job %lld has not reported steps through the SDK yet "
+            "(lockstep.step() in the training loop); try again once it has",
+            (long long)id);
+        return 0;
+    }
+    if (rc < 0 && rc != -EBUSY)
+        return rc;
+    o = cJSON_CreateObject();
+    jsonx_add_int(o, "job", id);
+    jsonx_add_int(o, "attempt", live->cur->num);
+    jsonx_add_str(o, "kind", proto_directive_kind_str(kind));
+    jsonx_add_int(o, "seq", (int64_t)seq);
+    jsonx_add_int(o, "step", step);
+    cJSON_AddBoolToObject(o, "already_pending", rc == -EBUSY);
+    http_resp_json(resp, 202, o);
     return 0;
 }

@@ -65,9 +65,35 @@ attempt_ranks(const struct attempt *a)
         add_int_or_null(r, "exit_code", rk->has_exit, rk->exit_code);
         add_int_or_null(r, "signal", rk->has_exit, rk->signal);
         jsonx_add_str(r, "stderr_tail", rk->stderr_tail);
+        jsonx_add_int(r, "step", rk->step);
+        if (rk->step_p50_us > 0) {
+            jsonx_add_int(r, "step_p50_us", rk->step_p50_us);
+            jsonx_add_int(r, "step_p99_us", rk->step_p99_us);
+        }
         cJSON_AddItemToArray(ranks, r);
     }
     return ranks;
+}
+
+/* The attempt's directives, oldest first (the newest
+ * ATTEMPT_DIRECTIVES_MAX). */
+static cJSON *
+attempt_directives(const struct attempt *a)
+{
+    cJSON *arr = cJSON_CreateArray();
+
+    for (size_t i = 0; i < a->ndirectives; i++) {
+        const struct attempt_directive *d = &a->directives[i];
+        cJSON *o = cJSON_CreateObject();
+
+        jsonx_add_int(o, "seq", (int64_t)d->seq);
+        jsonx_add_str(o, "kind", proto_directive_kind_str(d->kind));
+        jsonx_add_int(o, "step", d->step);
+        jsonx_add_int(o, "issued_ms", d->issued_ms);
+        jsonx_add_int(o, "done_ms", d->done_ms);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
 }
 
 /* The attempt's failure: its evidence and, for a hang, the stack dumps
@@ -107,6 +133,16 @@ attempt_json(const struct attempt *a)
     cJSON_AddItemToObject(o, "failure", attempt_failure(a));
     cJSON_AddItemToObject(o, "nodes", attempt_nodes(a));
     cJSON_AddItemToObject(o, "ranks", attempt_ranks(a));
+    cJSON_AddItemToObject(o, "directives", attempt_directives(a));
+    if (a->stop) {
+        cJSON *st = cJSON_AddObjectToObject(o, "stop");
+
+        jsonx_add_str(st, "kind",
+            a->stop->kind == ATTEMPT_STOP_EVICT ? "evict" : "cancel");
+        jsonx_add_int(st, "checkpoint_step", a->stop->step);
+        jsonx_add_int(st, "deadline_ms", a->stop->deadline_ms);
+        jsonx_add_str(st, "node", a->stop->node);
+    }
     return o;
 }
 
@@ -127,6 +163,10 @@ job_spec_json(cJSON *o, const struct proto_job_spec *s)
     jsonx_add_int(o, "max_infra_restarts", s->max_infra_restarts);
     jsonx_add_int(o, "hang_timeout_s", s->hang_timeout_s);
     jsonx_add_int(o, "keep_checkpoints", s->keep_checkpoints);
+    jsonx_add_int(o, "gc_every_s", s->gc_every.s);
+    jsonx_add_int(o, "gc_every_steps", s->gc_every.steps);
+    jsonx_add_int(o, "checkpoint_every_s", s->checkpoint_every.s);
+    jsonx_add_int(o, "checkpoint_every_steps", s->checkpoint_every.steps);
 }
 
 cJSON *
@@ -198,16 +238,22 @@ checkpoint_add(const struct db_checkpoint *c, void *arg)
     return 0;
 }
 
-/* Every attempt of the job, oldest first. */
+/* Every attempt of the job, oldest first; the live one as the model has
+ * it (with what is kept in memory only: step times, acks). */
 static int
 job_attempts(struct schedd *sd, const struct job *job, cJSON *arr)
 {
+    const struct job *live = job_table_find(&sd->jobs, job->id);
     struct attempt **atts = NULL;
     size_t n = 0;
     int rc = db_attempts_load_job(sd->db, job->id, &atts, &n);
 
     for (size_t i = 0; i < n; i++) {
-        cJSON_AddItemToArray(arr, attempt_json(atts[i]));
+        const struct attempt *a = atts[i];
+
+        if (live && live->cur && live->cur->num == a->num)
+            a = live->cur;
+        cJSON_AddItemToArray(arr, attempt_json(a));
         attempt_destroy(atts[i]);
     }
     free(atts);

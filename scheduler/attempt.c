@@ -27,6 +27,10 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
     a->resume_from = xstrdup("");
     a->nnodes = nnodes;
     a->ranks_per_node = ranks_per_node;
+    cadence_rate_init(&a->rate);
+    cadence_clock_init(&a->gc, 0, -1);
+    cadence_clock_init(&a->ckpt, 0, -1);
+    a->gc_step = -1;
     a->placements = xcalloc((size_t)nnodes, sizeof(*a->placements));
     for (int k = 0; k < nnodes; k++) {
         a->placements[k].attempt = a;
@@ -70,7 +74,33 @@ attempt_destroy(struct attempt *a)
         free(a->directives[i].acked);
     free(a->directives);
     free(a->tallies);
+    attempt_set_stop(a, NULL);
     free(a);
+}
+
+void
+attempt_stop_free(struct attempt_stop *stop)
+{
+    if (stop == NULL)
+        return;
+    free(stop->node);
+    free(stop->actor);
+    free(stop->reason);
+    free(stop);
+}
+
+void
+attempt_set_stop(struct attempt *a, const struct attempt_stop *stop)
+{
+    attempt_stop_free(a->stop);
+    a->stop = NULL;
+    if (stop == NULL)
+        return;
+    a->stop = xcalloc(1, sizeof(*a->stop));
+    *a->stop = *stop;
+    a->stop->node = xstrdup(stop->node ? stop->node : "");
+    a->stop->actor = xstrdup(stop->actor ? stop->actor : "");
+    a->stop->reason = xstrdup(stop->reason ? stop->reason : "");
 }
 
 void

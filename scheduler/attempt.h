@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "scheduler/cadence.h"
 #include "scheduler/evidence.h"
 #include "scheduler/policy.h"
 
@@ -58,8 +59,10 @@ struct attempt_rank {
     /* In memory only: progress as last reported, for the watchdog. */
     int64_t idle_ms; /* the agent's measure at seen_mono */
     enum proto_progress progress;
-    int64_t seen_mono; /* when that report arrived; 0 never */
-    int64_t ckpt_max;  /* highest SDK commit counted; -1 none */
+    int64_t seen_mono;   /* when that report arrived; 0 never */
+    int64_t ckpt_max;    /* highest SDK commit counted; -1 none */
+    int64_t step_p50_us; /* the SDK's step time: median, p99 (in */
+    int64_t step_p99_us; /* memory; 0 unknown) */
 };
 
 /* An instruction to the ranks of the attempt (docs/architecture.md
@@ -76,6 +79,7 @@ struct attempt_directive {
     size_t nacked;
     bool *acked; /* by rank; in memory only (agents repeat
                   * their acks while it is pending) */
+    bool late;   /* a rank acted after its step (recorded) */
 };
 /* Directives kept per attempt; adding one drops the oldest done ones. */
 #define ATTEMPT_DIRECTIVES_MAX 16
@@ -85,6 +89,23 @@ struct attempt_directive {
 struct attempt_tally {
     int64_t step;
     int committed;
+};
+
+/* A planned stop of an attempt (cordon --evict, cancel --checkpoint):
+ * what to do once the checkpoint of `step` is complete, or at the
+ * deadline, whichever comes first. */
+enum attempt_stop_kind {
+    ATTEMPT_STOP_EVICT,  /* fail it as node_excluded, by the operator */
+    ATTEMPT_STOP_CANCEL, /* cancel the job */
+};
+
+struct attempt_stop {
+    enum attempt_stop_kind kind;
+    int64_t step;        /* the checkpoint it waits for */
+    int64_t deadline_ms; /* when it stops anyway */
+    char *node;          /* EVICT: the node evicted */
+    char *actor;
+    char *reason;
 };
 
 struct attempt {
@@ -117,6 +138,17 @@ struct attempt {
     struct attempt_tally *tallies; /* incomplete checkpoint steps */
     size_t ntallies;
 
+    /* Cadence (docs/cadence.md), in memory: a restarted scheduler starts
+     * the clocks again when the attempt next reports. */
+    struct cadence_rate rate;
+    struct cadence_clock gc, ckpt;
+    bool cadence_started; /* the clocks run (from running_ms) */
+    int64_t gc_step;      /* the last gc every rank acknowledged; -1 */
+
+    /* A planned stop waiting for a synchronized checkpoint first
+     * (planned.h), in memory. */
+    struct attempt_stop *stop; /* NULL: none */
+
     struct placement *placements; /* nnodes, by node rank */
     struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
     size_t nranks;
@@ -137,6 +169,11 @@ void attempt_set_reason(struct attempt *a, const char *reason);
 void attempt_set_failure(struct attempt *a, const struct evidence *e,
     bool failed);
 void attempt_set_resume(struct attempt *a, int64_t step, const char *path);
+/* Set (a copy of stop; its strings may be NULL) or, with NULL, clear a's
+ * planned stop. */
+void attempt_set_stop(struct attempt *a, const struct attempt_stop *stop);
+/* Free a stop taken off its attempt; NULL is fine. */
+void attempt_stop_free(struct attempt_stop *stop);
 
 /* Count a checkpoint commit of `step` by a rank not counted for it yet
  * (the caller makes sure of that). Returns how many ranks committed it so

@@ -169,6 +169,7 @@ launch_fill(const struct placement *p, struct proto_launch *l)
     l->resume_from = a->resume_from;
     l->resume_step = a->resume_step;
     l->keep_checkpoints = job->spec.keep_checkpoints;
+    l->gc_managed = proto_cadence_set(&job->spec.gc_every);
     /* Node rank 0 scans the directory for the convention's COMPLETE
      * markers (and prunes beyond keep_checkpoints). */
     l->scan_checkpoints = p->node_rank == 0 &&

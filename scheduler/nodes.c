@@ -15,6 +15,7 @@
 #include "scheduler/db.h"
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
+#include "scheduler/planned.h"
 #include "scheduler/recovery.h"
 
 /* ---- what agents report ------------------------------------------------- */
@@ -325,7 +326,6 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
         cordon ? "cordoned" : "uncordoned", actor,
         evict ? " (evicting its jobs)" : "");
     if (evict)
-        rc = recovery_exclude(sd, node, actor, RECOVERY_EXCLUDE_OPERATOR,
-            node->reason, NULL);
+        rc = planned_evict(sd, node, actor, node->reason);
     return rc;
 }

@@ -248,6 +248,9 @@ blame_collect(const struct db_blame *b, void *arg)
 }
 
 static void recovery_push(struct recovery *rc, struct recovery_item *it);
+static void push_excluded(struct schedd *sd, struct placement *p,
+    const char *actor, bool blame, const char *why);
+static int recovery_run(struct schedd *sd);
 
 /* Queue node's exclusion when the failures blamed on it within the
  * window come from enough different jobs. */
@@ -547,18 +550,27 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
     }
     for (size_t i = 0; i < node->nholds && rc == 0; i++) {
         struct placement *p = node->holds[i];
-        struct recovery_item *f;
 
-        if (!proto_attempt_state_active(p->attempt->state))
-            continue;
-        f = xcalloc(1, sizeof(*f));
-        f->a = p->attempt;
-        failure_case_init(&f->fc, POLICY_KIND_NODE_EXCLUDED);
-        failure_case_excluded(&f->fc, p->attempt, p, it->actor,
-            it->how == RECOVERY_EXCLUDE_BLAME, why);
-        recovery_push(sd->recovery, f);
+        if (it->how == RECOVERY_EXCLUDE_OPERATOR && p->attempt->stop)
+            continue; /* its planned stop evicts it after its checkpoint */
+        if (proto_attempt_state_active(p->attempt->state))
+            push_excluded(sd, p, it->actor, it->how == RECOVERY_EXCLUDE_BLAME,
+                why);
     }
     return rc;
+}
+
+/* Queue the failure of placement p's attempt: its node was excluded. */
+static void
+push_excluded(struct schedd *sd, struct placement *p, const char *actor,
+    bool blame, const char *why)
+{
+    struct recovery_item *f = xcalloc(1, sizeof(*f));
+
+    f->a = p->attempt;
+    failure_case_init(&f->fc, POLICY_KIND_NODE_EXCLUDED);
+    failure_case_excluded(&f->fc, p->attempt, p, actor, blame, why);
+    recovery_push(sd->recovery, f);
 }
 
 /* ---- the queue ---------------------------------------------------------- */
@@ -615,5 +627,20 @@ recovery_exclude(struct schedd *sd, struct node *node, const char *actor,
     it->reason = xstrdup(reason ? reason : "");
     it->evidence = evidence;
     recovery_push(sd->recovery, it);
+    return recovery_run(sd);
+}
+
+int
+recovery_evict(struct schedd *sd, struct attempt *a, const char *node,
+    const char *actor, const char *reason)
+{
+    struct placement *p = attempt_placement_by_node(a, node);
+    char why[400];
+
+    if (p == NULL || !proto_attempt_state_active(a->state))
+        return 0;
+    snprintf(why, sizeof(why), "node %s evicted by %s%s%s", node, actor,
+        reason[0] ? ": " : "", reason);
+    push_excluded(sd, p, actor, false, why);
     return recovery_run(sd);
 }

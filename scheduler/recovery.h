@@ -59,9 +59,16 @@ enum recovery_exclude {
  * UNHEALTHY with `reason` (event node_excluded carrying `evidence`,
  * taken; NULL none); OPERATOR expects the caller to have cordoned it
  * already. Either way every active attempt with ranks there fails with
- * kind node_excluded.
+ * kind node_excluded, except, for OPERATOR, the attempts with a planned
+ * stop (planned.h): recovery_evict fails those once their checkpoint is
+ * complete.
  */
 int recovery_exclude(struct schedd *sd, struct node *node, const char *actor,
     enum recovery_exclude how, const char *reason, cJSON *evidence);
+
+/* Fail active attempt a as node_excluded: `node` (one of its nodes) was
+ * evicted by actor (an operator's cordon --evict; never blamed). */
+int recovery_evict(struct schedd *sd, struct attempt *a, const char *node,
+    const char *actor, const char *reason);
 
 #endif

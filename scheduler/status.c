@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/cadences.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/db.h"
 #include "scheduler/directive.h"
@@ -154,6 +155,8 @@ rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
     rk->seen_mono = mono;
     if (in->step >= 0)
         rk->step = in->step;
+    rk->step_p50_us = in->step_p50_us;
+    rk->step_p99_us = in->step_p99_us;
     if (in->dump && strcmp(in->dump, rk->dump) != 0) {
         free(rk->dump);
         rk->dump = xstrdup(in->dump);
@@ -211,7 +214,7 @@ status_attempt(struct schedd *sd, struct placement *p,
      * failed latest attempt still tearing down may finish committing a
      * checkpoint: its data is as good as when it was running. */
     bool latest = job && job->attempt == a->num;
-    int64_t mono = timeid_mono_ms();
+    int64_t mono = timeid_mono_ms(), fastest = -1;
     int rc;
 
     for (size_t i = 0; i < st->nranks; i++) {
@@ -220,15 +223,20 @@ status_attempt(struct schedd *sd, struct placement *p,
 
         if (in->rank < 0 || (size_t)in->rank >= a->nranks)
             continue;
+        if (in->step > fastest)
+            fastest = in->step;
         rk = &a->ranks[in->rank];
         if (rank_apply(rk, in, mono) &&
             (rc = schedd_db_check(sd, db_rank_update(sd->db, a, rk))) < 0)
             return rc;
         if (latest && (rc = rank_commits(sd, job, a, rk, in)) < 0)
             return rc;
-        if ((rc = directive_acks(sd, a, p, in)) < 0)
+        if ((rc = directive_acks(sd, a, p, in)) < 0 ||
+            (rc = cadences_acks(sd, a, in)) < 0)
             return rc;
     }
+    if ((rc = cadences_report(sd, a, fastest)) < 0)
+        return rc;
     if (latest && p->node_rank == 0 && st->ncheckpoints > 0 &&
         (rc = checkpoint_scan(sd, job, a, st->checkpoints, st->ncheckpoints)) <
             0)

@@ -9,8 +9,10 @@
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/cadences.h"
 #include "scheduler/nodes.h"
 #include "scheduler/pass.h"
+#include "scheduler/planned.h"
 #include "scheduler/watchdog.h"
 
 /* How often last_seen is written to the database. */
@@ -36,6 +38,8 @@ tick_cb(uv_timer_t *timer)
         nodes_persist_last_seen(sd);
     }
     watchdog_tick(sd);
+    cadences_tick(sd);
+    planned_tick(sd);
     if (sd->pass)
         pass_tick(sd->pass, timeid_now_ms());
 }

@@ -44,6 +44,14 @@ for fixture in "$FIXTURES"/*.sql; do
         '
     fi
 
+    test_expect_success "schema $v: jobs from before cadences have none" '
+        ls_cli show 1 --json >show1.json &&
+        for f in gc_every_s gc_every_steps checkpoint_every_s \
+                checkpoint_every_steps; do
+            test "$(jget "j[\"$f\"]" <show1.json)" = 0 || return 1
+        done
+    '
+
     test_expect_success "schema $v: new work runs on the upgraded database" '
         start_agent n1 &&
         wait_for 20 "test \$(node_state n1) = UP" &&

@@ -1,0 +1,43 @@
+/*
+ * planned.h - planned stops lose no steps: a synchronized checkpoint
+ * first, then the stop
+ *
+ * docs/cadence.md "Planned stops". `lockstep cordon NODE --evict` and
+ * `lockstep cancel JOB --checkpoint` stop running attempts on purpose.
+ * For an attempt whose ranks report steps through the SDK, the stop
+ * first asks every rank for a checkpoint at a common step (cadences.h)
+ * and waits until that checkpoint is complete - then the attempt is
+ * evicted (and restarts elsewhere from that step) or the job is
+ * cancelled. The wait is bounded by PLANNED_TIMEOUT_MS: a job that does
+ * not checkpoint when asked is stopped anyway. An attempt whose step rate
+ * is not known (no SDK) is stopped at once, as before.
+ *
+ * The waiting stops are in memory (struct attempt_stop): a scheduler
+ * restarted during the wait forgets them; the node stays cordoned and its
+ * jobs keep running there until an operator evicts again.
+ */
+#ifndef SCHEDULER_PLANNED_H
+#define SCHEDULER_PLANNED_H
+
+#include "scheduler/schedd.h"
+
+/* How long a planned stop waits for its checkpoint. */
+#define PLANNED_TIMEOUT_MS (120 * 1000)
+
+/* Evict the active attempts running on node (already cordoned by actor
+ * with reason): after a checkpoint where their ranks can take one, at
+ * once otherwise. */
+int planned_evict(struct schedd *sd, struct node *node, const char *actor,
+    const char *reason);
+/* Cancel job after a checkpoint when its running attempt can take one
+ * (*waiting true: the job is cancelled later), else at once (the job is
+ * freed before this returns, as jobs_cancel does). */
+int planned_cancel(struct schedd *sd, struct job *job, const char *actor,
+    bool *waiting);
+/* Attempt a reported (status.c), or a tick: carry out its planned stop
+ * when its checkpoint is complete or its deadline passed. */
+int planned_check(struct schedd *sd, struct attempt *a);
+/* planned_check for every live attempt. */
+int planned_tick(struct schedd *sd);
+
+#endif
