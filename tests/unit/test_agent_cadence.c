@@ -534,7 +534,7 @@ test_delivery(void)
     struct proc_job *job;
     struct stat st, st2;
     const void *map = NULL;
-    char *path, *env0;
+    char *path, *env0, *env1;
     uint64_t gen;
     size_t n;
 
@@ -544,9 +544,13 @@ test_delivery(void)
     set_directives(&l, d2, 2);
     apply(&t, &l);
     job = find_job(t.pt, 30, 1);
-    env0 = xasprintf("%s.env", job->ranks[1].progress_path);
-    RUN_UNTIL(&t.loop, job_running(t.pt, 30, 1) && access(env0, F_OK) == 0,
+    env0 = xasprintf("%s.env", job->ranks[0].progress_path);
+    env1 = xasprintf("%s.env", job->ranks[1].progress_path);
+    RUN_UNTIL(&t.loop,
+        job_running(t.pt, 30, 1) && access(env0, F_OK) == 0 &&
+            access(env1, F_OK) == 0,
         5000);
+    free(env1);
     ok(job_running(t.pt, 30, 1), "the job runs");
     path = xasprintf("%s/delivery/state/jobs/30.1/sdk/control", tmpdir);
     is_str(job->ctl_path, path,
