@@ -436,8 +436,11 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
         (long long)l->job, l->attempt, l->name != NULL ? l->name : "",
         l->user != NULL ? l->user : "", l->nranks);
     rc = proc_job_prepare(job, l, pt->lease_ms, why, sizeof(why), &launch);
-    if (rc == 0)
+    if (rc == 0) {
+        /* Before the ranks start: they map it at once. */
+        proc_directive_open(job);
         rc = proc_sv_spawn(job, why, sizeof(why));
+    }
     if (rc < 0)
         proc_job_fail(job, rc, why, launch);
     proc_job_ship(job);

@@ -44,6 +44,8 @@ static const char *const proc_env_rank_keys[] = {
     "LOCKSTEP_PROGRESS_FILE",
     "LOCKSTEP_COMMIT_FILE",
     "PWD",
+    "LOCKSTEP_CONTROL_FILE",
+    "LOCKSTEP_GC_MANAGED",
     NULL,
 };
 
@@ -137,6 +139,21 @@ proc_env_set(char ***envp, const char *key, const char *value)
     *envp = env;
 }
 
+/* Remove key from a heap env (absent is fine). */
+static void
+proc_env_unset(char **env, const char *key)
+{
+    size_t i, n = proc_env_count(env);
+
+    for (i = 0; i < n; i++) {
+        if (proc_env_key_is(env[i], key)) {
+            free(env[i]);
+            memmove(&env[i], &env[i + 1], (n - i) * sizeof(*env));
+            return;
+        }
+    }
+}
+
 void
 proc_env_free(char **env)
 {
@@ -207,6 +224,12 @@ proc_build_env(const struct proto_launch *l, const struct proto_launch_rank *r,
      * per core, unless the job (or the agent) says how many. */
     if (l->ranks_per_node > 1 && proc_env_get(env, "OMP_NUM_THREADS") == NULL)
         proc_env_set(&env, "OMP_NUM_THREADS", "1");
+    /* Set only when the job has a GC cadence: the SDK then collects at
+     * the scheduled steps only (docs/cadence.md). */
+    if (l->gc_managed)
+        proc_env_set(&env, "LOCKSTEP_GC_MANAGED", "1");
+    else
+        proc_env_unset(env, "LOCKSTEP_GC_MANAGED");
 
     sbuf_init(&gpus);
     for (i = 0; i < r->ngpus; i++)

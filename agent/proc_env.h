@@ -17,10 +17,12 @@
  * JOURNAL_STREAM, INVOCATION_ID), then the job's env (the submitter's
  * environment, so its PATH finds the command), then the rank variables
  * of docs/api.md (torchrun's, lockstep's, PWD), which the job's env
- * cannot override (LOCKSTEP_PROGRESS_FILE and LOCKSTEP_COMMIT_FILE are
- * among them: the caller sets those), and OMP_NUM_THREADS=1 when several
- * ranks share the node and neither set it. Returns a NULL-terminated
- * array; caller frees with proc_env_free.
+ * cannot override (LOCKSTEP_PROGRESS_FILE, LOCKSTEP_COMMIT_FILE and
+ * LOCKSTEP_CONTROL_FILE are among them: the caller sets those;
+ * LOCKSTEP_GC_MANAGED is "1" when l->gc_managed, and absent otherwise),
+ * and OMP_NUM_THREADS=1 when several ranks share the node and neither
+ * set it. Returns a NULL-terminated array; caller frees with
+ * proc_env_free.
  */
 char **proc_build_env(const struct proto_launch *l,
     const struct proto_launch_rank *r, const char *node, char *const *base);

@@ -23,6 +23,7 @@
 #include "agent/procfs.h"
 #include "agent/supfile.h"
 #include "agent/tail.h"
+#include "common/ctlfile.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -41,6 +42,8 @@ proc_job_new(struct proc_table *pt, int64_t jobid, int attempt, size_t nranks,
     job->job = jobid;
     job->attempt = attempt;
     job->dir = dir;
+    job->ctl_path = xasprintf("%s/%s/%s", dir, SUPFILE_SDK_DIR,
+        SUPFILE_CONTROL);
     job->uid = job->gid = -1;
     job->nranks = nranks;
     job->ranks = xcalloc(nranks > 0 ? nranks : 1, sizeof(*job->ranks));
@@ -98,6 +101,7 @@ proc_job_free(struct proc_job *job)
     free(job->ckpt_complete);
     free(job->ckpt_deleting);
     free(job->directives);
+    free(job->ctl_path);
     free(job);
 }
 
@@ -152,6 +156,10 @@ void
 proc_job_close(struct proc_job *job)
 {
     job->closing = true;
+    /* The file stays with the attempt directory; the ranks keep their
+     * mappings. */
+    ctlfile_close(job->ctl);
+    job->ctl = NULL;
     uv_close((uv_handle_t *)&job->kill_timer, proc_job_timer_close_cb);
     uv_close((uv_handle_t *)&job->dump.timer, proc_job_timer_close_cb);
     if (job->has_process && !uv_is_closing((uv_handle_t *)&job->sv_process))

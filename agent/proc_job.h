@@ -10,6 +10,7 @@
  *   proc_progress.c  steps, output growth and committed steps of a rank
  *   proc_ckpt.c      checkpoints by directory convention
  *   proc_dump.c      stack dumps
+ *   proc_directive.c directives: the control file, the acks
  *   proc_state.c     status.json, re-adoption
  *   proc_start.c     the attempt directory of a new job
  *   proc.c           the table: apply, poll, teardown, release, report
@@ -32,6 +33,11 @@
 
 struct proc_table;
 struct proc_ckpt_op;
+struct ctlfile;
+
+/* The acks of a rank's progress file that are kept (the SDK writes its
+ * newest 32). */
+#define PROC_ACKS_MAX 32
 
 struct proc_rank {
     struct proc_job *job;
@@ -67,6 +73,12 @@ struct proc_rank {
     struct supfile_stamp commit_stamp;
     int64_t *ckpt_steps; /* committed steps, ascending, newest */
     size_t nckpt_steps;
+    /* from the progress file too (docs/cadence.md): the directives the
+     * SDK carried out, newest last, and its step time; 0 unknown */
+    struct proto_ack acks[PROC_ACKS_MAX];
+    size_t nacks;
+    int64_t step_p50_us;
+    int64_t step_p99_us;
 
     /* stack dump (proc_dump.c) */
     char *dump;
@@ -132,6 +144,9 @@ struct proc_job {
     struct proc_dump dump;
     struct proto_directive *directives; /* the launch's (proc_directive.c) */
     size_t ndirectives;
+    char *ctl_path;      /* <dir>/sdk/control: LOCKSTEP_CONTROL_FILE */
+    struct ctlfile *ctl; /* open while the ranks may run; NULL before */
+    uint64_t ctl_logged; /* newest directive seq logged as posted */
 
     int open_handles; /* handles and requests to wait for */
     bool closing;

@@ -7,7 +7,9 @@
  *   step    the SDK's progress file <dir>/sdk/rank-<r>.progress, a JSON
  *           object {"step": N, "time_ms": T, "attempt": A, "pid": P}
  *           replaced atomically at most every 100 ms; progress is a step
- *           different from the last one seen;
+ *           different from the last one seen (the same record carries
+ *           the rank's acks of directives and its step time,
+ *           docs/cadence.md);
  *   output  the rank's stdout and stderr files; progress is growth.
  *
  * A rank that reported a step is measured by steps only (its output may be
@@ -37,7 +39,10 @@
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 
-#define PROC_PROGRESS_MAX_BYTES 4096
+/* Room for the SDK's 32 acks with large numbers, and some slack. */
+#define PROC_PROGRESS_MAX_BYTES 16384
+/* Integers a JSON number (a double) holds exactly. */
+#define PROC_JSON_INT_MAX ((int64_t)1 << 53)
 /* Only the end of a commit file is read: PROTO_STEPS_MAX lines are far
  * shorter than this. */
 #define PROC_COMMIT_TAIL_BYTES 65536
@@ -52,6 +57,81 @@ proc_progress_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms)
     if (ago > now_mono)
         ago = now_mono;
     return now_mono - ago;
+}
+
+/* Item n as an integer in [min, PROC_JSON_INT_MAX]. */
+static bool
+proc_json_int(const cJSON *n, int64_t min, int64_t *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(n))
+        return false;
+    d = n->valuedouble;
+    if (!(d >= (double)min && d <= (double)PROC_JSON_INT_MAX) ||
+        d != (double)(int64_t)d)
+        return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* One ack [seq, step, duration_ms]: seq >= 1, step >= -1, duration >= 0. */
+static bool
+proc_ack_parse(const cJSON *item, struct proto_ack *a)
+{
+    int64_t seq, step, ms;
+
+    if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 3 ||
+        !proc_json_int(cJSON_GetArrayItem(item, 0), 1, &seq) ||
+        !proc_json_int(cJSON_GetArrayItem(item, 1), -1, &step) ||
+        !proc_json_int(cJSON_GetArrayItem(item, 2), 0, &ms))
+        return false;
+    a->seq = (uint64_t)seq;
+    a->step = step;
+    a->duration_ms = ms;
+    return true;
+}
+
+size_t
+proc_acks_parse(const cJSON *acks, struct proto_ack *out, size_t max)
+{
+    const cJSON *item;
+    struct proto_ack a;
+    size_t valid = 0, skip, n = 0;
+
+    if (!cJSON_IsArray(acks) || max == 0)
+        return 0;
+    cJSON_ArrayForEach(item, acks) {
+        if (proc_ack_parse(item, &a))
+            valid++;
+    }
+    /* The newest are last. */
+    skip = valid > max ? valid - max : 0;
+    cJSON_ArrayForEach(item, acks) {
+        if (!proc_ack_parse(item, &a))
+            continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        out[n++] = a;
+    }
+    return n;
+}
+
+/* What a valid record of this attempt says besides the step: the acks and
+ * the step time (each left out or malformed counts as none). */
+static void
+proc_progress_cadence(struct proc_rank *r, const cJSON *root)
+{
+    r->nacks = proc_acks_parse(cJSON_GetObjectItemCaseSensitive(root, "acks"),
+        r->acks, PROC_ACKS_MAX);
+    if (jsonx_get_int(root, "step_p50_us", false, 0, INT64_MAX / 2,
+            &r->step_p50_us, NULL) < 0)
+        r->step_p50_us = 0;
+    if (jsonx_get_int(root, "step_p99_us", false, 0, INT64_MAX / 2,
+            &r->step_p99_us, NULL) < 0)
+        r->step_p99_us = 0;
 }
 
 static void
@@ -84,6 +164,7 @@ proc_progress_read(struct proc_rank *r, int64_t now_mono, int64_t now_ms)
         goto out;
     r->have_progress = true;
     r->sdk_pid = (int)pid;
+    proc_progress_cadence(r, root);
     if (step < 0 || step == r->step)
         goto out;
     r->step_mono_ms = r->step < 0
@@ -263,6 +344,8 @@ proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
     rs->idle_ms = r->state == PROTO_RANK_RUNNING && last > 0 && now_mono > last
                       ? now_mono - last
                       : 0;
+    rs->step_p50_us = r->step_p50_us;
+    rs->step_p99_us = r->step_p99_us;
     if (r->nckpt_steps > 0) {
         rs->ckpt_steps = xcalloc(r->nckpt_steps, sizeof(*rs->ckpt_steps));
         memcpy(rs->ckpt_steps, r->ckpt_steps,

@@ -21,7 +21,8 @@ struct proc_rank;
  */
 void proc_progress_sample(struct proc_rank *r, int64_t now_mono,
     int64_t now_ms);
-/* Fill rs->step, progress, idle_ms and ckpt_steps (copied) from r. */
+/* Fill rs->step, progress, idle_ms, step_p50_us, step_p99_us and
+ * ckpt_steps (copied) from r. */
 void proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
     struct proto_rank_status *rs);
 
@@ -29,6 +30,16 @@ void proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
  * now_mono; 0 or a future ms count as now), given the two clocks now. An
  * instant a rank recorded keeps its age across an agent restart. */
 int64_t proc_progress_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms);
+
+/*
+ * The acks of a progress record: acks is its "acks" member, a list of
+ * [seq, step, duration_ms] (written by the rank: never trusted). Entries
+ * that are not three integers with seq >= 1, step >= -1 and duration_ms
+ * >= 0 (each at most 2^53) are skipped; of the rest, the newest `max`
+ * (the last in the list) go to out, in order. Returns how many; 0 when
+ * acks is NULL or not a list.
+ */
+size_t proc_acks_parse(const cJSON *acks, struct proto_ack *out, size_t max);
 
 /*
  * Parse a commit file's text: lines "<step> <attempt>"; lines of another

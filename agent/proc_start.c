@@ -5,9 +5,10 @@
  * attempt's directory <state_dir>/jobs/<job>.<attempt>/ (supfile.h): the
  * sdk/ subdirectory the ranks' user owns, spec.json with every rank's
  * command, environment (the agent's, the job's, the rank variables of
- * docs/api.md and the SDK's two files), working directory, user and
- * groups, and output files, then the first lease. The output files are
- * created here, as the agent, so the log shipper can open them at once.
+ * docs/api.md and the SDK's files: progress, commits, control), working
+ * directory, user and groups, and output files, then the first lease.
+ * The output files are created here, as the agent, so the log shipper
+ * can open them at once.
  *
  * A launch that cannot start (unknown user, missing working directory, a
  * directory that cannot be written) reports every rank exited with code
@@ -327,6 +328,7 @@ proc_prep_rank(struct proc_prep *p, size_t i, struct supfile_spec_rank *sr)
             p->u.switch_user ? p->u.gid : getegid(), &sr->env);
     proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
     proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
+    proc_env_set(&sr->env, "LOCKSTEP_CONTROL_FILE", p->job->ctl_path);
     while (sr->env[sr->nenv] != NULL)
         sr->nenv++;
     sr->cwd = l->workdir; /* borrowed */

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/proc_directive.h"
 #include "agent/proc_int.h"
 #include "agent/proc_job.h"
 #include "agent/proc_progress.h"
@@ -228,6 +229,9 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     if (pid > 0 && procfs_runs(pid, SUPFILE_EXE, dir)) {
         job->sv_adopted = true;
         proc_state_refresh(job);
+        /* Its ranks have it mapped: kept as it is. */
+        if (!job->done)
+            proc_directive_open(job);
         log_info("job=%lld attempt=%d adopted supervisor pid=%d",
             (long long)jobid, attempt, pid);
     } else {

@@ -37,6 +37,8 @@
 #define SUPFILE_PID "supervisor.pid"
 #define SUPFILE_LOG "supervisor.log"
 #define SUPFILE_SDK_DIR "sdk"
+/* In SUPFILE_SDK_DIR: the agent's directives to the ranks (ctlfile.h). */
+#define SUPFILE_CONTROL "control"
 /* The supervisor's executable name (also how a live one is recognised in
  * /proc/<pid>/exe). */
 #define SUPFILE_EXE "lockstep-supervisor"

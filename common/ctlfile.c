@@ -74,12 +74,23 @@ ctlfile_open(const char *path, uint64_t attempt, struct ctlfile **out)
     int fd, rc = 0;
 
     *out = NULL;
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* The directory may belong to the ranks' user: no link is followed,
+     * no FIFO blocked on, and only a file of the writer's own with one
+     * name is written (one the user could truncate would fault the
+     * writer's mapping). */
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+        0644);
     if (fd < 0)
         return -errno;
-    if (fstat(fd, &st) < 0 ||
-        (st.st_size != CTLFILE_SIZE && ftruncate(fd, CTLFILE_SIZE) < 0)) {
+    if (fstat(fd, &st) < 0)
         rc = -errno;
+    else if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+        rc = -EINVAL;
+    else if (st.st_uid != geteuid())
+        rc = -EPERM;
+    else if (st.st_size != CTLFILE_SIZE && ftruncate(fd, CTLFILE_SIZE) < 0)
+        rc = -errno;
+    if (rc < 0) {
         close(fd);
         return rc;
     }

@@ -62,7 +62,9 @@ struct ctlfile;
 /* Open the control file at path for attempt, creating it (mode 0644,
  * CTLFILE_SIZE bytes) when it does not exist or belongs to another
  * attempt; an existing file of this attempt is kept as it is (an agent
- * restarted while its ranks run). Negative errno on failure. */
+ * restarted while its ranks run). A symbolic link (-ELOOP), anything
+ * but a regular file with one link (-EINVAL) or a file of another user
+ * (-EPERM) is refused. Negative errno on failure. */
 int ctlfile_open(const char *path, uint64_t attempt, struct ctlfile **out);
 /* Publish directive seq (>= 1): kind and step. Writing a seq already in
  * its slot with the same fields changes nothing (gen stays). */
