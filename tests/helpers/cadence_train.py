@@ -7,8 +7,8 @@ gradients), an optimizer step, then `act = lockstep.step(step)`. When
 `lockstep.checkpoint_committed(N)`.
 
 Each rank records, from its own point of view, every garbage collection
-(Python's gc.callbacks: the step it happened at and whether it ran inside
-lockstep.step()), every step at which it was told to collect or to
+(Python's gc.callbacks, from the end of the imports: the step it happened
+at and whether it ran inside lockstep.step()), every step at which it was told to collect or to
 checkpoint, and the steps it ran, in <out>/rank-<r>.attempt-<a>.json when
 it ends (also at every checkpoint, so a killed rank leaves a record).
 
@@ -19,8 +19,12 @@ Options:
   --step-time S      seconds to sleep per step (default 0.02)
   --garbage K        make K cyclic garbage objects per step (so a
                      collection has work to do)
-  --late-start S     on attempt 1, rank 1 sleeps S seconds before joining
-                     the process group (a rank that starts late)
+  --late-start S     on attempt 1, rank 1 sleeps S seconds before it
+                     imports lockstep and takes its first step (a rank
+                     that starts late)
+  --no-torch         independent ranks: no process group, no model, each
+                     steps at its own pace (so one can start late while
+                     the others run)
   --die-in-checkpoint K  on attempt 1, rank 1 exits at its K-th checkpoint
                      after writing its part, before committing it
   --out DIR          where the records go (default: the checkpoint dir)
@@ -33,17 +37,11 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-import lockstep
-
 RANK = int(os.environ["RANK"])
 ATTEMPT = int(os.environ.get("LOCKSTEP_ATTEMPT", "1"))
 record = {"rank": RANK, "attempt": ATTEMPT, "collections": [],
           "gc_steps": [], "ckpt_steps": [], "first_step": None,
-          "last_step": None, "gc_enabled_at_start": gc.isenabled()}
+          "last_step": None, "gc_enabled_at_start": None}
 state = {"step": None, "in_step": False}
 
 
@@ -65,13 +63,32 @@ class Cycle:
         self.me = self
 
 
+def run_alone(a, lockstep, out):
+    """--no-torch: steps, the cadence and the records, nothing else."""
+    for step in range(1, a.steps + 1):
+        state["step"] = step
+        if record["first_step"] is None:
+            record["first_step"] = step
+        state["in_step"] = True
+        act = lockstep.step(step)
+        state["in_step"] = False
+        record["last_step"] = step
+        if act.gc:
+            record["gc_steps"].append(step)
+        time.sleep(a.step_time)
+    save_record(out)
+
+
 def make_model():
+    import torch
+
     torch.manual_seed(1234)
     return torch.nn.Sequential(
         torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
 
 
 def batch(step, rank):
+    import torch
     g = torch.Generator().manual_seed(100003 * step + 7919 * rank)
     x = torch.randn(32, 16, generator=g)
     y = x[:, :1] * 0.5 - x[:, 1:2] * 0.25 + 0.1
@@ -92,15 +109,29 @@ def main():
     ap.add_argument("--garbage", type=int, default=0)
     ap.add_argument("--late-start", type=float, default=0)
     ap.add_argument("--die-in-checkpoint", type=int, default=0)
+    ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.late_start > 0 and ATTEMPT == 1 and RANK == 1:
+        time.sleep(a.late_start)
+    import lockstep
+    print("started %d" % int(time.time() * 1000), flush=True)
+    record["gc_enabled_at_start"] = gc.isenabled()
     ckpt = lockstep.checkpoint_dir() or "."
     out = a.out or ckpt
     os.makedirs(out, exist_ok=True)
+    if a.no_torch:
+        gc.callbacks.append(on_gc)
+        return run_alone(a, lockstep, out)
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    # From here on every collection is recorded (lockstep's import has
+    # already switched automatic collection off under a GC cadence).
     gc.callbacks.append(on_gc)
 
-    if a.late_start > 0 and ATTEMPT == 1 and RANK == 1:
-        time.sleep(a.late_start)
     dist.init_process_group("gloo", rank=RANK,
                             world_size=int(os.environ["WORLD_SIZE"]))
     torch.set_num_threads(1)

@@ -1,0 +1,105 @@
+#!/bin/bash
+# t6002: synchronized checkpoints with real PyTorch DDP (gloo) ranks:
+# with --checkpoint-every every rank checkpoints at the same steps; a
+# checkpoint a rank died in is never complete and never resumed from, and
+# the run still ends bitwise equal to an uninterrupted one; `lockstep
+# checkpoint --wait` and `cordon --evict` take a checkpoint at a common
+# step first (the evicted job resumes from it elsewhere).
+. "$(dirname "$0")/../lib/harness.sh"
+
+TRAIN=$SRC_DIR/tests/helpers/cadence_train.py
+
+fault_cluster 2
+
+# cadence_submit NAME NODES RPN [submit options] -- [cadence_train options]
+cadence_submit() {
+    local name=$1 nodes=$2 rpn=$3
+    shift 3
+    local sopts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    mkdir -p "$TEST_DIR/$name"
+    submit_id --name "$name" --nodes "$nodes" --ranks-per-node "$rpn" \
+        --checkpoint-dir "$TEST_DIR/$name/ck" --workdir "$TEST_DIR/$name" \
+        --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
+        -- "$PY" "$TRAIN" --out "$TEST_DIR/$name/rec" "$@"
+}
+
+# records NAME EXPR: evaluate EXPR over the list of every rank's records of
+# job NAME (`recs`, sorted by attempt then rank).
+records() {
+    "$PY" - "$TEST_DIR/$1/rec" "$2" <<'PY'
+import glob, json, os, sys
+recs = [json.load(open(p)) for p in glob.glob(os.path.join(sys.argv[1], "*.json"))]
+recs.sort(key=lambda r: (r["attempt"], r["rank"]))
+v = eval(sys.argv[2], {"recs": recs, "len": len, "set": set, "all": all,
+                       "any": any, "sorted": sorted, "min": min, "max": max})
+print(json.dumps(v) if isinstance(v, (dict, list)) else v)
+PY
+}
+
+test_expect_success 'reference: an uninterrupted 2x2 run of 300 steps' '
+    d=$TEST_DIR/ref && mkdir -p $d &&
+    port=$("$PY" -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+    for r in 0 1 2 3; do
+        RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+            LOCKSTEP_CHECKPOINT_DIR=$d/ck PYTHONPATH=$SRC_DIR/sdk/python \
+            "$PY" "$TRAIN" --out $d/rec --steps 300 --step-time 0 \
+            >$d/rank-$r.log 2>&1 &
+        EXTRA_PIDS+=($!)
+    done &&
+    wait_for 120 "grep -q \"final sha256\" $d/rank-0.log" &&
+    sed -n "s/.*final sha256 //p" $d/rank-0.log >ref.sha && cat ref.sha
+'
+
+test_expect_success 'a 2x2 job with --checkpoint-every 60steps; rank 1 dies in its 2nd checkpoint' '
+    id=$(cadence_submit ck 2 2 --checkpoint-every 60steps -- --steps 300 \
+        --step-time 0.02 --die-in-checkpoint 2) && echo $id >ck.id &&
+    wait_job_state $id SUCCEEDED 240
+'
+
+test_expect_success 'attempt 1: every rank was told to checkpoint at the same steps' '
+    test "$(records ck "len(set(tuple(r[\"ckpt_steps\"]) for r in recs if r[\"attempt\"] == 1))")" = 1 &&
+    test "$(records ck "all(s % 60 == 0 for r in recs for s in r[\"ckpt_steps\"])")" = True
+'
+
+test_expect_success 'the checkpoint rank 1 died in never completed; attempt 2 resumed from the one before' '
+    died=$(records ck "[r for r in recs if r[\"attempt\"] == 1 and r[\"rank\"] == 1][0][\"ckpt_steps\"][1]") &&
+    before=$(records ck "[r for r in recs if r[\"attempt\"] == 1 and r[\"rank\"] == 1][0][\"ckpt_steps\"][0]") &&
+    echo "died in $died, resumed from $before" &&
+    job_json $(cat ck.id) "[(c[\"step\"], c[\"attempt\"]) for c in j[\"checkpoints\"]]" >cks && cat cks &&
+    ! grep -qF "[$died, 1]" cks &&
+    test "$(job_json $(cat ck.id) "j[\"attempts\"][1][\"resume_step\"]")" = "$before"
+'
+
+test_expect_success 'the run ends bitwise equal to the uninterrupted one' '
+    test "$(ls_cli logs $(cat ck.id) --rank 0 | sed -n "s/.*final sha256 //p" | tail -n 1)" = "$(cat ref.sha)"
+'
+
+test_expect_success 'lockstep checkpoint --wait: a complete checkpoint at a common step' '
+    id=$(cadence_submit now 2 1 -- --steps 100000 --step-time 0.02) &&
+    echo $id >now.id && wait_job_state $id RUNNING 60 &&
+    wait_for 30 "ls_cli checkpoint $id --json >now.json" &&
+    step=$(jget "j[\"step\"]" <now.json) &&
+    ls_cli checkpoint $id --wait --timeout 60 &&
+    test "$(job_json $id "max(c[\"step\"] for c in j[\"checkpoints\"])")" -ge "$step" &&
+    test "$(records now "len(set(tuple(r[\"ckpt_steps\"]) for r in recs))")" = 1
+'
+
+test_expect_success 'cordon --evict: a checkpoint first, then the job moves and resumes from it' '
+    id=$(cat now.id) &&
+    node=$(job_json $id "j[\"attempts\"][-1][\"nodes\"][0][\"node\"]") &&
+    start_agent n3 && wait_nodes_up 3 &&
+    ls_cli cordon $node --evict --reason maintenance &&
+    wait_for 60 "test \$(job_json $id \"len(j[\\\"attempts\\\"])\") = 2" &&
+    wait_job_state $id RUNNING 60 &&
+    resumed=$(job_json $id "j[\"attempts\"][1][\"resume_step\"]") &&
+    last=$(records now "max(r[\"last_step\"] for r in recs if r[\"attempt\"] == 1)") &&
+    evict=$(records now "max(r[\"ckpt_steps\"][-1] for r in recs if r[\"attempt\"] == 1)") &&
+    echo "resumed from $resumed; attempt 1 checkpointed $evict, reached $last" &&
+    test "$resumed" = "$evict" &&
+    test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"kind\"]")" = node_excluded &&
+    ls_cli cancel $id && ls_cli uncordon $node
+'
+
+test_done
