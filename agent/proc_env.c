@@ -16,39 +16,6 @@
 #include "common/sbuf.h"
 #include "common/xalloc.h"
 
-/* The variables lockstep sets for every rank; a job's env may not
- * override them (docs/api.md). */
-static const char *const proc_env_rank_keys[] = {
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "NODE_RANK",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "ROLE_NAME",
-    "TORCHELASTIC_RESTART_COUNT",
-    "TORCHELASTIC_MAX_RESTARTS",
-    "TORCHELASTIC_RUN_ID",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "LOCKSTEP_JOB_ID",
-    "LOCKSTEP_ATTEMPT",
-    "LOCKSTEP_NODE",
-    "LOCKSTEP_CHECKPOINT_DIR",
-    "LOCKSTEP_RESUME_FROM",
-    "LOCKSTEP_RESUME_STEP",
-    "CUDA_VISIBLE_DEVICES",
-    "LOCKSTEP_PROGRESS_FILE",
-    "LOCKSTEP_COMMIT_FILE",
-    "PWD",
-    "LOCKSTEP_CONTROL_FILE",
-    "LOCKSTEP_GC_MANAGED",
-    NULL,
-};
-
 /* Variables systemd gives the agent's service that describe the agent,
  * not the rank: a rank that inherited NOTIFY_SOCKET could talk to systemd
  * in the agent's name, one with JOURNAL_STREAM would think its stderr is
@@ -80,18 +47,6 @@ proc_env_is_service(const char *entry)
         n = strlen(*k);
         if ((*k)[n - 1] == '_' ? strncmp(entry, *k, n) == 0
                                : proc_env_key_is(entry, *k))
-            return true;
-    }
-    return false;
-}
-
-static bool
-proc_env_is_rank_key(const char *key)
-{
-    const char *const *k;
-
-    for (k = proc_env_rank_keys; *k != NULL; k++) {
-        if (strcmp(*k, key) == 0)
             return true;
     }
     return false;
@@ -181,7 +136,7 @@ proc_build_env(const struct proto_launch *l, const struct proto_launch_rank *r,
     env[n] = NULL;
 
     for (i = 0; i < l->nenv; i++) {
-        if (!proc_env_is_rank_key(l->env[i].key))
+        if (!proto_rank_env_key(l->env[i].key))
             proc_env_set(&env, l->env[i].key, l->env[i].value);
     }
 

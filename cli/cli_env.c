@@ -58,21 +58,8 @@ static const char *const cli_env_stay[] = {
     "INVOCATION_ID",
     "LISTEN_",
     "WATCHDOG_",
-    /* what lockstep sets for every rank (agent/proc_env.c; LOCKSTEP_*
-     * is above), and torchrun's per-worker variables */
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "NODE_RANK",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "ROLE_NAME",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "CUDA_VISIBLE_DEVICES",
+    /* torchrun's per-worker variables (what lockstep sets for every rank
+     * is proto_rank_env_key's) */
     "TORCHELASTIC_",
     NULL,
 };
@@ -80,6 +67,8 @@ static const char *const cli_env_stay[] = {
 bool
 cli_env_stays(const char *key)
 {
+    if (proto_rank_env_key(key))
+        return true;
     for (const char *const *s = cli_env_stay; *s != NULL; s++) {
         size_t n = strlen(*s);
 

@@ -79,6 +79,13 @@ proto_cadence_set(const struct proto_cadence *c)
     return c->s > 0 || c->steps > 0;
 }
 
+/* ---- the rank environment ---------------------------------------------- */
+
+/* Whether key is one of the variables lockstep sets for every rank
+ * (docs/api.md "Rank environment": torchrun's, lockstep's own, PWD): a
+ * job's env never overrides them, and the CLI never sends them. */
+bool proto_rank_env_key(const char *key);
+
 /* ---- job spec: POST /v1/jobs ---------------------------------------- */
 
 struct proto_job_spec {

@@ -8,6 +8,8 @@
  */
 #include "proto.h"
 
+#include <string.h>
+
 #include "names.h"
 #include "xalloc.h"
 
@@ -172,4 +174,47 @@ proto_directive_target(enum proto_directive_kind k)
         return PROTO_TARGET_RANK;
     }
     return PROTO_TARGET_AGENT;
+}
+
+/* ---- the rank environment ---------------------------------------------- */
+
+static const char *const rank_env_keys[] = {
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "ROLE_NAME",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LOCKSTEP_JOB_ID",
+    "LOCKSTEP_ATTEMPT",
+    "LOCKSTEP_NODE",
+    "LOCKSTEP_CHECKPOINT_DIR",
+    "LOCKSTEP_RESUME_FROM",
+    "LOCKSTEP_RESUME_STEP",
+    "CUDA_VISIBLE_DEVICES",
+    "LOCKSTEP_PROGRESS_FILE",
+    "LOCKSTEP_COMMIT_FILE",
+    "LOCKSTEP_CONTROL_FILE",
+    "LOCKSTEP_GC_MANAGED",
+    "PWD",
+    NULL,
+};
+
+bool
+proto_rank_env_key(const char *key)
+{
+    for (const char *const *k = rank_env_keys; *k != NULL; k++) {
+        if (strcmp(*k, key) == 0)
+            return true;
+    }
+    return false;
 }
