@@ -31,7 +31,6 @@ Options:
 """
 import argparse
 import gc
-import hashlib
 import json
 import os
 import sys
@@ -59,6 +58,8 @@ def save_record(out):
 
 
 class Cycle:
+    """Cyclic garbage: only a collection frees it."""
+
     def __init__(self):
         self.me = self
 
@@ -77,29 +78,6 @@ def run_alone(a, lockstep, out):
             record["gc_steps"].append(step)
         time.sleep(a.step_time)
     save_record(out)
-
-
-def make_model():
-    import torch
-
-    torch.manual_seed(1234)
-    return torch.nn.Sequential(
-        torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
-
-
-def batch(step, rank):
-    import torch
-    g = torch.Generator().manual_seed(100003 * step + 7919 * rank)
-    x = torch.randn(32, 16, generator=g)
-    y = x[:, :1] * 0.5 - x[:, 1:2] * 0.25 + 0.1
-    return x, y
-
-
-def digest(model):
-    h = hashlib.sha256()
-    for p in model.state_dict().values():
-        h.update(p.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
 
 
 def main():
@@ -127,6 +105,9 @@ def main():
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+    # The model, the data and the digest of the fault tests' job, so both
+    # are the same deterministic computation.
+    from ddp_train import batch, make_model, param_digest
 
     # From here on every collection is recorded (lockstep's import has
     # already switched automatic collection off under a GC cadence).
@@ -186,7 +167,7 @@ def main():
         if a.step_time > 0:
             time.sleep(a.step_time)
 
-    record["final"] = digest(model)
+    record["final"] = param_digest(model)
     save_record(out)
     if RANK == 0:
         print("final sha256 %s" % record["final"], flush=True)

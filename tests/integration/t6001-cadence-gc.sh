@@ -6,36 +6,7 @@
 # 3 s late acts at the pending step. The checkpoint side is t6002.
 . "$(dirname "$0")/../lib/harness.sh"
 
-TRAIN=$SRC_DIR/tests/helpers/cadence_train.py
-
 fault_cluster 2
-
-# cadence_submit NAME NODES RPN [submit options] -- [cadence_train options]
-cadence_submit() {
-    local name=$1 nodes=$2 rpn=$3
-    shift 3
-    local sopts=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
-    [ "${1:-}" = -- ] && shift
-    mkdir -p "$TEST_DIR/$name"
-    submit_id --name "$name" --nodes "$nodes" --ranks-per-node "$rpn" \
-        --checkpoint-dir "$TEST_DIR/$name/ck" --workdir "$TEST_DIR/$name" \
-        --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
-        -- "$PY" "$TRAIN" --out "$TEST_DIR/$name/rec" "$@"
-}
-
-# records NAME EXPR: evaluate EXPR over the list of every rank's records of
-# job NAME (`recs`, sorted by attempt then rank).
-records() {
-    "$PY" - "$TEST_DIR/$1/rec" "$2" <<'PY'
-import glob, json, os, sys
-recs = [json.load(open(p)) for p in glob.glob(os.path.join(sys.argv[1], "*.json"))]
-recs.sort(key=lambda r: (r["attempt"], r["rank"]))
-v = eval(sys.argv[2], {"recs": recs, "len": len, "set": set, "all": all,
-                       "any": any, "sorted": sorted, "min": min, "max": max})
-print(json.dumps(v) if isinstance(v, (dict, list)) else v)
-PY
-}
 
 test_expect_success 'a 2x4 job with --gc-every 2s runs to the end' '
     wait_nodes_up 2 &&

@@ -350,6 +350,7 @@ db_events() {
 # --- fault-injection helpers (t4xxx) --------------------------------------
 
 DDP_TRAIN=$SRC_DIR/tests/helpers/ddp_train.py
+CADENCE_TRAIN=$SRC_DIR/tests/helpers/cadence_train.py
 
 # fault_timeouts: the short timeouts of the fault tests, so that a lost
 # node, an expired lease or a hang is seen within seconds. Call before
@@ -404,6 +405,36 @@ ddp_submit() {
         --checkpoint-dir "$TEST_DIR/$name/ck" --workdir "$TEST_DIR/$name" \
         --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
         -- "$PY" "$DDP_TRAIN" --out "$TEST_DIR/$name/out" "${topts[@]}"
+}
+
+# cadence_submit NAME NODES RPN [submit options] -- [cadence_train.py
+# options]: submit tests/helpers/cadence_train.py as job NAME (checkpoints
+# under $TEST_DIR/NAME/ck, the ranks' records in $TEST_DIR/NAME/rec);
+# prints the job id.
+cadence_submit() {
+    local name=$1 nodes=$2 rpn=$3
+    shift 3
+    local sopts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    mkdir -p "$TEST_DIR/$name"
+    submit_id --name "$name" --nodes "$nodes" --ranks-per-node "$rpn" \
+        --checkpoint-dir "$TEST_DIR/$name/ck" --workdir "$TEST_DIR/$name" \
+        --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
+        -- "$PY" "$CADENCE_TRAIN" --out "$TEST_DIR/$name/rec" "$@"
+}
+
+# records NAME EXPR: evaluate EXPR over the list of every rank's records of
+# job NAME (`recs`, sorted by attempt then rank).
+records() {
+    "$PY" - "$TEST_DIR/$1/rec" "$2" <<'PY'
+import glob, json, os, sys
+recs = [json.load(open(p)) for p in glob.glob(os.path.join(sys.argv[1], "*.json"))]
+recs.sort(key=lambda r: (r["attempt"], r["rank"]))
+v = eval(sys.argv[2], {"recs": recs, "len": len, "set": set, "all": all,
+                       "any": any, "sorted": sorted, "min": min, "max": max})
+print(json.dumps(v) if isinstance(v, (dict, list)) else v)
+PY
 }
 
 # reference_sha [ddp_train.py options]: the final parameter digest of an
