@@ -35,6 +35,8 @@ done
 
 . "$(dirname "$0")/../tests/lib/harness.sh"
 RANK_PY=$SRC_DIR/bench/cadence_rank.py
+# Scratch files go with the cluster, into the harness's directory.
+cd "$TEST_DIR" || exit 1
 
 HEARTBEAT_MS=1000 NODE_TIMEOUT_MS=10000 LEASE_MS=5000
 start_scheduler >/dev/null
