@@ -40,8 +40,7 @@
 #include "common/xalloc.h"
 #include "tests/tap.h"
 #include "tests/testdir.h"
-
-static char tmpdir[PATH_MAX];
+#include "tests/unit/tagent.h"
 
 static void
 write_file(const char *path, const char *data, size_t len)
@@ -525,7 +524,6 @@ test_procfs(void)
 
 /* ---- jobs on a loop, through real supervisors ---------------------------- */
 
-static char supervisor_path[PATH_MAX + 64];
 static int changes;
 
 static void
@@ -533,18 +531,6 @@ count_change_cb(void *arg)
 {
     (void)arg;
     changes++;
-}
-
-static struct proc_job *
-find_job(struct proc_table *pt, int64_t id, int attempt)
-{
-    struct proc_job *job;
-
-    for (job = proc_jobs(pt); job != NULL; job = job->next) {
-        if (job->job == id && job->attempt == attempt)
-            return job;
-    }
-    return NULL;
 }
 
 /* Whether job id (attempt 1) is held and each of its ranks is running
@@ -577,15 +563,6 @@ report_fill(struct proc_table *pt, struct proto_node_report *rep)
     memset(rep, 0, sizeof(*rep));
     return proc_fill_report(pt, rep);
 }
-
-/* Turn the loop until cond holds or timeout_ms passes. The proc table's
- * poll timer keeps the loop alive, so UV_RUN_ONCE always returns. */
-#define RUN_UNTIL(loop, cond, timeout_ms)                                      \
-    do {                                                                       \
-        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                         \
-        while (!(cond) && timeid_mono_ms() < dl_)                              \
-            uv_run((loop), UV_RUN_ONCE);                                       \
-    } while (0)
 
 /* Play the scheduler accepting a status report: what the agent holds is
  * reported and acknowledged, so finished jobs may be released. Returns
@@ -620,92 +597,6 @@ wait_group_gone(pid_t pgid, int64_t timeout_ms)
     while (!group_gone(pgid) && timeid_mono_ms() - t0 < timeout_ms)
         usleep(10000);
     return group_gone(pgid);
-}
-
-static void
-work_one(struct proto_work *w, struct proto_launch *l)
-{
-    memset(w, 0, sizeof(*w));
-    w->gen = 1;
-    w->jobs = l;
-    w->njobs = 1;
-}
-
-/* One agent's worth of state, in tmpdir/<name>. */
-struct tagent {
-    struct agentd ad;
-    uv_loop_t loop;
-    struct proc_table *pt;
-    struct proto_work work; /* launch()'s work reply */
-};
-
-static void
-tagent_init(struct tagent *t, const char *name)
-{
-    memset(t, 0, sizeof(*t));
-    uv_loop_init(&t->loop);
-    t->ad.loop = &t->loop;
-    t->ad.node = xstrdup("n1");
-    t->ad.state_dir = xasprintf("%s/%s/state", tmpdir, name);
-    t->ad.log_dir = xasprintf("%s/%s/logs", tmpdir, name);
-    t->ad.kill_grace_ms = 300;
-    t->ad.run_as_submitter = false;
-    t->ad.supervisor = xstrdup(supervisor_path);
-}
-
-/* A proc table on t, like a starting agent; the lease a status reply
- * would grant is long, so slow test machines fence nothing. */
-static struct proc_table *
-tagent_start(struct tagent *t)
-{
-    struct err err = { 0 };
-
-    t->pt = proc_create(&t->ad, &err);
-    if (t->pt == NULL) {
-        diag("proc_create: %s", err.msg);
-        return NULL;
-    }
-    proc_set_change_cb(t->pt, count_change_cb, NULL);
-    proc_status_ok(t->pt, 0, timeid_mono_ms(), 60000);
-    return t->pt;
-}
-
-/* tagent_init and tagent_start: the proc table, or NULL. */
-static struct proc_table *
-agent_up(struct tagent *t, const char *name)
-{
-    tagent_init(t, name);
-    return tagent_start(t);
-}
-
-/* Hand l to t's proc table in a work reply of its own (t->work), as the
- * scheduler would: the job as the table holds it, or NULL. */
-static struct proc_job *
-launch(struct tagent *t, struct proto_launch *l)
-{
-    work_one(&t->work, l);
-    proc_apply(t->pt, &t->work);
-    return find_job(t->pt, l->job, l->attempt);
-}
-
-static void
-tagent_stop(struct tagent *t)
-{
-    proc_destroy(t->pt);
-    t->pt = NULL;
-    uv_run(&t->loop, UV_RUN_DEFAULT);
-}
-
-static void
-tagent_release(struct tagent *t)
-{
-    if (t->pt != NULL)
-        tagent_stop(t);
-    is_int(uv_loop_close(&t->loop), 0, "uv_loop_close() == 0");
-    free(t->ad.node);
-    free(t->ad.state_dir);
-    free(t->ad.log_dir);
-    free(t->ad.supervisor);
 }
 
 static void
@@ -1602,6 +1493,7 @@ main(void)
      * test can reap them and check their process group is really empty
      * whatever PID 1 does. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    tagent_on_change = count_change_cb;
     if (test_built_path(supervisor_path, sizeof(supervisor_path),
             "agent/" SUPFILE_EXE) < 0 ||
         test_tmpdir(tmpdir, sizeof(tmpdir), "test_agent") < 0)

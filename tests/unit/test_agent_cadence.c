@@ -31,9 +31,7 @@
 #include "common/xalloc.h"
 #include "tests/tap.h"
 #include "tests/testdir.h"
-
-static char tmpdir[PATH_MAX];
-static char supervisor_path[PATH_MAX + 64];
+#include "tests/unit/tagent.h"
 
 static void
 write_file(const char *path, const char *data)
@@ -196,81 +194,6 @@ test_ctlfile_refuses(void)
     free(fifo);
 }
 
-/* One agent's worth of state, in tmpdir/<name>. */
-struct tagent {
-    struct agentd ad;
-    uv_loop_t loop;
-    struct proc_table *pt;
-    struct proto_work work;
-};
-
-static struct proc_table *
-tagent_start(struct tagent *t)
-{
-    struct err err = { 0 };
-
-    t->pt = proc_create(&t->ad, &err);
-    if (t->pt == NULL) {
-        diag("proc_create: %s", err.msg);
-        return NULL;
-    }
-    proc_status_ok(t->pt, 0, timeid_mono_ms(), 60000);
-    return t->pt;
-}
-
-static struct proc_table *
-agent_up(struct tagent *t, const char *name)
-{
-    memset(t, 0, sizeof(*t));
-    uv_loop_init(&t->loop);
-    t->ad.loop = &t->loop;
-    t->ad.node = xstrdup("n1");
-    t->ad.state_dir = xasprintf("%s/%s/state", tmpdir, name);
-    t->ad.log_dir = xasprintf("%s/%s/logs", tmpdir, name);
-    t->ad.kill_grace_ms = 300;
-    t->ad.supervisor = xstrdup(supervisor_path);
-    return tagent_start(t);
-}
-
-static void
-tagent_stop(struct tagent *t)
-{
-    proc_destroy(t->pt);
-    t->pt = NULL;
-    uv_run(&t->loop, UV_RUN_DEFAULT);
-}
-
-static void
-tagent_release(struct tagent *t)
-{
-    if (t->pt != NULL)
-        tagent_stop(t);
-    is_int(uv_loop_close(&t->loop), 0, "uv_loop_close() == 0");
-    free(t->ad.node);
-    free(t->ad.state_dir);
-    free(t->ad.log_dir);
-    free(t->ad.supervisor);
-}
-
-#define RUN_UNTIL(loop, cond, timeout_ms)                                      \
-    do {                                                                       \
-        int64_t dl_ = timeid_mono_ms() + (timeout_ms);                         \
-        while (!(cond) && timeid_mono_ms() < dl_)                              \
-            uv_run((loop), UV_RUN_ONCE);                                       \
-    } while (0)
-
-static struct proc_job *
-find_job(struct proc_table *pt, int64_t id, int attempt)
-{
-    struct proc_job *job;
-
-    for (job = proc_jobs(pt); job != NULL; job = job->next) {
-        if (job->job == id && job->attempt == attempt)
-            return job;
-    }
-    return NULL;
-}
-
 static bool
 job_running(struct proc_table *pt, int64_t id, int attempt)
 {
@@ -347,16 +270,6 @@ set_directives(struct proto_launch *l, const struct proto_directive *d,
     l->ndirectives = n;
 }
 
-static void
-apply(struct tagent *t, struct proto_launch *l)
-{
-    memset(&t->work, 0, sizeof(t->work));
-    t->work.gen = 1;
-    t->work.jobs = l;
-    t->work.njobs = 1;
-    proc_apply(t->pt, &t->work);
-}
-
 /* The ack of seq among a rank status's acks, or NULL. */
 static const struct proto_ack *
 ack_of(const struct proto_rank_status *rs, uint64_t seq)
@@ -391,17 +304,17 @@ check_posting(struct tagent *t, struct proto_launch *l, const void *map)
         "the launch's gc and checkpoint directives are in the control "
         "file");
     set_directives(l, d3, 3);
-    apply(t, l);
+    (void)launch(t, l);
     n = ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen);
     ok(n == 3 && e[2].seq == 3 && e[2].kind == CTLFILE_KIND_GC &&
             e[2].step == 30,
         "a work update posts the new one");
-    apply(t, l);
+    (void)launch(t, l);
     ok(ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen2) == 3 && gen2 == gen,
         "the same list again changes nothing (the generation stays)");
     /* A dump directive is the agent's: never in the file. */
     set_directives(l, d3, 4);
-    apply(t, l);
+    (void)launch(t, l);
     ok(ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen2) == 3 && gen2 == gen,
         "a dump directive is not posted to the ranks");
     /* 33 shares seq 1's slot: the newer one wins, listed in any order,
@@ -411,14 +324,14 @@ check_posting(struct tagent *t, struct proto_launch *l, const void *map)
     d33[0].step = 330;
     memcpy(&d33[1], d3, 3 * sizeof(*d3));
     set_directives(l, d33, 4);
-    apply(t, l);
+    (void)launch(t, l);
     n = ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen);
-    apply(t, l);
+    (void)launch(t, l);
     ok(n == 3 && e[0].seq == 1 + CTLFILE_SLOTS && e[0].step == 330 &&
             ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen2) == 3 && gen2 == gen,
         "of two listed directives in one slot, the newer stays posted");
     set_directives(l, d3, 3);
-    apply(t, l);
+    (void)launch(t, l);
     n = ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen);
     ok(n == 3 && e[0].seq == 1, "(seq 1 back for what follows)");
 }
@@ -470,7 +383,7 @@ check_acks(struct tagent *t, struct proto_launch *l, struct proc_job *job)
     /* The scheduler saw them: seq 1 and 2 are no longer listed. */
     d3 = l->directives[2];
     set_directives(l, &d3, 1);
-    apply(t, l);
+    (void)launch(t, l);
     memset(&rep, 0, sizeof(rep));
     proc_fill_report(t->pt, &rep);
     ok(rep.jobs[0].ranks[0].nacks == 0 && rep.jobs[0].ranks[1].nacks == 0,
@@ -542,7 +455,7 @@ test_delivery(void)
         return;
     launch_init(&l, 30, 1);
     set_directives(&l, d2, 2);
-    apply(&t, &l);
+    (void)launch(&t, &l);
     job = find_job(t.pt, 30, 1);
     env0 = xasprintf("%s.env", job->ranks[0].progress_path);
     env1 = xasprintf("%s.env", job->ranks[1].progress_path);
@@ -581,7 +494,7 @@ test_delivery(void)
     n = ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen);
     ok(n == 3, "... with what it held (%zu directives)", n);
     set_directives(&l, &d5, 1);
-    apply(&t, &l);
+    (void)launch(&t, &l);
     n = ctlfile_read(map, 1, e, CTLFILE_SLOTS, &gen);
     ok(n == 4 && e[3].seq == 5 && e[3].kind == CTLFILE_KIND_CHECKPOINT &&
             e[3].step == 50,
@@ -590,7 +503,7 @@ test_delivery(void)
     /* A new attempt gets a file of its own. */
     launch_init(&l2, 30, 2);
     l2.gc_managed = false;
-    apply(&t, &l2);
+    (void)launch(&t, &l2);
     RUN_UNTIL(&t.loop, job_running(t.pt, 30, 2), 5000);
     job = find_job(t.pt, 30, 2);
     ok(job != NULL && job->ctl != NULL && strstr(job->ctl_path, "/30.2/"),
