@@ -30,7 +30,6 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
     cadence_rate_init(&a->rate);
     cadence_clock_init(&a->gc, 0, -1);
     cadence_clock_init(&a->ckpt, 0, -1);
-    a->gc_step = -1;
     a->placements = xcalloc((size_t)nnodes, sizeof(*a->placements));
     for (int k = 0; k < nnodes; k++) {
         a->placements[k].attempt = a;

@@ -141,12 +141,12 @@ struct attempt {
     struct attempt_tally *tallies; /* incomplete checkpoint steps */
     size_t ntallies;
 
-    /* Cadence (docs/cadence.md), in memory: a restarted scheduler starts
-     * the clocks again when the attempt next reports. */
+    /* Cadence (docs/cadence.md), in memory, monotonic ms: a restarted
+     * scheduler starts the clocks again when the attempt next reports. */
     struct cadence_rate rate;
     struct cadence_clock gc, ckpt;
-    bool cadence_started; /* the clocks run (from running_ms) */
-    int64_t gc_step;      /* the last gc every rank acknowledged; -1 */
+    bool cadence_started; /* the clocks run (from the first report of a
+                           * step) */
 
     /* A planned stop waiting for a synchronized checkpoint first
      * (planned.h), in memory. */

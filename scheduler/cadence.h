@@ -9,7 +9,7 @@
  * step over time and looks `lead` milliseconds ahead (the report
  * interval plus the delivery time, with margin).
  *
- * Pure: times are passed in (the scheduler's wall clock, ms).
+ * Pure: times are passed in (the scheduler's monotonic clock, ms).
  */
 #ifndef SCHEDULER_CADENCE_H
 #define SCHEDULER_CADENCE_H
@@ -42,7 +42,7 @@ int64_t cadence_predict(const struct cadence_rate *r, int64_t at);
 /* One cadence (gc or checkpoint) of an attempt. */
 struct cadence_clock {
     int64_t last_ms;    /* when the last action was due (or the
-                         * attempt started running) */
+                         * attempt first reported a step) */
     int64_t last_step;  /* the last step acted at; -1 none */
     uint64_t pending;   /* the directive not done yet; 0 none */
     int64_t pending_ms; /* when it was posted */

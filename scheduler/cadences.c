@@ -62,19 +62,13 @@ cadences_post(struct schedd *sd, struct attempt *a,
     return rc;
 }
 
-/* Whether the pending action of ck is done: every live rank acknowledged
- * it (a gc's step becomes the attempt's last gc). */
+/* The pending action of ck is over once every live rank acknowledged
+ * it. */
 static void
 cadences_settle(struct attempt *a, const struct cadence_kind *ck)
 {
-    const struct attempt_directive *d;
-
-    if (ck->clock->pending == 0 || !directive_done(a, ck->clock->pending))
-        return;
-    d = attempt_directive_find(a, ck->clock->pending);
-    if (ck->kind == PROTO_DIRECTIVE_GC && d && d->step > a->gc_step)
-        a->gc_step = d->step;
-    cadence_done(ck->clock, ck->clock->pending);
+    if (ck->clock->pending != 0 && directive_done(a, ck->clock->pending))
+        cadence_done(ck->clock, ck->clock->pending);
 }
 
 /* Post every action of a that is due at now. */
@@ -101,7 +95,7 @@ cadences_due(struct schedd *sd, struct attempt *a, int64_t now)
 int
 cadences_report(struct schedd *sd, struct attempt *a, int64_t fastest)
 {
-    int64_t now = timeid_now_ms();
+    int64_t now = timeid_mono_ms();
 
     if (!cadences_live(a))
         return 0;
@@ -133,7 +127,7 @@ cadences_abandon(struct schedd *sd, struct attempt *a,
     cadence_done(ck->clock, ck->clock->pending);
     if (d == NULL || d->done_ms > 0)
         return 0;
-    d->done_ms = now;
+    d->done_ms = timeid_now_ms();
     log_warn("job=%lld attempt=%d %s at step %lld: %zu of %zu ranks "
              "acknowledged it in %lld s; giving up on it",
         (long long)a->job_id, a->num, proto_directive_kind_str(d->kind),
@@ -156,7 +150,7 @@ cadences_abandon(struct schedd *sd, struct attempt *a,
 int
 cadences_tick(struct schedd *sd)
 {
-    int64_t now = timeid_now_ms();
+    int64_t now = timeid_mono_ms();
     int rc = 0;
 
     for (struct attempt *a = sd->attempts; a && rc == 0; a = a->next) {
@@ -175,10 +169,13 @@ cadences_tick(struct schedd *sd)
 }
 
 int
-cadences_acks(struct schedd *sd, struct attempt *a,
+cadences_acks(struct schedd *sd, struct attempt *a, const struct placement *p,
     const struct proto_rank_status *in)
 {
     int rc = 0;
+
+    if (in->rank / a->ranks_per_node != p->node_rank)
+        return 0;
 
     for (size_t i = 0; i < in->nacks && rc == 0; i++) {
         struct attempt_directive *d = attempt_directive_find(a,
@@ -216,20 +213,22 @@ cadences_now(struct schedd *sd, struct attempt *a,
     enum proto_directive_kind kind, int64_t *step, uint64_t *seq)
 {
     struct cadence_clock *k = kind == PROTO_DIRECTIVE_GC ? &a->gc : &a->ckpt;
-    int64_t now = timeid_now_ms();
+    int64_t now = timeid_mono_ms();
     int64_t at = cadence_predict(&a->rate, now + cadences_lead(sd));
     int rc;
 
     *step = -1;
     *seq = 0;
-    if (k->pending != 0 && !directive_done(a, k->pending)) {
+    /* One already pending that comes as soon serves; a later one (the
+     * next multiple of a step cadence) does not: this one goes first. */
+    if (k->pending != 0 && !directive_done(a, k->pending) &&
+        (at < 0 || k->pending_step <= at + 1)) {
         *step = k->pending_step;
         *seq = k->pending;
         return -EBUSY;
     }
     if (!cadences_live(a) || at < 0)
         return -EAGAIN;
-    cadence_done(k, k->pending);
     *step = at + 1;
     rc = cadences_post(sd, a, kind, k, *step, now);
     *seq = k->pending;
