@@ -21,8 +21,15 @@ planned_start(struct schedd *sd, struct attempt *a,
     uint64_t seq;
     int rc;
 
-    if (a->state != PROTO_ATTEMPT_RUNNING || a->stop)
-        return a->stop != NULL;
+    if (a->stop != NULL) {
+        /* Already waiting for its checkpoint: a cancel wins over an
+         * eviction (the job must end, not move). */
+        if (stop->kind == ATTEMPT_STOP_CANCEL)
+            a->stop->kind = ATTEMPT_STOP_CANCEL;
+        return true;
+    }
+    if (a->state != PROTO_ATTEMPT_RUNNING)
+        return false;
     rc = cadences_now(sd, a, PROTO_DIRECTIVE_CHECKPOINT, &s.step, &seq);
     if (rc < 0 && rc != -EBUSY)
         return false;
@@ -75,8 +82,15 @@ planned_check(struct schedd *sd, struct attempt *a)
     if (s == NULL)
         return 0;
     if (job == NULL || !proto_attempt_state_active(a->state)) {
-        attempt_set_stop(a, NULL);
-        return 0;
+        /* The attempt ended while it waited (a rank failed, its node was
+         * lost): an eviction has nothing left to move, but an accepted
+         * cancel still ends the job, which may be restarting by now. */
+        a->stop = NULL;
+        job = schedd_attempt_job(sd, a);
+        if (s->kind == ATTEMPT_STOP_CANCEL && job != NULL)
+            rc = jobs_cancel(sd, job, s->actor);
+        attempt_stop_free(s);
+        return rc;
     }
     done = job->ckpt_step >= s->step;
     late = timeid_now_ms() >= s->deadline_ms;

@@ -12,9 +12,15 @@
  * not checkpoint when asked is stopped anyway. An attempt whose step rate
  * is not known (no SDK) is stopped at once, as before.
  *
- * The waiting stops are in memory (struct attempt_stop): a scheduler
- * restarted during the wait forgets them; the node stays cordoned and its
- * jobs keep running there until an operator evicts again.
+ * A cancel asked while an eviction waits turns it into a cancel. When
+ * the attempt ends during the wait (a rank failed), an eviction has
+ * nothing left to do and a cancel still cancels the job.
+ *
+ * The waiting stops are in memory (struct attempt_stop), kept with the
+ * attempt: a scheduler restarted during the wait forgets them (the node
+ * stays cordoned and its jobs keep running there until an operator
+ * evicts again; a cancel must be asked again), and so does an attempt
+ * released at once when it ends (its node lost) before the next check.
  */
 #ifndef SCHEDULER_PLANNED_H
 #define SCHEDULER_PLANNED_H

@@ -35,6 +35,7 @@
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
+#include "scheduler/planned.h"
 #include "scheduler/recovery.h"
 #include "scheduler/watchdog.h"
 
@@ -239,7 +240,7 @@ status_attempt(struct schedd *sd, struct placement *p,
         if (latest && (rc = rank_commits(sd, job, a, rk, in)) < 0)
             return rc;
         if ((rc = directive_acks(sd, a, p, in)) < 0 ||
-            (rc = cadences_acks(sd, a, in)) < 0)
+            (rc = cadences_acks(sd, a, p, in)) < 0)
             return rc;
     }
     if ((rc = cadences_report(sd, a, fastest)) < 0)
@@ -248,9 +249,9 @@ status_attempt(struct schedd *sd, struct placement *p,
         (rc = checkpoint_scan(sd, job, a, st->checkpoints, st->ncheckpoints)) <
             0)
         return rc;
-    if ((rc = watchdog_dumps(sd, a)) < 0)
+    if ((rc = watchdog_dumps(sd, a)) < 0 || (rc = attempt_decide(sd, a)) < 0)
         return rc;
-    return attempt_decide(sd, a);
+    return planned_check(sd, a);
 }
 
 /* ---- the report --------------------------------------------------------- */
