@@ -433,6 +433,11 @@ pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
             free(fenv[k]);
     }
     free(fenv);
+    /* proc_env drops the agent's PMIX_* from every rank; a PMIx rank must
+     * use the store the server was told to (pmixsrv_create). */
+    if (getenv("PMIX_MCA_gds") != NULL)
+        pmixsrv_env_put(env,
+            xasprintf("PMIX_MCA_gds=%s", getenv("PMIX_MCA_gds")), true);
     for (k = 0; k < sizeof(pmixsrv_ompi_env) / sizeof(pmixsrv_ompi_env[0]); k++)
         pmixsrv_env_put(env,
             xasprintf("%s=%s", pmixsrv_ompi_env[k][0], pmixsrv_ompi_env[k][1]),

@@ -81,8 +81,10 @@ void pmixsrv_set_hooks(struct pmixsrv *px, pmixsrv_abort_fn abort_fn,
  * of proc_build_env; replaced keys freed). The Open MPI settings are
  * added only where *env does not have them, so a job's --env wins.
  * Nothing is added when px is NULL or the job's env sets LOCKSTEP_PMIX=0.
+ * With PMIX_MCA_gds in the agent's own environment (set by pmixsrv_create
+ * for a root agent running ranks as their users) the rank gets it too.
  * Returns 0, or a negative errno when libpmix refused (logged; *env is
- * left without PMIx variables and the rank starts without a server).
+ * left without PMIx variables: the caller does not start the rank).
  */
 int pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
     uid_t uid, gid_t gid, char ***env);

@@ -256,6 +256,17 @@ proc_poll_cb(uv_timer_t *timer)
 /* A rank called PMIx_Abort (MPI_Abort does): the message goes to the end
  * of its stderr file, so the stderr tail read when it exits, the evidence
  * `lockstep show` prints, carries it. */
+/* Whether fd is a regular file with one link, owned by job's user (the
+ * agent's own when ranks run as the agent). */
+static bool
+proc_own_file(int fd, const struct proc_job *job)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+           st.st_uid == (job->uid >= 0 ? (uid_t)job->uid : geteuid());
+}
+
 static void
 proc_pmix_abort_cb(void *arg, int64_t jobid, int attempt, int rank, int status,
     const char *msg)
@@ -274,8 +285,15 @@ proc_pmix_abort_cb(void *arg, int64_t jobid, int attempt, int rank, int status,
         line = xasprintf("lockstep: rank %d called MPI_Abort/PMIx_Abort "
                          "(status %d)%s%s\n",
             rank, status, msg[0] != '\0' ? ": " : "", msg);
+        /* The file is the rank's user's: appended to only when it is
+         * still the rank's own regular file (no link swapped in). */
         fd = open(job->ranks[i].err_path,
-            O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+            O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd >= 0 && !proc_own_file(fd, job)) {
+            close(fd);
+            fd = -1;
+            errno = EPERM;
+        }
         if (fd < 0 || write(fd, line, strlen(line)) < 0)
             log_error("job=%lld attempt=%d rank=%d cannot record its abort "
                       "in '%s': %s",

@@ -16,16 +16,19 @@
 #include "common/sbuf.h"
 #include "common/xalloc.h"
 
-/* Variables systemd gives the agent's service that describe the agent,
- * not the rank: a rank that inherited NOTIFY_SOCKET could talk to systemd
- * in the agent's name, one with JOURNAL_STREAM would think its stderr is
- * the journal. Prefixes end in '_'. */
+/* Variables of the agent's environment that describe the agent, not the
+ * rank (systemd's for its service, and its PMIx settings): a rank that
+ * inherited NOTIFY_SOCKET could talk to systemd in the agent's name, one with
+ * JOURNAL_STREAM would think its stderr is the journal. Prefixes end in '_'. */
 static const char *const proc_env_service_keys[] = {
     "NOTIFY_SOCKET",
     "JOURNAL_STREAM",
     "INVOCATION_ID",
     "LISTEN_",
     "WATCHDOG_",
+    /* the agent's own PMIx settings (PMIX_MCA_gds): a rank gets PMIx
+     * variables from the agent's server only (pmixsrv_rank_env) */
+    "PMIX_",
     NULL,
 };
 

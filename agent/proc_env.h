@@ -14,10 +14,10 @@
  * The environment of one rank: `base` (NULL-terminated "K=V" strings:
  * the agent's own environment), minus the variables that describe the
  * agent's systemd service (NOTIFY_SOCKET, LISTEN_*, WATCHDOG_*,
- * JOURNAL_STREAM, INVOCATION_ID), then the job's env (the submitter's
- * environment, so its PATH finds the command), then the rank variables
- * of docs/api.md (torchrun's, lockstep's, PWD), which the job's env
- * cannot override (LOCKSTEP_PROGRESS_FILE, LOCKSTEP_COMMIT_FILE and
+ * JOURNAL_STREAM, INVOCATION_ID) and its PMIx settings (PMIX_*), then the job's
+ * env (the submitter's environment, so its PATH finds the command), then the
+ * rank variables of docs/api.md (torchrun's, lockstep's, PWD), which the job's
+ * env cannot override (LOCKSTEP_PROGRESS_FILE, LOCKSTEP_COMMIT_FILE and
  * LOCKSTEP_CONTROL_FILE are among them: the caller sets those;
  * LOCKSTEP_GC_MANAGED is "1" when l->gc_managed, and absent otherwise),
  * and OMP_NUM_THREADS=1 when several ranks share the node and neither

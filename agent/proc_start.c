@@ -322,10 +322,16 @@ proc_prep_rank(struct proc_prep *p, size_t i, struct supfile_spec_rank *sr)
     sr->argv = l->argv; /* borrowed until the save */
     sr->env = proc_build_env(l, &l->ranks[i], p->ad->node, p->base);
     /* The PMIx server's address and Open MPI's direct-launch settings. */
-    if (p->rc == 0)
-        pmixsrv_rank_env(p->ad->pmixsrv, l, i,
-            p->u.switch_user ? p->u.uid : geteuid(),
-            p->u.switch_user ? p->u.gid : getegid(), &sr->env);
+    /* A rank the server could not register would hang its peers'
+     * MPI_Init: the attempt fails as the node's problem instead. */
+    if (p->rc == 0 &&
+        (rc = pmixsrv_rank_env(p->ad->pmixsrv, l, i,
+             p->u.switch_user ? p->u.uid : geteuid(),
+             p->u.switch_user ? p->u.gid : getegid(), &sr->env)) < 0)
+        proc_prep_fail(p, rc,
+            "cannot register rank %d with the agent's PMIx server (see the "
+            "agent's log)",
+            r->rank);
     proc_env_set(&sr->env, "LOCKSTEP_PROGRESS_FILE", r->progress_path);
     proc_env_set(&sr->env, "LOCKSTEP_COMMIT_FILE", r->commit_path);
     proc_env_set(&sr->env, "LOCKSTEP_CONTROL_FILE", p->job->ctl_path);

@@ -59,8 +59,11 @@ static const char *const cli_env_stay[] = {
     "LISTEN_",
     "WATCHDOG_",
     /* torchrun's per-worker variables (what lockstep sets for every rank
-     * is proto_rank_env_key's) */
+     * is proto_rank_env_key's), and the PMIx server's address of an
+     * mpirun the submitter may be inside of (the agent's server gives
+     * the ranks their own) */
     "TORCHELASTIC_",
+    "PMIX_",
     NULL,
 };
 
