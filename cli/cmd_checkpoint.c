@@ -16,6 +16,7 @@
 #include "common/xalloc.h"
 
 #define CKPT_WAIT_POLL_MS 500
+#define CKPT_WAIT_DEFAULT_S 600
 
 struct ckpt_opts {
     bool wait;
@@ -43,9 +44,11 @@ newest_checkpoint(const cJSON *job)
     return best;
 }
 
-/* Poll job id until a complete checkpoint of step or later. */
+/* Poll job id until a complete checkpoint of step or later; with json,
+ * the job object as it was then is printed instead of a sentence. */
 static int
-ckpt_wait(struct cli *cli, int64_t id, int64_t step, int64_t timeout_s)
+ckpt_wait(struct cli *cli, int64_t id, int64_t step, int64_t timeout_s,
+    bool json)
 {
     char *path = xasprintf("/v1/jobs/%lld", (long long)id);
     int64_t deadline = timeid_mono_ms() + timeout_s * 1000;
@@ -65,8 +68,11 @@ ckpt_wait(struct cli *cli, int64_t id, int64_t step, int64_t timeout_s)
         }
         have = newest_checkpoint(job);
         if (have >= step) {
-            printf("job %lld: checkpoint of step %lld is complete\n",
-                (long long)id, (long long)have);
+            if (json)
+                cli_print_body(&resp);
+            else
+                printf("job %lld: checkpoint of step %lld is complete\n",
+                    (long long)id, (long long)have);
             status = CLI_EXIT_OK;
         } else if (cli_job_state_final(cli_jstr(job, "state"))) {
             cli_warn(cli,
@@ -95,19 +101,28 @@ ckpt_wait(struct cli *cli, int64_t id, int64_t step, int64_t timeout_s)
 static int
 cmd_checkpoint(int argc, char **argv, struct cli *cli)
 {
-    struct ckpt_opts opts = { .timeout_s = 600 };
+    struct ckpt_opts opts = { 0 };
     cJSON *body = cJSON_CreateObject(), *reply = NULL;
     struct cli_resp resp;
     struct cli_args args;
     struct err err;
     char *path = NULL, name[32];
     int64_t id, step;
+    bool json;
     int status;
 
     cli_resp_init(&resp);
     if ((status = cli_parse(cli, argc, argv, &opts, &args)) != CLI_CONTINUE ||
         (status = cli_parse_job_id(cli, args.argv[0], &id)) != 0)
         goto out;
+    if (opts.timeout_s > 0 && !opts.wait) {
+        status = cli_usage(cli, "--timeout is how long --wait waits: give "
+                                "--wait too");
+        goto out;
+    }
+    if (opts.timeout_s == 0)
+        opts.timeout_s = CKPT_WAIT_DEFAULT_S;
+    json = args.json || cli->json;
     snprintf(name, sizeof(name), "%lld", (long long)id);
     path = xasprintf("/v1/jobs/%lld/directives", (long long)id);
     cJSON_AddNumberToObject(body, "version", PROTO_VERSION);
@@ -118,9 +133,9 @@ cmd_checkpoint(int argc, char **argv, struct cli *cli)
         goto out;
     }
     step = cli_jint(reply, "step", -1);
-    if (args.json && !opts.wait)
+    if (json && !opts.wait)
         cli_print_body(&resp);
-    else if (!args.json)
+    else if (!json)
         printf("job %lld: every rank checkpoints at step %lld (attempt "
                "%lld)%s\n",
             (long long)id, (long long)step,
@@ -130,7 +145,8 @@ cmd_checkpoint(int argc, char **argv, struct cli *cli)
                 ? ", already asked for"
                 : "");
     fflush(stdout);
-    status = opts.wait ? ckpt_wait(cli, id, step, opts.timeout_s) : CLI_EXIT_OK;
+    status = opts.wait ? ckpt_wait(cli, id, step, opts.timeout_s, json)
+                       : CLI_EXIT_OK;
 out:
     cJSON_Delete(body);
     cJSON_Delete(reply);
@@ -153,7 +169,8 @@ const struct cli_cmd cli_cmd_checkpoint = {
         "  --wait          wait until the checkpoint is complete (every rank\n"
         "                  committed it); exit 1 if the job ends first\n"
         "  --timeout SECS  give up waiting after SECS (default 600)\n"
-        "  --json          print the scheduler's reply\n",
+        "  --json          print the scheduler's reply (with --wait: the job\n"
+        "                  object once the checkpoint is complete)\n",
     .opts = ckpt_opts,
     CLI_ONE_JOB,
     .fn = cmd_checkpoint,
