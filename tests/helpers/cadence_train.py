@@ -64,18 +64,30 @@ class Cycle:
         self.me = self
 
 
+def begin_step(step):
+    """The record's side of starting step `step`."""
+    state["step"] = step
+    if record["first_step"] is None:
+        record["first_step"] = step
+
+
+def lockstep_step(lockstep, step):
+    """lockstep.step(step), with the collections it runs recorded as
+    inside it; the action."""
+    state["in_step"] = True
+    act = lockstep.step(step)
+    state["in_step"] = False
+    record["last_step"] = step
+    if act.gc:
+        record["gc_steps"].append(step)
+    return act
+
+
 def run_alone(a, lockstep, out):
     """--no-torch: steps, the cadence and the records, nothing else."""
     for step in range(1, a.steps + 1):
-        state["step"] = step
-        if record["first_step"] is None:
-            record["first_step"] = step
-        state["in_step"] = True
-        act = lockstep.step(step)
-        state["in_step"] = False
-        record["last_step"] = step
-        if act.gc:
-            record["gc_steps"].append(step)
+        begin_step(step)
+        lockstep_step(lockstep, step)
         time.sleep(a.step_time)
     save_record(out)
 
@@ -132,9 +144,7 @@ def main():
     keep = []
 
     for step in range(start + 1, a.steps + 1):
-        state["step"] = step
-        if record["first_step"] is None:
-            record["first_step"] = step
+        begin_step(step)
         x, y = batch(step, RANK)
         opt.zero_grad()
         loss_fn(ddp(x), y).backward()
@@ -142,12 +152,7 @@ def main():
         for _ in range(a.garbage):
             keep.append(Cycle())
         keep = keep[-a.garbage:] if a.garbage else keep
-        state["in_step"] = True
-        act = lockstep.step(step)
-        state["in_step"] = False
-        record["last_step"] = step
-        if act.gc:
-            record["gc_steps"].append(step)
+        act = lockstep_step(lockstep, step)
         if act.checkpoint:
             checkpoints += 1
             record["ckpt_steps"].append(step)

@@ -91,6 +91,7 @@ test_expect_success 'MPI_Abort fails the attempt with its message' '
 
 test_expect_success 'the rank waiting in MPI_Barrier was stopped' '
     wait_until 15 job_gone $(cat abort.job) &&
+    ls_cli show $(cat abort.job) --json >abort.json &&
     test "$(jget "[r[\"signal\"] for r in j[\"attempts\"][0][\"ranks\"] if r[\"rank\"] == 0]" <abort.json)" = "[15]"
 '
 

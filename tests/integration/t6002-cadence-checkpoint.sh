@@ -51,7 +51,7 @@ test_expect_success 'lockstep checkpoint --wait: a complete checkpoint at a comm
     id=$(cadence_submit now 2 1 -- --steps 100000 --step-time 0.02) &&
     echo $id >now.id && wait_job_state $id RUNNING 60 &&
     wait_for 30 "ls_cli checkpoint $id --json >now.json" &&
-    step=$(jget "j[\"step\"]" <now.json) &&
+    step=$(jget "j[\"step\"]" <now.json) && echo $step >now.step &&
     ls_cli checkpoint $id --wait --timeout 60 &&
     test "$(job_json $id "max(c[\"step\"] for c in j[\"checkpoints\"])")" -ge "$step" &&
     test "$(records now "len(set(tuple(r[\"ckpt_steps\"]) for r in recs))")" = 1
@@ -69,8 +69,26 @@ test_expect_success 'cordon --evict: a checkpoint first, then the job moves and 
     evict=$(records now "max(r[\"ckpt_steps\"][-1] for r in recs if r[\"attempt\"] == 1)") &&
     echo "resumed from $resumed; attempt 1 checkpointed $evict, reached $last" &&
     test "$resumed" = "$evict" &&
+    test "$resumed" -gt "$(cat now.step)" &&
     test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"kind\"]")" = node_excluded &&
-    ls_cli cancel $id && ls_cli uncordon $node
+    ls_cli uncordon $node
+'
+
+test_expect_success 'cancel --checkpoint: every rank checkpoints, then the job is cancelled' '
+    id=$(cat now.id) && wait_job_state $id RUNNING 60 &&
+    # Once the attempt has a step rate (a checkpoint can be asked for).
+    wait_for 30 "ls_cli checkpoint $id --json >ready.json" &&
+    ls_cli cancel --checkpoint $id >cancel.txt && cat cancel.txt &&
+    grep -q "is cancelled once every rank has checkpointed step" cancel.txt &&
+    want=$(sed -n "s/.*checkpointed step \([0-9]*\)$/\1/p" cancel.txt) &&
+    wait_job_state $id CANCELLED 150 &&
+    test "$(job_json $id "max(c[\"step\"] for c in j[\"checkpoints\"])")" -ge "$want"
+'
+
+test_expect_success 'cancel --checkpoint of a job that reports no steps cancels it at once' '
+    id=$(submit_id -- sleep 600) && wait_job_state $id RUNNING 30 &&
+    ls_cli cancel --checkpoint $id | grep -q "^cancelled job $id$" &&
+    test "$(job_state $id)" = CANCELLED
 '
 
 test_done
