@@ -10,8 +10,9 @@
  * what PMIx_server_setup_fork gives it (the server's address, the
  * namespace, the rank) and the settings that make Open MPI 4.1 take the
  * direct-launch path instead of running every rank as a singleton
- * (OMPI_MCA_schizo, OMPI_MCA_ess, binding left to the agent); programs
- * that do not use MPI or PMIx ignore them.
+ * (OMPI_MCA_schizo only: OMPI_MCA_ess and the binding settings would break
+ * an mpirun a rank starts itself); programs that do not use MPI or PMIx
+ * ignore them.
  *
  * What this server can do today: every collective whose participants are
  * all on this node (libpmix completes those itself); a rank's abort
@@ -61,7 +62,7 @@ typedef void (*pmixsrv_stop_fn)(void *arg, int64_t job, int attempt);
  * not trip over the root-owned shared-memory store. Call before any
  * other thread exists. Returns NULL with err set when the server cannot
  * start (the agent runs on without it), and NULL with err->code 0 in a
- * build without PMIx.
+ * build without PMIx or when the agent's `pmix` key is off.
  */
 struct pmixsrv *pmixsrv_create(struct agentd *ad, struct err *err);
 

@@ -12,7 +12,9 @@
  *   status.json     supervisor: per rank pid, state, exit status; fenced;
  *                   why a rank could not be started (launch_error); done
  *   sdk/            the ranks' SDK files (rank-<r>.progress, rank-<r>.ckpt),
- *                   owned by the user the ranks run as
+ *                   owned by the user the ranks run as, and the agent's
+ *                   control file (control, common/ctlfile.h), which the
+ *                   ranks map read-only
  *
  * Every file but `stop` and the SDK's is replaced atomically (a temporary
  * file, then rename), so a reader sees the old or the new content, never

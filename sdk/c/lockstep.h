@@ -81,7 +81,11 @@ LOCKSTEP_API unsigned lockstep_step(uint64_t n);
 
 /* Report that the collection lockstep_step(n) asked for took seconds:
  * the acknowledgements of step n get that duration and the progress file
- * is written at once. Not calling it leaves a duration of 0. */
+ * is written at once. Not calling it leaves a duration of 0. The
+ * acknowledgement itself was written when lockstep_step returned the bit,
+ * so the scheduler usually has it (with 0) already and marks the
+ * directive done; the duration then stays in this rank's progress file
+ * only (the Python SDK, which collects itself, reports the real one). */
 LOCKSTEP_API void lockstep_gc_done(uint64_t n, double seconds);
 
 /* Record that this rank's part of checkpoint step n is durable: append
