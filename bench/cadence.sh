@@ -76,10 +76,14 @@ A=$(median <a.txt); B=$(median <b.txt); C=$(median <c.txt)
 echo "(a) each rank pauses on its own  $A steps/s"
 echo "(b) lockstep synchronized pauses $B steps/s"
 echo "(c) no pause (baseline)          $C steps/s"
-"$PY" -c "
+if [ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ]; then
+    "$PY" -c "
 a, b, c = $A, $B, $C
 print('(c-b)/(c-a) = %.3f  (ideal 1/8 = 0.125; b/c = %.3f, a/c = %.3f)'
       % ((c - b) / (c - a) if c != a else float('nan'), b / c, a / c))"
+else
+    echo "(c-b)/(c-a): not computed, some runs failed (see above)"
+fi
 
 echo "# 2. delivery latency, 16 ranks on 4 agents, gc every 1s"
 id=$(run 4 4 --gc-every 1s -- latency --seconds 30 --rate 100)
@@ -113,4 +117,8 @@ done
 AU=$(median <auto.txt); SY=$(median <sync.txt)
 echo "automatic GC            $AU steps/s"
 echo "lockstep --gc-every 20steps $SY steps/s"
-"$PY" -c "print('ratio %.3f' % ($SY / $AU))"
+if [ -n "$AU" ] && [ -n "$SY" ]; then
+    "$PY" -c "print('ratio %.3f' % ($SY / $AU))"
+else
+    echo "ratio: not computed, some runs failed (see above)"
+fi

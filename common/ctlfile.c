@@ -42,11 +42,22 @@ slot_off(uint64_t seq)
            (size_t)((seq - 1) % CTLFILE_SLOTS) * CTLFILE_SLOT_SIZE;
 }
 
+/* The magic as the 64-bit word at offset 0. */
+static uint64_t
+ctlfile_magic(void)
+{
+    uint64_t m;
+
+    memcpy(&m, CTLFILE_MAGIC, sizeof(m));
+    return m;
+}
+
 /* Whether map holds a control file of attempt. */
 static bool
 ctlfile_valid(const void *map, uint64_t attempt)
 {
-    return memcmp(map, CTLFILE_MAGIC, 8) == 0 &&
+    return __atomic_load_n(u64_at(map, 0), __ATOMIC_ACQUIRE) ==
+               ctlfile_magic() &&
            *u32_at(map, OFF_VERSION) == CTLFILE_VERSION &&
            *u32_at(map, OFF_NSLOTS) == CTLFILE_SLOTS &&
            __atomic_load_n(u64_at(map, OFF_ATTEMPT), __ATOMIC_ACQUIRE) ==
@@ -60,9 +71,9 @@ ctlfile_init(unsigned char *map, uint64_t attempt)
     *u32_at(map, OFF_VERSION) = CTLFILE_VERSION;
     *u32_at(map, OFF_NSLOTS) = CTLFILE_SLOTS;
     *u64_at(map, OFF_ATTEMPT) = attempt;
-    /* The magic last: a reader never trusts a half-made header. */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    memcpy(map, CTLFILE_MAGIC, 8);
+    /* The magic last, as one release store: a reader that loads it (with
+     * acquire) sees the whole header, on any CPU. */
+    __atomic_store_n(u64_at(map, 0), ctlfile_magic(), __ATOMIC_RELEASE);
 }
 
 int

@@ -24,7 +24,9 @@
  *       16 int64  step      act at the first step() >= this
  *       24 uint64 check     equals seq once the slot is complete
  *
- * Directive seq goes to slot (seq - 1) % nslots. A writer clears seq,
+ * Directive seq goes to slot (seq - 1) % nslots, and a seq is written
+ * with one kind and step only (seqs are unique per attempt): the check
+ * word proves a slot whole, not that a seq was never rewritten. A writer clears seq,
  * writes kind, step and check, then stores seq and bumps gen (release
  * stores). A reader loads gen; when it changed it reads each slot as
  * seq, fields, seq again, and keeps the slot only when both seqs and

@@ -8,12 +8,13 @@
 # 2 nodes (not supported yet) fails in MPI_Init at once instead of
 # hanging; a rank may still run mpirun itself; LOCKSTEP_PMIX=0 leaves a
 # job's environment without PMIx.
-# Skipped without mpicc or a build without libpmix.
+# Skipped without mpicc, mpi4py or a build without libpmix.
 . "$(dirname "$0")/../lib/harness.sh"
 
 if ! command -v mpicc >/dev/null 2>&1 || ! pkg-config --exists pmix ||
+    ! "$PY" -c "import mpi4py" 2>/dev/null ||
     ! grep -q "LOCKSTEP_HAVE_PMIX 1" "$BUILD_DIR/version.h"; then
-    echo "ok 1 # SKIP mpicc or libpmix missing (make deps installs them)"
+    echo "ok 1 # SKIP mpicc, mpi4py or libpmix missing (make deps installs them)"
     echo "1..1"
     exit 0
 fi
