@@ -26,8 +26,8 @@
  *
  * Directive seq goes to slot (seq - 1) % nslots, and a seq is written
  * with one kind and step only (seqs are unique per attempt): the check
- * word proves a slot whole, not that a seq was never rewritten. A writer clears seq,
- * writes kind, step and check, then stores seq and bumps gen (release
+ * word proves a slot whole, not that a seq was never rewritten. A writer clears
+ * seq, writes kind, step and check, then stores seq and bumps gen (release
  * stores). A reader loads gen; when it changed it reads each slot as
  * seq, fields, seq again, and keeps the slot only when both seqs and
  * check agree and are not 0; it trusts gen only when gen did not move
