@@ -38,6 +38,7 @@ enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,
     CLI_EXIT_USAGE = 2,
+    CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C ended `submit --wait` */
 };
 
 struct cli;
@@ -212,10 +213,16 @@ struct cli {
     const struct cli_cmd *cmd;         /* the subcommand running */
     const struct cli_cmd *const *cmds; /* every command, NULL-terminated */
     const char *server;                /* URL or socket path; borrowed */
-    const char *token;                 /* bearer token or NULL; borrowed */
-    bool json;                         /* --json, before or after the command */
-    CURL *curl;                        /* created on first use, reused */
-    char *base_url;                    /* "http://localhost" for a socket */
+    const char *server_from;           /* where server came from, for
+                                        * errors: "--server",
+                                        * "LOCKSTEP_SERVER" or NULL (the
+                                        * default) */
+    const char *hint;  /* static; said after the next warning (how to
+                        * point the CLI elsewhere), then cleared */
+    const char *token; /* bearer token or NULL; borrowed */
+    bool json;         /* --json, before or after the command */
+    CURL *curl;        /* created on first use, reused */
+    char *base_url;    /* "http://localhost" for a socket */
 };
 
 /* Set up from the server and token (borrowed; must outlive cli). Checks
@@ -227,7 +234,8 @@ void cli_release(struct cli *cli);
 
 /* ---- messages (cli_msg.c) ---------------------------------------------- */
 
-/* "lockstep <cmd>: <message>" on stderr. */
+/* "lockstep <cmd>: <message>" on stderr, then cli->hint (if any) on a
+ * line of its own, clearing it. */
 void cli_warn(struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* cli_warn, then returns CLI_EXIT_FAIL. */
@@ -271,16 +279,23 @@ enum cli_http_flags {
  * printed as the JSON request body, or NULL for none. Returns 0 when a
  * reply arrived, whatever its status (in resp->status), and a negative
  * errno when the scheduler could not be reached; then err (may be NULL)
- * holds "cannot reach scheduler at <server>: <cause>", which is also
- * printed unless CLI_HTTP_QUIET. resp is reset first. */
+ * holds "cannot reach scheduler at <server> (<where that came from>):
+ * <cause>", or, for a peer that does not speak HTTP, that it is not a
+ * lockstep scheduler; the message is also printed unless CLI_HTTP_QUIET.
+ * Either way cli->hint says how to point the CLI elsewhere
+ * (LOCKSTEP_SERVER, --server, `. DIR/env`), for the next cli_warn; a
+ * reply clears it. resp is reset first. */
 int cli_http(struct cli *cli, const char *method, const char *path,
     const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err);
 
 /* cli_http, and a reply that is not 2xx becomes an error: the API's
- * {"error": {"message"}} (or "HTTP <status>") is printed unless
- * CLI_HTTP_QUIET and kept in err. When out is not NULL, a 2xx body is
- * parsed into *out (caller deletes). Returns 0, -EIO for an HTTP error,
- * -EPROTO for a reply that is not JSON, or cli_http's error. */
+ * {"error": {"message"}} is printed unless CLI_HTTP_QUIET and kept in
+ * err; an error reply without it (not JSON, or JSON of another shape)
+ * says that the server is not a lockstep scheduler, with its status and
+ * first line (and sets cli->hint). When out is not NULL, a 2xx body is parsed
+ * into *out (caller deletes); one that is not JSON says the same. Returns 0,
+ * -EIO for an HTTP error, -EPROTO for a reply that is not JSON, or cli_http's
+ * error. */
 int cli_call(struct cli *cli, const char *method, const char *path,
     const cJSON *body, unsigned flags, struct cli_resp *resp, cJSON **out,
     struct err *err);
@@ -366,6 +381,27 @@ void cli_table_print(const struct cli_table *t, FILE *out, int indent);
 
 /* Print each line of text with prefix before it (stderr tails). */
 void cli_print_indented(FILE *out, const char *prefix, const char *text);
+
+/* ---- a job's progress, one line per change (cli_progress.c) ---------- */
+
+struct cli_progress {
+    int64_t id;
+    char state[32];    /* the state of the last reply, "" before one */
+    char *reason;      /* its reason */
+    int64_t attempt;   /* the latest attempt announced as placed */
+    int64_t restarted; /* the latest attempt whose restart was announced */
+};
+
+void cli_progress_init(struct cli_progress *p, int64_t id);
+void cli_progress_release(struct cli_progress *p);
+/* Given the next GET /v1/jobs/ID reply, append to out one line per change
+ * since the last one: "job 7 PENDING: <reason>" (again when the reason
+ * changes; a RESTARTING reason is told once), "job 7 PLACED on n1, n2 (attempt
+ * 1)", "job 7 RUNNING (attempt 1)", "job 7 RESTARTING after attempt 1:
+ * <reason>". A missed placement or restart (the attempt number grew) is still
+ * told, in order. A final state adds nothing: the caller prints the outcome. */
+void cli_progress_update(struct cli_progress *p, const cJSON *job,
+    struct sbuf *out);
 
 /* ---- submit's argument parsing, apart for unit tests (cmd_submit.c) ----- */
 

@@ -185,6 +185,60 @@ cli_header_cb(char *data, size_t size, size_t nmemb, void *arg)
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* How to point the CLI at the scheduler, after an error that shows it
+ * looked in the wrong place (cli->hint). */
+#define CLI_HINT_SERVER                                                        \
+    "point the CLI at the scheduler with LOCKSTEP_SERVER=URL|SOCKET or "       \
+    "--server"
+#define CLI_HINT_UNREACHABLE                                                   \
+    CLI_HINT_SERVER "; for a local cluster, run '. DIR/env' (DIR as given "    \
+                    "to deploy/local-cluster.sh up)"
+
+/* Where the server came from, for "cannot reach scheduler at X (...)". */
+static const char *
+cli_server_from(const struct cli *cli)
+{
+    if (cli->server_from == NULL)
+        return "the default; none was given";
+    if (strcmp(cli->server_from, "--server") == 0)
+        return "from --server";
+    return "from LOCKSTEP_SERVER";
+}
+
+/* The error of a request that got no HTTP reply: cc and the OS errno.
+ * A peer that answered in something other than HTTP is not a lockstep
+ * scheduler; for one that could not be reached, say where we looked and
+ * how to look elsewhere. Returns the negative errno set in err. */
+static int
+cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
+    struct err *err)
+{
+    const char *cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+
+    if (cc == CURLE_WEIRD_SERVER_REPLY || cc == CURLE_UNSUPPORTED_PROTOCOL) {
+        cli->hint = CLI_HINT_SERVER;
+        return err_set(err, -EPROTO,
+            "the server at %s (%s) is not a lockstep scheduler: it does not "
+            "answer HTTP (%s)",
+            cli->server, cli_server_from(cli), cause);
+    }
+    /* For a connection that never happened the OS reason ("No such file
+     * or directory", "Connection refused") says more than curl's text,
+     * which talks of "localhost port 80" for a Unix socket. */
+    if (oserr != 0 &&
+        (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
+        cause = strerror(oserr);
+    if (cc != CURLE_COULDNT_CONNECT && cc != CURLE_COULDNT_RESOLVE_HOST &&
+        cc != CURLE_OPERATION_TIMEDOUT)
+        return err_set(err, -EIO, "cannot reach scheduler at %s: %s",
+            cli->server, cause);
+    cli->hint = CLI_HINT_UNREACHABLE;
+    return err_set(err,
+        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED,
+        "cannot reach scheduler at %s (%s): %s", cli->server,
+        cli_server_from(cli), cause);
+}
+
 int
 cli_http(struct cli *cli, const char *method, const char *path,
     const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err)
@@ -194,10 +248,13 @@ cli_http(struct cli *cli, const char *method, const char *path,
     struct curl_slist *hdrs = NULL;
     char *url = xasprintf("%s%s", cli->base_url, path);
     char *auth = NULL, *json = NULL;
+    struct err lerr;
     CURLcode cc;
     long oserr = 0;
     int rc = 0;
 
+    if (err == NULL)
+        err = &lerr;
     cli_resp_release(resp);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -237,28 +294,14 @@ cli_http(struct cli *cli, const char *method, const char *path,
 
     cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
-        const char *cause;
-
         curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
-        /* For a connection that never happened the OS reason ("No such
-         * file or directory", "Connection refused") says more than curl's
-         * text, which talks of "localhost port 80" for a Unix socket. */
-        if (oserr != 0 &&
-            (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
-            cause = strerror((int)oserr);
-        else
-            cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-        rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
-             : cc == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
-                                            : -EIO;
-        err_set(err, rc, "cannot reach scheduler at %s: %s", cli->server,
-            cause);
+        rc = cli_http_failed(cli, cc, (int)oserr, errbuf, err);
         if (!(flags & CLI_HTTP_QUIET))
-            cli_warn(cli, "cannot reach scheduler at %s: %s", cli->server,
-                cause);
+            cli_warn(cli, "%s", err->msg);
         resp->status = 0;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+        cli->hint = NULL;
     }
     /* The handle keeps pointers to these until the next reset. */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
@@ -271,8 +314,35 @@ cli_http(struct cli *cli, const char *method, const char *path,
     return rc;
 }
 
-/* The message of an error reply: the API's {"error": {"message"}}, or the
- * first line of whatever else came back (a proxy's HTML page). */
+/* The first line of a reply's body, at most 40 bytes; caller frees. */
+static char *
+cli_first_line(const struct cli_resp *resp)
+{
+    size_t n = strcspn(resp->body.buf, "\r\n");
+
+    return xasprintf("%.*s%s", (int)(n > 40 ? 40 : n), resp->body.buf,
+        n > 40 ? "..." : "");
+}
+
+/* What a reply that is not the API's says about the server: it is not
+ * a lockstep scheduler (a web server, a proxy's page, another API). */
+static char *
+cli_not_lockstep(struct cli *cli, const struct cli_resp *resp, const char *what)
+{
+    char *line = cli_first_line(resp);
+    char *msg = xasprintf("the server at %s is not a lockstep scheduler: it "
+                          "answered HTTP %ld, %s%s%s%s",
+        cli->server, resp->status, what, *line ? " (\"" : "", line,
+        *line ? "\")" : "");
+
+    cli->hint = CLI_HINT_SERVER;
+    free(line);
+    return msg;
+}
+
+/* The message of an error reply: the API's {"error": {"message"}}, or,
+ * for anything else (a web server's page, a proxy's), that the server is
+ * not a lockstep scheduler. */
 static char *
 cli_error_message(struct cli *cli, const struct cli_resp *resp)
 {
@@ -288,16 +358,13 @@ cli_error_message(struct cli *cli, const struct cli_resp *resp)
             msg = xstrdup(m);
         else if (*code)
             msg = xasprintf("HTTP %ld (%s)", resp->status, code);
+        else
+            msg = cli_not_lockstep(cli, resp, "JSON of another API");
     }
     cJSON_Delete(json);
-    if (msg == NULL) {
-        size_t n = strcspn(resp->body.buf, "\r\n");
-        if (n > 200)
-            n = 200;
-        msg = n ? xasprintf("HTTP %ld: %.*s", resp->status, (int)n,
-                      resp->body.buf)
-                : xasprintf("HTTP %ld", resp->status);
-    }
+    if (msg == NULL)
+        msg = cli_not_lockstep(cli, resp,
+            resp->body.len ? "not JSON" : "no body");
     if (resp->status == 401 && cli->token == NULL) {
         char *hint = xasprintf("%s (over TCP the scheduler needs a token: "
                                "set LOCKSTEP_TOKEN or use --token)",
@@ -333,11 +400,12 @@ cli_call(struct cli *cli, const char *method, const char *path,
         struct err perr;
 
         if (jsonx_parse(resp->body.buf, resp->body.len, out, &perr) < 0) {
-            err_set(err, -EPROTO, "unexpected reply from the scheduler: %s",
-                perr.msg);
+            char *msg = cli_not_lockstep(cli, resp, "not JSON");
+
+            err_set(err, -EPROTO, "%s", msg);
             if (!(flags & CLI_HTTP_QUIET))
-                cli_warn(cli, "unexpected reply from the scheduler: %s",
-                    perr.msg);
+                cli_warn(cli, "%s", msg);
+            free(msg);
             return -EPROTO;
         }
     }

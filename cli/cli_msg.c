@@ -29,6 +29,13 @@ cli_vwarn(struct cli *cli, const char *fmt, va_list ap)
         fprintf(stderr, "%s: ", CLI_PROG);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    if (cli && cli->hint) {
+        if (name)
+            fprintf(stderr, "%s %s: %s\n", CLI_PROG, name, cli->hint);
+        else
+            fprintf(stderr, "%s: %s\n", CLI_PROG, cli->hint);
+        cli->hint = NULL;
+    }
 }
 
 void

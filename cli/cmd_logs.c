@@ -10,7 +10,9 @@
  * With more than one rank each line is prefixed "[rank N] " and only whole
  * lines are printed while following, so lines of different ranks never mix
  * mid-line. --follow polls every CLI_LOGS_POLL_MS; once it sees the job in
- * a final state it reads every rank once more and stops. Without
+ * a final state it reads every rank once more and stops, exiting 0 only
+ * if the job SUCCEEDED (else its state and reason go to stderr). While
+ * the job has not started it says so on stderr, with why it pends. Without
  * --attempt it starts at the latest attempt and, when the job restarts,
  * moves on to the next attempt after draining the current one.
  */
@@ -47,8 +49,9 @@ struct logs {
 
 struct job_view {
     char state[32];
-    int64_t attempt; /* latest attempt, 0 before the first */
-    int64_t world;   /* nodes × ranks_per_node */
+    char reason[512]; /* why it is pending, restarting or ended */
+    int64_t attempt;  /* latest attempt, 0 before the first */
+    int64_t world;    /* nodes × ranks_per_node */
 };
 
 /* An outage or a 5xx is worth waiting out while following (the scheduler
@@ -81,6 +84,7 @@ get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
     rc = cli_call(L->cli, "GET", path, NULL, flags, &L->resp, &job, err);
     if (rc == 0) {
         snprintf(v->state, sizeof(v->state), "%s", cli_jstr(job, "state"));
+        snprintf(v->reason, sizeof(v->reason), "%s", cli_jstr(job, "reason"));
         v->attempt = cli_jint(job, "attempt", 0);
         v->world = cli_jint(job, "nodes", 0) *
                    cli_jint(job, "ranks_per_node", 0);
@@ -197,13 +201,27 @@ reset_ranks(struct logs *L)
     }
 }
 
+/* The exit status of a follow that saw the job in state v: 0 unless it
+ * ended other than SUCCEEDED, which is said on stderr. */
+static int
+logs_outcome(struct logs *L, const struct job_view *v)
+{
+    if (!cli_job_state_final(v->state) ||
+        strcmp(v->state, proto_job_state_str(PROTO_JOB_SUCCEEDED)) == 0)
+        return CLI_EXIT_OK;
+    fflush(stdout);
+    fprintf(stderr, "job %lld %s%s%s\n", (long long)L->id, v->state,
+        *v->reason ? ": " : "", v->reason);
+    return CLI_EXIT_FAIL;
+}
+
 static int
 logs_follow(struct logs *L, bool pinned)
 {
     bool final_seen = false;
+    struct job_view v = { .state = "" };
 
     for (;;) {
-        struct job_view v;
         struct err err;
         int64_t got = 0;
         int rc;
@@ -257,7 +275,7 @@ logs_follow(struct logs *L, bool pinned)
     }
     for (size_t i = 0; i < L->nranks; i++)
         emit_rest(L, &L->ranks[i]);
-    return CLI_EXIT_OK;
+    return logs_outcome(L, &v);
 }
 
 /* Following a job that has not started: wait for its first attempt.
@@ -266,16 +284,25 @@ logs_follow(struct logs *L, bool pinned)
 static int
 wait_first_attempt(struct logs *L, struct job_view *v)
 {
+    char told[sizeof(v->reason) + sizeof(v->state)] = "";
+
     for (;;) {
+        char now[sizeof(told)];
         struct err err;
         int rc;
 
         if (v->attempt > 0)
             return 0;
+        snprintf(now, sizeof(now), "%s%s", v->state, v->reason);
+        if (!cli_job_state_final(v->state) && strcmp(now, told) != 0) {
+            fprintf(stderr, "job %lld is %s%s%s; waiting for it to start\n",
+                (long long)L->id, v->state, *v->reason ? ": " : "", v->reason);
+            memcpy(told, now, sizeof(told));
+        }
         if (cli_job_state_final(v->state)) {
-            fprintf(stderr, "job %lld ended (%s) before it started\n",
-                (long long)L->id, v->state);
-            return 1;
+            fprintf(stderr, "job %lld ended (%s) before it started%s%s\n",
+                (long long)L->id, v->state, *v->reason ? ": " : "", v->reason);
+            return CLI_EXIT_FAIL;
         }
         cli_sleep_ms(CLI_LOGS_POLL_MS);
         rc = get_job(L, CLI_HTTP_QUIET, v, &err);
@@ -387,7 +414,11 @@ const struct cli_cmd cli_cmd_logs = {
         "                    prefixed with [rank N])\n"
         "  --attempt N       attempt N (default: the latest)\n"
         "  --stream out|err  stdout (default) or stderr\n"
-        "  -f, --follow      keep printing until the job has ended\n",
+        "  -f, --follow      keep printing until the job has ended (saying\n"
+        "                    on stderr while it is pending); exit 0 only if\n"
+        "                    it SUCCEEDED, 1 if it FAILED or was CANCELLED\n"
+        "                    (with --attempt N: 0 once attempt N is over\n"
+        "                    and the job goes on)\n",
     .opts = logs_opts,
     CLI_ONE_JOB,
     .fn = cmd_logs,

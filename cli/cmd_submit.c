@@ -10,13 +10,17 @@
  * The job takes the submitter's environment along (cli_env.h): --export
  * chooses what, --env adds to it and wins over it.
  *
- * --wait polls the job until it reaches a final state. It outlives a
- * scheduler restart: while the scheduler cannot be reached (or answers
- * 5xx) it keeps trying for CLI_WAIT_OUTAGE_MS before giving up.
+ * Without --wait it says how to follow the job. --wait polls the job
+ * until it reaches a final state, telling each change on stderr
+ * (cli_progress.c); Ctrl-C ends the wait, not the job, and says how to
+ * cancel it (exit 130). It outlives a scheduler restart: while the
+ * scheduler cannot be reached (or answers 5xx) it keeps trying for
+ * CLI_WAIT_OUTAGE_MS before giving up.
  */
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +30,7 @@
 #include "common/xalloc.h"
 
 #define CLI_WAIT_MIN_MS 250
-#define CLI_WAIT_MAX_MS 2000
+#define CLI_WAIT_MAX_MS 1000
 #define CLI_WAIT_OUTAGE_MS 300000
 
 extern char **environ;
@@ -236,69 +240,127 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     return finish_spec(&opts->spec, &args, err);
 }
 
-/* Poll the job until it is final. Returns the exit status. */
+/* What Ctrl-C during --wait prints: written by the signal handler, so
+ * composed before it is installed. */
+static char wait_sigint_msg[256];
+static size_t wait_sigint_len;
+
+static void
+wait_sigint(int sig)
+{
+    ssize_t n;
+
+    (void)sig;
+    n = write(STDERR_FILENO, wait_sigint_msg, wait_sigint_len);
+    (void)n;
+    _exit(CLI_EXIT_INTERRUPTED);
+}
+
+/* Ctrl-C ends the wait, not the job: say so, and how to cancel it. The
+ * disposition it replaces goes to *old. */
+static void
+wait_catch_sigint(int64_t id, struct sigaction *old)
+{
+    struct sigaction sa;
+    int n;
+
+    n = snprintf(wait_sigint_msg, sizeof(wait_sigint_msg),
+        "\n%s submit: stopped waiting; job %lld keeps running (follow it: "
+        "lockstep logs -f %lld; cancel it: lockstep cancel %lld)\n",
+        CLI_PROG, (long long)id, (long long)id, (long long)id);
+    wait_sigint_len = n > 0 && (size_t)n < sizeof(wait_sigint_msg)
+                          ? (size_t)n
+                          : strlen(wait_sigint_msg);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = wait_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, old);
+}
+
+/* One poll failed with rc: a 4xx ends the wait (the job is gone, or not
+ * ours; *down_since untouched, returns false); an outage or a 5xx may
+ * pass (the scheduler restarts in seconds), so it is waited out for
+ * CLI_WAIT_OUTAGE_MS, saying so once. Returns true to poll again. */
+static bool
+wait_retry(struct cli *cli, int64_t id, int rc, const struct cli_resp *resp,
+    const struct err *err, int64_t *down_since)
+{
+    int64_t now = timeid_mono_ms();
+
+    if (rc == -EIO && resp->status < 500) {
+        cli_warn(cli, "%s", err->msg);
+        return false;
+    }
+    if (*down_since == 0) {
+        *down_since = now;
+        cli_warn(cli, "%s; still waiting for job %lld", err->msg,
+            (long long)id);
+    } else if (now - *down_since > CLI_WAIT_OUTAGE_MS) {
+        cli_warn(cli, "giving up on job %lld: %s", (long long)id, err->msg);
+        return false;
+    }
+    cli_sleep_ms(CLI_WAIT_MAX_MS);
+    return true;
+}
+
+/* The outcome of a final job, on stdout: the --json reply, or one line
+ * with the reason it failed. Returns the exit status. */
+static int
+wait_outcome(int64_t id, const cJSON *job, const struct cli_resp *resp,
+    bool json)
+{
+    const char *state = cli_jstr(job, "state");
+    const char *reason = cli_jstr(job, "reason");
+    bool succeeded = strcmp(state, proto_job_state_str(PROTO_JOB_SUCCEEDED)) ==
+                     0;
+
+    if (json)
+        cli_print_body(resp);
+    else if (succeeded || *reason == '\0')
+        printf("job %lld %s\n", (long long)id, state);
+    else
+        printf("job %lld %s: %s\n", (long long)id, state, reason);
+    return succeeded ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+/* Poll the job until it is final, telling each change on stderr (not
+ * with --json). Returns the exit status. */
 static int
 submit_wait(struct cli *cli, int64_t id, bool json)
 {
     char *path = xasprintf("/v1/jobs/%lld", (long long)id);
-    char last[32] = "";
+    struct cli_progress prog;
+    struct sigaction old_sigint;
     struct cli_resp resp;
+    struct sbuf lines;
     int64_t interval = CLI_WAIT_MIN_MS, down_since = 0;
-    bool tty = isatty(STDERR_FILENO);
     int status = CLI_EXIT_FAIL;
 
     cli_resp_init(&resp);
+    cli_progress_init(&prog, id);
+    sbuf_init(&lines);
+    wait_catch_sigint(id, &old_sigint);
     for (;;) {
         cJSON *job = NULL;
         struct err err;
-        const char *state;
         int rc;
 
         rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &job,
             &err);
         if (rc < 0) {
-            int64_t now = timeid_mono_ms();
-
-            /* A 4xx will not get better (the job is gone, or not ours);
-             * an outage or a 5xx may: the scheduler restarts in seconds. */
-            if (rc == -EIO && resp.status < 500) {
-                cli_warn(cli, "%s", err.msg);
+            if (!wait_retry(cli, id, rc, &resp, &err, &down_since))
                 break;
-            }
-            if (down_since == 0) {
-                down_since = now;
-                cli_warn(cli, "%s; still waiting for job %lld", err.msg,
-                    (long long)id);
-            } else if (now - down_since > CLI_WAIT_OUTAGE_MS) {
-                cli_warn(cli, "giving up on job %lld: %s", (long long)id,
-                    err.msg);
-                break;
-            }
-            cli_sleep_ms(CLI_WAIT_MAX_MS);
             continue;
         }
         down_since = 0;
-        state = cli_jstr(job, "state");
-        if (tty && !json && strcmp(state, last) != 0 &&
-            !cli_job_state_final(state)) {
-            const char *reason = cli_jstr(job, "reason");
-
-            fprintf(stderr, "job %lld %s%s%s\n", (long long)id, state,
-                *reason ? ": " : "", reason);
+        sbuf_reset(&lines);
+        cli_progress_update(&prog, job, &lines);
+        if (!json && lines.len > 0) {
+            fflush(stdout);
+            fwrite(lines.buf, 1, lines.len, stderr);
         }
-        snprintf(last, sizeof(last), "%s", state);
-        if (cli_job_state_final(state)) {
-            const char *reason = cli_jstr(job, "reason");
-            bool succeeded = strcmp(state,
-                                 proto_job_state_str(PROTO_JOB_SUCCEEDED)) == 0;
-
-            if (json)
-                cli_print_body(&resp);
-            else if (succeeded || *reason == '\0')
-                printf("job %lld %s\n", (long long)id, state);
-            else
-                printf("job %lld %s: %s\n", (long long)id, state, reason);
-            status = succeeded ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+        if (cli_job_state_final(cli_jstr(job, "state"))) {
+            status = wait_outcome(id, job, &resp, json);
             cJSON_Delete(job);
             break;
         }
@@ -309,6 +371,9 @@ submit_wait(struct cli *cli, int64_t id, bool json)
         if (interval > CLI_WAIT_MAX_MS)
             interval = CLI_WAIT_MAX_MS;
     }
+    sigaction(SIGINT, &old_sigint, NULL);
+    sbuf_release(&lines);
+    cli_progress_release(&prog);
     cli_resp_release(&resp);
     free(path);
     return status;
@@ -351,8 +416,14 @@ cmd_submit(int argc, char **argv, struct cli *cli)
     if (!opts.wait) {
         if (json)
             cli_print_body(&resp);
-        else
+        else {
             printf("submitted job %lld\n", (long long)id);
+            fflush(stdout);
+            fprintf(stderr,
+                "follow it with: lockstep logs -f %lld (its state: "
+                "lockstep show %lld)\n",
+                (long long)id, (long long)id);
+        }
         status = CLI_EXIT_OK;
         goto out;
     }
@@ -406,8 +477,11 @@ const struct cli_cmd cli_cmd_submit = {
         "                        (docs/cadence.md; needs the SDK's step())\n"
         "  --checkpoint-every D  every rank is told to checkpoint at the same\n"
         "                        step, every D (as --gc-every)\n"
-        "  --wait                wait for the job to end; exit 0 only if it\n"
-        "                        SUCCEEDED (Ctrl-C ends the wait, not the job)\n"
+        "  --wait                wait for the job to end, telling each change\n"
+        "                        (pending and why, placed, running,\n"
+        "                        restarting and why) on stderr; exit 0 only\n"
+        "                        if it SUCCEEDED (Ctrl-C ends the wait, not\n"
+        "                        the job: exit 130)\n"
         "  --wait-for-nodes      queue the job even if the cluster's nodes\n"
         "                        could never hold it (it waits for more to\n"
         "                        join); without it such a job is refused\n"

@@ -39,6 +39,7 @@ static const struct cli_cmd *const cmds[] = {
 /* The global options, from the environment and the command line. */
 struct globals {
     const char *server;
+    const char *server_from; /* "--server", "LOCKSTEP_SERVER" or NULL */
     const char *token;
     bool json;
 };
@@ -65,6 +66,7 @@ parse_globals(int argc, char **argv, struct globals *g)
         switch (c) {
         case OPT_SERVER:
             g->server = optarg;
+            g->server_from = "--server";
             break;
         case OPT_TOKEN:
             g->token = optarg;
@@ -123,13 +125,15 @@ check_stdout(const struct cli_cmd *cmd, int rc)
 static int
 run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
 {
-    const char *server = g->server;
+    const char *server = g->server, *from = g->server_from;
     struct cli cli;
     struct err err;
     int rc;
 
-    if (server == NULL || *server == '\0')
+    if (server == NULL || *server == '\0') {
         server = CLI_DEFAULT_SERVER;
+        from = NULL;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "%s: cannot initialise libcurl\n", CLI_PROG);
         return CLI_EXIT_FAIL;
@@ -141,6 +145,7 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
         curl_global_cleanup();
         return CLI_EXIT_USAGE;
     }
+    cli.server_from = from;
     cli.cmd = cmd;
     cli.cmds = cmds;
     cli.json = g->json;
@@ -158,6 +163,7 @@ int
 main(int argc, char **argv)
 {
     struct globals g = { .server = getenv("LOCKSTEP_SERVER"),
+        .server_from = "LOCKSTEP_SERVER",
         .token = getenv("LOCKSTEP_TOKEN") };
     const struct cli_cmd *cmd;
     int rc;

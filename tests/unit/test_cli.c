@@ -740,6 +740,85 @@ test_table(void)
     cli_table_destroy(t);
 }
 
+/* The lines cli_progress_update adds for the job object js. */
+static char *
+progress(struct cli_progress *p, const char *js)
+{
+    cJSON *job = cJSON_Parse(js);
+    struct sbuf out;
+
+    sbuf_init(&out);
+    cli_progress_update(p, job, &out);
+    cJSON_Delete(job);
+    return sbuf_detach(&out, NULL);
+}
+
+#define ATT1                                                                   \
+    "{\"attempt\":1,\"reason\":\"rank 0 exited with code 3\","                 \
+    "\"nodes\":[{\"node\":\"n1\"},{\"node\":\"n2\"}]}"
+#define ATT2 "{\"attempt\":2,\"reason\":\"\",\"nodes\":[{\"node\":\"n3\"}]}"
+
+static void
+test_progress(void)
+{
+    struct cli_progress p;
+    char *s;
+
+    cli_progress_init(&p, 7);
+    s = progress(&p, "{\"state\":\"PENDING\",\"reason\":\"needs 3 nodes\","
+                     "\"attempt\":0,\"attempts\":[]}");
+    is_str(s, "job 7 PENDING: needs 3 nodes\n", "pending, with why");
+    free(s);
+    s = progress(&p, "{\"state\":\"PENDING\",\"reason\":\"needs 3 nodes\","
+                     "\"attempt\":0,\"attempts\":[]}");
+    is_str(s, "", "no change, no line");
+    free(s);
+    s = progress(&p, "{\"state\":\"PENDING\",\"reason\":\"needs 2 nodes\","
+                     "\"attempt\":0,\"attempts\":[]}");
+    is_str(s, "job 7 PENDING: needs 2 nodes\n", "a new reason is a change");
+    free(s);
+    s = progress(&p, "{\"state\":\"PLACED\",\"reason\":\"\",\"attempt\":1,"
+                     "\"attempts\":[" ATT1 "]}");
+    is_str(s, "job 7 PLACED on n1, n2 (attempt 1)\n", "placed on which nodes");
+    free(s);
+    s = progress(&p, "{\"state\":\"RUNNING\",\"reason\":\"\",\"attempt\":1,"
+                     "\"attempts\":[" ATT1 "]}");
+    is_str(s, "job 7 RUNNING (attempt 1)\n", "running");
+    free(s);
+    s = progress(&p, "{\"state\":\"RESTARTING\",\"reason\":\"rank 0 exited\","
+                     "\"attempt\":1,\"attempts\":[" ATT1 "]}");
+    is_str(s, "job 7 RESTARTING after attempt 1: rank 0 exited\n",
+        "restarting, with why");
+    free(s);
+    s = progress(&p,
+        "{\"state\":\"RESTARTING\",\"reason\":\"rank 0 exited; "
+        "next attempt in 5 ms\",\"attempt\":1,\"attempts\":[" ATT1 "]}");
+    is_str(s, "", "a restarting job's reason is told once");
+    free(s);
+    s = progress(&p, "{\"state\":\"RUNNING\",\"reason\":\"\",\"attempt\":2,"
+                     "\"attempts\":[" ATT1 "," ATT2 "]}");
+    is_str(s, "job 7 PLACED on n3 (attempt 2)\njob 7 RUNNING (attempt 2)\n",
+        "a missed PLACED is told before RUNNING");
+    free(s);
+    s = progress(&p, "{\"state\":\"SUCCEEDED\",\"reason\":\"\",\"attempt\":2,"
+                     "\"attempts\":[" ATT1 "," ATT2 "]}");
+    is_str(s, "", "the end is the caller's to print");
+    free(s);
+    cli_progress_release(&p);
+
+    cli_progress_init(&p, 8);
+    free(progress(&p, "{\"state\":\"RUNNING\",\"reason\":\"\",\"attempt\":1,"
+                      "\"attempts\":[" ATT1 "]}"));
+    s = progress(&p, "{\"state\":\"PLACED\",\"reason\":\"\",\"attempt\":2,"
+                     "\"attempts\":[" ATT1 "," ATT2 "]}");
+    is_str(s,
+        "job 8 RESTARTING after attempt 1: rank 0 exited with code 3\n"
+        "job 8 PLACED on n3 (attempt 2)\n",
+        "a missed restart is told from the attempt's reason");
+    free(s);
+    cli_progress_release(&p);
+}
+
 int
 main(void)
 {
@@ -760,5 +839,6 @@ main(void)
     test_cmd_entries();
     test_fmt();
     test_table();
+    test_progress();
     return done_testing();
 }
