@@ -25,9 +25,11 @@ in_order() {
     done
 }
 
-# The job: every rank of attempt 1 (no marker yet) exits 3 after a
-# second; attempt 2 runs for a second and succeeds.
-JOB='if [ -e marker ]; then sleep 1; exit 0; fi; sleep 1.5; touch marker; exit 3'
+# The job: every rank of attempt 1 (no marker yet) exits 3 after 4
+# seconds; attempt 2 runs for 4 seconds and succeeds. Long enough for a
+# poll (at most a second apart) to see each attempt RUNNING on a loaded
+# machine.
+JOB='if [ -e marker ]; then sleep 4; exit 0; fi; sleep 4; touch marker; exit 3'
 
 test_expect_success 'one node is up' 'wait_nodes_up 1'
 
