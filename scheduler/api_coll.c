@@ -47,8 +47,10 @@ coll_answer_cb(void *token, enum coll_outcome outcome, const char *msg,
         free(text);
         http_resp_json(resp, 200, o);
     } else if (outcome == COLL_TIMEOUT) {
+        log_info("a PMIx collective timed out: %s", msg);
         http_resp_error(resp, 504, "collective_timeout", "%s", msg);
     } else {
+        log_info("a PMIx collective failed: %s", msg);
         http_resp_error(resp, 409, "collective_failed", "%s", msg);
     }
     http_deferred_finish(w->d);
@@ -104,19 +106,27 @@ coll_attempt_check(struct schedd *sd, const struct proto_coll_req *c,
     return 0;
 }
 
-/* A new token for resp, its timer running for timeout_ms. */
+/* A new token for resp, its timer running for timeout_ms; NULL with err
+ * set when the timer cannot start. */
 static struct api_coll_wait *
-coll_wait_new(struct api *api, struct http_resp *resp, int64_t timeout_ms)
+coll_wait_new(struct api *api, struct http_resp *resp, int64_t timeout_ms,
+    struct err *err)
 {
     struct api_coll_wait *w = xcalloc(1, sizeof(*w));
     int rc;
 
     w->api = api;
-    if ((rc = uv_timer_init(api->sd->loop, &w->timer)) < 0)
-        fatalx("cannot create a timer: %s", uv_strerror(rc));
+    if ((rc = uv_timer_init(api->sd->loop, &w->timer)) < 0) {
+        free(w);
+        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
+        return NULL;
+    }
     if ((rc = uv_timer_start(&w->timer, coll_timer_cb, (uint64_t)timeout_ms,
-             0)) < 0)
-        fatalx("cannot start a timer: %s", uv_strerror(rc));
+             0)) < 0) {
+        uvx_close_one((uv_handle_t *)&w->timer, free, w);
+        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
+        return NULL;
+    }
     w->d = http_resp_defer(resp, coll_cancel_cb, w);
     return w;
 }
@@ -141,8 +151,9 @@ api_agent_collective(struct schedd *sd, const struct api_req *r,
             r->who.node, c.node);
     else
         rc = coll_attempt_check(sd, &c, err);
-    if (rc == 0) {
-        w = coll_wait_new(r->api, resp, c.timeout_ms);
+    if (rc == 0 && (w = coll_wait_new(r->api, resp, c.timeout_ms, err)) == NULL)
+        rc = -EFAULT;
+    else if (rc == 0) {
         rc = coll_contribute(r->api->colls, c.job, c.attempt, c.id, c.nodes,
             c.nnodes, c.node, c.data, c.len, w, err);
         if (rc < 0) {

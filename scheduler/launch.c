@@ -177,7 +177,10 @@ launch_fill(const struct placement *p, struct proto_launch *l)
                           job->spec.checkpoint_dir[0] != '\0';
     directive_launch(a, p, l);
     launch_ranks(a, p, l);
-    /* Borrowed names; the array is launch_work_release's. */
+    /* Borrowed names; the array is launch_work_release's. A one-node
+     * launch, which needs none, stays as agents before them knew it. */
+    if (a->nnodes < 2)
+        return;
     l->nodes = xcalloc((size_t)a->nnodes + 1, sizeof(*l->nodes));
     for (int k = 0; k < a->nnodes; k++)
         l->nodes[k] = a->placements[k].node_name;
