@@ -40,6 +40,7 @@
 #include "agent/agentd.h"
 #include "agent/mkdirp.h"
 #include "agent/pmixsrv_info.h"
+#include "agent/pmixsrv_net.h"
 #include "agent/rmtree.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -84,6 +85,7 @@ struct pmixsrv_work {
     char *msg;  /* abort; never NULL */
     char *data; /* a fence's local contribution (copy) */
     size_t ndata;
+    int timeout_s;          /* a fence's PMIX_TIMEOUT; 0 none */
     pmix_op_cbfunc_t op_cb; /* may be NULL (client_connected) */
     pmix_modex_cbfunc_t modex_cb;
     void *cbdata;
@@ -98,7 +100,8 @@ struct pmixsrv_ns {
     int world;
     int *local; /* the ranks on this node */
     size_t nlocal;
-    int64_t stop_due_ms; /* monotonic: 0 none, -1 done */
+    int64_t stop_due_ms;        /* monotonic: 0 none, -1 done */
+    struct pmixsrv_net_ns *net; /* for fences across nodes */
     struct pmixsrv_ns *next;
 };
 
@@ -113,6 +116,7 @@ struct pmixsrv {
     pmixsrv_abort_fn abort_fn;
     pmixsrv_stop_fn stop_fn;
     void *hook_arg;
+    struct pmixsrv_net *net; /* the fences relayed across nodes */
 };
 
 /* Fences and modex requests carry no pointer of ours: the one server of
@@ -194,6 +198,18 @@ pmixsrv_abort_cb(const pmix_proc_t *proc, void *server_object, int status,
     return pmixsrv_enqueue(w);
 }
 
+/* A fence's PMIX_TIMEOUT (seconds), 0 when none. */
+static int
+pmixsrv_fence_timeout(const pmix_info_t info[], size_t ninfo)
+{
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) &&
+            info[i].value.type == PMIX_INT && info[i].value.data.integer > 0)
+            return info[i].value.data.integer;
+    }
+    return 0;
+}
+
 static pmix_status_t
 pmixsrv_fence_cb(const pmix_proc_t procs[], size_t nprocs,
     const pmix_info_t info[], size_t ninfo, char *data, size_t ndata,
@@ -211,6 +227,7 @@ pmixsrv_fence_cb(const pmix_proc_t procs[], size_t nprocs,
         memcpy(w->data, data, ndata);
         w->ndata = ndata;
     }
+    w->timeout_s = pmixsrv_fence_timeout(info, ninfo);
     w->modex_cb = cbfunc;
     w->cbdata = cbdata;
     return pmixsrv_enqueue(w);
@@ -314,6 +331,7 @@ pmixsrv_ns_register(struct pmixsrv *px, const struct proto_launch *l)
     log_info("job=%lld attempt=%d PMIx namespace '%s' registered "
              "world_size=%d local=%zu",
         (long long)l->job, l->attempt, ns->name, ns->world, ns->nlocal);
+    ns->net = pmixsrv_net_ns_new(l);
     ns->next = px->ns;
     px->ns = ns;
     return ns;
@@ -331,6 +349,7 @@ pmixsrv_ns_unlink(struct pmixsrv *px, struct pmixsrv_ns *ns)
         }
     }
     PMIx_server_deregister_nspace(ns->name, pmixsrv_op_done_cb, NULL);
+    pmixsrv_net_ns_free(ns->net);
     free(ns->local);
     free(ns);
 }
@@ -537,20 +556,24 @@ pmixsrv_do_abort(struct pmixsrv *px, struct pmixsrv_work *w)
 }
 
 /* A fence reaches us only when it spans other servers (libpmix completes
- * local ones): the collective across agents is not built, so fail it at
- * once rather than leave the ranks waiting forever. Local participants
- * only (a future libpmix that asks anyway) complete with our data. */
+ * local ones): relay it through the scheduler (pmixsrv_net.h). Local
+ * participants only (a future libpmix that asks anyway) complete with
+ * our data; participants of several namespaces (spawned jobs) are not
+ * supported. */
 static void
 pmixsrv_do_fence(struct pmixsrv *px, struct pmixsrv_work *w)
 {
-    struct pmixsrv_ns *ns = NULL;
-    bool local = true;
+    struct pmixsrv_ns *ns = NULL, *first = NULL;
+    bool local = true, one_ns = true;
     char *copy;
     size_t i;
 
-    for (i = 0; i < w->nprocs && local; i++) {
+    for (i = 0; i < w->nprocs; i++) {
         ns = pmixsrv_ns_find(px, w->procs[i].nspace);
-        local = ns != NULL && pmixsrv_ns_local(ns, w->procs[i].rank);
+        if (i == 0)
+            first = ns;
+        one_ns = one_ns && ns != NULL && ns == first;
+        local = local && ns != NULL && pmixsrv_ns_local(ns, w->procs[i].rank);
     }
     if (local) {
         copy = w->data;
@@ -559,14 +582,16 @@ pmixsrv_do_fence(struct pmixsrv *px, struct pmixsrv_work *w)
             copy);
         return;
     }
-    if (ns != NULL)
-        log_warn("job=%lld attempt=%d a PMIx fence spans ranks on other "
-                 "nodes: MPI across nodes is not supported yet (one node "
-                 "per MPI job), failing it",
-            (long long)ns->job, ns->attempt);
-    else
-        log_warn("a PMIx fence names unknown namespace '%s', failing it",
-            w->nprocs > 0 ? w->procs[0].nspace : "");
+    if (one_ns && first != NULL) {
+        pmixsrv_net_fence(px->net, first->net, w->procs, w->nprocs,
+            w->data != NULL ? w->data : "", w->ndata, w->timeout_s, w->modex_cb,
+            w->cbdata);
+        return;
+    }
+    log_warn("a PMIx fence names %s namespace '%s': not supported, "
+             "failing it",
+        one_ns ? "unknown" : "more than one",
+        w->nprocs > 0 ? w->procs[0].nspace : "");
     w->modex_cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, w->cbdata, NULL, NULL);
 }
 
@@ -589,7 +614,9 @@ pmixsrv_do(struct pmixsrv *px, struct pmixsrv_work *w)
         break;
     case PMIXSRV_WORK_DMODEX:
         log_warn("PMIx data of rank %u of namespace '%s' asked for: it is on "
-                 "another node, and MPI across nodes is not supported yet",
+                 "another node, and a direct modex across nodes is not "
+                 "supported (data is exchanged in fences: keep Open MPI's "
+                 "pmix_base_async_modex off)",
             w->proc.rank, w->proc.nspace);
         w->modex_cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, w->cbdata, NULL, NULL);
         break;
@@ -705,6 +732,7 @@ pmixsrv_create(struct agentd *ad, struct err *err)
         uvx_close(hs, 2, pmixsrv_free, px);
         return NULL;
     }
+    px->net = pmixsrv_net_create(ad);
     log_info("PMIx server %s started in '%s'", PMIx_Get_version(), px->dir);
     return px;
 }
@@ -726,6 +754,8 @@ pmixsrv_destroy(struct pmixsrv *px)
         next = w->next;
         pmixsrv_work_free(w);
     }
+    /* curlx_destroy dropped the fences in flight. */
+    pmixsrv_net_destroy(px->net);
     rmtree_at(AT_FDCWD, px->dir, NULL);
     hs[0] = (uv_handle_t *)&px->async;
     hs[1] = (uv_handle_t *)&px->timer;

@@ -5,7 +5,8 @@
  * pkg-config 'pmix'; docs/architecture.md). Each attempt that starts here
  * gets the PMIx namespace "<job>.<attempt>", registered with the job, node
  * and process information Open MPI needs (world size, node rank, local
- * ranks, the local host name; other nodes get placeholder names), and each
+ * ranks, every node's name: the launch's `nodes`, placeholders
+ * "lockstep-node-K" from a scheduler that sends none), and each
  * of its local ranks is registered as a client. A rank's environment gets
  * what PMIx_server_setup_fork gives it (the server's address, the
  * namespace, the rank) and the settings that make Open MPI 4.1 take the
@@ -14,15 +15,21 @@
  * an mpirun a rank starts itself); programs that do not use MPI or PMIx
  * ignore them.
  *
- * What this server can do today: every collective whose participants are
- * all on this node (libpmix completes those itself); a rank's abort
- * (PMIx_Abort, behind MPI_Abort) is recorded as that rank's evidence and
- * stops the attempt's ranks on this node. What it cannot: a fence or a
- * direct modex that involves ranks on other nodes (a multi-node MPI job)
- * completes at once with PMIX_ERR_NOT_SUPPORTED and a log line, so such a
- * job fails in MPI_Init instead of hanging. MPI_Comm_spawn, ports and
- * publish/lookup are not supported. A restarted agent does not serve the
- * namespaces of the attempts it adopts: their MPI ranks lose their server.
+ * What this server can do: every collective whose participants are all
+ * on this node (libpmix completes those itself); a fence that spans
+ * nodes, relayed through the scheduler (pmixsrv_net.h): libpmix's
+ * callback gets the concatenation of every participating node's blob, or
+ * an error status when the fence fails (a participant's agent died, the
+ * attempt ended, PMIX_TIMEOUT or 300 s passed, the scheduler is
+ * unreachable), so ranks never wait forever; a rank's abort (PMIx_Abort,
+ * behind MPI_Abort) is recorded as that rank's evidence and stops the
+ * attempt's ranks on this node. What it cannot: a direct modex of a rank
+ * on another node (Open MPI's pmix_base_async_modex; data travels with
+ * the fences by default) completes at once with PMIX_ERR_NOT_SUPPORTED
+ * and a log line; a fence naming several namespaces likewise.
+ * MPI_Comm_spawn, ports and publish/lookup are not supported. A
+ * restarted agent does not serve the namespaces of the attempts it
+ * adopts: their MPI ranks lose their server.
  *
  * Threading: libpmix calls us on its own progress thread. Each upcall
  * copies its arguments into a work item, appends it to a queue under a

@@ -277,8 +277,9 @@ pmixsrv_info_ns(const char *ns, const struct proto_launch *l, const char *host,
     lo.rpn = l->ranks_per_node;
     lo.names = xcalloc((size_t)lo.nnodes, sizeof(*lo.names));
     for (k = 0; k < lo.nnodes; k++)
-        lo.names[k] = k == l->node_rank ? xstrdup(host)
-                                        : xasprintf("lockstep-node-%d", k);
+        lo.names[k] = k == l->node_rank  ? xstrdup(host)
+                      : l->nodes != NULL ? xstrdup(l->nodes[k])
+                                         : xasprintf("lockstep-node-%d", k);
     pmixsrv_info_start(&b);
     pmixsrv_info_job(&b, ns, &lo);
     rc = pmixsrv_info_finish(&b, info);

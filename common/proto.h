@@ -348,6 +348,11 @@ struct proto_launch {
     bool gc_managed;       /* the job has a GC cadence: the SDK collects */
     struct proto_directive *directives; /* pending for this node's ranks */
     size_t ndirectives;
+    /* The attempt's node names by node rank (nnodes entries, NULL-
+     * terminated) for the PMIx server's node map and cross-node
+     * collectives; NULL when the scheduler sent none (older ones). */
+    char **nodes;
+    size_t nnodes_named;
 };
 
 int proto_launch_from_json(const cJSON *json, struct proto_launch *l,
@@ -366,6 +371,33 @@ int proto_work_from_json(const cJSON *json, struct proto_work *w,
     struct err *err);
 cJSON *proto_work_to_json(const struct proto_work *w);
 void proto_work_release(struct proto_work *w);
+
+/* ---- collectives: PMIx fences relayed through the scheduler ------------ */
+
+/* docs/api.md POST /v1/agent/collective. The collective's timeout when the
+ * ranks gave none (PMIX_TIMEOUT), and the most one may ask. */
+#define PROTO_COLL_TIMEOUT_MS (300 * 1000)
+#define PROTO_COLL_TIMEOUT_MAX_MS (24 * 3600 * 1000)
+#define PROTO_COLL_ID_MAX 128
+#define PROTO_COLL_DATA_MAX (8 * 1024 * 1024) /* decoded bytes */
+
+/* One node's contribution to a collective of (job, attempt). */
+struct proto_coll_req {
+    int64_t job;
+    int attempt;
+    char *id;     /* the same on every node: participant signature + count */
+    char *node;   /* the contributor */
+    char **nodes; /* the participants, by node rank; NULL-terminated */
+    size_t nnodes;
+    char *data; /* decoded blob (NUL-terminated past len) */
+    size_t len;
+    int64_t timeout_ms; /* 1..PROTO_COLL_TIMEOUT_MAX_MS */
+};
+
+int proto_coll_req_from_json(const cJSON *json, struct proto_coll_req *c,
+    struct err *err);
+cJSON *proto_coll_req_to_json(const struct proto_coll_req *c);
+void proto_coll_req_release(struct proto_coll_req *c);
 
 /* ---- small shared helpers --------------------------------------------- */
 

@@ -502,6 +502,7 @@ proto_launch_release(struct proto_launch *l)
     free(l->checkpoint_dir);
     free(l->resume_from);
     free(l->directives);
+    xstrv_free(l->nodes, l->nnodes_named);
     memset(l, 0, sizeof(*l));
 }
 
@@ -567,7 +568,9 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
              &l->max_restarts, err)) ||
         (rc = jsonx_get_bool(json, "scan_checkpoints", false,
              &l->scan_checkpoints, err)) ||
-        (rc = jsonx_get_bool(json, "gc_managed", false, &l->gc_managed, err)))
+        (rc = jsonx_get_bool(json, "gc_managed", false, &l->gc_managed, err)) ||
+        (rc = jsonx_get_str_array(json, "nodes", false, PROTO_NODES_MAX,
+             PROTO_NODE_NAME_MAX, &l->nodes, &l->nnodes_named, err)))
         return rc;
     if (l->argc == 0 || l->argv[0][0] == '\0')
         return err_set(err, -EINVAL, "field 'argv': the command is empty");
@@ -576,6 +579,14 @@ launch_fields_from_json(const cJSON *json, struct proto_launch *l,
             "field 'node_rank': %d is not below "
             "nnodes %d",
             l->node_rank, l->nnodes);
+    if (l->nodes != NULL && l->nnodes_named != (size_t)l->nnodes)
+        return err_set(err, -EINVAL, "field 'nodes': %zu names for nnodes %d",
+            l->nnodes_named, l->nnodes);
+    for (size_t k = 0; k < l->nnodes_named; k++) {
+        if (!proto_valid_name(l->nodes[k], PROTO_NODE_NAME_MAX))
+            return err_set(err, -EINVAL, "field 'nodes[%zu]': bad node name",
+                k);
+    }
     return 0;
 }
 
@@ -625,7 +636,7 @@ proto_launch_from_json(const cJSON *json, struct proto_launch *l,
         "argv", "env", "workdir", "nnodes", "node_rank", "ranks_per_node",
         "world_size", "master_addr", "master_port", "ranks", "checkpoint_dir",
         "resume_from", "resume_step", "keep_checkpoints", "max_restarts",
-        "scan_checkpoints", "gc_managed", "directives", NULL };
+        "scan_checkpoints", "gc_managed", "directives", "nodes", NULL };
     int rc;
 
     memset(l, 0, sizeof(*l));
@@ -684,6 +695,8 @@ proto_launch_to_json(const struct proto_launch *l)
         cJSON_AddBoolToObject(o, "gc_managed", true);
     if (l->ndirectives)
         add_directives(o, l->directives, l->ndirectives);
+    if (l->nodes != NULL)
+        jsonx_add_str_array(o, "nodes", l->nodes, l->nnodes_named);
     return o;
 }
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api_agent.h"
+#include "scheduler/api_coll.h"
 #include "scheduler/api_jobs.h"
 #include "scheduler/api_logs.h"
 #include "scheduler/api_nodes.h"
@@ -52,6 +53,7 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/agent/status", api_agent_status, API_AGENT },
     { "GET", "/v1/agent/work", api_agent_work, API_AGENT },
     { "POST", "/v1/agent/logs", api_agent_logs, API_AGENT },
+    { "POST", "/v1/agent/collective", api_agent_collective, API_AGENT },
 };
 
 struct api_close_ctx {
@@ -185,6 +187,8 @@ api_node_changed_hook(struct schedd *sd, struct node *node, void *arg)
 {
     (void)sd;
     api_agent_wake(arg, node);
+    /* An attempt that ended changed its nodes: its collectives fail. */
+    api_coll_sweep(arg);
 }
 
 static void
@@ -192,6 +196,7 @@ api_model_reset_hook(struct schedd *sd, void *arg)
 {
     (void)sd;
     api_agent_abort_all(arg);
+    api_coll_abort_all(arg, "the scheduler is reloading its state");
 }
 
 /* ---- create / close ----------------------------------------------------- */
@@ -258,6 +263,7 @@ api_free(struct api *api)
         api->sd->hooks.arg = NULL;
     }
     free(api->waiters);
+    api_coll_release(api);
     free(api);
 }
 
@@ -277,6 +283,7 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
     struct api *api = xcalloc(1, sizeof(*api));
 
     api->sd = sd;
+    api_coll_init(api);
     api->http = http_server_create(sd->loop, &hopts, api_handle, api_flush, api,
         err);
     if (api->http == NULL) {
@@ -314,5 +321,6 @@ api_close(struct api *api, void (*done)(void *), void *arg)
     ctx->api = api;
     ctx->done = done;
     ctx->arg = arg;
+    api_coll_abort_all(api, "the scheduler is stopping");
     http_server_close(api->http, api_closed_cb, ctx);
 }

@@ -18,6 +18,7 @@
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/api_coll.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
 #include "scheduler/logstore.h"
@@ -109,8 +110,11 @@ waiter_cancel_cb(struct http_deferred *d, void *arg)
 
     (void)d;
     waiter_unlink(w);
-    if (*waiter_list(api, node) == NULL)
+    if (*waiter_list(api, node) == NULL) {
         nodes_agent_gone(api->sd, node);
+        if (!api->sd->stopping)
+            api_coll_node_gone(api, node->name);
+    }
 }
 
 void

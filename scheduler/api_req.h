@@ -29,6 +29,7 @@
 #include "scheduler/schedd.h"
 
 struct api_waiter;
+struct coll_table;
 
 /* The API's context (api.c creates it). */
 struct api {
@@ -37,6 +38,8 @@ struct api {
     /* Waiting GET /v1/agent/work, one list per node (by node->idx). */
     struct api_waiter **waiters;
     size_t nwaiters;
+    /* The relayed PMIx collectives (api_coll.h). */
+    struct coll_table *colls;
 };
 
 struct api_req {

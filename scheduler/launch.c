@@ -177,6 +177,14 @@ launch_fill(const struct placement *p, struct proto_launch *l)
                           job->spec.checkpoint_dir[0] != '\0';
     directive_launch(a, p, l);
     launch_ranks(a, p, l);
+    /* Borrowed names; the array is launch_work_release's. A one-node
+     * launch, which needs none, stays as agents before them knew it. */
+    if (a->nnodes < 2)
+        return;
+    l->nodes = xcalloc((size_t)a->nnodes + 1, sizeof(*l->nodes));
+    for (int k = 0; k < a->nnodes; k++)
+        l->nodes[k] = a->placements[k].node_name;
+    l->nnodes_named = (size_t)a->nnodes;
 }
 
 void
@@ -201,6 +209,7 @@ launch_work_release(struct proto_work *w)
             free(w->jobs[i].ranks[r].gpus);
         free(w->jobs[i].ranks);
         free(w->jobs[i].directives);
+        free(w->jobs[i].nodes);
     }
     free(w->jobs);
     memset(w, 0, sizeof(*w));

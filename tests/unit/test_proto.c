@@ -318,6 +318,19 @@ test_work(void)
         ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back, &err),
         0, "work round trip with max_restarts");
     is_int(back.jobs[0].max_restarts, 7, "the launch carries max_restarts");
+    ok(back.jobs[0].nodes == NULL, "no node names unless sent");
+    proto_work_release(&back);
+    w.jobs[0].nodes = xcalloc(3, sizeof(char *));
+    w.jobs[0].nodes[0] = xstrdup("n-a");
+    w.jobs[0].nodes[1] = xstrdup("n-b");
+    w.jobs[0].nnodes_named = 2;
+    is_int(
+        ROUND_TRIP(proto_work_to_json, proto_work_from_json, &w, &back, &err),
+        0, "work round trip with node names");
+    ok(back.jobs[0].nnodes_named == 2 &&
+            strcmp(back.jobs[0].nodes[0], "n-a") == 0 &&
+            strcmp(back.jobs[0].nodes[1], "n-b") == 0,
+        "the launch carries the node names by node rank");
     proto_work_release(&back);
     proto_work_release(&w);
 
@@ -328,6 +341,14 @@ test_work(void)
            "\"master_port\":1,\"ranks\":[{\"rank\":5,\"local_rank\":0}]}]}";
     ok(REFUSED(proto_work_from_json, text, &w, &err, "world_size"),
         "rank beyond world: %s", err.msg);
+    text = "{\"version\":1,\"gen\":7,\"jobs\":[{\"job\":3,\"attempt\":2,"
+           "\"name\":\"t\",\"user\":\"root\",\"argv\":[\"sh\"],"
+           "\"workdir\":\"/\",\"nnodes\":2,\"node_rank\":0,"
+           "\"ranks_per_node\":1,\"world_size\":2,\"master_addr\":\"a\","
+           "\"master_port\":1,\"ranks\":[{\"rank\":0,\"local_rank\":0}],"
+           "\"nodes\":[\"n1\"]}]}";
+    ok(REFUSED(proto_work_from_json, text, &w, &err, "1 names for nnodes 2"),
+        "node names must match nnodes: %s", err.msg);
 }
 
 /* A launch's directives and the scheduler's status reply. */
@@ -495,6 +516,50 @@ test_cadence(void)
         "gc and checkpoint are the ranks' work");
 }
 
+/* An agent's contribution to a relayed collective. */
+static void
+test_coll(void)
+{
+    char *nodes[] = { "n0", "n1", NULL };
+    struct proto_coll_req c = { .job = 4,
+        .attempt = 2,
+        .id = "f:ab.1",
+        .node = "n1",
+        .nodes = nodes,
+        .nnodes = 2,
+        .data = "a\0b",
+        .len = 3,
+        .timeout_ms = 5000 };
+    struct proto_coll_req back;
+    struct err err;
+    const char *text;
+
+    is_int(ROUND_TRIP(proto_coll_req_to_json, proto_coll_req_from_json, &c,
+               &back, &err),
+        0, "collective round trip");
+    ok(back.job == 4 && back.attempt == 2 && strcmp(back.id, "f:ab.1") == 0 &&
+            strcmp(back.node, "n1") == 0 && back.nnodes == 2 &&
+            strcmp(back.nodes[1], "n1") == 0 && back.len == 3 &&
+            memcmp(back.data, "a\0b", 3) == 0 && back.timeout_ms == 5000,
+        "round trip keeps the fields and the binary blob");
+    proto_coll_req_release(&back);
+    text = "{\"version\":1,\"job\":1,\"attempt\":1,\"id\":\"x\","
+           "\"node\":\"n0\",\"nodes\":[\"n0\"],\"data\":\"\"}";
+    is_int(FROM_TEXT(proto_coll_req_from_json, text, &back, &err), 0,
+        "an empty blob, no timeout");
+    ok(back.len == 0 && back.timeout_ms == PROTO_COLL_TIMEOUT_MS,
+        "the timeout defaults to PROTO_COLL_TIMEOUT_MS");
+    proto_coll_req_release(&back);
+    text = "{\"version\":1,\"job\":1,\"attempt\":1,\"id\":\"x\","
+           "\"node\":\"n0\",\"nodes\":[\"n0\"],\"data\":\"**\"}";
+    ok(REFUSED(proto_coll_req_from_json, text, &back, &err, "base64"),
+        "a blob that is not base64: %s", err.msg);
+    text = "{\"version\":1,\"job\":1,\"attempt\":1,\"id\":\"x\","
+           "\"node\":\"n0\",\"nodes\":[],\"data\":\"\"}";
+    ok(REFUSED(proto_coll_req_from_json, text, &back, &err, "nodes"),
+        "no participants: %s", err.msg);
+}
+
 int
 main(void)
 {
@@ -505,5 +570,6 @@ main(void)
     test_node_report();
     test_work();
     test_directives();
+    test_coll();
     return done_testing();
 }

@@ -1,0 +1,321 @@
+/*
+ * pmixsrv_net.c - the PMIx server's fences across nodes (pmixsrv_net.h)
+ *
+ * The request's HTTP timeout is the collective's plus a margin, so the
+ * scheduler's answer (504 collective_timeout) comes first; a transport
+ * failure (the scheduler unreachable) fails the fence too: a fence
+ * cannot be resumed on a restarted scheduler, whose table is empty.
+ */
+#include "agent/pmixsrv_net.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pmix.h>
+
+#include "agent/agentd.h"
+#include "agent/curlx.h"
+#include "common/b64.h"
+#include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+
+#define PMIXSRV_NET_SLACK_MS 30000
+
+/* A participant set's counter. */
+struct pmixsrv_net_sig {
+    uint64_t hash;
+    uint64_t count;
+    struct pmixsrv_net_sig *next;
+};
+
+struct pmixsrv_net_ns {
+    int64_t job;
+    int attempt;
+    int world, rpn, nnodes;
+    char **nodes; /* by node rank; NULL when the scheduler sent none */
+    struct pmixsrv_net_sig *sigs;
+};
+
+/* A fence in flight. */
+struct pmixsrv_net_req {
+    struct pmixsrv_net *net;
+    int64_t job;
+    int attempt;
+    char *id;
+    int64_t start_ns;
+    pmix_modex_cbfunc_t cb;
+    void *cbdata;
+    struct pmixsrv_net_req *prev, *next;
+};
+
+struct pmixsrv_net {
+    struct agentd *ad;
+    struct pmixsrv_net_req *inflight;
+};
+
+struct pmixsrv_net *
+pmixsrv_net_create(struct agentd *ad)
+{
+    struct pmixsrv_net *net = xcalloc(1, sizeof(*net));
+
+    net->ad = ad;
+    return net;
+}
+
+static void
+pmixsrv_net_req_free(struct pmixsrv_net_req *rq)
+{
+    struct pmixsrv_net *net = rq->net;
+
+    if (rq->prev != NULL)
+        rq->prev->next = rq->next;
+    else
+        net->inflight = rq->next;
+    if (rq->next != NULL)
+        rq->next->prev = rq->prev;
+    free(rq->id);
+    free(rq);
+}
+
+void
+pmixsrv_net_destroy(struct pmixsrv_net *net)
+{
+    if (net == NULL)
+        return;
+    while (net->inflight != NULL)
+        pmixsrv_net_req_free(net->inflight);
+    free(net);
+}
+
+struct pmixsrv_net_ns *
+pmixsrv_net_ns_new(const struct proto_launch *l)
+{
+    struct pmixsrv_net_ns *nn = xcalloc(1, sizeof(*nn));
+
+    nn->job = l->job;
+    nn->attempt = l->attempt;
+    nn->world = l->world_size;
+    nn->rpn = l->ranks_per_node;
+    nn->nnodes = l->nnodes;
+    if (l->nodes != NULL && l->nnodes_named == (size_t)l->nnodes) {
+        nn->nodes = xcalloc((size_t)l->nnodes + 1, sizeof(*nn->nodes));
+        for (int k = 0; k < l->nnodes; k++)
+            nn->nodes[k] = xstrdup(l->nodes[k]);
+    }
+    return nn;
+}
+
+void
+pmixsrv_net_ns_free(struct pmixsrv_net_ns *nn)
+{
+    struct pmixsrv_net_sig *s, *next;
+
+    if (nn == NULL)
+        return;
+    for (s = nn->sigs; s != NULL; s = next) {
+        next = s->next;
+        free(s);
+    }
+    xstrv_free(nn->nodes, (size_t)nn->nnodes);
+    free(nn);
+}
+
+static void
+pmixsrv_net_release_cb(void *cbdata)
+{
+    free(cbdata);
+}
+
+/* FNV-1a, 64 bits, over n bytes. */
+static uint64_t
+pmixsrv_net_fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Marks the nodes of procs in on[] and hashes the rank set (order and
+ * duplicates do not matter); false when a rank is out of the world. */
+static bool
+pmixsrv_net_members(const struct pmixsrv_net_ns *nn, const pmix_proc_t *procs,
+    size_t nprocs, bool *on, uint64_t *hash)
+{
+    bool *ranks = xcalloc((size_t)nn->world + 1, sizeof(*ranks));
+    bool all = false, ok = true;
+    uint64_t h = 14695981039346656037ULL;
+
+    for (size_t i = 0; i < nprocs && ok; i++) {
+        if (procs[i].rank == PMIX_RANK_WILDCARD)
+            all = true;
+        else if (procs[i].rank < (pmix_rank_t)nn->world)
+            ranks[procs[i].rank] = true;
+        else
+            ok = false;
+    }
+    for (int r = 0; r < nn->world; r++) {
+        if (!all && !ranks[r])
+            continue;
+        on[r / nn->rpn] = true;
+        if (!all)
+            h = pmixsrv_net_fnv(h, &r, sizeof(r));
+    }
+    *hash = all ? pmixsrv_net_fnv(h, "*", 1) : h;
+    free(ranks);
+    return ok;
+}
+
+/* The next id of the participant set hash. */
+static char *
+pmixsrv_net_id(struct pmixsrv_net_ns *nn, uint64_t hash)
+{
+    struct pmixsrv_net_sig *s;
+
+    for (s = nn->sigs; s != NULL && s->hash != hash; s = s->next)
+        ;
+    if (s == NULL) {
+        s = xcalloc(1, sizeof(*s));
+        s->hash = hash;
+        s->next = nn->sigs;
+        nn->sigs = s;
+    }
+    s->count++;
+    return xasprintf("fence.%016" PRIx64 ".%" PRIu64, hash, s->count);
+}
+
+/* The blob of a 200 answer; PMIX_SUCCESS with *blob set, else an error. */
+static pmix_status_t
+pmixsrv_net_reply(const struct sbuf *body, char **blob, size_t *len)
+{
+    cJSON *json = NULL;
+    char *text = NULL;
+    struct err err;
+    int rc;
+
+    rc = jsonx_parse(body->buf != NULL ? body->buf : "", body->len, &json,
+        &err);
+    if (rc == 0)
+        rc = jsonx_get_str(json, "data", true, PROTO_COLL_DATA_MAX / 3 * 4 + 4,
+            &text, &err);
+    if (rc == 0)
+        rc = b64_decode(text, blob, len);
+    free(text);
+    cJSON_Delete(json);
+    return rc == 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
+}
+
+static void
+pmixsrv_net_done_cb(int rc, long http_status, const struct sbuf *body,
+    void *arg)
+{
+    struct pmixsrv_net_req *rq = arg;
+    int64_t us = (timeid_mono_ns() - rq->start_ns) / 1000;
+    pmix_status_t st = PMIX_ERROR;
+    char *blob = NULL, text[300];
+    size_t len = 0;
+
+    if (rc == 0 && http_status == 200)
+        st = pmixsrv_net_reply(body, &blob, &len);
+    else if (rc == 0 && http_status == 504)
+        st = PMIX_ERR_TIMEOUT;
+    if (st == PMIX_SUCCESS) {
+        log_info("job=%lld attempt=%d PMIx fence %s across nodes done in "
+                 "%lld us (%zu bytes)",
+            (long long)rq->job, rq->attempt, rq->id, (long long)us, len);
+        rq->cb(PMIX_SUCCESS, blob, len, rq->cbdata, pmixsrv_net_release_cb,
+            blob);
+    } else {
+        curlx_error_text(rc, http_status, body, text, sizeof(text));
+        log_warn("job=%lld attempt=%d PMIx fence %s across nodes failed "
+                 "after %lld ms: %s",
+            (long long)rq->job, rq->attempt, rq->id, (long long)(us / 1000),
+            text);
+        free(blob);
+        rq->cb(st, NULL, 0, rq->cbdata, NULL, NULL);
+    }
+    pmixsrv_net_req_free(rq);
+}
+
+/* Posts c (released) for rq; false when curl refused. */
+static bool
+pmixsrv_net_post(struct pmixsrv_net *net, struct pmixsrv_net_req *rq,
+    struct proto_coll_req *c)
+{
+    cJSON *json = proto_coll_req_to_json(c);
+    char *body = jsonx_print(json);
+    long timeout_ms = (long)c->timeout_ms + PMIXSRV_NET_SLACK_MS;
+
+    cJSON_Delete(json);
+    proto_coll_req_release(c);
+    return curlx_request(net->ad->curlx, "POST", "/v1/agent/collective", body,
+               strlen(body), "application/json", timeout_ms,
+               pmixsrv_net_done_cb, rq) != NULL;
+}
+
+void
+pmixsrv_net_fence(struct pmixsrv_net *net, struct pmixsrv_net_ns *nn,
+    const pmix_proc_t *procs, size_t nprocs, const char *data, size_t ndata,
+    int timeout_s, pmix_modex_cbfunc_t cb, void *cbdata)
+{
+    struct proto_coll_req c = { .job = nn->job, .attempt = nn->attempt };
+    bool *on = xcalloc((size_t)nn->nnodes + 1, sizeof(*on));
+    struct pmixsrv_net_req *rq;
+    uint64_t hash = 0;
+
+    if (nn->nodes == NULL || net->ad->curlx == NULL ||
+        !pmixsrv_net_members(nn, procs, nprocs, on, &hash)) {
+        log_warn("job=%lld attempt=%d a PMIx fence across nodes cannot be "
+                 "relayed: %s",
+            (long long)nn->job, nn->attempt,
+            nn->nodes == NULL ? "the scheduler sent no node names"
+                              : "a participant is out of the job");
+        free(on);
+        cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
+    c.id = pmixsrv_net_id(nn, hash);
+    c.node = xstrdup(net->ad->node);
+    c.nodes = xcalloc((size_t)nn->nnodes + 1, sizeof(*c.nodes));
+    for (int k = 0; k < nn->nnodes; k++) {
+        if (on[k])
+            c.nodes[c.nnodes++] = xstrdup(nn->nodes[k]);
+    }
+    free(on);
+    c.data = xmalloc(ndata + 1);
+    memcpy(c.data, data, ndata);
+    c.len = ndata;
+    c.timeout_ms = timeout_s > 0 ? (int64_t)timeout_s * 1000
+                                 : PROTO_COLL_TIMEOUT_MS;
+    if (c.timeout_ms > PROTO_COLL_TIMEOUT_MAX_MS)
+        c.timeout_ms = PROTO_COLL_TIMEOUT_MAX_MS;
+    rq = xcalloc(1, sizeof(*rq));
+    rq->net = net;
+    rq->job = nn->job;
+    rq->attempt = nn->attempt;
+    rq->id = xstrdup(c.id);
+    rq->start_ns = timeid_mono_ns();
+    rq->cb = cb;
+    rq->cbdata = cbdata;
+    rq->next = net->inflight;
+    if (rq->next != NULL)
+        rq->next->prev = rq;
+    net->inflight = rq;
+    log_debug("job=%lld attempt=%d PMIx fence %s: %zu bytes to %zu nodes",
+        (long long)rq->job, rq->attempt, rq->id, ndata, c.nnodes);
+    if (!pmixsrv_net_post(net, rq, &c)) {
+        log_warn("job=%lld attempt=%d cannot send PMIx fence %s",
+            (long long)rq->job, rq->attempt, rq->id);
+        cb(PMIX_ERROR, NULL, 0, cbdata, NULL, NULL);
+        pmixsrv_net_req_free(rq);
+    }
+}
