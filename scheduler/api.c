@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api_agent.h"
+#include "scheduler/api_jobctl.h"
 #include "scheduler/api_jobs.h"
 #include "scheduler/api_logs.h"
 #include "scheduler/api_nodes.h"
@@ -41,6 +42,9 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
+    { "POST", "/v1/jobs/{}/hold", api_jobs_hold, 0 },
+    { "POST", "/v1/jobs/{}/release", api_jobs_release, 0 },
+    { "POST", "/v1/jobs/{}/requeue", api_jobs_requeue, 0 },
     { "POST", "/v1/jobs/{}/directives", api_jobs_directive, 0 },
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
