@@ -5,6 +5,7 @@
 #include "scheduler/api_jobctl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/jsonx.h"
@@ -38,6 +39,11 @@ control_job(struct schedd *sd, const struct api_req *r, enum job_control op,
             (long long)id);
     code = job_control_refusal(live ? live : stored, op, why, sizeof(why));
     job_destroy(stored);
+    if (code == NULL && live == NULL) {
+        /* Every unfinished job is in the model: this one has ended. */
+        code = "ended";
+        snprintf(why, sizeof(why), "job %lld already ended", (long long)id);
+    }
     if (code)
         http_resp_error(resp, 409, code, "%s", why);
     else

@@ -47,10 +47,10 @@ struct event_job_change {
  *  - PENDING (a requeue, from PLACED or RUNNING): the pass is triggered;
  *  - SUCCEEDED, FAILED, CANCELLED: end_ms (SUCCEEDED: c->attempt's end,
  *    and its start when the job was never seen running); reservation and
- *    backoff cleared, and the hold; the job leaves the model and is FREED
- * before this returns (the caller must not touch it again, also on error), and
- * the pass is triggered (its reservation is gone). c->detail is consumed
- * whatever happens.
+ *    backoff cleared, and the hold; the job leaves the model and is
+ *    FREED before this returns (the caller must not touch it again, also
+ *    on error), and the pass is triggered (its reservation is gone).
+ * c->detail is consumed whatever happens.
  */
 int event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
     struct event_job_change *c);
