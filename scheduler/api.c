@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "scheduler/api_agent.h"
 #include "scheduler/api_coll.h"
+#include "scheduler/api_jobctl.h"
 #include "scheduler/api_jobs.h"
 #include "scheduler/api_logs.h"
 #include "scheduler/api_nodes.h"
@@ -42,6 +43,9 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
+    { "POST", "/v1/jobs/{}/hold", api_jobs_hold, 0 },
+    { "POST", "/v1/jobs/{}/release", api_jobs_release, 0 },
+    { "POST", "/v1/jobs/{}/requeue", api_jobs_requeue, 0 },
     { "POST", "/v1/jobs/{}/directives", api_jobs_directive, 0 },
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },

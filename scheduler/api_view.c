@@ -112,6 +112,20 @@ attempt_failure(const struct attempt *a)
     return f;
 }
 
+static const char *
+stop_kind_str(enum attempt_stop_kind kind)
+{
+    switch (kind) {
+    case ATTEMPT_STOP_EVICT:
+        return "evict";
+    case ATTEMPT_STOP_CANCEL:
+        return "cancel";
+    case ATTEMPT_STOP_REQUEUE:
+        break;
+    }
+    return "requeue";
+}
+
 static cJSON *
 attempt_json(const struct attempt *a)
 {
@@ -137,11 +151,12 @@ attempt_json(const struct attempt *a)
     if (a->stop) {
         cJSON *st = cJSON_AddObjectToObject(o, "stop");
 
-        jsonx_add_str(st, "kind",
-            a->stop->kind == ATTEMPT_STOP_EVICT ? "evict" : "cancel");
+        jsonx_add_str(st, "kind", stop_kind_str(a->stop->kind));
         jsonx_add_int(st, "checkpoint_step", a->stop->step);
         jsonx_add_int(st, "deadline_ms", a->stop->deadline_ms);
         jsonx_add_str(st, "node", a->stop->node);
+        if (a->stop->kind == ATTEMPT_STOP_REQUEUE)
+            cJSON_AddBoolToObject(st, "hold", a->stop->hold);
     }
     return o;
 }
@@ -181,6 +196,7 @@ api_view_job(struct schedd *sd, const struct job *job)
     jsonx_add_str(o, "state", proto_job_state_str(job->state));
     jsonx_add_str(o, "reason",
         live && live->state == job->state ? live->reason : job->reason);
+    jsonx_add_str(o, "held_by", live ? live->held_by : job->held_by);
     job_spec_json(o, &job->spec);
     jsonx_add_int(o, "restarts", job->restarts);
     jsonx_add_int(o, "infra_restarts", job->infra_restarts);

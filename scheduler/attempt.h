@@ -98,8 +98,9 @@ struct attempt_tally {
  * what to do once the checkpoint of `step` is complete, or at the
  * deadline, whichever comes first. */
 enum attempt_stop_kind {
-    ATTEMPT_STOP_EVICT,  /* fail it as node_excluded, by the operator */
-    ATTEMPT_STOP_CANCEL, /* cancel the job */
+    ATTEMPT_STOP_EVICT,   /* fail it as node_excluded, by the operator */
+    ATTEMPT_STOP_CANCEL,  /* cancel the job */
+    ATTEMPT_STOP_REQUEUE, /* requeue the job (jobs_requeue) */
 };
 
 struct attempt_stop {
@@ -107,6 +108,7 @@ struct attempt_stop {
     int64_t step;        /* the checkpoint it waits for */
     int64_t deadline_ms; /* when it stops anyway */
     char *node;          /* EVICT: the node evicted */
+    bool hold;           /* REQUEUE: hold the job once requeued */
     char *actor;
     char *reason;
 };

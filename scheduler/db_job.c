@@ -24,7 +24,8 @@
     "max_infra_restarts, hang_timeout_s, keep_checkpoints, restarts, "         \
     "infra_restarts, fail_streak, not_before_ms, reserved, "                   \
     "(SELECT max(step) FROM checkpoints c WHERE c.job_id = jobs.id), "         \
-    "gc_every_s, gc_every_steps, checkpoint_every_s, checkpoint_every_steps"
+    "gc_every_s, gc_every_steps, checkpoint_every_s, checkpoint_every_steps, " \
+    "held_by"
 
 static const char sql_job_insert[] =
     "INSERT INTO jobs (name, user, state, reason, priority, nodes, "
@@ -67,7 +68,8 @@ static const char sql_job_update[] =
     "UPDATE jobs SET state = ?2, reason = ?3, start_ms = ?4, end_ms = ?5, "
     "attempt = ?6, failed_rank = ?7, exit_code = ?8, signal = ?9, "
     "stderr_tail = ?10, restarts = ?11, infra_restarts = ?12, "
-    "fail_streak = ?13, not_before_ms = ?14, reserved = ?15 WHERE id = ?1";
+    "fail_streak = ?13, not_before_ms = ?14, reserved = ?15, held_by = ?16 "
+    "WHERE id = ?1";
 
 int
 db_job_update(struct db *db, const struct job *job)
@@ -82,8 +84,8 @@ db_job_update(struct db *db, const struct job *job)
         DB_IF(job->has_exit, DB_INT(job->signal)),
         DB_IF(job->failed_rank >= 0, DB_TEXT(job->stderr_tail)),
         DB_INT(job->restarts), DB_INT(job->infra_restarts),
-        DB_INT(job->fail_streak), DB_INT(job->not_before_ms),
-        DB_TEXT(reserved));
+        DB_INT(job->fail_streak), DB_INT(job->not_before_ms), DB_TEXT(reserved),
+        DB_TEXT(job->held_by));
     free(reserved);
     return db_write(db, db->job_update, "job update");
 }
@@ -134,6 +136,7 @@ job_from_row(sqlite3_stmt *st)
     s->gc_every.steps = sqlite3_column_int64(st, 34);
     s->checkpoint_every.s = sqlite3_column_int64(st, 35);
     s->checkpoint_every.steps = sqlite3_column_int64(st, 36);
+    job_set_held(job, db_col_text(st, 37));
     if (proto_job_state_parse(db_col_text(st, 3), &job->state) < 0 ||
         db_unjson_strv(db_col_text(st, 11), &s->argv, &s->argc) < 0 ||
         db_unjson_kv(db_col_text(st, 12), &s->env, &s->nenv) < 0 ||

@@ -124,6 +124,7 @@ event_job_fields(struct job *job, enum proto_job_state to, struct attempt *a,
     if (proto_job_state_finished(to)) {
         job_set_reserved(job, NULL, 0);
         job->not_before_ms = 0;
+        job_set_held(job, NULL);
     }
 }
 
@@ -165,8 +166,27 @@ event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
         job->reason[0] ? ": " : "", job->reason);
     if (proto_job_state_finished(to))
         event_job_finish(sd, job);
-    else if (to == PROTO_JOB_RESTARTING)
+    else if (to == PROTO_JOB_RESTARTING || to == PROTO_JOB_PENDING)
         schedd_sched_trigger(sd);
+    return rc;
+}
+
+int
+event_job_fact(struct schedd *sd, struct job *job, const char *kind,
+    struct event_job_change *c)
+{
+    char subject[32];
+    int rc;
+
+    if (c->reason)
+        job_set_reason(job, c->reason);
+    rc = schedd_db_check(sd, db_job_update(sd->db, job));
+    rc = event_write(sd, rc, c->actor,
+        schedd_subject_job(subject, sizeof(subject), job->id), kind, c->detail);
+    c->detail = NULL;
+    log_info("job=%lld %s%s%s", (long long)job->id, kind,
+        job->reason[0] ? ": " : "", job->reason);
+    schedd_sched_trigger(sd);
     return rc;
 }
 

@@ -44,14 +44,25 @@ struct event_job_change {
  *  - RUNNING: start_ms (c->attempt's running_ms), the first time;
  *  - RESTARTING: the reason is kept as the restart reason (each pass adds
  *    what the job waits for); the pass is triggered;
+ *  - PENDING (a requeue, from PLACED or RUNNING): the pass is triggered;
  *  - SUCCEEDED, FAILED, CANCELLED: end_ms (SUCCEEDED: c->attempt's end,
  *    and its start when the job was never seen running); reservation and
- *    backoff cleared; the job leaves the model and is FREED before this
- *    returns (the caller must not touch it again, also on error), and the
- *    pass is triggered (its reservation is gone).
+ *    backoff cleared, and the hold; the job leaves the model and is
+ *    FREED before this returns (the caller must not touch it again, also
+ *    on error), and the pass is triggered (its reservation is gone).
  * c->detail is consumed whatever happens.
  */
 int event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
+    struct event_job_change *c);
+
+/*
+ * A fact of job changed without a state change (lockstep hold and
+ * release set job->held_by first): the reason becomes c->reason (NULL:
+ * unchanged), the row is written, then the event `kind` with c's actor
+ * and detail (consumed whatever happens), and the scheduling pass is
+ * triggered (what may be placed has changed). c->attempt is unused.
+ */
+int event_job_fact(struct schedd *sd, struct job *job, const char *kind,
     struct event_job_change *c);
 
 /*

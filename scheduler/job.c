@@ -10,6 +10,7 @@
 #include "scheduler/job.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,15 +24,17 @@
  * job_next[from]. PLACED may go straight to SUCCEEDED or FAILED: a short
  * job can start and end between two agent reports, so the scheduler
  * never sees it running. RESTARTING waits in the queue and goes to PLACED
- * when its next attempt is placed.
+ * when its next attempt is placed. PLACED and RUNNING go back to PENDING
+ * when a user requeues the job (no failure, no budget spent).
  */
 static const unsigned job_next[PROTO_JOB_STATE_COUNT] = {
     [PROTO_JOB_PENDING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
     [PROTO_JOB_PLACED] = TO(PROTO_JOB_RUNNING) | TO(PROTO_JOB_RESTARTING) |
                          TO(PROTO_JOB_SUCCEEDED) | TO(PROTO_JOB_FAILED) |
-                         TO(PROTO_JOB_CANCELLED),
+                         TO(PROTO_JOB_CANCELLED) | TO(PROTO_JOB_PENDING),
     [PROTO_JOB_RUNNING] = TO(PROTO_JOB_RESTARTING) | TO(PROTO_JOB_SUCCEEDED) |
-                          TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED),
+                          TO(PROTO_JOB_FAILED) | TO(PROTO_JOB_CANCELLED) |
+                          TO(PROTO_JOB_PENDING),
     [PROTO_JOB_RESTARTING] = TO(PROTO_JOB_PLACED) | TO(PROTO_JOB_CANCELLED),
 };
 
@@ -93,6 +96,7 @@ job_create(void)
 
     proto_job_spec_init(&job->spec);
     job->reason = xstrdup("");
+    job->held_by = xstrdup("");
     job->failed_rank = -1;
     job->ckpt_step = -1;
     return job;
@@ -105,11 +109,65 @@ job_destroy(struct job *job)
         return;
     free(job->user);
     free(job->reason);
+    free(job->held_by);
     free(job->stderr_tail);
     job_set_reserved(job, NULL, 0);
     free(job->restart_reason);
     proto_job_spec_release(&job->spec);
     free(job);
+}
+
+void
+job_set_held(struct job *job, const char *who)
+{
+    xstrset(&job->held_by, who ? who : "");
+}
+
+bool
+job_held(const struct job *job)
+{
+    return job->held_by[0] != '\0';
+}
+
+const char *
+job_control_refusal(const struct job *job, enum job_control op, char *why,
+    size_t len)
+{
+    const char *state = proto_job_state_str(job->state);
+    long long id = (long long)job->id;
+
+    if (proto_job_state_finished(job->state)) {
+        snprintf(why, len, "job %lld already ended: %s", id, state);
+        return "ended";
+    }
+    switch (op) {
+    case JOB_CONTROL_HOLD:
+        if (proto_job_state_queued(job->state))
+            return NULL;
+        snprintf(why, len,
+            "job %lld is %s: only a waiting job can be held; requeue it "
+            "(lockstep requeue --hold %lld) to stop it and hold it, or "
+            "cancel it",
+            id, state, id);
+        return "not_queued";
+    case JOB_CONTROL_RELEASE:
+        if (job_held(job))
+            return NULL;
+        snprintf(why, len, "job %lld is not held (%s)", id, state);
+        return "not_held";
+    case JOB_CONTROL_REQUEUE:
+        if (job->state == PROTO_JOB_PLACED || job->state == PROTO_JOB_RUNNING)
+            return NULL;
+        snprintf(why, len,
+            "job %lld is %s, not running: only a placed or running job can "
+            "be requeued%s",
+            id, state,
+            job_held(job) ? " (it is held: lockstep release lets it run)"
+                          : " (it is already waiting to be placed)");
+        return "not_running";
+    }
+    snprintf(why, len, "unknown request");
+    return "bad_request";
 }
 
 void

@@ -8,10 +8,15 @@
  * without a database or a loop.
  *
  *   PENDING → PLACED → RUNNING → SUCCEEDED
- *      │         │        ├───→ FAILED
- *      │         │        ├───→ CANCELLED
- *      │         │        └───→ RESTARTING → PLACED (next attempt)
+ *      │  ▲      │        ├───→ FAILED
+ *      │  │      │        ├───→ CANCELLED
+ *      │  │      │        └───→ RESTARTING → PLACED (next attempt)
+ *      │  └──────┴────────┴─ (requeue: PLACED or RUNNING → PENDING)
  *      └─────────┴─ (cancel, failure) …
+ *
+ * A queued job (PENDING, RESTARTING) may be held (held_by): it stays in
+ * its state and the scheduling pass leaves it alone until it is
+ * released. Holding is a fact of the job, not a state.
  *
  * The states and their names are common/proto.h's (the CLI shares them);
  * the tables of legal changes are here. The in-memory model holds only
@@ -40,6 +45,8 @@ struct job {
     int64_t start_ms; /* first time it ran; 0 until then */
     int64_t end_ms;   /* 0 until finished */
     int attempt;      /* latest attempt number; 0 before any */
+    char *held_by;    /* who holds it (lockstep hold); "" not held;
+                       * never NULL; only a queued job is held */
 
     /* Evidence of the latest failure; failed_rank < 0 means none. */
     int failed_rank;
@@ -84,6 +91,31 @@ struct job *job_create(void);
 /* Frees the job and everything it owns. Accepts NULL. The attempt it
  * points to is not freed (it belongs to the scheduler's attempt list). */
 void job_destroy(struct job *job);
+/* Replace who holds the job (copied; "" or NULL: not held). */
+void job_set_held(struct job *job, const char *who);
+/* Whether job is held. */
+bool job_held(const struct job *job);
+
+/* What a user asks of a job (lockstep hold, release, requeue). */
+enum job_control {
+    JOB_CONTROL_HOLD,    /* a queued job waits until released */
+    JOB_CONTROL_RELEASE, /* a held job may be placed again */
+    JOB_CONTROL_REQUEUE, /* a placed or running job starts again from
+                          * its latest complete checkpoint */
+};
+
+#define JOB_CONTROL_WHY_MAX 256
+
+/*
+ * Why op cannot be done to job now: NULL when it can, else the API's 409
+ * code ("ended", "not_queued", "not_held", "not_running") with a message
+ * naming the job, its state and what to do instead in why (len bytes;
+ * JOB_CONTROL_WHY_MAX is enough). Holding a held job is allowed (nothing
+ * changes). Pure.
+ */
+const char *job_control_refusal(const struct job *job, enum job_control op,
+    char *why, size_t len);
+
 /* Replace the reason (copied). */
 void job_set_reason(struct job *job, const char *reason);
 /* Record failure evidence (stderr_tail copied; NULL allowed). */

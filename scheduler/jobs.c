@@ -107,6 +107,93 @@ jobs_cancel(struct schedd *sd, struct job *job, const char *actor)
     return rc;
 }
 
+int
+jobs_hold(struct schedd *sd, struct job *job, const char *actor)
+{
+    struct event_job_change c = { .actor = actor };
+    char *reason;
+    int rc;
+
+    if (job_held(job))
+        return 0;
+    if (!proto_job_state_queued(job->state))
+        return -EINVAL;
+    job_set_held(job, actor);
+    reason = xasprintf("held by %s", actor);
+    c.reason = reason;
+    c.detail = cJSON_CreateObject();
+    jsonx_add_str(c.detail, "state", proto_job_state_str(job->state));
+    rc = event_job_fact(sd, job, "job_held", &c);
+    free(reason);
+    return rc;
+}
+
+int
+jobs_release(struct schedd *sd, struct job *job, const char *actor)
+{
+    struct event_job_change c = { .actor = actor };
+
+    if (!job_held(job))
+        return -EINVAL;
+    c.detail = cJSON_CreateObject();
+    jsonx_add_str(c.detail, "held_by", job->held_by);
+    job_set_held(job, NULL);
+    /* The pass says again what the job waits for. */
+    c.reason = job->state == PROTO_JOB_RESTARTING && job->restart_reason
+                   ? job->restart_reason
+                   : "";
+    return event_job_fact(sd, job, "job_released", &c);
+}
+
+/* The reason of a job requeued by actor. */
+static char *
+requeue_reason(const struct job *job, const char *actor, bool hold)
+{
+    char from[64] = "starts again from the beginning (no complete checkpoint)";
+
+    if (job->ckpt_step >= 0)
+        snprintf(from, sizeof(from), "resumes from step %lld",
+            (long long)job->ckpt_step);
+    if (hold)
+        return xasprintf("held by %s; requeued, %s", actor, from);
+    return xasprintf("requeued by %s; %s", actor, from);
+}
+
+int
+jobs_requeue(struct schedd *sd, struct job *job, const char *actor, bool hold)
+{
+    struct event_job_change c = { .actor = actor };
+    struct attempt *a = job->cur;
+    char *why, *reason;
+    int rc = 0;
+
+    if (!job_transition_ok(job->state, PROTO_JOB_PENDING))
+        return -EINVAL;
+    why = xasprintf("requeued by %s", actor);
+    if (a && proto_attempt_state_active(a->state)) {
+        a->dump_deadline_ms = 0;
+        if (!a->has_failure)
+            attempt_set_failure(a, NULL, false);
+        rc = event_attempt(sd, a, PROTO_ATTEMPT_CANCELLED, why);
+    }
+    free(why);
+    if (rc < 0)
+        return rc;
+    if (hold)
+        job_set_held(job, actor);
+    reason = requeue_reason(job, actor, hold);
+    c.attempt = a;
+    c.reason = reason;
+    c.detail = cJSON_CreateObject();
+    jsonx_add_int(c.detail, "attempt", job->attempt);
+    cJSON_AddBoolToObject(c.detail, "requeued", true);
+    jsonx_add_int(c.detail, "resume_step", job->ckpt_step);
+    cJSON_AddBoolToObject(c.detail, "held", hold);
+    rc = event_job(sd, job, PROTO_JOB_PENDING, &c);
+    free(reason);
+    return rc;
+}
+
 /* Note a commit of an attempt that does not count. */
 static int
 commit_stale(struct schedd *sd, const struct job *job, int attempt, int rank,

@@ -40,6 +40,27 @@ int jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
  * alone. */
 int jobs_cancel(struct schedd *sd, struct job *job, const char *actor);
 
+/*
+ * lockstep hold, release and requeue (docs/api.md "Hold, release,
+ * requeue"); the caller checked job_control_refusal. jobs_hold: queued
+ * job waits, in its state, with the reason "held by ACTOR", until it is
+ * released (holding a held job changes nothing); event job_held.
+ * jobs_release: it may be placed again; event job_released.
+ */
+int jobs_hold(struct schedd *sd, struct job *job, const char *actor);
+int jobs_release(struct schedd *sd, struct job *job, const char *actor);
+
+/*
+ * Requeue job (PLACED or RUNNING) at once, by actor: its active attempt
+ * ends CANCELLED with the reason "requeued by ACTOR" (no failure: no
+ * budget spent, no node blamed) and the job goes back to PENDING (held
+ * by actor when hold), whence its next attempt resumes from its latest
+ * complete checkpoint. Event job_pending {attempt, requeued: true,
+ * resume_step, held}. planned_requeue takes the checkpoint first.
+ */
+int jobs_requeue(struct schedd *sd, struct job *job, const char *actor,
+    bool hold);
+
 struct jobs_commit_result {
     int committed; /* ranks that committed the step so far */
     int world_size;

@@ -185,6 +185,25 @@ restart_ready(struct pass *ps, struct pass_input *in, struct job *job,
     return false;
 }
 
+/* Whether a queued job may be in this pass as far as the user is
+ * concerned: not while held (its reason, "held by ...", is the hold's),
+ * and a requeued job not until its earlier attempt stopped everywhere. */
+static bool
+pending_ready(struct job *job)
+{
+    char *why;
+
+    if (job_held(job))
+        return false;
+    if (job->state != PROTO_JOB_PENDING || !job->draining)
+        return true;
+    why = xasprintf("requeued; waiting for attempt %d to stop on every node",
+        job->attempt);
+    job_set_reason(job, why);
+    free(why);
+    return false;
+}
+
 /* The queued jobs that may be placed now. */
 static int
 pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
@@ -201,7 +220,7 @@ pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
          job = job_table_next(job)) {
         struct sched_job *j;
 
-        if (!proto_job_state_queued(job->state) ||
+        if (!proto_job_state_queued(job->state) || !pending_ready(job) ||
             (job->state == PROTO_JOB_RESTARTING &&
                 !restart_ready(ps, in, job, now)))
             continue;

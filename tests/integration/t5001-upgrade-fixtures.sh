@@ -52,6 +52,11 @@ for fixture in "$FIXTURES"/*.sql; do
         done
     '
 
+    test_expect_success "schema $v: jobs from before holds are not held" '
+        ls_cli jobs --all --json >held.json &&
+        test "$(jget "sorted(set(x[\"held_by\"] for x in j))" <held.json)" = "[\"\"]"
+    '
+
     test_expect_success "schema $v: new work runs on the upgraded database" '
         start_agent n1 &&
         wait_for 20 "test \$(node_state n1) = UP" &&

@@ -112,6 +112,13 @@ test_fresh(void)
     a->master_addr = xstrdup("10.0.0.1");
     a->master_port = 29500;
     is_int(db_attempt_insert(db, a), 0, "insert an attempt");
+    job_set_held(job, "carol");
+    is_int(db_job_update(db, job), 0, "hold the job");
+    is_int(db_job_get(db, job->id, &got), 0, "read the held job back");
+    is_str(got ? got->held_by : NULL, "carol", "held_by round-trips");
+    job_destroy(got);
+    got = NULL;
+    job_set_held(job, NULL);
     job->state = PROTO_JOB_PLACED;
     job->attempt = 1;
     is_int(db_job_update(db, job), 0, "update the job");
@@ -155,6 +162,7 @@ test_fresh(void)
     is_int(got ? got->spec.priority : 0, 7, "priority kept");
     is_str(got ? got->spec.argv[1] : NULL, "train.py", "argv kept");
     is_str(got ? got->user : NULL, "alice", "user kept");
+    is_str(got ? got->held_by : NULL, "", "released: held_by is empty");
     job_destroy(got);
     {
         struct job_table t;

@@ -30,6 +30,8 @@ static const struct edge job_legal[] = {
     { PROTO_JOB_RUNNING, PROTO_JOB_FAILED },
     { PROTO_JOB_RUNNING, PROTO_JOB_CANCELLED },
     { PROTO_JOB_RUNNING, PROTO_JOB_RESTARTING },
+    { PROTO_JOB_PLACED, PROTO_JOB_PENDING },  /* requeue */
+    { PROTO_JOB_RUNNING, PROTO_JOB_PENDING }, /* requeue */
     { PROTO_JOB_RESTARTING, PROTO_JOB_PLACED },
     { PROTO_JOB_RESTARTING, PROTO_JOB_CANCELLED },
 };
@@ -200,6 +202,74 @@ test_table(void)
     job_table_release(&t);
 }
 
+/* What hold, release and requeue refuse, state by state. */
+static void
+test_control(void)
+{
+    static const struct {
+        enum proto_job_state state;
+        bool held;
+        const char *hold, *release, *requeue; /* the 409 code; NULL ok */
+    } cases[] = {
+        { PROTO_JOB_PENDING, false, NULL, "not_held", "not_running" },
+        { PROTO_JOB_PENDING, true, NULL, NULL, "not_running" },
+        { PROTO_JOB_RESTARTING, false, NULL, "not_held", "not_running" },
+        { PROTO_JOB_RESTARTING, true, NULL, NULL, "not_running" },
+        { PROTO_JOB_PLACED, false, "not_queued", "not_held", NULL },
+        { PROTO_JOB_RUNNING, false, "not_queued", "not_held", NULL },
+        { PROTO_JOB_SUCCEEDED, false, "ended", "ended", "ended" },
+        { PROTO_JOB_FAILED, false, "ended", "ended", "ended" },
+        { PROTO_JOB_CANCELLED, false, "ended", "ended", "ended" },
+    };
+    char why[JOB_CONTROL_WHY_MAX];
+    struct job *job = job_create();
+    int mismatches = 0;
+
+    job->id = 12;
+    ok(!job_held(job), "a new job is not held");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *want[] = { cases[i].hold, cases[i].release,
+            cases[i].requeue };
+
+        job->state = cases[i].state;
+        job_set_held(job, cases[i].held ? "alice" : NULL);
+        for (int op = 0; op < 3; op++) {
+            const char *got = job_control_refusal(job, (enum job_control)op,
+                why, sizeof(why));
+
+            if ((got == NULL) != (want[op] == NULL) ||
+                (got && strcmp(got, want[op]) != 0)) {
+                diag("%s held=%d op=%d: got %s, want %s",
+                    proto_job_state_str(cases[i].state), cases[i].held, op,
+                    got ? got : "(allowed)", want[op] ? want[op] : "(allowed)");
+                mismatches++;
+            } else if (got && strstr(why, "job 12") == NULL) {
+                diag("the refusal does not name the job: %s", why);
+                mismatches++;
+            }
+        }
+    }
+    is_int(mismatches, 0,
+        "hold/release/requeue refuse exactly as the "
+        "table says, naming the job");
+    job->state = PROTO_JOB_RUNNING;
+    job_set_held(job, NULL);
+    job_control_refusal(job, JOB_CONTROL_HOLD, why, sizeof(why));
+    ok(strstr(why, "lockstep requeue --hold 12") != NULL,
+        "holding a running job says how: %s", why);
+    job->state = PROTO_JOB_SUCCEEDED;
+    job_control_refusal(job, JOB_CONTROL_REQUEUE, why, sizeof(why));
+    is_str(why, "job 12 already ended: SUCCEEDED", "an ended job says so");
+    job->state = PROTO_JOB_PENDING;
+    job_set_held(job, "bob");
+    ok(job_held(job) && strcmp(job->held_by, "bob") == 0, "held by bob");
+    job_control_refusal(job, JOB_CONTROL_REQUEUE, why, sizeof(why));
+    ok(strstr(why, "held") != NULL, "requeue of a held job says it is held");
+    job_set_held(job, "");
+    ok(!job_held(job), "\"\" is not held");
+    job_destroy(job);
+}
+
 int
 main(void)
 {
@@ -209,5 +279,6 @@ main(void)
     test_names();
     test_attempt_table();
     test_table();
+    test_control();
     return done_testing();
 }
