@@ -8,7 +8,6 @@
 
 BUILD ?= build
 CLUSTER ?= .local-cluster
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # libpmix-dev: the agent's PMIx server; openmpi-bin, libopenmpi-dev and
 # python3-mpi4py: the MPI programs t2006 starts without mpirun.
@@ -22,16 +21,10 @@ PACKAGES := build-essential meson ninja-build pkg-config python3 \
 
 all: build
 
-# Install only when something is missing, so repeated runs stay fast.
+# Install only when something is missing, so repeated runs stay fast;
+# wait for the package manager's lock when another install runs.
 deps:
-	@missing=$$(for p in $(PACKAGES); do \
-		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
-		grep -q 'install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
-	fi
+	@tools/apt-install.sh $(PACKAGES)
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD)

@@ -4,8 +4,15 @@
 # lockstep-agents with fake GPUs, everything kept under one directory.
 #
 #   deploy/local-cluster.sh up --dir DIR --nodes N [--gpus-per-node G]
+#                              [--cpus-per-node C]
 #   deploy/local-cluster.sh down --dir DIR
 #   deploy/local-cluster.sh status --dir DIR
+#
+# Each agent offers G fake GPUs (default 8) and C CPUs (default 8, so that
+# jobs shaped for a real GPU node, 8 ranks of 1 CPU, fit on a small
+# machine; the agents share the machine's real CPUs; 0 offers the real
+# count), and the machine's memory. Both are kept in the agents' config
+# files: they apply to agents created by this `up`.
 #
 # Layout under DIR:
 #   cluster.secret                      shared agent secret (mode 0600)
@@ -41,7 +48,7 @@ die() {
 
 usage() {
     cat >&2 <<EOF
-usage: $prog up --dir DIR --nodes N [--gpus-per-node G]
+usage: $prog up --dir DIR --nodes N [--gpus-per-node G] [--cpus-per-node C]
        $prog down --dir DIR
        $prog status --dir DIR
 EOF
@@ -65,21 +72,23 @@ up | down | status) ;;
     ;;
 esac
 
-dir='' nodes='' gpus=8
+dir='' nodes='' gpus=8 cpus=8
 while [ $# -gt 0 ]; do
     case $1 in
-    --dir | --nodes | --gpus-per-node)
+    --dir | --nodes | --gpus-per-node | --cpus-per-node)
         [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
         case $1 in
         --dir) dir=$2 ;;
         --nodes) nodes=$2 ;;
         --gpus-per-node) gpus=$2 ;;
+        --cpus-per-node) cpus=$2 ;;
         esac
         shift 2
         ;;
     --dir=*) dir=${1#*=}; shift ;;
     --nodes=*) nodes=${1#*=}; shift ;;
     --gpus-per-node=*) gpus=${1#*=}; shift ;;
+    --cpus-per-node=*) cpus=${1#*=}; shift ;;
     *)
         echo "$prog: unknown option '$1'" >&2
         usage
@@ -89,6 +98,9 @@ done
 [ -n "$dir" ] || { echo "$prog: --dir is required" >&2; usage; }
 if ! [[ $gpus =~ ^[0-9]+$ ]] || [ "$gpus" -gt 1024 ]; then
     die "invalid --gpus-per-node '$gpus': expected 0 to 1024"
+fi
+if ! [[ $cpus =~ ^[0-9]+$ ]] || [ "$cpus" -gt 4096 ]; then
+    die "invalid --cpus-per-node '$cpus': expected 0 (the machine's count) to 4096"
 fi
 if [ -n "$nodes" ]; then
     if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || [ "$nodes" -gt 1000 ]; then
@@ -337,6 +349,9 @@ server = $sock
 node_name = node$i
 addr = 127.0.0.1
 gpus = $ids
+# CPUs offered to jobs: more than the machine has is fine for trying
+# lockstep out (0 offers the machine's real count).
+cpus = $cpus
 labels = rack=r$i
 state_dir = $d/state
 cluster_secret_file = $dir/cluster.secret
