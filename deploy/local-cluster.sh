@@ -18,7 +18,7 @@
 #   cluster.secret                      shared agent secret (mode 0600)
 #   env                                 `. DIR/env` points the CLI here
 #   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
-#   agents/node<i>/{agent.conf,state/,pid,log}
+#   agents/node<i>/{agent.conf,state/,shm/,pid,log}
 #
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port) and on scheduler/lockstepd.sock; the agents use the
@@ -453,7 +453,14 @@ cluster_up() {
         if pid=$(running "$d/pid" "$d/agent.conf"); then
             echo "node$i agent already running (pid $pid)"
         else
-            start "node$i agent" "$agentd" "$d/agent.conf" "$d"
+            # Several agents on one host: Open MPI must use TCP over
+            # loopback between them and a shared-memory directory of
+            # each agent's own (README "Running an MPI program"); the
+            # ranks inherit these from the agent.
+            mkdir -p "$d/shm"
+            OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
+                OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory="$d/shm" \
+                start "node$i agent" "$agentd" "$d/agent.conf" "$d"
         fi
     done
 

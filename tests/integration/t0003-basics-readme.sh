@@ -2,7 +2,8 @@
 # t0003: every command block of README.md runs as written against a local
 # cluster (deploy/local-cluster.sh), in order: each command of a ```sh
 # block and each "$ " line of a ```console block. A command must exit 0
-# (non-zero where the README shows it FAILED), and its output must match
+# (non-zero where the README shows it FAILED or an error line "lockstep
+# CMD: ..."), and its output must match
 # what the README shows: line by line for outputs of up to 3 lines, the
 # first line for longer ones (tables), with numbers, times and runs of
 # blanks compared loosely and a "..." ending a line matching any rest.
@@ -99,7 +100,8 @@ for k, c in enumerate(items, 1):
     open(os.path.join(d, "expect"), "w").write("".join(subst(l) + "\n" for l in outl))
     open(os.path.join(d, "line"), "w").write("%d\n" % c["line"])
     open(os.path.join(d, "fail"), "w").write(
-        "1\n" if any("FAILED" in l for l in c["output"]) else "0\n")
+        "1\n" if any("FAILED" in l or re.match(r"lockstep [a-z-]+: ", l)
+                     for l in c["output"]) else "0\n")
     before = [p for p in pys if p[0] < c["line"]]
     open(os.path.join(d, "py"), "w").write(before[-1][1] if before else "")
 PYEOF
