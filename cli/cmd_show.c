@@ -367,6 +367,82 @@ print_cadence(const cJSON *job, const cJSON *attempts)
             (long long)gc_step);
 }
 
+/* One row per rank of the stored step statistics (rank_stats). */
+static void
+print_rank_stats_table(const cJSON *ranks)
+{
+    static const char *const headers[] = { "RANK", "NODE", "STEP",
+        "STEP TIME p50/p99", "GC n p50/max", "CHECKPOINT n max", "SLOW" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, ranks) {
+        cli_table_row(t);
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "rank", 0));
+        cli_table_cell(t, "%s", cli_jstr(it, "node"));
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "step", -1));
+        if (cli_jint(it, "step_p50_us", 0) > 0)
+            cli_table_cell(t, "%.1f/%.1f ms",
+                (double)cli_jint(it, "step_p50_us", 0) / 1000,
+                (double)cli_jint(it, "step_p99_us", 0) / 1000);
+        else
+            cli_table_cell(t, "-");
+        cli_table_cell(t, "%lld %lld/%lld ms",
+            (long long)cli_jint(it, "gc_count", 0),
+            (long long)cli_jint(it, "gc_p50_ms", 0),
+            (long long)cli_jint(it, "gc_max_ms", 0));
+        cli_table_cell(t, "%lld %lld ms",
+            (long long)cli_jint(it, "checkpoint_count", 0),
+            (long long)cli_jint(it, "checkpoint_max_ms", 0));
+        cli_table_cell(t, "%lld of %lld%s",
+            (long long)cli_jint(it, "slow_windows", 0),
+            (long long)cli_jint(it, "judged_windows", 0),
+            cJSON_IsTrue(
+                cJSON_GetObjectItemCaseSensitive(it, "persistently_slow"))
+                ? " persistent"
+                : "");
+    }
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
+/* The stored per-rank statistics (the newest attempt that has some):
+ * kept by the scheduler once per window, so shown also after the attempt
+ * ended and after a restart. */
+static void
+print_rank_stats(const cJSON *job)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "rank_stats");
+    const cJSON *slow = cJSON_GetObjectItemCaseSensitive(st, "slow_ranks");
+    const cJSON *it;
+    char w[32];
+
+    if (!cJSON_IsObject(st))
+        return;
+    printf("  step stats:  attempt %lld, last %lld window(s) of %s; median "
+           "step time %.1f ms\n",
+        (long long)cli_jint(st, "attempt", 0),
+        (long long)cli_jint(st, "windows", 0),
+        timeid_fmt_duration(cli_jint(st, "window_ms", 0), w, sizeof(w)),
+        (double)cli_jint(st, "median_step_p50_us", 0) / 1000);
+    if (cli_jhas_num(st, "last_gc_step"))
+        printf("               last gc of every rank at step %lld\n",
+            (long long)cli_jint(st, "last_gc_step", -1));
+    if (cli_jhas_num(st, "last_checkpoint_step"))
+        printf("               last complete checkpoint at step %lld\n",
+            (long long)cli_jint(st, "last_checkpoint_step", -1));
+    cJSON_ArrayForEach(it, slow) {
+        printf("               persistently slow: rank %lld on %s (slow in "
+               "%lld of the last %lld windows)\n",
+            (long long)cli_jint(it, "rank", 0), cli_jstr(it, "node"),
+            (long long)cli_jint(it, "slow_windows", 0),
+            (long long)cli_jint(it, "judged_windows", 0));
+    }
+    if (cJSON_GetArraySize(slow) == 0)
+        printf("               persistently slow: none\n");
+    print_rank_stats_table(cJSON_GetObjectItemCaseSensitive(st, "ranks"));
+}
+
 /* Effective training time ratio and where the rest went. */
 static void
 print_goodput(const cJSON *job)
@@ -466,6 +542,7 @@ print_job(const cJSON *job, const char *name)
     print_cadence(job, attempts);
     printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
     print_checkpoints(job);
+    print_rank_stats(job);
     print_goodput(job);
     print_env(env);
     print_times("submitted:", cli_jint(job, "submit_ms", 0), now);

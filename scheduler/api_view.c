@@ -13,6 +13,7 @@
 #include "scheduler/api_req.h"
 #include "scheduler/db.h"
 #include "scheduler/failure.h"
+#include "scheduler/rankstats.h"
 #include "scheduler/stats.h"
 
 #define API_VIEW_JOB_EVENTS 50
@@ -309,6 +310,23 @@ view_add_events(struct schedd *sd, cJSON *o, const char *subject, int limit,
     return 0;
 }
 
+/* The job's "rank_stats" (rankstats.h), with the newest complete
+ * checkpoint of the "checkpoints" already in o. */
+static int
+view_add_rank_stats(struct schedd *sd, cJSON *o, int64_t job_id)
+{
+    const cJSON *cks = cJSON_GetObjectItemCaseSensitive(o, "checkpoints");
+    const cJSON *last = cJSON_GetArrayItem(cks, cJSON_GetArraySize(cks) - 1);
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(last, "step");
+    int rc;
+    cJSON *st = rankstats_view(sd, job_id,
+        cJSON_IsNumber(step) ? (int64_t)step->valuedouble : -1, &rc);
+
+    if (st)
+        cJSON_AddItemToObject(o, "rank_stats", st);
+    return rc;
+}
+
 int
 api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out)
 {
@@ -321,6 +339,8 @@ api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out)
     *out = NULL;
     rc = db_checkpoints_foreach(sd->db, job->id, checkpoint_add,
         cJSON_AddArrayToObject(o, "checkpoints"));
+    if (rc == 0)
+        rc = view_add_rank_stats(sd, o, job->id);
     if (rc == 0)
         rc = stats_job(sd, job->id, &g);
     if (rc == 0) {

@@ -75,6 +75,7 @@ attempt_destroy(struct attempt *a)
     free(a->directives);
     free(a->tallies);
     attempt_set_stop(a, NULL);
+    rankwin_destroy(a->stats);
     free(a);
 }
 

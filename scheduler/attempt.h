@@ -23,6 +23,7 @@
 #include "scheduler/cadence.h"
 #include "scheduler/evidence.h"
 #include "scheduler/policy.h"
+#include "scheduler/rankwin.h"
 
 struct job;
 struct node;
@@ -153,6 +154,10 @@ struct attempt {
     /* A planned stop waiting for a synchronized checkpoint first
      * (planned.h), in memory. */
     struct attempt_stop *stop; /* NULL: none */
+
+    /* The current window of per-rank step times and durations
+     * (rankwin.h), in memory; NULL until a rank reports. */
+    struct rankwin *stats;
 
     struct placement *placements; /* nnodes, by node rank */
     struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */

@@ -211,6 +211,7 @@ static const struct db_stmt_def *const db_stmt_tables[] = {
     db_attempt_stmts,
     db_directive_stmts,
     db_ckpt_stmts,
+    db_stats_stmts,
     db_blame_stmts,
     db_history_stmts,
     db_event_stmts,

@@ -172,6 +172,27 @@ int db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
 int db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
     db_blame_fn *fn, void *arg);
 
+/* ---- rank statistics ---------------------------------------------------- */
+
+/* One rank's summary of one window (schema/0007, rankwin.h). Strings are
+ * borrowed for the call or the callback. */
+struct db_rank_stat {
+    int64_t job_id;
+    int attempt;
+    int rank;
+    int64_t window_ms; /* when the window closed (wall clock) */
+    const char *node;
+    struct rankwin_summary s;
+};
+
+int db_rank_stat_insert(struct db *db, const struct db_rank_stat *r);
+/* Keep only the newest `keep` windows (by window_ms) of a job's rows. */
+int db_rank_stats_prune(struct db *db, int64_t job_id, int keep);
+typedef int db_rank_stat_fn(const struct db_rank_stat *r, void *arg);
+/* A job's rows, newest window first, then by attempt and rank. */
+int db_rank_stats_foreach(struct db *db, int64_t job_id, db_rank_stat_fn *fn,
+    void *arg);
+
 /* ---- directives --------------------------------------------------------- */
 
 /* A new directive of attempt a. */

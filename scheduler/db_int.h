@@ -13,6 +13,7 @@
  *   db_attempt.c  attempts with their placements and ranks
  *   db_directive.c  the directives of attempts
  *   db_ckpt.c     complete checkpoints and per-rank commits
+ *   db_stats.c    per-rank step, gc and checkpoint figures by window
  *   db_blame.c    blame put on nodes, and its withdrawal
  *   db_history.c  failure history (crash loops) and goodput rows
  *   db_event.c    the event log and API tokens
@@ -83,6 +84,10 @@ struct db {
     struct sqlite3_stmt *directive_insert;
     struct sqlite3_stmt *directive_done;
     struct sqlite3_stmt *directives_of;
+    /* db_stats.c */
+    struct sqlite3_stmt *rank_stat_insert;
+    struct sqlite3_stmt *rank_stats_prune;
+    struct sqlite3_stmt *rank_stats_job;
     /* db_ckpt.c */
     struct sqlite3_stmt *checkpoint_insert;
     struct sqlite3_stmt *checkpoints_job;
@@ -129,6 +134,7 @@ extern const struct db_stmt_def db_job_stmts[];
 extern const struct db_stmt_def db_attempt_stmts[];
 extern const struct db_stmt_def db_directive_stmts[];
 extern const struct db_stmt_def db_ckpt_stmts[];
+extern const struct db_stmt_def db_stats_stmts[];
 extern const struct db_stmt_def db_blame_stmts[];
 extern const struct db_stmt_def db_history_stmts[];
 extern const struct db_stmt_def db_event_stmts[];
@@ -174,6 +180,7 @@ struct db_walk {
     union {
         db_job_fn *job;
         db_checkpoint_fn *checkpoint;
+        db_rank_stat_fn *rank_stat;
         db_commit_fn *commit;
         db_blame_fn *blame;
         db_goodput_fn *goodput;

@@ -64,6 +64,9 @@ static const struct config_key lockstepd_keys[] = {
         "below node_timeout_ms" },
     { "dump_timeout_ms", CONFIG_INT, "5000", 0, 600000,
         "how long a hang waits for the ranks' stack dumps before teardown" },
+    { "rank_stats_window_ms", CONFIG_INT, "30000", 1000, 3600000,
+        "per-rank step time, gc and checkpoint figures are summarized to "
+        "the database once per window of this length (one row per rank)" },
     { "restart_backoff_ms", CONFIG_INT, "500", 0, 3600000,
         "delay before restarting after a failure, doubled per consecutive "
         "failure" },
@@ -205,6 +208,7 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "dead before their node is declared lost",
             o->lease_ms, o->node_timeout_ms);
     o->dump_timeout_ms = (int)config_int(cfg, "dump_timeout_ms");
+    o->rank_stats_window_ms = (int)config_int(cfg, "rank_stats_window_ms");
     o->policy.backoff_ms = config_int(cfg, "restart_backoff_ms");
     o->policy.backoff_max_ms = config_int(cfg, "restart_backoff_max_ms");
     if (o->policy.backoff_max_ms < o->policy.backoff_ms)

@@ -450,6 +450,7 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->max_body = opts->max_body;
     sd->lease_ms = opts->lease_ms;
     sd->dump_timeout_ms = opts->dump_timeout_ms;
+    sd->rank_stats_window_ms = opts->rank_stats_window_ms;
     sd->policy = opts->policy;
     sd->started_ms = timeid_now_ms();
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);

@@ -70,6 +70,7 @@ struct schedd_opts {
     bool db_sync_full;
     int lease_ms; /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
+    int rank_stats_window_ms;
     const char *sched_policy; /* a scheduling policy's name */
     struct policy_config policy;
 };
@@ -103,8 +104,9 @@ struct schedd {
     int heartbeat_ms;
     int node_timeout_ms;
     size_t max_body;
-    int lease_ms;        /* supervisors' lease, sent to agents */
-    int dump_timeout_ms; /* how long a hang waits for stack dumps */
+    int lease_ms;             /* supervisors' lease, sent to agents */
+    int dump_timeout_ms;      /* how long a hang waits for stack dumps */
+    int rank_stats_window_ms; /* rankstats.h */
     struct policy_config policy;
     int64_t started_ms; /* wall clock at start-up */
     int lock_fd;        /* flock on state_dir/lockstepd.lock */

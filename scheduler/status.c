@@ -36,6 +36,7 @@
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
 #include "scheduler/planned.h"
+#include "scheduler/rankstats.h"
 #include "scheduler/recovery.h"
 #include "scheduler/watchdog.h"
 
@@ -242,6 +243,7 @@ status_attempt(struct schedd *sd, struct placement *p,
         if ((rc = directive_acks(sd, a, p, in)) < 0 ||
             (rc = cadences_acks(sd, a, p, in)) < 0)
             return rc;
+        rankstats_rank(sd, a, p, in);
     }
     if ((rc = cadences_report(sd, a, fastest)) < 0)
         return rc;
@@ -249,7 +251,8 @@ status_attempt(struct schedd *sd, struct placement *p,
         (rc = checkpoint_scan(sd, job, a, st->checkpoints, st->ncheckpoints)) <
             0)
         return rc;
-    if ((rc = watchdog_dumps(sd, a)) < 0 || (rc = attempt_decide(sd, a)) < 0)
+    if ((rc = watchdog_dumps(sd, a)) < 0 || (rc = attempt_decide(sd, a)) < 0 ||
+        (rc = rankstats_attempt(sd, a)) < 0)
         return rc;
     return planned_check(sd, a);
 }

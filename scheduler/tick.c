@@ -13,6 +13,7 @@
 #include "scheduler/nodes.h"
 #include "scheduler/pass.h"
 #include "scheduler/planned.h"
+#include "scheduler/rankstats.h"
 #include "scheduler/watchdog.h"
 
 /* How often last_seen is written to the database. */
@@ -39,6 +40,7 @@ tick_cb(uv_timer_t *timer)
     }
     watchdog_tick(sd);
     cadences_tick(sd);
+    rankstats_tick(sd);
     planned_tick(sd);
     if (sd->pass)
         pass_tick(sd->pass, timeid_now_ms());

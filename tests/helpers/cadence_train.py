@@ -27,6 +27,11 @@ Options:
                      the others run)
   --die-in-checkpoint K  on attempt 1, rank 1 exits at its K-th checkpoint
                      after writing its part, before committing it
+  --seconds T        (with --no-torch) stop after T seconds, or at --steps,
+                     whichever comes first (ranks of different speeds end
+                     together)
+  --slow-rank R      rank R sleeps --slow-step-time instead of --step-time
+  --slow-step-time S   per step (a rank persistently slower than the others)
   --out DIR          where the records go (default: the checkpoint dir)
 """
 import argparse
@@ -83,12 +88,25 @@ def lockstep_step(lockstep, step):
     return act
 
 
+def step_time(a):
+    """This rank's sleep per step."""
+    return a.slow_step_time if RANK == a.slow_rank else a.step_time
+
+
 def run_alone(a, lockstep, out):
-    """--no-torch: steps, the cadence and the records, nothing else."""
+    """--no-torch: steps, the cadence and the records, nothing else (a
+    checkpoint is committed at once, with nothing saved)."""
+    end = time.monotonic() + a.seconds if a.seconds > 0 else None
+    keep = []
     for step in range(1, a.steps + 1):
+        if end is not None and time.monotonic() >= end:
+            break
         begin_step(step)
-        lockstep_step(lockstep, step)
-        time.sleep(a.step_time)
+        keep = ([Cycle() for _ in range(a.garbage)] + keep)[:a.garbage]
+        if lockstep_step(lockstep, step).checkpoint:
+            record["ckpt_steps"].append(step)
+            lockstep.checkpoint_committed(step)
+        time.sleep(step_time(a))
     save_record(out)
 
 
@@ -100,6 +118,9 @@ def main():
     ap.add_argument("--late-start", type=float, default=0)
     ap.add_argument("--die-in-checkpoint", type=int, default=0)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--slow-rank", type=int, default=-1)
+    ap.add_argument("--slow-step-time", type=float, default=0)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     if a.late_start > 0 and ATTEMPT == 1 and RANK == 1:
@@ -169,8 +190,8 @@ def main():
                       flush=True)
                 os._exit(1)
             lockstep.checkpoint_committed(step)
-        if a.step_time > 0:
-            time.sleep(a.step_time)
+        if step_time(a) > 0:
+            time.sleep(step_time(a))
 
     record["final"] = param_digest(model)
     save_record(out)

@@ -509,6 +509,86 @@ test_walks(void)
     db_close(db);
 }
 
+/* Rows seen by a rank-stats walk. */
+struct stat_seen {
+    int rows;
+    int64_t first_window, last_window;
+    struct db_rank_stat first;
+    char node[16];
+};
+
+static int
+walk_stat(const struct db_rank_stat *r, void *arg)
+{
+    struct stat_seen *w = arg;
+
+    if (w->rows++ == 0) {
+        w->first = *r;
+        snprintf(w->node, sizeof(w->node), "%s", r->node);
+        w->first_window = r->window_ms;
+    }
+    w->last_window = r->window_ms;
+    return 0;
+}
+
+static void
+test_rank_stats(void)
+{
+    struct db *db = open_checked("open for the rank stats");
+    struct stat_seen w;
+    int rc = 0;
+
+    if (db == NULL)
+        return;
+    for (int win = 1; win <= RANKWIN_KEEP + 2 && rc == 0; win++) {
+        for (int rank = 0; rank < 2 && rc == 0; rank++) {
+            struct db_rank_stat r = { .job_id = 1,
+                .attempt = 1,
+                .rank = rank,
+                .window_ms = 1000 * win,
+                .node = "n1",
+                .s = { .step = 10 * win,
+                    .step_p50_us = 100 + rank,
+                    .step_p99_us = 200,
+                    .median_us = 100,
+                    .slow = rank == 1,
+                    .gc_count = 2,
+                    .gc_p50_ms = 3,
+                    .gc_max_ms = 4,
+                    .gc_step = 5,
+                    .ckpt_count = 1,
+                    .ckpt_max_ms = 6,
+                    .ckpt_step = -1 } };
+
+            rc = db_rank_stat_insert(db, &r);
+        }
+        if (rc == 0)
+            rc = db_rank_stats_prune(db, 1, RANKWIN_KEEP);
+    }
+    is_int(rc, 0, "insert %d windows of 2 ranks, pruning after each",
+        RANKWIN_KEEP + 2);
+    is_int(db_txn_commit(db), 0, "commit");
+    memset(&w, 0, sizeof(w));
+    is_int(db_rank_stats_foreach(db, 1, walk_stat, &w), 0, "walk them");
+    is_int(w.rows, 2 * RANKWIN_KEEP, "only the newest windows are kept");
+    is_int((int)w.first_window, 1000 * (RANKWIN_KEEP + 2), "newest first");
+    is_int((int)w.last_window, 3000, "the two oldest windows pruned");
+    is_int(w.first.rank, 0, "then by rank");
+    is_str(w.node, "n1", "node");
+    ok(w.first.s.step == 10 * (RANKWIN_KEEP + 2) &&
+            w.first.s.step_p50_us == 100 && w.first.s.step_p99_us == 200 &&
+            w.first.s.median_us == 100 && !w.first.s.slow &&
+            w.first.s.gc_count == 2 && w.first.s.gc_p50_ms == 3 &&
+            w.first.s.gc_max_ms == 4 && w.first.s.gc_step == 5 &&
+            w.first.s.ckpt_count == 1 && w.first.s.ckpt_max_ms == 6 &&
+            w.first.s.ckpt_step == -1,
+        "every field reads back");
+    memset(&w, 0, sizeof(w));
+    is_int(db_rank_stats_foreach(db, 2, walk_stat, &w), 0, "another job");
+    is_int(w.rows, 0, "has none");
+    db_close(db);
+}
+
 static void
 test_newer_refused(void)
 {
@@ -541,6 +621,7 @@ main(void)
     test_fresh();
     test_fault_tolerance();
     test_walks();
+    test_rank_stats();
     test_newer_refused();
     test_rmtree(dir);
     return done_testing();
