@@ -17,7 +17,9 @@
  * What this server can do today: every collective whose participants are
  * all on this node (libpmix completes those itself); a rank's abort
  * (PMIx_Abort, behind MPI_Abort) is recorded as that rank's evidence and
- * stops the attempt's ranks on this node. What it cannot: a fence or a
+ * stops the attempt's ranks on this node; the gc and checkpoint
+ * directives of the attempt reach its ranks as PMIx events
+ * (pmixsrv_directives). What it cannot: a fence or a
  * direct modex that involves ranks on other nodes (a multi-node MPI job)
  * completes at once with PMIX_ERR_NOT_SUPPORTED and a log line, so such a
  * job fails in MPI_Init instead of hanging. MPI_Comm_spawn, ports and
@@ -89,6 +91,23 @@ void pmixsrv_set_hooks(struct pmixsrv *px, pmixsrv_abort_fn abort_fn,
  */
 int pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
     uid_t uid, gid_t gid, char ***env);
+
+/*
+ * The directives launch (job, attempt) lists, ds[0..n) (all of them, as
+ * proc_directive_set got them): each gc or checkpoint directive not
+ * notified before is pushed to the attempt's ranks as a PMIx event
+ * (sdk/c/lockstep.h's LOCKSTEP_PMIX_EVENT_* and payload keys;
+ * docs/cadence.md), once per seq however often the launch repeats it; a
+ * directive no longer listed is forgotten (the list given is the whole
+ * listing). The event is cached by libpmix, so a rank that registers its
+ * handler later (within pmix_event_eviction_time, 120 s) still gets it.
+ * Nothing is done when px is NULL or the namespace is not registered here
+ * (LOCKSTEP_PMIX=0, an adopted attempt, before its first rank's
+ * pmixsrv_rank_env): call again once it is. A failure is logged; the
+ * control file still carries the directive.
+ */
+void pmixsrv_directives(struct pmixsrv *px, int64_t job, int attempt,
+    const struct proto_directive *ds, size_t n);
 
 /* The attempt (job, attempt) is gone from this node: deregister its
  * namespace (no-op for one never registered here). Accepts NULL px. */
