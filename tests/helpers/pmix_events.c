@@ -135,6 +135,10 @@ main(int argc, char **argv)
     }
     if (!pmix)
         say("no PMIx server\n");
+    else
+        say("uid=%u PMIX_MCA_gds=%s PMIX_GDS_MODULE=%s\n", (unsigned)getuid(),
+            getenv("PMIX_MCA_gds") ? getenv("PMIX_MCA_gds") : "-",
+            getenv("PMIX_GDS_MODULE") ? getenv("PMIX_GDS_MODULE") : "-");
     late = argc > 3 && strcmp(argv[3], "late") == 0 && pmix && me.rank == 1;
     registered = !late || !pmix;
     if (!late && pmix && register_handler() < 0)

@@ -8,7 +8,9 @@
 # file) still gets that directive's event (libpmix's cache); an Open MPI
 # rank (MPI_Init, MPI_Allreduce) whose handler passes the event on is not
 # aborted (PMIX_EVENT_NON_DEFAULT); LOCKSTEP_PMIX=0 gets no event (the
-# control file alone).
+# control file alone); ranks that a root agent with run_as_submitter runs
+# as `nobody` get PMIX_MCA_gds=hash (no "PMIX ERROR" from the root-owned
+# shared-memory store) and their events.
 # Skipped without the PMIx headers (or a build without libpmix); the MPI
 # case without mpicc.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -124,6 +126,28 @@ test_expect_success 'LOCKSTEP_PMIX=0: the control file alone, no event' '
     ! grep -q "^event" off.out &&
     ! grep -q "job=$id attempt=1 directive seq=.* notified as PMIx event" \
         "$TEST_DIR"/agent-n1/log
+'
+
+test_expect_success 'ranks running as their submitter (nobody) get the events too' '
+    chmod 0711 "$TEST_DIR" && chmod 0755 pmix_events &&
+    ls_cli cordon n1 --reason "n2 runs ranks as their submitter" &&
+    start_agent n2 -o run_as_submitter=true && wait_nodes_up 1 &&
+    mkdir -p ck5 && chmod 0777 ck5 &&
+    id=$(setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+        "$CLI" submit --json --nodes 1 --ranks-per-node 2 --gc-every 40steps \
+        --checkpoint-every 100steps --checkpoint-dir "$TEST_DIR/ck5" \
+        --workdir "$TEST_DIR" -- ./pmix_events 220 20 | jget "j[\"id\"]") &&
+    wait_job_state $id SUCCEEDED 90 &&
+    events_ok $id &&
+    for r in 0 1; do
+        grep -x "uid=65534 PMIX_MCA_gds=hash PMIX_GDS_MODULE=.*" \
+            $id.rank-$r.out || return 1
+        # Without the hash store: "PMIX ERROR: ... gds_ds12_lock_pthread.c"
+        ls_cli logs $id --rank $r --stream err >nobody.err &&
+        cat nobody.err &&
+        ! grep -q "PMIX ERROR" nobody.err || return 1
+    done &&
+    ls_cli uncordon n1
 '
 
 if command -v mpicc >/dev/null 2>&1; then
