@@ -17,11 +17,12 @@
  *   curlx resources    HTTP on the loop; what the node offers
  *   agentd             the settings and this context
  *   logship            ships the output files registered with it
- *   pmixsrv_info pmixsrv_net pmixsrv
+ *   pmixsrv_info pmixsrv_net pmixsrv_event pmixsrv
  *                      the PMIx server's information lists; its fences
- *                      across nodes, relayed through the scheduler; the
- *                      PMIx server (its upcalls reach the loop through a
- *                      locked queue; aborts go up through hooks)
+ *                      across nodes, relayed through the scheduler;
+ *                      directives as PMIx events; the PMIx server (its
+ *                      upcalls reach the loop through a locked queue;
+ *                      aborts go up through hooks)
  *   proc_env proc_int  a rank's environment; proc*.c's internal header
  *   proc_job           the objects: a job attempt and its ranks
  *   proc_progress proc_ckpt      steps and output; checkpoints

@@ -39,6 +39,7 @@
 
 #include "agent/agentd.h"
 #include "agent/mkdirp.h"
+#include "agent/pmixsrv_event.h"
 #include "agent/pmixsrv_info.h"
 #include "agent/pmixsrv_net.h"
 #include "agent/rmtree.h"
@@ -73,6 +74,7 @@ enum pmixsrv_work_kind {
     PMIXSRV_WORK_ABORT,
     PMIXSRV_WORK_FENCE,
     PMIXSRV_WORK_DMODEX,
+    PMIXSRV_WORK_NOTIFIED,
 };
 
 /* One upcall, copied off libpmix's thread. */
@@ -88,7 +90,7 @@ struct pmixsrv_work {
     int timeout_s;          /* a fence's PMIX_TIMEOUT; 0 none */
     pmix_op_cbfunc_t op_cb; /* may be NULL (client_connected) */
     pmix_modex_cbfunc_t modex_cb;
-    void *cbdata;
+    void *cbdata; /* NOTIFIED: the struct pmixsrv_note (not ours to free) */
     struct pmixsrv_work *next;
 };
 
@@ -102,6 +104,7 @@ struct pmixsrv_ns {
     size_t nlocal;
     int64_t stop_due_ms;        /* monotonic: 0 none, -1 done */
     struct pmixsrv_net_ns *net; /* for fences across nodes */
+    struct pmixsrv_seen seen;   /* directives notified (pmixsrv_directives) */
     struct pmixsrv_ns *next;
 };
 
@@ -113,6 +116,7 @@ struct pmixsrv {
     pthread_mutex_t lock;
     struct pmixsrv_work *head, *tail; /* under lock */
     struct pmixsrv_ns *ns;
+    struct pmixsrv_note *notes; /* events libpmix has not completed */
     pmixsrv_abort_fn abort_fn;
     pmixsrv_stop_fn stop_fn;
     void *hook_arg;
@@ -244,6 +248,17 @@ pmixsrv_dmodex_cb(const pmix_proc_t *proc, const pmix_info_t info[],
     return pmixsrv_enqueue(w);
 }
 
+/* libpmix is done with an event's info list (pmixsrv_directives). */
+static void
+pmixsrv_notified_cb(pmix_status_t status, void *cbdata)
+{
+    struct pmixsrv_work *w = pmixsrv_work_new(PMIXSRV_WORK_NOTIFIED, NULL);
+
+    w->status = status;
+    w->cbdata = cbdata;
+    pmixsrv_enqueue(w);
+}
+
 /* Everything not listed (spawn, connect, publish, lookup, ...) is NULL:
  * libpmix answers PMIX_ERR_NOT_SUPPORTED itself. */
 static pmix_server_module_t pmixsrv_module = {
@@ -350,6 +365,7 @@ pmixsrv_ns_unlink(struct pmixsrv *px, struct pmixsrv_ns *ns)
     }
     PMIx_server_deregister_nspace(ns->name, pmixsrv_op_done_cb, NULL);
     pmixsrv_net_ns_free(ns->net);
+    pmixsrv_seen_free(&ns->seen);
     free(ns->local);
     free(ns);
 }
@@ -481,6 +497,47 @@ pmixsrv_job_end(struct pmixsrv *px, int64_t job, int attempt)
 }
 
 void
+pmixsrv_directives(struct pmixsrv *px, int64_t job, int attempt,
+    const struct proto_directive *ds, size_t n)
+{
+    char name[PMIX_MAX_NSLEN + 1];
+    struct pmixsrv_note *note;
+    struct pmixsrv_ns *ns;
+    size_t *fresh, nfresh;
+    pmix_status_t rc;
+
+    if (px == NULL)
+        return;
+    snprintf(name, sizeof(name), "%lld.%d", (long long)job, attempt);
+    if ((ns = pmixsrv_ns_find(px, name)) == NULL)
+        return;
+    fresh = xcalloc(n + 1, sizeof(*fresh));
+    nfresh = pmixsrv_event_fresh(&ns->seen, ds, n, fresh);
+    for (size_t k = 0; k < nfresh; k++) {
+        const struct proto_directive *d = &ds[fresh[k]];
+
+        rc = pmixsrv_event_notify(ns->name, attempt, d, pmixsrv_notified_cb,
+            &note);
+        if (note != NULL) {
+            note->next = px->notes;
+            px->notes = note;
+        }
+        if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED)
+            log_error("job=%lld attempt=%d cannot notify the ranks of "
+                      "directive seq=%llu: %s (the control file has it)",
+                (long long)job, attempt, (unsigned long long)d->seq,
+                PMIx_Error_string(rc));
+        else
+            log_info("job=%lld attempt=%d directive seq=%llu kind=%s "
+                     "step=%lld notified as PMIx event %d",
+                (long long)job, attempt, (unsigned long long)d->seq,
+                proto_directive_kind_str(d->kind), (long long)d->step,
+                pmixsrv_event_code(d->kind));
+    }
+    free(fresh);
+}
+
+void
 pmixsrv_set_hooks(struct pmixsrv *px, pmixsrv_abort_fn abort_fn,
     pmixsrv_stop_fn stop_fn, void *arg)
 {
@@ -595,6 +652,24 @@ pmixsrv_do_fence(struct pmixsrv *px, struct pmixsrv_work *w)
     w->modex_cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, w->cbdata, NULL, NULL);
 }
 
+/* libpmix is done with note: free its info list. */
+static void
+pmixsrv_do_notified(struct pmixsrv *px, struct pmixsrv_work *w)
+{
+    struct pmixsrv_note **p;
+
+    if (w->status != PMIX_SUCCESS)
+        log_warn("a PMIx event completed with %s",
+            PMIx_Error_string(w->status));
+    for (p = &px->notes; *p != NULL; p = &(*p)->next) {
+        if (*p == w->cbdata) {
+            *p = (*p)->next;
+            pmixsrv_note_free(w->cbdata);
+            break;
+        }
+    }
+}
+
 static void
 pmixsrv_do(struct pmixsrv *px, struct pmixsrv_work *w)
 {
@@ -619,6 +694,9 @@ pmixsrv_do(struct pmixsrv *px, struct pmixsrv_work *w)
                  "pmix_base_async_modex off)",
             w->proc.rank, w->proc.nspace);
         w->modex_cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, w->cbdata, NULL, NULL);
+        break;
+    case PMIXSRV_WORK_NOTIFIED:
+        pmixsrv_do_notified(px, w);
         break;
     }
 }
@@ -749,13 +827,19 @@ pmixsrv_destroy(struct pmixsrv *px)
         pmixsrv_ns_unlink(px, px->ns);
     PMIx_server_finalize();
     pmixsrv_self = NULL;
-    /* libpmix is gone: nobody is left to reply to. */
+    /* libpmix is gone: nobody is left to reply to, nor any event. */
     for (w = pmixsrv_take(px); w != NULL; w = next) {
         next = w->next;
         pmixsrv_work_free(w);
     }
     /* curlx_destroy dropped the fences in flight. */
     pmixsrv_net_destroy(px->net);
+    while (px->notes != NULL) {
+        struct pmixsrv_note *note = px->notes;
+
+        px->notes = note->next;
+        pmixsrv_note_free(note);
+    }
     rmtree_at(AT_FDCWD, px->dir, NULL);
     hs[0] = (uv_handle_t *)&px->async;
     hs[1] = (uv_handle_t *)&px->timer;

@@ -23,7 +23,9 @@
  * attempt ended, PMIX_TIMEOUT or 300 s passed, the scheduler is
  * unreachable), so ranks never wait forever; a rank's abort (PMIx_Abort,
  * behind MPI_Abort) is recorded as that rank's evidence and stops the
- * attempt's ranks on this node. What it cannot: a direct modex of a rank
+ * attempt's ranks on this node; the gc and checkpoint directives of the
+ * attempt reach its ranks as PMIx events (pmixsrv_directives). What it
+ * cannot: a direct modex of a rank
  * on another node (Open MPI's pmix_base_async_modex; data travels with
  * the fences by default) completes at once with PMIX_ERR_NOT_SUPPORTED
  * and a log line; a fence naming several namespaces likewise.
@@ -96,6 +98,23 @@ void pmixsrv_set_hooks(struct pmixsrv *px, pmixsrv_abort_fn abort_fn,
  */
 int pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
     uid_t uid, gid_t gid, char ***env);
+
+/*
+ * The directives launch (job, attempt) lists, ds[0..n) (all of them, as
+ * proc_directive_set got them): each gc or checkpoint directive not
+ * notified before is pushed to the attempt's ranks as a PMIx event
+ * (sdk/c/lockstep.h's LOCKSTEP_PMIX_EVENT_* and payload keys;
+ * docs/cadence.md), once per seq however often the launch repeats it; a
+ * directive no longer listed is forgotten (the list given is the whole
+ * listing). The event is cached by libpmix, so a rank that registers its
+ * handler later (within pmix_event_eviction_time, 120 s) still gets it.
+ * Nothing is done when px is NULL or the namespace is not registered here
+ * (LOCKSTEP_PMIX=0, an adopted attempt, before its first rank's
+ * pmixsrv_rank_env): call again once it is. A failure is logged; the
+ * control file still carries the directive.
+ */
+void pmixsrv_directives(struct pmixsrv *px, int64_t job, int attempt,
+    const struct proto_directive *ds, size_t n);
 
 /* The attempt (job, attempt) is gone from this node: deregister its
  * namespace (no-op for one never registered here). Accepts NULL px. */

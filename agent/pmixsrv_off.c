@@ -35,6 +35,12 @@ pmixsrv_rank_env(struct pmixsrv *px, const struct proto_launch *l, size_t i,
 }
 
 void
+pmixsrv_directives(struct pmixsrv *px, int64_t job, int attempt,
+    const struct proto_directive *ds, size_t n)
+{
+}
+
+void
 pmixsrv_job_end(struct pmixsrv *px, int64_t job, int attempt)
 {
 }

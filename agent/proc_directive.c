@@ -5,7 +5,8 @@
  * out itself (a stack dump) are acknowledged once the module that does the
  * work says so (proc_dump.c). Those the ranks carry out (gc, checkpoint:
  * docs/cadence.md) are published in the attempt's control file
- * (common/ctlfile.h), and each rank acknowledges them in its own progress
+ * (common/ctlfile.h) and, for PMIx clients, notified as PMIx events
+ * (pmixsrv.h), and each rank acknowledges them in its own progress
  * file (proc_progress.c). Either way the acks are recomputed for every
  * report rather than kept.
  */
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agentd.h"
+#include "agent/pmixsrv.h"
 #include "agent/proc_dump.h"
+#include "agent/proc_int.h"
 #include "agent/proc_job.h"
 #include "common/ctlfile.h"
 #include "common/log.h"
@@ -63,13 +67,16 @@ proc_directive_postable(const struct proc_job *job, size_t i)
     return true;
 }
 
-/* Publish job's rank-targeted directives in its control file (if open).
+/* Publish job's rank-targeted directives in its control file (if open)
+ * and, when the agent's PMIx server serves the attempt, as PMIx events.
  * Posting what is there already changes nothing. */
 static void
 proc_directive_post(struct proc_job *job)
 {
     uint64_t logged = job->ctl_logged;
 
+    pmixsrv_directives(job->pt->ad->pmixsrv, job->job, job->attempt,
+        job->directives, job->ndirectives);
     if (job->ctl == NULL)
         return;
     for (size_t i = 0; i < job->ndirectives; i++) {

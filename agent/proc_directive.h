@@ -6,7 +6,9 @@
  * target, a directive is the agent's own work (a stack dump, proc_dump.c:
  * carried out once, acknowledged for every rank) or the ranks' (gc,
  * checkpoint: posted to the attempt's control file, <dir>/sdk/control,
- * which the SDK maps; each rank acknowledges it in its progress file with
+ * which the SDK maps, and, when the agent's PMIx server serves the
+ * attempt, notified once as a PMIx event, pmixsrv_directives; each rank
+ * acknowledges it in its progress file with
  * the step it acted at, docs/cadence.md). The acks go in each status
  * report for as long as the launch still lists the directive, so
  * duplicates are harmless and a scheduler that restarted hears the acks

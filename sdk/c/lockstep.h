@@ -63,6 +63,33 @@ enum lockstep_step_flags {
     LOCKSTEP_ACT_CHECKPOINT = 1 << 1,
 };
 
+/*
+ * The cadence as a PMIx event (docs/cadence.md). Besides the control
+ * file, the agent (when it is the rank's PMIx server) notifies every rank
+ * of the attempt of each gc and checkpoint directive once, with one of
+ * these codes (custom codes, below PMIX_EXTERNAL_ERR_BASE), source
+ * {PMIX_NAMESPACE, PMIX_RANK_UNDEF}, PMIX_RANGE_CUSTOM (the attempt's
+ * namespace) and PMIX_EVENT_NON_DEFAULT (Open MPI's default handler, which
+ * aborts the rank, never sees it). A rank that registers a handler for a
+ * code with PMIx_Register_event_handler gets the event even if it
+ * registers later (libpmix caches it, 120 s by default). The handler must
+ * be idempotent (it may see a directive again) and should complete with
+ * PMIX_EVENT_ACTION_COMPLETE. For programs that do not use this library's
+ * lockstep_step (which reads the control file); this header does not
+ * include pmix.h.
+ */
+#define LOCKSTEP_PMIX_EVENT_CHECKPOINT (-3101)
+#define LOCKSTEP_PMIX_EVENT_GC (-3102)
+/* The event's payload keys: "gc" or "checkpoint" (PMIX_STRING) */
+#define LOCKSTEP_PMIX_KEY_KIND "lockstep.kind"
+/* the step to act at (PMIX_INT64; -1: at the next step) */
+#define LOCKSTEP_PMIX_KEY_STEP "lockstep.step"
+/* the directive's sequence number in the attempt, from 1 (PMIX_UINT64):
+ * a rank acts once per seq */
+#define LOCKSTEP_PMIX_KEY_SEQ "lockstep.seq"
+/* the attempt (PMIX_UINT32), as LOCKSTEP_ATTEMPT */
+#define LOCKSTEP_PMIX_KEY_ATTEMPT "lockstep.attempt"
+
 /* Read the environment, map the control file and announce the rank (the
  * progress file with step -1, unless another process of the rank already
  * wrote it). Returns 1 under lockstep, 0 outside it (every other call is
