@@ -1085,6 +1085,21 @@ test_ckpt(void)
         job->nckpt_base);
     snprintf(path, sizeof(path), "%s/ckpt-base", job->dir);
     ok(access(path, F_OK) == 0, "... kept in the attempt directory");
+    {
+        /* What a restarted agent reads back when it re-adopts it. */
+        struct proc_job *again = xcalloc(1, sizeof(*again));
+
+        again->job = job->job;
+        again->attempt = job->attempt;
+        again->dir = job->dir;
+        proc_ckpt_base_load(again);
+        ok(again->ckpt_base_taken && again->nckpt_base == 2 &&
+                memcmp(again->ckpt_base, job->ckpt_base,
+                    2 * sizeof(*job->ckpt_base)) == 0,
+            "a re-adopted attempt reads the same baseline back");
+        free(again->ckpt_base);
+        free(again);
+    }
 
     /* What this attempt writes. */
     for (i = 0; names[i] != NULL; i++)
