@@ -165,8 +165,8 @@ set_export(void *opts, const char *value, struct sbuf *why)
     return 0;
 }
 
-/* --resume-from JOB (digits: a job id) or PATH (must exist here; made
- * absolute, symbolic links resolved). */
+/* --resume-from JOB (digits: a job id; a directory named so is ./123) or
+ * PATH (must exist here; made absolute, symbolic links resolved). */
 static int
 set_resume_from(void *opts, const char *value, struct sbuf *why)
 {
@@ -449,7 +449,6 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         status = CLI_EXIT_USAGE;
         goto out;
     }
-    submit_warn_ckpt(cli, &opts.spec);
     body = proto_job_spec_to_json(&opts.spec);
     if (cli_call(cli, "POST", "/v1/jobs", body, 0, &resp, &job, NULL) < 0)
         goto out;
@@ -458,6 +457,8 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         cli_warn(cli, "unexpected reply from the scheduler: no job id");
         goto out;
     }
+    /* Once the job is accepted: a refusal says what was wrong alone. */
+    submit_warn_ckpt(cli, &opts.spec);
     if (!opts.wait) {
         if (json)
             cli_print_body(&resp);

@@ -35,8 +35,8 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
 }
 
 int
-jobs_resolve_resume(struct schedd *sd, const char *user, bool operator,
-    struct proto_job_spec * spec, struct err *err)
+jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
+    const char *user, bool read_all, struct err *err)
 {
     struct job *from = NULL;
     int rc;
@@ -53,7 +53,7 @@ jobs_resolve_resume(struct schedd *sd, const char *user, bool operator,
             (long long)spec->resume_from_job);
     if (rc < 0)
         return rc;
-    if (!operator&& strcmp(from->user, user) != 0)
+    if (!read_all && strcmp(from->user, user) != 0)
         rc = err_set(err, -EPERM,
             "field 'resume_from_job': job %lld belongs to another user",
             (long long)from->id);
