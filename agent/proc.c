@@ -455,7 +455,10 @@ proc_job_start(struct proc_table *pt, const struct proto_launch *l)
         l->user != NULL ? l->user : "", l->nranks);
     rc = proc_job_prepare(job, l, pt->lease_ms, why, sizeof(why), &launch);
     if (rc == 0) {
-        /* Before the ranks start: they map it at once. */
+        /* Before the ranks start: the baseline of the checkpoint
+         * directory (proc_ckpt.c), and the control file they map at
+         * once. */
+        proc_ckpt_scan(job);
         proc_directive_open(job);
         rc = proc_sv_spawn(job, why, sizeof(why));
     }

@@ -9,6 +9,16 @@
  * newest, never the one this attempt resumed from and never an incomplete
  * one (it may be being written).
  *
+ * Only checkpoints this attempt wrote count. The first scan, queued before
+ * the supervisor is spawned, takes the baseline: every step complete then,
+ * with its COMPLETE marker's identity (device, inode, modification and
+ * change times). Those are an earlier run's (or an earlier attempt's,
+ * which reported them itself) and are never reported nor deleted, unless
+ * their marker changes (the job wrote that step again). The baseline is
+ * kept in the attempt directory (ckpt-base), so an agent that restarts
+ * and re-adopts the attempt keeps it; nothing compares clocks, so a
+ * network file system whose clock differs from the nodes' changes nothing.
+ *
  * Both run on libuv's thread pool, one operation per job at a time: DIR is
  * the user's, usually on a network file system, and a stat that hangs
  * there must not stop the loop (and with it every lease renewal on the
@@ -49,10 +59,20 @@
  * would otherwise retry, and warn, at every heartbeat). */
 #define PROC_CKPT_PRUNE_RETRY_MS 60000
 
+/* The baseline file in the attempt directory: a header line, then one
+ * line per mark. */
+#define PROC_CKPT_BASE_FILE "ckpt-base"
+#define PROC_CKPT_BASE_HEADER "lockstep-ckpt-base 1"
+
 struct proc_ckpt_op {
     uv_work_t req;
     struct proc_job *job;
-    bool prune; /* else a scan */
+    bool prune;                        /* else a scan */
+    bool baseline;                     /* a scan that takes the baseline */
+    const struct proc_ckpt_mark *base; /* borrowed from the job */
+    size_t nbase;
+    struct proc_ckpt_mark *marks; /* baseline: what it found */
+    size_t nmarks, capmarks;
     char *dir;
     int64_t uid, gid; /* file-system identity; -1 keep */
     int64_t *in;      /* scan: known complete; prune: to delete */
@@ -79,6 +99,45 @@ proc_ckpt_has(const int64_t *v, size_t n, int64_t step)
     return n > 0 && bsearch(&step, v, n, sizeof(*v), proc_ckpt_cmp) != NULL;
 }
 
+static int
+proc_ckpt_mark_cmp(const void *a, const void *b)
+{
+    const struct proc_ckpt_mark *x = a, *y = b;
+
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+static void
+proc_ckpt_mark_set(struct proc_ckpt_mark *m, int64_t step,
+    const struct stat *st)
+{
+    m->step = step;
+    m->dev = (uint64_t)st->st_dev;
+    m->ino = (uint64_t)st->st_ino;
+    m->mtime_s = (int64_t)st->st_mtim.tv_sec;
+    m->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
+    m->ctime_s = (int64_t)st->st_ctim.tv_sec;
+    m->ctime_ns = (int64_t)st->st_ctim.tv_nsec;
+}
+
+/* Whether step with marker st is in the baseline, marker unchanged. */
+static bool
+proc_ckpt_in_base(const struct proc_ckpt_mark *base, size_t n, int64_t step,
+    const struct stat *st)
+{
+    struct proc_ckpt_mark key, now;
+    const struct proc_ckpt_mark *m;
+
+    if (n == 0)
+        return false;
+    key.step = step;
+    m = bsearch(&key, base, n, sizeof(*base), proc_ckpt_mark_cmp);
+    if (m == NULL)
+        return false;
+    proc_ckpt_mark_set(&now, step, st);
+    return memcmp(m, &now, sizeof(now)) == 0;
+}
+
 /* "step-<N>", N decimal without leading zeros (the path the scheduler
  * builds for LOCKSTEP_RESUME_FROM must name this very directory). */
 static bool
@@ -102,6 +161,16 @@ proc_ckpt_parse(const char *name, int64_t *step)
 }
 
 /* ---- the thread pool side ----------------------------------------------- */
+
+static void
+proc_ckpt_base_add(struct proc_ckpt_op *op, int64_t step, const struct stat *st)
+{
+    if (op->nmarks == op->capmarks) {
+        op->capmarks = op->capmarks == 0 ? 16 : op->capmarks * 2;
+        op->marks = xreallocarray(op->marks, op->capmarks, sizeof(*op->marks));
+    }
+    proc_ckpt_mark_set(&op->marks[op->nmarks++], step, st);
+}
 
 static void
 proc_ckpt_scan_work(struct proc_ckpt_op *op)
@@ -135,6 +204,12 @@ proc_ckpt_scan_work(struct proc_ckpt_op *op)
                 fstatat(dfd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                 !S_ISREG(st.st_mode))
                 continue;
+            if (op->baseline) {
+                proc_ckpt_base_add(op, step, &st);
+                continue;
+            }
+            if (proc_ckpt_in_base(op->base, op->nbase, step, &st))
+                continue;
         }
         if (op->nout == cap) {
             cap = cap == 0 ? 64 : cap * 2;
@@ -145,6 +220,8 @@ proc_ckpt_scan_work(struct proc_ckpt_op *op)
     closedir(d);
     if (op->nout > 0)
         qsort(op->out, op->nout, sizeof(*op->out), proc_ckpt_cmp);
+    if (op->nmarks > 0)
+        qsort(op->marks, op->nmarks, sizeof(*op->marks), proc_ckpt_mark_cmp);
 }
 
 static void
@@ -206,6 +283,104 @@ proc_ckpt_work_cb(uv_work_t *req)
 
 /* ---- the loop side ------------------------------------------------------ */
 
+/* Write the baseline to the attempt directory (local, root's): a failure
+ * only costs it after an agent restart, when the re-adopted attempt takes
+ * a new one. */
+static void
+proc_ckpt_base_save(const struct proc_job *job)
+{
+    struct sbuf b;
+    char *path, *tmp;
+    FILE *f;
+    bool ok;
+
+    sbuf_init(&b);
+    sbuf_addf(&b, "%s\n", PROC_CKPT_BASE_HEADER);
+    for (size_t i = 0; i < job->nckpt_base; i++) {
+        const struct proc_ckpt_mark *m = &job->ckpt_base[i];
+
+        sbuf_addf(&b,
+            "%" PRId64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64
+            " %" PRId64 " %" PRId64 "\n",
+            m->step, m->dev, m->ino, m->mtime_s, m->mtime_ns, m->ctime_s,
+            m->ctime_ns);
+    }
+    path = xasprintf("%s/%s", job->dir, PROC_CKPT_BASE_FILE);
+    tmp = xasprintf("%s.tmp", path);
+    f = fopen(tmp, "we");
+    ok = f != NULL && fwrite(b.buf, 1, b.len, f) == b.len;
+    if (f != NULL && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) < 0) {
+        log_warn("job=%lld attempt=%d cannot write '%s': %s",
+            (long long)job->job, job->attempt, path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+    sbuf_release(&b);
+}
+
+void
+proc_ckpt_base_load(struct proc_job *job)
+{
+    char *path = xasprintf("%s/%s", job->dir, PROC_CKPT_BASE_FILE);
+    char line[256];
+    struct proc_ckpt_mark m;
+    size_t cap = 0;
+    FILE *f = fopen(path, "re");
+
+    if (f == NULL) {
+        free(path);
+        return;
+    }
+    if (fgets(line, sizeof(line), f) == NULL ||
+        strcmp(line, PROC_CKPT_BASE_HEADER "\n") != 0) {
+        log_warn("job=%lld attempt=%d ignoring '%s': not a baseline",
+            (long long)job->job, job->attempt, path);
+        fclose(f);
+        free(path);
+        return;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line,
+                "%" SCNd64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNd64
+                " %" SCNd64 " %" SCNd64,
+                &m.step, &m.dev, &m.ino, &m.mtime_s, &m.mtime_ns, &m.ctime_s,
+                &m.ctime_ns) != 7)
+            continue;
+        if (job->nckpt_base == cap) {
+            cap = cap == 0 ? 16 : cap * 2;
+            job->ckpt_base = xreallocarray(job->ckpt_base, cap,
+                sizeof(*job->ckpt_base));
+        }
+        job->ckpt_base[job->nckpt_base++] = m;
+    }
+    fclose(f);
+    free(path);
+    if (job->nckpt_base > 0)
+        qsort(job->ckpt_base, job->nckpt_base, sizeof(*job->ckpt_base),
+            proc_ckpt_mark_cmp);
+    job->ckpt_base_taken = true;
+}
+
+static void
+proc_ckpt_base_taken(struct proc_job *job, struct proc_ckpt_op *op)
+{
+    free(job->ckpt_base);
+    job->ckpt_base = op->marks;
+    job->nckpt_base = op->nmarks;
+    op->marks = NULL;
+    job->ckpt_base_taken = true;
+    if (job->nckpt_base > 0)
+        log_info("job=%lld attempt=%d checkpoint directory '%s' already "
+                 "holds %zu complete checkpoint(s), newest step %" PRId64
+                 ": not this attempt's, never reported",
+            (long long)job->job, job->attempt, op->dir, job->nckpt_base,
+            job->ckpt_base[job->nckpt_base - 1].step);
+    proc_ckpt_base_save(job);
+}
+
 static void proc_ckpt_prune_maybe(struct proc_job *job);
 
 static void
@@ -230,6 +405,10 @@ proc_ckpt_scan_done(struct proc_job *job, struct proc_ckpt_op *op)
                    "again",
             (long long)job->job, job->attempt, op->dir);
     job->ckpt_err[0] = '\0';
+    if (op->baseline) {
+        proc_ckpt_base_taken(job, op);
+        return;
+    }
     if (op->truncated)
         log_warn("job=%lld attempt=%d checkpoint directory '%s' has more "
                  "than %d entries; only those were scanned",
@@ -293,6 +472,7 @@ proc_ckpt_after_cb(uv_work_t *req, int status)
     free(op->dir);
     free(op->in);
     free(op->out);
+    free(op->marks);
     free(op);
     proc_job_handle_closed(job);
 }
@@ -388,6 +568,9 @@ proc_ckpt_scan(struct proc_job *job)
         job->ckpt_op != NULL || job->closing)
         return;
     op = xcalloc(1, sizeof(*op));
+    op->baseline = !job->ckpt_base_taken;
+    op->base = job->ckpt_base;
+    op->nbase = job->nckpt_base;
     if (job->nckpt_complete > 0) {
         op->in = xcalloc(job->nckpt_complete, sizeof(*op->in));
         memcpy(op->in, job->ckpt_complete,

@@ -13,16 +13,28 @@
 
 struct proc_job;
 
+/* A complete step of an attempt's baseline and its COMPLETE marker's
+ * identity (proc_ckpt.c). */
+struct proc_ckpt_mark {
+    int64_t step;
+    uint64_t dev, ino;
+    int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
 /*
  * Start a scan of job->checkpoint_dir for complete checkpoints
  * (directories step-<N> holding a regular file COMPLETE; nothing else
- * counts) on the thread pool, unless a scan or deletion is in flight. When
- * it ends, job->ckpt_complete is updated and, with keep_checkpoints K > 0,
+ * counts, nor any of the attempt's baseline: the first scan takes that,
+ * see proc_ckpt.c) on the thread pool, unless a scan or deletion is in flight.
+ * When it ends, job->ckpt_complete is updated and, with keep_checkpoints K > 0,
  * the deletion of the complete ones older than the K newest starts (never
  * the one resumed from, never an incomplete one). So a report carries the
  * result of the scan the previous report started.
  */
 void proc_ckpt_scan(struct proc_job *job);
+/* A re-adopted attempt: read the baseline its first agent kept in the
+ * attempt directory (none there: the next scan takes a new one). */
+void proc_ckpt_base_load(struct proc_job *job);
 /* The steps to report: the complete ones not being deleted, ascending,
  * the newest PROTO_STEPS_MAX at most (allocated; caller frees). */
 int64_t *proc_ckpt_report(const struct proc_job *job, size_t *n);

@@ -98,6 +98,7 @@ proc_job_free(struct proc_job *job)
     free(job->dir);
     free(job->checkpoint_dir);
     free(job->resume_from);
+    free(job->ckpt_base);
     free(job->ckpt_complete);
     free(job->ckpt_deleting);
     free(job->directives);

@@ -33,6 +33,7 @@
 
 struct proc_table;
 struct proc_ckpt_op;
+struct proc_ckpt_mark;
 struct ctlfile;
 
 /* The acks of a rank's progress file that are kept (the SDK writes its
@@ -133,6 +134,12 @@ struct proc_job {
     int64_t resume_step;
     int keep_checkpoints;
     bool scan_checkpoints;
+    /* the baseline: the complete steps already in the directory when the
+     * attempt started (with their markers' identity), never this
+     * attempt's unless their marker changes; ascending by step */
+    struct proc_ckpt_mark *ckpt_base;
+    size_t nckpt_base;
+    bool ckpt_base_taken;   /* else the next scan takes it */
     int64_t *ckpt_complete; /* complete steps seen, ascending */
     size_t nckpt_complete;
     int64_t *ckpt_deleting; /* steps being deleted, ascending */

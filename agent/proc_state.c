@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/proc_ckpt.h"
 #include "agent/proc_directive.h"
 #include "agent/proc_int.h"
 #include "agent/proc_job.h"
@@ -217,6 +218,7 @@ proc_state_adopt_dir(struct proc_table *pt, const char *name, int64_t jobid,
     }
     supfile_spec_release(&spec);
     proc_job_ship(job);
+    proc_ckpt_base_load(job);
 
     pid = 0;
     if (supfile_status_load(dir, &st, &err) == 0) {

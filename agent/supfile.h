@@ -15,6 +15,8 @@
  *                   owned by the user the ranks run as, and the agent's
  *                   control file (control, common/ctlfile.h), which the
  *                   ranks map read-only
+ *   ckpt-base       agent (node rank 0): the checkpoint directory's
+ *                   baseline, written and read by proc_ckpt.c alone
  *
  * Every file but `stop` and the SDK's is replaced atomically (a temporary
  * file, then rename), so a reader sees the old or the new content, never

@@ -423,6 +423,15 @@ struct cli_submit_opts {
 int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     struct err *err);
 void cli_submit_opts_release(struct cli_submit_opts *opts);
+/* The one-line warning for a checkpoint directory that is not empty at
+ * submit (docs/fault-tolerance.md §Checkpoints), from this machine's own
+ * look at spec->checkpoint_dir: what is there (complete checkpoints,
+ * the newest) will not be resumed, and what attempt 1 resumes from
+ * instead (spec->resume_from / resume_from_job). Returns true with the
+ * text in out, false (out untouched) when the directory is empty, absent
+ * or unreadable here, or the job has none. */
+bool cli_submit_ckpt_warning(const struct proto_job_spec *spec,
+    struct sbuf *out);
 
 /* ---- the list of commands (cmd_help.c) --------------------------------- */
 

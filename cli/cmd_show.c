@@ -491,6 +491,26 @@ print_env(const cJSON *env)
     printf("\n");
 }
 
+/* What attempt 1 continued from (--resume-from), when anything. */
+static void
+print_resume(const cJSON *job)
+{
+    const char *from = cli_jstr(job, "resume_from");
+    int64_t step = cli_jint(job, "resume_from_step", -1);
+    int64_t src = cli_jint(job, "resume_from_job", 0);
+
+    if (*from == '\0')
+        return;
+    printf("  resumes:     %s", from);
+    if (step >= 0)
+        printf(" (step %lld", (long long)step);
+    else
+        printf(" (step unknown");
+    if (src > 0)
+        printf(", job %lld's latest", (long long)src);
+    printf(") until this job has a checkpoint of its own\n");
+}
+
 static void
 print_job(const cJSON *job, const char *name)
 {
@@ -541,6 +561,7 @@ print_job(const cJSON *job, const char *name)
         printf("  watchdog:    off\n");
     print_cadence(job, attempts);
     printf("  checkpoints: %s\n", *ckpt ? ckpt : "-");
+    print_resume(job);
     print_checkpoints(job);
     print_rank_stats(job);
     print_goodput(job);

@@ -19,10 +19,14 @@
  */
 #include "cli/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli_env.h"
@@ -165,6 +169,38 @@ set_export(void *opts, const char *value, struct sbuf *why)
     return 0;
 }
 
+/* --resume-from JOB (digits: a job id; a directory named so is ./123) or
+ * PATH (must exist here; made absolute, symbolic links resolved). */
+static int
+set_resume_from(void *opts, const char *value, struct sbuf *why)
+{
+    struct proto_job_spec *spec = &((struct cli_submit_opts *)opts)->spec;
+    size_t n = strspn(value, "0123456789");
+    char *path;
+
+    free(spec->resume_from);
+    spec->resume_from = NULL;
+    spec->resume_from_job = 0;
+    if (n > 0 && value[n] == '\0') {
+        spec->resume_from_job = strtoll(value, NULL, 10);
+        if (n > 15 || spec->resume_from_job <= 0) {
+            sbuf_addf(why, "invalid --resume-from '%s': not a job id", value);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    path = *value != '\0' ? realpath(value, NULL) : NULL;
+    if (path == NULL) {
+        sbuf_addf(why,
+            "invalid --resume-from '%.200s': %s (give a checkpoint "
+            "directory or a job id)",
+            value, *value != '\0' ? strerror(errno) : "empty");
+        return -EINVAL;
+    }
+    spec->resume_from = path;
+    return 0;
+}
+
 #define SPEC_INT(name, field, min, max)                                        \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
@@ -186,6 +222,7 @@ static const struct cli_opt submit_opts[] = {
     CLI_OPT_PATH("checkpoint-dir", struct cli_submit_opts, spec.checkpoint_dir),
     CLI_OPT_CALL("gc-every", STR, set_gc_every),
     CLI_OPT_CALL("checkpoint-every", STR, set_checkpoint_every),
+    CLI_OPT_CALL("resume-from", STR, set_resume_from),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
     CLI_OPT_FLAG("wait-for-nodes", struct cli_submit_opts, spec.wait_for_nodes),
     CLI_OPT_END,
@@ -325,6 +362,68 @@ wait_outcome(int64_t id, const cJSON *job, const struct cli_resp *resp,
 
 /* Poll the job until it is final, telling each change on stderr (not
  * with --json). Returns the exit status. */
+/* Count the complete checkpoints (step-<N>/COMPLETE) of the open
+ * directory d; *entries: every entry but . and ..; *newest: the highest
+ * complete step, -1 none. */
+static size_t
+ckpt_dir_count(DIR *d, size_t *entries, int64_t *newest)
+{
+    char sub[NAME_MAX + 16];
+    struct dirent *de;
+    struct stat st;
+    size_t complete = 0;
+    int64_t step;
+
+    *entries = 0;
+    *newest = -1;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        (*entries)++;
+        step = proto_ckpt_path_step(de->d_name);
+        snprintf(sub, sizeof(sub), "%s/COMPLETE", de->d_name);
+        if (step < 0 || fstatat(dirfd(d), sub, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        complete++;
+        if (step > *newest)
+            *newest = step;
+    }
+    return complete;
+}
+
+bool
+cli_submit_ckpt_warning(const struct proto_job_spec *spec, struct sbuf *out)
+{
+    const char *dir = spec->checkpoint_dir;
+    size_t entries, complete;
+    int64_t newest;
+    DIR *d;
+
+    if (dir == NULL || dir[0] == '\0' || (d = opendir(dir)) == NULL)
+        return false;
+    complete = ckpt_dir_count(d, &entries, &newest);
+    closedir(d);
+    if (entries == 0)
+        return false;
+    sbuf_addf(out, "warning: checkpoint directory '%s' is not empty", dir);
+    if (complete > 0)
+        sbuf_addf(out, " (%zu complete checkpoint%s, newest step-%lld)",
+            complete, complete == 1 ? "" : "s", (long long)newest);
+    sbuf_addstr(out, ": restarts resume only from checkpoints this job "
+                     "writes, never from what is there now");
+    if (spec->resume_from_job > 0)
+        sbuf_addf(out, "; attempt 1 resumes from job %lld's latest",
+            (long long)spec->resume_from_job);
+    else if (spec->resume_from != NULL && spec->resume_from[0] != '\0')
+        sbuf_addf(out, "; attempt 1 resumes from '%s'", spec->resume_from);
+    else
+        sbuf_addstr(out, "; to continue from one, use --resume-from "
+                         "PATH|JOB");
+    return true;
+}
+
+/* Poll the job until it is final. Returns the exit status. */
 static int
 submit_wait(struct cli *cli, int64_t id, bool json)
 {
@@ -379,6 +478,17 @@ submit_wait(struct cli *cli, int64_t id, bool json)
     return status;
 }
 
+static void
+submit_warn_ckpt(struct cli *cli, const struct proto_job_spec *spec)
+{
+    struct sbuf msg;
+
+    sbuf_init(&msg);
+    if (cli_submit_ckpt_warning(spec, &msg))
+        cli_warn(cli, "%s", msg.buf);
+    sbuf_release(&msg);
+}
+
 static int
 cmd_submit(int argc, char **argv, struct cli *cli)
 {
@@ -413,6 +523,8 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         cli_warn(cli, "unexpected reply from the scheduler: no job id");
         goto out;
     }
+    /* Once the job is accepted: a refusal says what was wrong alone. */
+    submit_warn_ckpt(cli, &opts.spec);
     if (!opts.wait) {
         if (json)
             cli_print_body(&resp);
@@ -468,7 +580,13 @@ const struct cli_cmd cli_cmd_submit = {
         "                        reported through the SDK, or else output) for\n"
         "                        this long; 0 disables (default 1800)\n"
         "  --checkpoint-dir DIR  where the job keeps its checkpoints; a restart\n"
-        "                        resumes from the newest complete one\n"
+        "                        resumes from the newest complete one this\n"
+        "                        job wrote (never from one already there)\n"
+        "  --resume-from PATH|JOB\n"
+        "                        continue an earlier run: attempt 1 (and any\n"
+        "                        restart before this job's own first\n"
+        "                        checkpoint) resumes from PATH, or from job\n"
+        "                        JOB's latest complete checkpoint\n"
         "  --keep-checkpoints K  keep only the K newest complete checkpoints\n"
         "                        (default 0: keep all)\n"
         "  --gc-every D          every rank collects garbage at the same step,\n"

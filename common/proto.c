@@ -330,6 +330,7 @@ proto_job_spec_init(struct proto_job_spec *spec)
     spec->max_restarts = PROTO_DEFAULT_MAX_RESTARTS;
     spec->max_infra_restarts = PROTO_DEFAULT_MAX_INFRA_RESTARTS;
     spec->hang_timeout_s = PROTO_DEFAULT_HANG_TIMEOUT_S;
+    spec->resume_step = -1;
 }
 
 void
@@ -340,7 +341,36 @@ proto_job_spec_release(struct proto_job_spec *spec)
     proto_kv_array_free(spec->env, spec->nenv);
     free(spec->workdir);
     free(spec->checkpoint_dir);
+    free(spec->resume_from);
     memset(spec, 0, sizeof(*spec));
+}
+
+int64_t
+proto_ckpt_path_step(const char *path)
+{
+    size_t n;
+    const char *p;
+    int64_t v = 0;
+
+    if (path == NULL)
+        return -1;
+    n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    p = path + n;
+    while (p > path && p[-1] != '/')
+        p--;
+    if ((size_t)(path + n - p) <= 5 || strncmp(p, "step-", 5) != 0)
+        return -1;
+    p += 5;
+    if (*p == '0' && p + 1 < path + n)
+        return -1;
+    for (; p < path + n; p++) {
+        if (*p < '0' || *p > '9' || v > (INT64_MAX / 2 - 9) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
 }
 
 static int
@@ -439,8 +469,15 @@ proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err)
                 spec->env[i].key, PROTO_ENV_VALUE_MAX);
     }
     if ((rc = check_path("workdir", spec->workdir, true, err)) ||
-        (rc = check_path("checkpoint_dir", spec->checkpoint_dir, true, err)))
+        (rc = check_path("checkpoint_dir", spec->checkpoint_dir, true, err)) ||
+        (rc = check_path("resume_from", spec->resume_from, true, err)) ||
+        (rc = check_range("resume_from_job", spec->resume_from_job, 0,
+             INT64_MAX / 2, err)))
         return rc;
+    if (spec->resume_from != NULL && spec->resume_from[0] != '\0' &&
+        spec->resume_from_job > 0)
+        return err_set(err, -EINVAL,
+            "fields 'resume_from' and 'resume_from_job': give one, not both");
     return 0;
 }
 
@@ -473,7 +510,8 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
         "memory_mb_per_node", "priority", "env", "workdir", "max_restarts",
         "max_infra_restarts", "hang_timeout_s", "keep_checkpoints",
         "checkpoint_dir", "gc_every_s", "gc_every_steps", "checkpoint_every_s",
-        "checkpoint_every_steps", "wait_for_nodes", NULL };
+        "checkpoint_every_steps", "wait_for_nodes", "resume_from",
+        "resume_from_job", NULL };
     int rc;
 
     proto_job_spec_init(spec);
@@ -513,7 +551,11 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
         (rc = cadence_from_json(json, "checkpoint_every",
              &spec->checkpoint_every, err)) ||
         (rc = jsonx_get_bool(json, "wait_for_nodes", false,
-             &spec->wait_for_nodes, err)))
+             &spec->wait_for_nodes, err)) ||
+        (rc = jsonx_get_str(json, "resume_from", false, PROTO_PATH_MAX,
+             &spec->resume_from, err)) ||
+        (rc = jsonx_get_int(json, "resume_from_job", false, 1, INT64_MAX / 2,
+             &spec->resume_from_job, err)))
         goto fail;
     if ((rc = proto_job_spec_validate(spec, err)) < 0)
         goto fail;
@@ -525,6 +567,8 @@ proto_job_spec_from_json(const cJSON *json, struct proto_job_spec *spec,
     }
     if (spec->checkpoint_dir == NULL)
         spec->checkpoint_dir = xstrdup("");
+    if (spec->resume_from == NULL)
+        spec->resume_from = xstrdup("");
     return 0;
 fail:
     proto_job_spec_release(spec);
@@ -559,5 +603,9 @@ proto_job_spec_to_json(const struct proto_job_spec *spec)
     cadence_to_json(o, "checkpoint_every", &spec->checkpoint_every);
     if (spec->wait_for_nodes)
         cJSON_AddBoolToObject(o, "wait_for_nodes", true);
+    if (spec->resume_from != NULL && spec->resume_from[0] != '\0')
+        jsonx_add_str(o, "resume_from", spec->resume_from);
+    if (spec->resume_from_job > 0)
+        jsonx_add_int(o, "resume_from_job", spec->resume_from_job);
     return o;
 }

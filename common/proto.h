@@ -108,6 +108,16 @@ struct proto_job_spec {
     char *checkpoint_dir;          /* never NULL after from_json ("") */
     struct proto_cadence gc_every; /* "gc_every_s"/"_steps" */
     struct proto_cadence checkpoint_every; /* "checkpoint_every_s"/... */
+    /* Continue an earlier run (docs/fault-tolerance.md §Checkpoints):
+     * "resume_from" (an absolute path, "" none) or "resume_from_job" (a
+     * job id, 0 none), at most one of the two. The scheduler resolves a
+     * job to its latest complete checkpoint at submit and stores the path
+     * here; resume_step is the step (from the job's registry, or N for a
+     * path ending in step-<N>; -1 unknown). resume_step is never read
+     * from JSON. */
+    char *resume_from; /* never NULL after from_json ("") */
+    int64_t resume_from_job;
+    int64_t resume_step;
     /* Accept it even when no set of registered nodes could hold it
      * (submit only: not stored). */
     bool wait_for_nodes;
@@ -123,6 +133,10 @@ cJSON *proto_job_spec_to_json(const struct proto_job_spec *spec);
  * before sending). from_json calls it too. */
 int proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err);
 void proto_job_spec_release(struct proto_job_spec *spec);
+/* The step N of a checkpoint path whose last component is "step-<N>" (N
+ * decimal, no leading zeros, trailing slashes allowed), as the convention
+ * names them; -1 for any other path. */
+int64_t proto_ckpt_path_step(const char *path);
 
 /* ---- states (proto_state.c) -------------------------------------------- */
 

@@ -32,7 +32,8 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if ((rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
+    rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
+    if (rc == 0 && (rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
         rc = jobs_submit(sd, r->who.user, &spec, &job);
     proto_job_spec_release(&spec);
     if (rc == -ERANGE) {

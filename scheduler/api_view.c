@@ -183,6 +183,9 @@ job_spec_json(cJSON *o, const struct proto_job_spec *s)
     jsonx_add_int(o, "gc_every_steps", s->gc_every.steps);
     jsonx_add_int(o, "checkpoint_every_s", s->checkpoint_every.s);
     jsonx_add_int(o, "checkpoint_every_steps", s->checkpoint_every.steps);
+    jsonx_add_str(o, "resume_from", s->resume_from ? s->resume_from : "");
+    jsonx_add_int(o, "resume_from_step", s->resume_step);
+    jsonx_add_int(o, "resume_from_job", s->resume_from_job);
 }
 
 cJSON *

@@ -25,16 +25,18 @@
     "infra_restarts, fail_streak, not_before_ms, reserved, "                   \
     "(SELECT max(step) FROM checkpoints c WHERE c.job_id = jobs.id), "         \
     "gc_every_s, gc_every_steps, checkpoint_every_s, checkpoint_every_steps, " \
-    "held_by"
+    "held_by, "                                                                \
+    "resume_from, resume_step, resume_from_job"
 
 static const char sql_job_insert[] =
     "INSERT INTO jobs (name, user, state, reason, priority, nodes, "
     "ranks_per_node, gpus_per_node, cpus_per_rank, memory_mb_per_node, "
     "argv, env, workdir, max_restarts, checkpoint_dir, submit_ms, "
     "max_infra_restarts, hang_timeout_s, keep_checkpoints, gc_every_s, "
-    "gc_every_steps, checkpoint_every_s, checkpoint_every_steps) "
+    "gc_every_steps, checkpoint_every_s, checkpoint_every_steps, "
+    "resume_from, resume_step, resume_from_job) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-    "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)";
+    "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
 
 int
 db_job_insert(struct db *db, struct job *job)
@@ -55,7 +57,9 @@ db_job_insert(struct db *db, struct job *job)
         DB_INT(s->max_infra_restarts), DB_INT(s->hang_timeout_s),
         DB_INT(s->keep_checkpoints), DB_INT(s->gc_every.s),
         DB_INT(s->gc_every.steps), DB_INT(s->checkpoint_every.s),
-        DB_INT(s->checkpoint_every.steps));
+        DB_INT(s->checkpoint_every.steps),
+        DB_TEXT(s->resume_from ? s->resume_from : ""), DB_INT(s->resume_step),
+        DB_INT(s->resume_from_job));
     free(argv);
     free(env);
     rc = db_write(db, st, "job insert");
@@ -137,6 +141,9 @@ job_from_row(sqlite3_stmt *st)
     s->checkpoint_every.s = sqlite3_column_int64(st, 35);
     s->checkpoint_every.steps = sqlite3_column_int64(st, 36);
     job_set_held(job, db_col_text(st, 37));
+    s->resume_from = db_col_strdup(st, 38);
+    s->resume_step = sqlite3_column_int64(st, 39);
+    s->resume_from_job = sqlite3_column_int64(st, 40);
     if (proto_job_state_parse(db_col_text(st, 3), &job->state) < 0 ||
         db_unjson_strv(db_col_text(st, 11), &s->argv, &s->argc) < 0 ||
         db_unjson_kv(db_col_text(st, 12), &s->env, &s->nenv) < 0 ||

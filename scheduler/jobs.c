@@ -13,6 +13,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/checkpoint.h"
+#include "scheduler/db.h"
 #include "scheduler/event.h"
 #include "scheduler/sched_pass.h"
 
@@ -30,6 +31,46 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
     job->submit_ms = timeid_now_ms();
     rc = event_job_submitted(sd, job);
     *out = rc < 0 ? NULL : job;
+    return rc;
+}
+
+int
+jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
+    const char *user, bool read_all, struct err *err)
+{
+    struct job *from = NULL;
+    int rc;
+
+    spec->resume_step = -1;
+    if (spec->resume_from_job <= 0) {
+        if (spec->resume_from != NULL && spec->resume_from[0] != '\0')
+            spec->resume_step = proto_ckpt_path_step(spec->resume_from);
+        return 0;
+    }
+    rc = db_job_get(sd->db, spec->resume_from_job, &from);
+    if (rc == -ENOENT)
+        return err_set(err, -EINVAL, "field 'resume_from_job': no job %lld",
+            (long long)spec->resume_from_job);
+    if (rc < 0)
+        return rc;
+    if (!read_all && strcmp(from->user, user) != 0)
+        rc = err_set(err, -EPERM,
+            "field 'resume_from_job': job %lld belongs to another user",
+            (long long)from->id);
+    else if (from->ckpt_step < 0 || from->spec.checkpoint_dir[0] == '\0')
+        rc = err_set(err, -EINVAL,
+            "field 'resume_from_job': job %lld has no complete checkpoint "
+            "%s",
+            (long long)from->id,
+            from->ckpt_step < 0 ? "to resume from"
+                                : "with a path (it has no checkpoint "
+                                  "directory)");
+    if (rc == 0) {
+        free(spec->resume_from);
+        spec->resume_from = job_ckpt_path(from, from->ckpt_step);
+        spec->resume_step = from->ckpt_step;
+    }
+    job_destroy(from);
     return rc;
 }
 

@@ -20,6 +20,19 @@
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
 
+/*
+ * Resolve where attempt 1 of a new job of spec resumes from, for a
+ * submitter user (read_all, an operator: may read every job):
+ * spec->resume_from_job J becomes J's latest complete checkpoint (its path in
+ * resume_from, its step in resume_step): -EPERM when it is another user's,
+ * -EINVAL when it does not exist or has no complete checkpoint (or one without
+ * a path: J had no checkpoint directory); err says which. A path in resume_from
+ * gets the step its last component names (step-<N>), or -1. Nothing to do
+ * without either. docs/fault-tolerance.md §Checkpoints.
+ */
+int jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
+    const char *user, bool read_all, struct err *err);
+
 #define JOBS_REFUSAL_MAX 512
 
 /*

@@ -35,7 +35,7 @@ placed_detail(const struct job *job, const struct attempt *a,
         cJSON_AddItemToArray(names, cJSON_CreateString(nodes[k]->name));
     jsonx_add_str(detail, "master_addr", a->master_addr);
     jsonx_add_int(detail, "master_port", a->master_port);
-    if (a->resume_step >= 0) {
+    if (a->resume_from[0] != '\0') {
         jsonx_add_int(detail, "resume_step", a->resume_step);
         jsonx_add_str(detail, "resume_from", a->resume_from);
     }
@@ -69,13 +69,17 @@ attempt_build(struct schedd *sd, const struct job *job, struct node **nodes,
     free(a->master_addr);
     a->master_addr = xstrdup(nodes[0]->addr);
     a->master_port = port;
-    /* Resume from the highest complete checkpoint; never from one that
-     * not every rank committed (those are not in the registry). */
+    /* Resume from the job's own highest complete checkpoint; never from
+     * one that not every rank committed, nor one older than the job
+     * (neither is in the registry). Without one, from what the job was
+     * told to continue (--resume-from), attempt 1 and every later one. */
     if (job->ckpt_step >= 0) {
         char *path = job_ckpt_path(job, job->ckpt_step);
 
         attempt_set_resume(a, job->ckpt_step, path);
         free(path);
+    } else if (s->resume_from != NULL && s->resume_from[0] != '\0') {
+        attempt_set_resume(a, s->resume_step, s->resume_from);
     }
     for (int k = 0; k < s->nodes; k++) {
         struct placement *p = &a->placements[k];
@@ -121,7 +125,7 @@ launch_place(struct schedd *sd, struct job *job, struct node **nodes,
         schedd_node_wake(sd, nodes[k]);
     log_info("job=%lld attempt=%d placed on %d node(s) master=%s:%d%s",
         (long long)job->id, a->num, a->nnodes, a->master_addr, port,
-        a->resume_step >= 0 ? " (resuming)" : "");
+        a->resume_from[0] != '\0' ? " (resuming)" : "");
     return rc;
 }
 

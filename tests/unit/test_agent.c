@@ -27,6 +27,7 @@
 #include "agent/curlx.h"
 #include "agent/mkdirp.h"
 #include "agent/proc.h"
+#include "agent/proc_ckpt.h"
 #include "agent/proc_env.h"
 #include "agent/proc_progress.h"
 #include "agent/procfs.h"
@@ -1060,17 +1061,10 @@ test_ckpt(void)
         NULL };
     size_t i;
 
+    /* An earlier run's checkpoints, there before the attempt starts. */
     mkdir(ck, 0755);
-    for (i = 0; names[i] != NULL; i++)
-        mkstep(ck, names[i], true);
-    mkstep(ck, "step-6", false);
-    mkstep(ck, "step-07", true);
-    mkstep(ck, "junk", true);
-    snprintf(path, sizeof(path), "%s/step-8", ck);
-    if (symlink("step-1", path) < 0)
-        diag("symlink: %s", strerror(errno));
-    snprintf(path, sizeof(path), "%s/step-9", ck);
-    write_file(path, "", 0);
+    mkstep(ck, "step-50", true);
+    mkstep(ck, "step-60", true);
 
     if ((pt = agent_up(&t, "ckpt")) == NULL)
         return;
@@ -1083,6 +1077,41 @@ test_ckpt(void)
     l.scan_checkpoints = true;
     l.keep_checkpoints = 2;
     job = launch(&t, &l);
+    /* The start queued the baseline scan before the ranks were spawned. */
+    RUN_UNTIL(&t.loop, job->ckpt_base_taken && job->ckpt_op == NULL, 5000);
+    ok(job->ckpt_base_taken && job->nckpt_base == 2 &&
+            job->ckpt_base[0].step == 50 && job->ckpt_base[1].step == 60,
+        "the baseline holds the 2 checkpoints there at the start (%zu)",
+        job->nckpt_base);
+    snprintf(path, sizeof(path), "%s/ckpt-base", job->dir);
+    ok(access(path, F_OK) == 0, "... kept in the attempt directory");
+    {
+        /* What a restarted agent reads back when it re-adopts it. */
+        struct proc_job *again = xcalloc(1, sizeof(*again));
+
+        again->job = job->job;
+        again->attempt = job->attempt;
+        again->dir = job->dir;
+        proc_ckpt_base_load(again);
+        ok(again->ckpt_base_taken && again->nckpt_base == 2 &&
+                memcmp(again->ckpt_base, job->ckpt_base,
+                    2 * sizeof(*job->ckpt_base)) == 0,
+            "a re-adopted attempt reads the same baseline back");
+        free(again->ckpt_base);
+        free(again);
+    }
+
+    /* What this attempt writes. */
+    for (i = 0; names[i] != NULL; i++)
+        mkstep(ck, names[i], true);
+    mkstep(ck, "step-6", false);
+    mkstep(ck, "step-07", true);
+    mkstep(ck, "junk", true);
+    snprintf(path, sizeof(path), "%s/step-8", ck);
+    if (symlink("step-1", path) < 0)
+        diag("symlink: %s", strerror(errno));
+    snprintf(path, sizeof(path), "%s/step-9", ck);
+    write_file(path, "", 0);
 
     /* The first report starts the scan; the deletion follows it. */
     report_fill(pt, &rep);
@@ -1097,6 +1126,8 @@ test_ckpt(void)
     ok(exists(ck, "step-1"), "... but not the one resumed from");
     ok(exists(ck, "step-4") && exists(ck, "step-5"), "the 2 newest stay");
     ok(exists(ck, "step-6"), "an incomplete one stays");
+    ok(exists(ck, "step-50") && exists(ck, "step-60"),
+        "an earlier run's complete ones stay (never this job's to delete)");
     ok(exists(ck, "step-07") && exists(ck, "junk") && exists(ck, "step-8") &&
             exists(ck, "step-9"),
         "anything else stays (step-07, junk, a "
@@ -1121,6 +1152,29 @@ test_ckpt(void)
     ok(!exists(ck, "step-4") && exists(ck, "step-5") && exists(ck, "step-10") &&
             exists(ck, "step-1"),
         "with step 10 complete, step 4 goes");
+    report_fill(pt, &rep);
+    ok(rep.jobs[0].ncheckpoints == 3 && rep.jobs[0].checkpoints[2] == 10,
+        "the report never lists the earlier run's steps 50 and 60");
+    proto_node_report_release(&rep);
+
+    /* The job writes step 50 again: a new marker, so it is its own. */
+    snprintf(path, sizeof(path), "%s/step-50/COMPLETE", ck);
+    unlink(path);
+    write_file(path, "50\n", 3);
+    for (i = 0; i < 2; i++) {
+        report_fill(pt, &rep);
+        proto_node_report_release(&rep);
+        RUN_UNTIL(&t.loop, job->ckpt_op == NULL, 5000);
+    }
+    report_fill(pt, &rep);
+    ok(rep.jobs[0].ncheckpoints >= 1 &&
+            rep.jobs[0].checkpoints[rep.jobs[0].ncheckpoints - 1] == 50,
+        "a step of the baseline written again is reported (newest %lld)",
+        rep.jobs[0].ncheckpoints > 0
+            ? (long long)rep.jobs[0].checkpoints[rep.jobs[0].ncheckpoints - 1]
+            : -1LL);
+    proto_node_report_release(&rep);
+    ok(exists(ck, "step-60"), "step 60, still the earlier run's, stays");
 
     proc_job_teardown(job);
     RUN_UNTIL(&t.loop, job_ended(pt, 30) && job->done, 5000);

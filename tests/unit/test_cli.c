@@ -6,9 +6,11 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli_env.h"
@@ -134,6 +136,101 @@ test_wait_for_nodes(void)
     proto_job_spec_release(&spec);
     cJSON_Delete(json);
     cli_submit_opts_release(&o);
+}
+
+static void
+test_resume_from(void)
+{
+    char **argv = ARGV("--resume-from", "42", "true");
+    char **argv2 = ARGV("--resume-from", ".", "true");
+    char **argv3 = ARGV("--resume-from", "/no/such/ckpt", "true");
+    struct cli_submit_opts o;
+    struct err e;
+    char *cwd = getcwd(NULL, 0);
+    cJSON *json;
+    int64_t v = 0;
+
+    is_int(parse(ARGC(ARGV("--resume-from", "42", "true")), argv, &o, &e), 0,
+        "--resume-from JOB parses");
+    ok(o.spec.resume_from_job == 42 && o.spec.resume_from == NULL,
+        "digits are a job id");
+    json = proto_job_spec_to_json(&o.spec);
+    ok(jsonx_get_int(json, "resume_from_job", true, 1, 100, &v, NULL) == 0 &&
+            v == 42 && cJSON_GetObjectItem(json, "resume_from") == NULL,
+        "the body says \"resume_from_job\": 42");
+    cJSON_Delete(json);
+    cli_submit_opts_release(&o);
+
+    is_int(parse(ARGC(ARGV("--resume-from", ".", "true")), argv2, &o, &e), 0,
+        "--resume-from PATH parses");
+    is_str(o.spec.resume_from, cwd, "a relative path is made absolute");
+    cli_submit_opts_release(&o);
+
+    ok(parse(ARGC(ARGV("--resume-from", "/no/such/ckpt", "true")), argv3, &o,
+           &e) == -EINVAL &&
+            strstr(e.msg, "/no/such/ckpt") != NULL &&
+            strstr(e.msg, "No such file") != NULL,
+        "a path that does not exist is refused: %s", e.msg);
+    cli_submit_opts_release(&o);
+    free(cwd);
+}
+
+/* The warning for a checkpoint directory that is not empty at submit. */
+static void
+test_ckpt_warning(void)
+{
+    char tmpl[] = "/tmp/test_cli.XXXXXX";
+    char *dir = mkdtemp(tmpl), path[512];
+    struct proto_job_spec spec;
+    struct sbuf msg;
+
+    if (dir == NULL) {
+        ok(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    proto_job_spec_init(&spec);
+    sbuf_init(&msg);
+    ok(!cli_submit_ckpt_warning(&spec, &msg), "no checkpoint dir: no warning");
+    spec.checkpoint_dir = xasprintf("%s/ck", dir);
+    ok(!cli_submit_ckpt_warning(&spec, &msg), "an absent one: no warning");
+    mkdir(spec.checkpoint_dir, 0755);
+    ok(!cli_submit_ckpt_warning(&spec, &msg), "an empty one: no warning");
+    snprintf(path, sizeof(path), "%s/step-10", spec.checkpoint_dir);
+    mkdir(path, 0755);
+    ok(cli_submit_ckpt_warning(&spec, &msg) &&
+            strstr(msg.buf, "is not empty") != NULL &&
+            strstr(msg.buf, "complete") == NULL &&
+            strstr(msg.buf, "--resume-from") != NULL &&
+            strchr(msg.buf, '\n') == NULL,
+        "an incomplete step: one line, no complete one: %s", msg.buf);
+    sbuf_reset(&msg);
+    snprintf(path, sizeof(path), "%s/step-50", spec.checkpoint_dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/step-50/COMPLETE", spec.checkpoint_dir);
+    close(open(path, O_WRONLY | O_CREAT, 0644));
+    snprintf(path, sizeof(path), "%s/step-10/COMPLETE", spec.checkpoint_dir);
+    close(open(path, O_WRONLY | O_CREAT, 0644));
+    ok(cli_submit_ckpt_warning(&spec, &msg) &&
+            strstr(msg.buf, "2 complete checkpoints, newest step-50") != NULL &&
+            strstr(msg.buf, "never from what is there now") != NULL,
+        "complete ones are counted, the newest named: %s", msg.buf);
+    sbuf_reset(&msg);
+    spec.resume_from_job = 7;
+    ok(cli_submit_ckpt_warning(&spec, &msg) &&
+            strstr(msg.buf, "attempt 1 resumes from job 7") != NULL,
+        "with --resume-from JOB it says what attempt 1 uses: %s", msg.buf);
+    sbuf_reset(&msg);
+    spec.resume_from_job = 0;
+    spec.resume_from = xasprintf("%s/step-50", spec.checkpoint_dir);
+    ok(cli_submit_ckpt_warning(&spec, &msg) &&
+            strstr(msg.buf, "attempt 1 resumes from '") != NULL &&
+            strstr(msg.buf, "/step-50'") != NULL,
+        "with --resume-from PATH too: %s", msg.buf);
+    sbuf_release(&msg);
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    if (system(path) != 0)
+        diag("cannot remove %s", dir);
+    proto_job_spec_release(&spec);
 }
 
 static void
@@ -830,6 +927,8 @@ main(void)
     test_export();
     test_export_limits();
     test_wait_for_nodes();
+    test_resume_from();
+    test_ckpt_warning();
     test_relative_paths();
     test_errors();
     test_help();

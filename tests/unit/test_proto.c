@@ -195,6 +195,64 @@ test_job_spec(void)
         "validate: empty command named");
 }
 
+/* --resume-from: the spec fields and the step a path names. */
+static void
+test_resume_from(void)
+{
+    struct proto_job_spec spec;
+    struct err err;
+
+    is_int(spec_parse("{\"version\":1,\"argv\":[\"sh\"]}", &spec, &err), 0,
+        "a spec without resume_from parses");
+    ok(spec.resume_from != NULL && spec.resume_from[0] == '\0' &&
+            spec.resume_from_job == 0 && spec.resume_step == -1,
+        "it continues nothing");
+    proto_job_spec_release(&spec);
+    is_int(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                      "\"resume_from\":\"/ck/step-50\"}",
+               &spec, &err),
+        0, "resume_from: a path parses");
+    is_str(spec.resume_from, "/ck/step-50", "and is kept");
+    proto_job_spec_release(&spec);
+    is_int(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                      "\"resume_from_job\":12}",
+               &spec, &err),
+        0, "resume_from_job: a job id parses");
+    is_int(spec.resume_from_job, 12, "and is kept");
+    proto_job_spec_release(&spec);
+    ok(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                  "\"resume_from\":\"ck/step-5\"}",
+           &spec, &err) == -EINVAL &&
+            strstr(err.msg, "resume_from") != NULL,
+        "a relative resume_from is refused: %s", err.msg);
+    ok(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                  "\"resume_from\":\"/ck/step-5\",\"resume_from_job\":3}",
+           &spec, &err) == -EINVAL &&
+            strstr(err.msg, "not both") != NULL,
+        "a path and a job are refused together: %s", err.msg);
+    ok(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                  "\"resume_from_job\":0}",
+           &spec, &err) == -EINVAL,
+        "job 0 is refused");
+    ok(spec_parse("{\"version\":1,\"argv\":[\"sh\"],"
+                  "\"resume_step\":5}",
+           &spec, &err) == -EINVAL,
+        "resume_step is the scheduler's, never the submitter's");
+
+    is_int(proto_ckpt_path_step("/ck/step-50"), 50, "/ck/step-50: step 50");
+    is_int(proto_ckpt_path_step("/ck/step-50/"), 50, "a trailing slash too");
+    is_int(proto_ckpt_path_step("/ck/step-0"), 0, "step-0: step 0");
+    is_int(proto_ckpt_path_step("step-7"), 7, "a bare name");
+    is_int(proto_ckpt_path_step("/ck/step-050"), -1, "leading zeros: none");
+    is_int(proto_ckpt_path_step("/ck/step-"), -1, "no number: none");
+    is_int(proto_ckpt_path_step("/ck/step-5x"), -1, "not a number: none");
+    is_int(proto_ckpt_path_step("/ck/model.pt"), -1, "another name: none");
+    is_int(proto_ckpt_path_step("/step-5/ck"), -1, "only the last name counts");
+    is_int(proto_ckpt_path_step("/ck/step-99999999999999999999"), -1,
+        "too large: none");
+    is_int(proto_ckpt_path_step(NULL), -1, "NULL: none");
+}
+
 static void
 test_id_list(void)
 {
@@ -566,6 +624,7 @@ main(void)
     plan(NO_PLAN);
     test_cadence();
     test_job_spec();
+    test_resume_from();
     test_id_list();
     test_node_report();
     test_work();

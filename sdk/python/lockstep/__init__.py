@@ -389,13 +389,15 @@ def attempt():
 
 
 def resume_step():
-    """The step of the checkpoint to resume from, or None for a fresh
-    start (or outside lockstep)."""
+    """The step of the checkpoint to resume from: the last step it holds,
+    so training goes on at resume_step() + 1. None for a fresh start,
+    outside lockstep, or a --resume-from path not named step-<N>."""
     return _int_env("LOCKSTEP_RESUME_STEP")
 
 
 def resume_from():
-    """The checkpoint directory to resume from (DIR/step-<N>), or None."""
+    """The checkpoint directory to resume from (DIR/step-<N>, or what
+    --resume-from named), or None."""
     return _env("LOCKSTEP_RESUME_FROM")
 
 
