@@ -1,10 +1,15 @@
 /*
- * pmixsrv_net.c - the PMIx server's fences across nodes (pmixsrv_net.h)
+ * pmixsrv_net.c - the PMIx server's fences and direct modex across nodes
+ * (pmixsrv_net.h)
  *
  * The request's HTTP timeout is the collective's plus a margin, so the
  * scheduler's answer (504 collective_timeout) comes first; a transport
  * failure (the scheduler unreachable) fails the fence too: a fence
- * cannot be resumed on a restarted scheduler, whose table is empty.
+ * cannot be resumed on a restarted scheduler, whose table is empty. The
+ * same goes for a direct modex request. The owner side's modex long poll
+ * is never cancelled: it runs out (PMIXSRV_NET_POLL_MS) and is not
+ * renewed once no namespace spans nodes; a failed one is retried after
+ * PMIXSRV_NET_RETRY_MS.
  */
 #include "agent/pmixsrv_net.h"
 
@@ -62,7 +67,7 @@ struct pmixsrv_net_req {
 struct pmixsrv_net {
     struct agentd *ad;
     struct pmixsrv_net_req *inflight;
-    /* The owner side of the direct modex (pmixsrv_net_dmodex.c's poll). */
+    /* The owner side of the direct modex: its long poll (below). */
     pmixsrv_net_serve_fn *serve;
     void *serve_arg;
     int nmulti;   /* namespaces spanning nodes: the poll runs while > 0 */
