@@ -14,7 +14,8 @@
 # refused at once). And a direct modex (a rank's PMIx_Get of the data
 # of a rank of the other node) whose owner agent is killed while the
 # data is not there yet fails on the asking agent within seconds, and
-# the ranks' PMIx_Get returns an error. Skipped without libpmix.
+# the ranks' PMIx_Get returns an error; one whose data never comes fails
+# at its PMIX_TIMEOUT. Skipped without libpmix.
 . "$(dirname "$0")/../lib/harness.sh"
 
 if ! pkg-config --exists pmix ||
@@ -151,9 +152,26 @@ test_expect_success 'kill the agent whose rank is asked for its data' '
         grep -q "node .$victim.: its agent.s connection closed" &&
     wait_for 10 "ls_cli logs $id --rank 0 | grep -q \"^rank 0 get of rank 2 failed\"" &&
     ls_cli logs $id --rank 1 | grep -q "^rank 1 get of rank 2 failed" &&
+    echo "$survivor $victim" >c.nodes &&
     wait_for $(( NODE_TIMEOUT_MS / 1000 + 10 )) "attempt_over $id" &&
     ls_cli cancel $id &&
     wait_until 20 job_gone $id
 ' 3>&1
+
+test_expect_success 'a direct modex that gets no data times out (PMIX_TIMEOUT)' '
+    set -- $(cat c.nodes) &&
+    start_agent $2 -o log_level=debug &&
+    wait_nodes_up 2 &&
+    id=$(submit_id --nodes 2 --ranks-per-node 2 --max-restarts 0 \
+        --workdir "$TEST_DIR" -- ./pmix_dmodex hold 2) &&
+    wait_for 30 "test -n \"\$(node_of $id 1)\"" &&
+    asker=$(node_of $id 0) &&
+    wait_for 20 "dmodex_failed $asker $id" &&
+    grep "direct modex of rank 2 failed" "$TEST_DIR/agent-$asker/log" |
+        tail -n 1 | grep -q "did not come from node" &&
+    wait_for 10 "ls_cli logs $id --rank 0 | grep -q \"^rank 0 get of rank 2 failed\"" &&
+    wait_job_state $id FAILED 30 &&
+    wait_until 20 job_gone $id
+'
 
 test_done
