@@ -70,8 +70,9 @@ struct pmixsrv_net {
     /* The owner side of the direct modex: its long poll (below). */
     pmixsrv_net_serve_fn *serve;
     void *serve_arg;
-    int nmulti;   /* namespaces spanning nodes: the poll runs while > 0 */
-    bool polling; /* a poll in flight or its retry timer running */
+    int nmulti;        /* namespaces spanning nodes: the poll runs while > 0 */
+    bool polling;      /* a poll in flight or its retry timer running */
+    int poll_failures; /* in a row: only the first is a warning */
     uv_timer_t retry;
 };
 
@@ -495,13 +496,18 @@ pmixsrv_net_poll_cb(int rc, long http_status, const struct sbuf *body,
     int err;
 
     if (rc == 0 && http_status == 200 && pmixsrv_net_serve_all(net, body)) {
+        net->poll_failures = 0;
         net->polling = false;
         pmixsrv_net_poll(net);
         return;
     }
     curlx_error_text(rc, http_status, body, text, sizeof(text));
-    log_warn("the direct modex long poll failed (retrying in %d ms): %s",
-        PMIXSRV_NET_RETRY_MS, text);
+    if (net->poll_failures++ == 0)
+        log_warn("the direct modex long poll failed (retrying every %d ms): "
+                 "%s",
+            PMIXSRV_NET_RETRY_MS, text);
+    else
+        log_debug("the direct modex long poll failed again: %s", text);
     if ((err = uv_timer_start(&net->retry, pmixsrv_net_retry_cb,
              PMIXSRV_NET_RETRY_MS, 0)) < 0) {
         log_error("cannot start a timer: %s", uv_strerror(err));
