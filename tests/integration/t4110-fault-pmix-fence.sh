@@ -15,7 +15,8 @@
 # of a rank of the other node) whose owner agent is killed while the
 # data is not there yet fails on the asking agent within seconds, and
 # the ranks' PMIx_Get returns an error; one whose data never comes fails
-# at its PMIX_TIMEOUT. Skipped without libpmix.
+# at its PMIX_TIMEOUT, and one in flight when the scheduler restarts
+# fails too. Skipped without libpmix.
 . "$(dirname "$0")/../lib/harness.sh"
 
 if ! pkg-config --exists pmix ||
@@ -171,6 +172,19 @@ test_expect_success 'a direct modex that gets no data times out (PMIX_TIMEOUT)' 
         tail -n 1 | grep -q "did not come from node" &&
     wait_for 10 "ls_cli logs $id --rank 0 | grep -q \"^rank 0 get of rank 2 failed\"" &&
     wait_job_state $id FAILED 30 &&
+    wait_until 20 job_gone $id
+'
+
+test_expect_success 'a scheduler restart fails a waiting direct modex' '
+    id=$(submit_id --nodes 2 --ranks-per-node 2 --max-restarts 0 \
+        --workdir "$TEST_DIR" -- ./pmix_dmodex hold) &&
+    wait_for 30 "test -n \"\$(node_of $id 1)\"" &&
+    asker=$(node_of $id 0) && owner=$(node_of $id 1) &&
+    wait_for 30 "dmodex_asked $owner $id" &&
+    kill_scheduler && start_scheduler &&
+    wait_for 10 "dmodex_failed $asker $id" &&
+    wait_for 10 "ls_cli logs $id --rank 0 | grep -q \"^rank 0 get of rank 2 failed\"" &&
+    wait_job_state $id FAILED 60 &&
     wait_until 20 job_gone $id
 '
 
