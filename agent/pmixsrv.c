@@ -75,6 +75,7 @@ enum pmixsrv_work_kind {
     PMIXSRV_WORK_FENCE,
     PMIXSRV_WORK_DMODEX,
     PMIXSRV_WORK_NOTIFIED,
+    PMIXSRV_WORK_DMODEX_DONE,
 };
 
 /* One upcall, copied off libpmix's thread. */
@@ -88,6 +89,7 @@ struct pmixsrv_work {
     char *data; /* a fence's local contribution (copy) */
     size_t ndata;
     int timeout_s;          /* a fence's PMIX_TIMEOUT; 0 none */
+    uint64_t id;            /* a served direct modex's request */
     pmix_op_cbfunc_t op_cb; /* may be NULL (client_connected) */
     pmix_modex_cbfunc_t modex_cb;
     void *cbdata; /* NOTIFIED: the struct pmixsrv_note (not ours to free) */
@@ -243,6 +245,9 @@ pmixsrv_dmodex_cb(const pmix_proc_t *proc, const pmix_info_t info[],
 {
     struct pmixsrv_work *w = pmixsrv_work_new(PMIXSRV_WORK_DMODEX, proc);
 
+    /* PMIX_REQUIRED_KEY needs nothing: the owner's libpmix answers once
+     * the rank committed, which is when its keys are there. */
+    w->timeout_s = pmixsrv_fence_timeout(info, ninfo);
     w->modex_cb = cbfunc;
     w->cbdata = cbdata;
     return pmixsrv_enqueue(w);
@@ -256,6 +261,25 @@ pmixsrv_notified_cb(pmix_status_t status, void *cbdata)
 
     w->status = status;
     w->cbdata = cbdata;
+    pmixsrv_enqueue(w);
+}
+
+/* The owner's libpmix has the data of a rank another node asked for
+ * (pmixsrv_serve): cbdata is the request's id. */
+static void
+pmixsrv_dmodex_done_cb(pmix_status_t status, char *data, size_t sz,
+    void *cbdata)
+{
+    struct pmixsrv_work *w = pmixsrv_work_new(PMIXSRV_WORK_DMODEX_DONE, NULL);
+
+    w->id = *(uint64_t *)cbdata;
+    free(cbdata);
+    w->status = status;
+    if (status == PMIX_SUCCESS && sz > 0) {
+        w->data = xmalloc(sz);
+        memcpy(w->data, data, sz);
+        w->ndata = sz;
+    }
     pmixsrv_enqueue(w);
 }
 
@@ -346,7 +370,7 @@ pmixsrv_ns_register(struct pmixsrv *px, const struct proto_launch *l)
     log_info("job=%lld attempt=%d PMIx namespace '%s' registered "
              "world_size=%d local=%zu",
         (long long)l->job, l->attempt, ns->name, ns->world, ns->nlocal);
-    ns->net = pmixsrv_net_ns_new(l);
+    ns->net = pmixsrv_net_ns_new(px->net, l);
     ns->next = px->ns;
     px->ns = ns;
     return ns;
@@ -364,7 +388,7 @@ pmixsrv_ns_unlink(struct pmixsrv *px, struct pmixsrv_ns *ns)
         }
     }
     PMIx_server_deregister_nspace(ns->name, pmixsrv_op_done_cb, NULL);
-    pmixsrv_net_ns_free(ns->net);
+    pmixsrv_net_ns_free(px->net, ns->net);
     pmixsrv_seen_free(&ns->seen);
     free(ns->local);
     free(ns);
@@ -670,6 +694,50 @@ pmixsrv_do_notified(struct pmixsrv *px, struct pmixsrv_work *w)
     }
 }
 
+/* A local rank asks for the data of a rank of another node: relay it
+ * (pmixsrv_net.h). */
+static void
+pmixsrv_do_dmodex(struct pmixsrv *px, struct pmixsrv_work *w)
+{
+    struct pmixsrv_ns *ns = pmixsrv_ns_find(px, w->proc.nspace);
+
+    if (ns == NULL || pmixsrv_ns_local(ns, w->proc.rank)) {
+        log_warn("PMIx data of rank %u of namespace '%s' asked for: %s",
+            w->proc.rank, w->proc.nspace,
+            ns == NULL ? "unknown namespace" : "the rank is local");
+        w->modex_cb(ns == NULL ? PMIX_ERR_NOT_FOUND : PMIX_ERR_NOT_SUPPORTED,
+            NULL, 0, w->cbdata, NULL, NULL);
+        return;
+    }
+    pmixsrv_net_dmodex(px->net, ns->net, w->proc.rank, w->timeout_s,
+        w->modex_cb, w->cbdata);
+}
+
+/* Another node asks for the data of rank of (job, attempt), one of ours
+ * (pmixsrv_net_serve_fn): libpmix answers once the rank committed it. */
+static void
+pmixsrv_serve(void *arg, uint64_t id, int64_t job, int attempt, uint32_t rank)
+{
+    struct pmixsrv *px = arg;
+    uint64_t *ctx = xmalloc(sizeof(*ctx));
+    pmix_proc_t proc;
+    char name[PMIX_MAX_NSLEN + 1];
+    pmix_status_t rc;
+
+    snprintf(name, sizeof(name), "%lld.%d", (long long)job, attempt);
+    memset(&proc, 0, sizeof(proc));
+    PMIX_LOAD_PROCID(&proc, name, rank);
+    *ctx = id;
+    rc = PMIx_server_dmodex_request(&proc, pmixsrv_dmodex_done_cb, ctx);
+    if (rc != PMIX_SUCCESS) {
+        log_warn("job=%lld attempt=%d the PMIx data of rank %u cannot be "
+                 "given: %s",
+            (long long)job, attempt, rank, PMIx_Error_string(rc));
+        free(ctx);
+        pmixsrv_net_modex_answer(px->net, id, rc, NULL, 0);
+    }
+}
+
 static void
 pmixsrv_do(struct pmixsrv *px, struct pmixsrv_work *w)
 {
@@ -688,12 +756,11 @@ pmixsrv_do(struct pmixsrv *px, struct pmixsrv_work *w)
         pmixsrv_do_fence(px, w);
         break;
     case PMIXSRV_WORK_DMODEX:
-        log_warn("PMIx data of rank %u of namespace '%s' asked for: it is on "
-                 "another node, and a direct modex across nodes is not "
-                 "supported (data is exchanged in fences: keep Open MPI's "
-                 "pmix_base_async_modex off)",
-            w->proc.rank, w->proc.nspace);
-        w->modex_cb(PMIX_ERR_NOT_SUPPORTED, NULL, 0, w->cbdata, NULL, NULL);
+        pmixsrv_do_dmodex(px, w);
+        break;
+    case PMIXSRV_WORK_DMODEX_DONE:
+        pmixsrv_net_modex_answer(px->net, w->id, w->status,
+            w->data != NULL ? w->data : "", w->ndata);
         break;
     case PMIXSRV_WORK_NOTIFIED:
         pmixsrv_do_notified(px, w);
@@ -810,7 +877,7 @@ pmixsrv_create(struct agentd *ad, struct err *err)
         uvx_close(hs, 2, pmixsrv_free, px);
         return NULL;
     }
-    px->net = pmixsrv_net_create(ad);
+    px->net = pmixsrv_net_create(ad, pmixsrv_serve, px);
     log_info("PMIx server %s started in '%s'", PMIx_Get_version(), px->dir);
     return px;
 }

@@ -24,11 +24,13 @@
  * unreachable), so ranks never wait forever; a rank's abort (PMIx_Abort,
  * behind MPI_Abort) is recorded as that rank's evidence and stops the
  * attempt's ranks on this node; the gc and checkpoint directives of the
- * attempt reach its ranks as PMIx events (pmixsrv_directives). What it
- * cannot: a direct modex of a rank
- * on another node (Open MPI's pmix_base_async_modex; data travels with
- * the fences by default) completes at once with PMIX_ERR_NOT_SUPPORTED
- * and a log line; a fence naming several namespaces likewise.
+ * attempt reach its ranks as PMIx events (pmixsrv_directives); a direct
+ * modex of a rank on another node (Open MPI's pmix_base_async_modex),
+ * relayed through the scheduler to that node's agent, which answers once
+ * the rank committed its data (pmixsrv_net.h), or an error status when
+ * the owner's agent died, the attempt ended, PMIX_TIMEOUT or 300 s passed
+ * or the scheduler is unreachable. What it cannot: a fence naming several
+ * namespaces completes at once with PMIX_ERR_NOT_SUPPORTED and a log line.
  * MPI_Comm_spawn, ports and publish/lookup are not supported. A
  * restarted agent does not serve the namespaces of the attempts it
  * adopts: their MPI ranks lose their server.

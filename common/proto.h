@@ -413,6 +413,40 @@ int proto_coll_req_from_json(const cJSON *json, struct proto_coll_req *c,
 cJSON *proto_coll_req_to_json(const struct proto_coll_req *c);
 void proto_coll_req_release(struct proto_coll_req *c);
 
+/* ---- direct modex: a rank's PMIx data fetched from its node ------------ */
+
+/* docs/api.md POST /v1/agent/modex: node asks owner (the node of rank)
+ * for the data of rank of (job, attempt); the timeout defaults to the
+ * collectives'. */
+struct proto_modex_req {
+    int64_t job;
+    int attempt;
+    char *node;  /* the requester */
+    char *owner; /* the node that hosts rank */
+    int64_t rank;
+    int64_t timeout_ms; /* 1..PROTO_COLL_TIMEOUT_MAX_MS */
+};
+
+int proto_modex_req_from_json(const cJSON *json, struct proto_modex_req *m,
+    struct err *err);
+cJSON *proto_modex_req_to_json(const struct proto_modex_req *m);
+void proto_modex_req_release(struct proto_modex_req *m);
+
+/* docs/api.md POST /v1/agent/modex/reply: the owner node's answer to
+ * request id: the rank's data, or error (then data is empty). */
+struct proto_modex_reply {
+    int64_t id;
+    char *node;
+    char *data; /* decoded blob (NUL-terminated past len) */
+    size_t len;
+    char *error; /* NULL: the data came */
+};
+
+int proto_modex_reply_from_json(const cJSON *json, struct proto_modex_reply *m,
+    struct err *err);
+cJSON *proto_modex_reply_to_json(const struct proto_modex_reply *m);
+void proto_modex_reply_release(struct proto_modex_reply *m);
+
 /* ---- small shared helpers --------------------------------------------- */
 
 /* Name rules: job names [A-Za-z0-9._-]{1,128}; node names

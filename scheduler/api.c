@@ -15,6 +15,7 @@
 #include "scheduler/api_jobctl.h"
 #include "scheduler/api_jobs.h"
 #include "scheduler/api_logs.h"
+#include "scheduler/api_modex.h"
 #include "scheduler/api_nodes.h"
 #include "scheduler/api_req.h"
 #include "scheduler/api_stats.h"
@@ -58,6 +59,9 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/agent/work", api_agent_work, API_AGENT },
     { "POST", "/v1/agent/logs", api_agent_logs, API_AGENT },
     { "POST", "/v1/agent/collective", api_agent_collective, API_AGENT },
+    { "POST", "/v1/agent/modex", api_agent_modex, API_AGENT },
+    { "GET", "/v1/agent/modex", api_agent_modex_poll, API_AGENT },
+    { "POST", "/v1/agent/modex/reply", api_agent_modex_reply, API_AGENT },
 };
 
 struct api_close_ctx {

@@ -13,7 +13,9 @@
 #include "common/log.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/api_modex.h"
 #include "scheduler/collective.h"
+#include "scheduler/modex.h"
 
 /* One waiting contribution: collective.h's token. */
 struct api_coll_wait {
@@ -191,6 +193,7 @@ void
 api_coll_init(struct api *api)
 {
     api->colls = coll_table_create(coll_answer_cb, api);
+    api_modex_init(api);
 }
 
 void
@@ -198,6 +201,7 @@ api_coll_release(struct api *api)
 {
     coll_table_destroy(api->colls);
     api->colls = NULL;
+    api_modex_release(api);
 }
 
 void
@@ -205,6 +209,8 @@ api_coll_sweep(struct api *api)
 {
     if (api->colls != NULL)
         coll_sweep(api->colls, coll_alive_cb, api->sd);
+    if (api->modex != NULL)
+        modex_sweep(api->modex, coll_alive_cb, api->sd);
 }
 
 void
@@ -212,6 +218,8 @@ api_coll_node_gone(struct api *api, const char *node)
 {
     if (api->colls != NULL)
         coll_node_gone(api->colls, node, "its agent's connection closed");
+    if (api->modex != NULL)
+        modex_node_gone(api->modex, node, "its agent's connection closed");
 }
 
 void
@@ -219,4 +227,6 @@ api_coll_abort_all(struct api *api, const char *why)
 {
     if (api->colls != NULL)
         coll_fail_all(api->colls, why);
+    if (api->modex != NULL)
+        modex_fail_all(api->modex, why);
 }

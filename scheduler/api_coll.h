@@ -18,14 +18,18 @@
 
 api_handler_fn api_agent_collective;
 
-/* The table of api (api_create / api_free). */
+/* The tables of api, the direct modex's too (api_modex.h; api_create /
+ * api_free). */
 void api_coll_init(struct api *api);
 void api_coll_release(struct api *api);
-/* Fail the collectives of attempts that are no longer active. */
+/* Fail the collectives and direct modex requests of attempts that are no
+ * longer active. */
 void api_coll_sweep(struct api *api);
-/* node's agent is gone: fail the collectives it takes part in. */
+/* node's agent is gone: fail the collectives it takes part in and the
+ * direct modex requests it owns. */
 void api_coll_node_gone(struct api *api, const char *node);
-/* Fail every collective with why (model reload, shutdown). */
+/* Fail every collective and direct modex request with why (model
+ * reload, shutdown). */
 void api_coll_abort_all(struct api *api, const char *why);
 
 #endif

@@ -30,6 +30,7 @@
 
 struct api_waiter;
 struct coll_table;
+struct modex_table;
 
 /* The API's context (api.c creates it). */
 struct api {
@@ -40,6 +41,8 @@ struct api {
     size_t nwaiters;
     /* The relayed PMIx collectives (api_coll.h). */
     struct coll_table *colls;
+    /* The relayed PMIx direct modex requests (api_modex.h). */
+    struct modex_table *modex;
 };
 
 struct api_req {

@@ -4,7 +4,10 @@
 # /v1/agent/collective), so a C program and an mpi4py one on 2 agents x
 # 2 ranks (`lockstep submit --nodes 2 --ranks-per-node 2`) get the right
 # MPI_Allreduce on every rank; PMIx fences exchange the ranks' data and
-# the ranks see the other node's real name; an
+# the ranks see the other node's real name; data not exchanged in a
+# fence comes by direct modex (POST /v1/agent/modex, the owner agent's
+# modex long poll), for a bare PMIx client and for Open MPI with
+# async modex and no data collected; an
 # MPI_Abort on one node fails the attempt with its message and stops the
 # ranks of both nodes. The two "nodes" are two agents on this host: the
 # agents' environment carries Open MPI's settings for that (TCP over
@@ -87,6 +90,43 @@ test_expect_success 'PMIx fences across nodes exchange data; real node names' '
     sed "s/^/# empty PMIx_Fence across 2 agents: /" fence-0.out |
         grep median >&3
 ' 3>&1
+
+test_expect_success 'direct modex: ranks get the data of the other node ranks' '
+    cc -o pmix_dmodex "$SRC_DIR/tests/helpers/pmix_dmodex.c" \
+        $(pkg-config --cflags --libs pmix) &&
+    id=$(submit_id --nodes 2 --ranks-per-node 2 --workdir "$TEST_DIR" -- \
+        ./pmix_dmodex get) &&
+    wait_job_state $id SUCCEEDED 60 &&
+    for r in 0 1 2 3; do
+        ls_cli logs $id --rank $r >dmodex-$r.out &&
+        grep -q "^rank $r got 2 remote keys median_us" dmodex-$r.out || {
+            cat dmodex-$r.out; return 1; }
+    done &&
+    cat dmodex-*.out | sed "s/^/# PMIx_Get by direct modex: /" >&3 &&
+    grep -h "PMIx direct modex of rank .* done in" "$TEST_DIR"/agent-n*/log |
+        sed "s/.*done in/# direct modex relayed in/" | head -n 8 >&3 &&
+    for n in 1 2; do
+        grep "job=$id attempt=1 PMIx direct modex of rank" \
+            "$TEST_DIR/agent-n$n/log" >dmodex-n$n.log
+    done &&
+    grep -c "done in" dmodex-n1.log >dmodex.count &&
+    grep -c "done in" dmodex-n2.log >>dmodex.count &&
+    cat dmodex.count | sed "s/^/# direct modex upcalls per agent: /" >&3 &&
+    test "$(sed -n 1p dmodex.count)" -ge 2 &&
+    test "$(sed -n 2p dmodex.count)" -ge 2 &&
+    ! grep -q "failed" dmodex-n1.log dmodex-n2.log
+' 3>&1
+
+test_expect_success 'Open MPI with direct modex (async modex, no data collected)' '
+    id=$(submit_id --nodes 2 --ranks-per-node 2 "${MPI_ENV[@]}" \
+        --env OMPI_MCA_pmix_base_async_modex=1 \
+        --env OMPI_MCA_pmix_base_collect_data=0 \
+        --workdir "$TEST_DIR" -- ./mpi_allreduce) &&
+    wait_job_state $id SUCCEEDED 60 &&
+    ranks_sum_ok $id &&
+    grep -q "job=$id attempt=1 PMIx direct modex of rank .* done in" \
+        "$TEST_DIR"/agent-n*/log
+'
 
 test_expect_success 'an mpi4py program runs on 2 nodes without mpirun' '
     if ! "$PY" -c "import mpi4py" 2>/dev/null; then

@@ -618,6 +618,57 @@ test_coll(void)
         "no participants: %s", err.msg);
 }
 
+/* A direct modex request and its owner's reply. */
+static void
+test_modex(void)
+{
+    struct proto_modex_req m = { .job = 4,
+        .attempt = 2,
+        .node = "n0",
+        .owner = "n1",
+        .rank = 3,
+        .timeout_ms = 7000 };
+    struct proto_modex_reply r = { .id = 9,
+        .node = "n1",
+        .data = "a\0b",
+        .len = 3 },
+                             rback;
+    struct proto_modex_req back;
+    struct err err;
+    const char *text;
+
+    is_int(ROUND_TRIP(proto_modex_req_to_json, proto_modex_req_from_json, &m,
+               &back, &err),
+        0, "modex request round trip");
+    ok(back.job == 4 && back.attempt == 2 && strcmp(back.node, "n0") == 0 &&
+            strcmp(back.owner, "n1") == 0 && back.rank == 3 &&
+            back.timeout_ms == 7000,
+        "round trip keeps the fields");
+    proto_modex_req_release(&back);
+    text = "{\"version\":1,\"job\":1,\"attempt\":1,\"node\":\"n0\","
+           "\"owner\":\"a b\",\"rank\":0}";
+    ok(REFUSED(proto_modex_req_from_json, text, &back, &err, "owner"),
+        "a bad owner name: %s", err.msg);
+    is_int(ROUND_TRIP(proto_modex_reply_to_json, proto_modex_reply_from_json,
+               &r, &rback, &err),
+        0, "modex reply round trip");
+    ok(rback.id == 9 && strcmp(rback.node, "n1") == 0 && rback.len == 3 &&
+            memcmp(rback.data, "a\0b", 3) == 0 && rback.error == NULL,
+        "round trip keeps the binary blob");
+    proto_modex_reply_release(&rback);
+    r.error = "gone";
+    is_int(ROUND_TRIP(proto_modex_reply_to_json, proto_modex_reply_from_json,
+               &r, &rback, &err),
+        0, "an error reply round trips");
+    ok(rback.error != NULL && strcmp(rback.error, "gone") == 0 &&
+            rback.len == 0,
+        "with the error and no data");
+    proto_modex_reply_release(&rback);
+    text = "{\"version\":1,\"id\":1,\"node\":\"n0\"}";
+    ok(REFUSED(proto_modex_reply_from_json, text, &rback, &err, "data"),
+        "neither data nor error: %s", err.msg);
+}
+
 int
 main(void)
 {
@@ -630,5 +681,6 @@ main(void)
     test_work();
     test_directives();
     test_coll();
+    test_modex();
     return done_testing();
 }
