@@ -3,8 +3,9 @@
 # forgotten (it leaves the listings; the event names who removed it); a
 # node jobs hold is refused with 409 naming the jobs; --force evicts them
 # (they restart elsewhere, the node is not blamed) and forgets the node
-# once they have left; a removed node whose agent reports again registers
-# as new; only operators may remove; the removal survives a restart.
+# once they have left, whether its agent is gone or stopped them; a removed
+# node whose agent reports again registers as new; only operators may
+# remove; the removal survives a restart.
 . "$(dirname "$0")/../lib/harness.sh"
 
 fault_timeouts
@@ -134,7 +135,19 @@ test_expect_success 'the forced node comes back as new and the job runs again' '
     start_agent n2 &&
     wait_until 15 has_node n2 &&
     wait_job_state $id RUNNING 30 &&
-    test "$(ls_cli show $id --json | jget "j[\"attempt\"]")" = 2 &&
+    test "$(ls_cli show $id --json | jget "j[\"attempt\"]")" = 2
+'
+
+test_expect_success '--force with the agent still running: its ranks stop, then the node is forgotten and registers again' '
+    id=$(cat job) &&
+    ls_cli node remove n3 --force >out &&
+    grep -q "node n3 is cordoned and its jobs ($id) are being evicted" out &&
+    wait_until 20 last_event_is node/n3 "agent/n3 node_registered" &&
+    db_events node/n3 | tail -2 | head -1 | grep -qx "$(id -un) node_removed" &&
+    grep -q "job=$id attempt=2 released" "$TEST_DIR/agent-n3/log" &&
+    wait_job_state $id RUNNING 30 &&
+    test "$(ls_cli show $id --json | jget "j[\"attempt\"]")" = 3 &&
+    test "$(node_state n3)" = UP &&
     ls_cli cancel $id >/dev/null &&
     wait_until 20 nodes_idle
 '
