@@ -180,8 +180,9 @@ const struct cli_cmd cli_cmd_node = {
              "           a LOST one that will not come back; a node of that\n"
              "           name that reports later registers as new. Refused\n"
              "           while jobs hold the node\n"
-             "  --force  remove it anyway: cordon it, evict its jobs (they\n"
-             "           restart elsewhere, as after cordon --evict) and\n"
+             "  --force  remove it anyway: cordon it, fail its jobs over\n"
+             "           at once (they restart elsewhere from their latest\n"
+             "           complete checkpoint; the node is not blamed) and\n"
              "           forget it once they have left\n"
              "  --json   print the API reply unchanged\n",
     .opts = node_opts,
