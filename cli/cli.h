@@ -86,6 +86,9 @@ struct cli_opt {
     int64_t min, max;         /* CLI_OPT_KIND_INT's range */
     const char *const *words; /* CLI_OPT_KIND_WORD's, NULL-terminated */
     cli_opt_set_fn *set;      /* when set, called instead of storing */
+    bool selects;             /* given, it selects what the command acts
+                               * on in place of operands: min_args is
+                               * not enforced (cancel --user) */
 };
 
 /* clang-format off */
@@ -118,6 +121,10 @@ struct cli_opt {
 /* --NAME (kind FLAG) or --NAME VALUE (kind STR) calls fn. */
 #define CLI_OPT_CALL(name_, kind_, fn) \
     { .name = (name_), .kind = CLI_OPT_KIND_##kind_, .set = (fn) }
+/* CLI_OPT_CALL of kind STR that stands in for the operands. */
+#define CLI_OPT_SELECT(name_, fn) \
+    { .name = (name_), .kind = CLI_OPT_KIND_STR, .set = (fn), \
+      .selects = true }
 #define CLI_OPT_END { .name = NULL }
 /* clang-format on */
 
@@ -183,7 +190,8 @@ struct cli_args {
  * cmd's option table plus --json and --help, filling the targets in opts
  * (may be NULL when cmd has no options) in the order given, then count the
  * operands against cmd's min_args and max_args. Stops at --help without
- * counting. Resets getopt first, so it may be called more than once.
+ * counting; an option that selects (CLI_OPT_SELECT) waives min_args.
+ * Resets getopt first, so it may be called more than once.
  * Returns 0 with *args filled, or a negative errno (a setter's, else
  * -EINVAL) with why holding the usage error: an unknown option, a missing
  * or bad value, too few or too many operands. */
@@ -332,6 +340,10 @@ void cli_sleep_ms(int64_t ms);
 
 /* URL-encode s for a query string; caller frees. */
 char *cli_escape(struct cli *cli, const char *s);
+/* Append "?key=value" to path, or "&key=value" when it has a query
+ * already, value URL-encoded; nothing when value is NULL. */
+void cli_query_add(struct cli *cli, struct sbuf *path, const char *key,
+    const char *value);
 /* "<base>/<name, encoded>", then "/<verb>" when verb is not NULL, as in
  * "/v1/nodes/n1/cordon"; caller frees. */
 char *cli_path(struct cli *cli, const char *base, const char *name,
@@ -433,6 +445,16 @@ void cli_submit_opts_release(struct cli_submit_opts *opts);
 bool cli_submit_ckpt_warning(const struct proto_job_spec *spec,
     struct sbuf *out);
 
+/* ---- history's --since, apart for unit tests (cmd_history.c) ------------ */
+
+/* A point in time as a person gives it: a duration back from now_ms
+ * ("90s", "15m", "2h", "3d", "1w", or several: "1d12h") or a local date
+ * with an optional time ("2026-11-24", "2026-11-24 10:00",
+ * "2026-11-24T10:00:05"). Returns 0 with *out in epoch milliseconds, or
+ * -EINVAL with why (empty on entry) saying what was expected. */
+int cli_parse_since(const char *s, int64_t now_ms, int64_t *out,
+    struct sbuf *why);
+
 /* ---- the list of commands (cmd_help.c) --------------------------------- */
 
 /* The command named exactly name (no prefix matching), or NULL. */
@@ -447,6 +469,7 @@ void cli_print_main_help(const struct cli_cmd *const *cmds, FILE *out);
 
 extern const struct cli_cmd cli_cmd_submit;
 extern const struct cli_cmd cli_cmd_jobs;
+extern const struct cli_cmd cli_cmd_history;
 extern const struct cli_cmd cli_cmd_show;
 extern const struct cli_cmd cli_cmd_logs;
 extern const struct cli_cmd cli_cmd_cancel;

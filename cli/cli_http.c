@@ -93,6 +93,20 @@ cli_escape(struct cli *cli, const char *s)
     return copy;
 }
 
+void
+cli_query_add(struct cli *cli, struct sbuf *path, const char *key,
+    const char *value)
+{
+    char *e;
+
+    if (value == NULL)
+        return;
+    e = cli_escape(cli, value);
+    sbuf_addf(path, "%c%s=%s",
+        path->len > 0 && strchr(path->buf, '?') ? '&' : '?', key, e);
+    free(e);
+}
+
 char *
 cli_path(struct cli *cli, const char *base, const char *name, const char *verb)
 {

@@ -238,11 +238,11 @@ opt_apply(const struct cli_opt *o, void *opts, const char *value,
 /* Too few or too many operands for cmd. */
 static int
 check_operands(const struct cli_cmd *cmd, const struct cli_args *args,
-    struct sbuf *why)
+    bool selected, struct sbuf *why)
 {
     const char *hint = cmd->hint;
 
-    if (args->argc < cmd->min_args) {
+    if (args->argc < cmd->min_args && !selected) {
         sbuf_addstr(why, cmd->missing);
         return -EINVAL;
     }
@@ -262,6 +262,8 @@ cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv, void *opts,
     size_t nopts = opt_count(cmd->opts);
     char *optstring = xmalloc(nopts + 5);
     struct option *lopts = opt_tables(cmd, nopts, optstring);
+    const struct cli_opt *o;
+    bool selected = false;
     int c, rc = 0;
 
     memset(args, 0, sizeof(*args));
@@ -277,15 +279,18 @@ cli_parse_opts(const struct cli_cmd *cmd, int argc, char **argv, void *opts,
             rc = -EINVAL;
             goto out;
         }
-        if (c == CLI_OPT_VAL + (int)nopts)
+        if (c == CLI_OPT_VAL + (int)nopts) {
             args->json = true;
-        else if ((rc = opt_apply(opt_find(cmd->opts, nopts, c), opts, optarg,
-                      why)) < 0)
+            continue;
+        }
+        o = opt_find(cmd->opts, nopts, c);
+        selected = selected || o->selects;
+        if ((rc = opt_apply(o, opts, optarg, why)) < 0)
             goto out;
     }
     args->argc = argc - optind;
     args->argv = argv + optind;
-    rc = check_operands(cmd, args, why);
+    rc = check_operands(cmd, args, selected, why);
 out:
     free(lopts);
     free(optstring);

@@ -47,6 +47,8 @@ struct jobs_opts {
     bool all;
     const char *state; /* canonical name (static), or NULL */
     const char *user;
+    const char *name;
+    int64_t limit; /* 0: no limit */
 };
 
 static int
@@ -77,6 +79,8 @@ static const struct cli_opt jobs_opts[] = {
     CLI_OPT_FLAG("all", struct jobs_opts, all),
     CLI_OPT_CALL("state", STR, set_state),
     CLI_OPT_CALL("user", STR, set_user),
+    CLI_OPT_STR("name", struct jobs_opts, name),
+    CLI_OPT_INT("limit", struct jobs_opts, limit, 1, 100000),
     CLI_OPT_END,
 };
 
@@ -84,21 +88,18 @@ static const struct cli_opt jobs_opts[] = {
 static char *
 jobs_path(struct cli *cli, const struct jobs_opts *o)
 {
-    bool all = o->all || o->state;
     struct sbuf path;
 
     sbuf_init(&path);
     sbuf_addstr(&path, "/v1/jobs");
-    if (all)
-        sbuf_addstr(&path, "?all=1");
-    if (o->state)
-        sbuf_addf(&path, "&state=%s", o->state);
-    if (o->user) {
-        char *u = cli_escape(cli, o->user);
-
-        sbuf_addf(&path, "%cuser=%s", all ? '&' : '?', u);
-        free(u);
-    }
+    if (o->all || o->state)
+        cli_query_add(cli, &path, "all", "1");
+    cli_query_add(cli, &path, "state", o->state);
+    cli_query_add(cli, &path, "user", o->user);
+    cli_query_add(cli, &path, "name", o->name);
+    if (o->limit > 0)
+        sbuf_addf(&path, "%climit=%lld", strchr(path.buf, '?') ? '&' : '?',
+            (long long)o->limit);
     return sbuf_detach(&path, NULL);
 }
 
@@ -142,12 +143,15 @@ const struct cli_cmd cli_cmd_jobs = {
     .name = "jobs",
     .summary = "list jobs",
     .usage =
-        "usage: lockstep jobs [--all] [--state STATE] [--user USER] [--json]\n"
+        "usage: lockstep jobs [--all] [--state STATE] [--user USER]\n"
+        "                     [--name NAME] [--limit N] [--json]\n"
         "\n"
         "  --all          include finished jobs (default: unfinished only)\n"
         "  --state STATE  only jobs in STATE (PENDING, PLACED, RUNNING,\n"
         "                 RESTARTING, SUCCEEDED, FAILED, CANCELLED)\n"
         "  --user USER    only USER's jobs (operators see everyone's)\n"
+        "  --name NAME    only jobs named NAME\n"
+        "  --limit N      at most N jobs, the newest\n"
         "  --json         print the API reply unchanged\n",
     .opts = jobs_opts,
     .fn = cmd_jobs,

@@ -15,6 +15,10 @@
  * the job has not started it says so on stderr, with why it pends. Without
  * --attempt it starts at the latest attempt and, when the job restarts,
  * moves on to the next attempt after draining the current one.
+ *
+ * --json prints one JSON object per line of output instead:
+ * {"rank":R,"attempt":A,"stream":"out","text":"the line, without its
+ * newline"}; a last line without a newline is printed as it is.
  */
 #include "cli/cli.h"
 
@@ -41,6 +45,7 @@ struct logs {
     int64_t attempt;    /* the attempt being read */
     const char *stream; /* "out" or "err" */
     bool prefix;        /* more than one rank: "[rank N] " */
+    bool json;          /* --json: an object per line */
     struct rank_log *ranks;
     size_t nranks;
     struct cli_resp resp;
@@ -94,12 +99,33 @@ get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
     return rc;
 }
 
+/* One line (len bytes, its newline not included) as a JSON object. */
+static void
+emit_json(struct logs *L, const struct rank_log *r, const char *line,
+    size_t len)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *text = xstrndup(line, len);
+    char *s;
+
+    cJSON_AddNumberToObject(o, "rank", (double)r->rank);
+    cJSON_AddNumberToObject(o, "attempt", (double)L->attempt);
+    cJSON_AddStringToObject(o, "stream", L->stream);
+    cJSON_AddStringToObject(o, "text", text);
+    s = cJSON_PrintUnformatted(o);
+    if (s)
+        puts(s);
+    cJSON_free(s);
+    free(text);
+    cJSON_Delete(o);
+}
+
 static void
 emit(struct logs *L, struct rank_log *r, const char *data, size_t n)
 {
     char *nl;
 
-    if (!L->prefix) {
+    if (!L->prefix && !L->json) {
         fwrite(data, 1, n, stdout);
         return;
     }
@@ -107,8 +133,12 @@ emit(struct logs *L, struct rank_log *r, const char *data, size_t n)
     while ((nl = memchr(r->line.buf, '\n', r->line.len)) != NULL) {
         size_t len = (size_t)(nl - r->line.buf) + 1;
 
-        printf("[rank %lld] ", (long long)r->rank);
-        fwrite(r->line.buf, 1, len, stdout);
+        if (L->json) {
+            emit_json(L, r, r->line.buf, len - 1);
+        } else {
+            printf("[rank %lld] ", (long long)r->rank);
+            fwrite(r->line.buf, 1, len, stdout);
+        }
         sbuf_consume(&r->line, len);
     }
 }
@@ -117,7 +147,10 @@ emit(struct logs *L, struct rank_log *r, const char *data, size_t n)
 static void
 emit_rest(struct logs *L, struct rank_log *r)
 {
-    if (L->prefix && r->line.len > 0) {
+    if (r->line.len > 0 && L->json) {
+        emit_json(L, r, r->line.buf, r->line.len);
+        sbuf_reset(&r->line);
+    } else if (L->prefix && r->line.len > 0) {
         printf("[rank %lld] ", (long long)r->rank);
         fwrite(r->line.buf, 1, r->line.len, stdout);
         fputc('\n', stdout);
@@ -390,6 +423,7 @@ cmd_logs(int argc, char **argv, struct cli *cli)
     if (cli_parse_job_id(cli, args.argv[0], &L.id) != 0)
         return CLI_EXIT_USAGE;
     L.stream = o.stream;
+    L.json = cli->json;
     cli_resp_init(&L.resp);
     status = logs_pick_attempt(&L, &o, args.argv[0], &v);
     if (status == CLI_CONTINUE) {
@@ -408,7 +442,7 @@ const struct cli_cmd cli_cmd_logs = {
     .summary = "print a job's output",
     .usage =
         "usage: lockstep logs JOB [--rank R] [--attempt N] [--stream out|err]\n"
-        "                         [--follow]\n"
+        "                         [--follow] [--json]\n"
         "\n"
         "  --rank R          only rank R (default: every rank, each line\n"
         "                    prefixed with [rank N])\n"
@@ -418,9 +452,10 @@ const struct cli_cmd cli_cmd_logs = {
         "                    on stderr while it is pending); exit 0 only if\n"
         "                    it SUCCEEDED, 1 if it FAILED or was CANCELLED\n"
         "                    (with --attempt N: 0 once attempt N is over\n"
-        "                    and the job goes on)\n",
+        "                    and the job goes on)\n"
+        "  --json            one JSON object per line of output:\n"
+        "                    {\"rank\", \"attempt\", \"stream\", \"text\"}\n",
     .opts = logs_opts,
     CLI_ONE_JOB,
     .fn = cmd_logs,
-    .flags = CLI_CMD_NO_JSON,
 };

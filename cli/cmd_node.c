@@ -1,12 +1,17 @@
 /*
- * cmd_node.c - lockstep node: one node in detail, with its history
+ * cmd_node.c - lockstep node: one node in detail, with its history; and
+ * `lockstep node remove NAME` (operators), which forgets one
  *
  * The scheduler keeps every state change of a node as an event with who,
  * when and why; this shows the newest of them under the node's resources.
+ * `remove` is POST /v1/nodes/NAME/remove: refused (409) while jobs hold
+ * the node, unless --force, which evicts them (they restart elsewhere)
+ * and forgets the node once they have left.
  */
 #include "cli/cli.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/jsonx.h"
 #include "common/timeid.h"
@@ -88,9 +93,102 @@ print_node(const cJSON *n, const char *name)
     free(gpus);
 }
 
+static void
+print_removed(const cJSON *reply, const char *name)
+{
+    char *jobs;
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "removed"))) {
+        printf("removed node %s\n", name);
+        return;
+    }
+    jobs = cli_fmt_int_list(cJSON_GetObjectItemCaseSensitive(reply, "jobs"),
+        false);
+    printf("node %s is cordoned and its jobs (%s) are being evicted; it is "
+           "removed once they have left\n",
+        name, jobs);
+    free(jobs);
+}
+
+struct node_opts {
+    bool force;
+};
+
+static const struct cli_opt node_opts[] = {
+    CLI_OPT_FLAG("force", struct node_opts, force),
+    CLI_OPT_END,
+};
+
+/* lockstep node remove NAME [--force] */
+static int
+node_remove(struct cli *cli, const char *name, bool force)
+{
+    char *path;
+    cJSON *body = NULL;
+    int status;
+
+    if (cli_check_node_name(cli, name) != 0)
+        return CLI_EXIT_USAGE;
+    if (force) {
+        body = cJSON_CreateObject();
+        cJSON_AddNumberToObject(body, "version", PROTO_VERSION);
+        cJSON_AddTrueToObject(body, "force");
+    }
+    path = cli_path(cli, "/v1/nodes", name, "remove");
+    status = cli_call_print(cli, "POST", path, body, "node", name,
+        print_removed);
+    cJSON_Delete(body);
+    free(path);
+    return status;
+}
+
+static int
+cmd_node(int argc, char **argv, struct cli *cli)
+{
+    struct node_opts o = { 0 };
+    struct cli_args args;
+    char *path;
+    int status;
+
+    if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
+        return status;
+    if (args.argc == 2 && strcmp(args.argv[0], "remove") == 0)
+        return node_remove(cli, args.argv[1], o.force);
+    if (args.argc == 2)
+        return cli_usage(cli,
+            "unknown node command '%s' (node NAME shows "
+            "one; node remove NAME forgets one)",
+            args.argv[0]);
+    if (o.force)
+        return cli_usage(cli, "--force goes with node remove NAME");
+    if (cli_check_node_name(cli, args.argv[0]) != 0)
+        return CLI_EXIT_USAGE;
+    path = cli_path(cli, "/v1/nodes", args.argv[0], NULL);
+    status = cli_call_print(cli, "GET", path, NULL, "node", args.argv[0],
+        print_node);
+    free(path);
+    return status;
+}
+
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
-    .summary = "show a node and its recent events",
-    CLI_ONE_NODE,
-    CLI_GET("node NODE", "/v1/nodes", print_node),
+    .summary = "show a node and its recent events; remove one",
+    .usage = "usage: lockstep node NODE [--json]\n"
+             "       lockstep node remove NODE [--force] [--json]\n"
+             "\n"
+             "  remove   forget a node (operators): a decommissioned one, or\n"
+             "           a LOST one that will not come back; a node of that\n"
+             "           name that reports later registers as new. Refused\n"
+             "           while jobs hold the node\n"
+             "  --force  remove it anyway: cordon it, fail its jobs over\n"
+             "           at once (they restart elsewhere from their latest\n"
+             "           complete checkpoint; the node is not blamed) and\n"
+             "           forget it once they have left\n"
+             "  --json   print the API reply unchanged\n",
+    .opts = node_opts,
+    .min_args = 1,
+    .max_args = 2,
+    .missing = "which node? give its name",
+    .fn = cmd_node,
+    .operand = CLI_OPERAND_NODE,
 };

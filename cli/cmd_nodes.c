@@ -2,7 +2,8 @@
  * cmd_nodes.c - lockstep nodes: one line per node
  *
  * What on-call looks at first: which nodes are not UP and why, what is
- * free, what runs where, and when each agent last reported.
+ * free (free/total for CPUs, memory and GPUs alike), what runs where, and
+ * when each agent last reported.
  */
 #include "cli/cli.h"
 
@@ -14,8 +15,9 @@
 static void
 print_nodes(const cJSON *nodes, const char *name)
 {
-    static const char *const headers[] = { "NAME", "STATE", "CPUS",
-        "GPUS(free/total)", "MEM", "LABELS", "JOBS", "LAST-SEEN", "REASON" };
+    static const char *const headers[] = { "NAME", "STATE", "CPUS(free/total)",
+        "MEM(free/total)", "GPUS(free/total)", "LABELS", "JOBS", "LAST-SEEN",
+        "REASON" };
     struct cli_table *t;
     int64_t now = timeid_now_ms();
     const cJSON *n;
@@ -32,18 +34,21 @@ print_nodes(const cJSON *nodes, const char *name)
             cJSON_GetObjectItemCaseSensitive(n, "jobs"), false);
         int64_t seen = cli_jint(n, "last_seen_ms", 0);
         const char *reason = cli_jstr(n, "reason");
-        char mem[32], age[32];
+        char mem[32], free_mem[32], age[32];
 
         cli_table_row(t);
         cli_table_cell(t, "%s", cli_jstr(n, "name"));
         cli_table_cell(t, "%s", cli_jstr(n, "state"));
-        cli_table_cell(t, "%lld", (long long)cli_jint(n, "cpus", 0));
+        cli_table_cell(t, "%lld/%lld", (long long)cli_jint(n, "free_cpus", 0),
+            (long long)cli_jint(n, "cpus", 0));
+        cli_table_cell(t, "%s/%s",
+            cli_fmt_mb(cli_jint(n, "free_memory_mb", 0), free_mem,
+                sizeof(free_mem)),
+            cli_fmt_mb(cli_jint(n, "memory_mb", 0), mem, sizeof(mem)));
         cli_table_cell(t, "%d/%d",
             cJSON_GetArraySize(
                 cJSON_GetObjectItemCaseSensitive(n, "free_gpus")),
             cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(n, "gpus")));
-        cli_table_cell(t, "%s",
-            cli_fmt_mb(cli_jint(n, "memory_mb", 0), mem, sizeof(mem)));
         cli_table_cell(t, "%s", labels);
         cli_table_cell(t, "%s", jobs);
         if (seen > 0)

@@ -21,6 +21,7 @@
 static const struct cli_cmd *const cmds[] = {
     &cli_cmd_submit,
     &cli_cmd_jobs,
+    &cli_cmd_history,
     &cli_cmd_show,
     &cli_cmd_logs,
     &cli_cmd_cancel,

@@ -42,6 +42,7 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/tokens", api_tokens_create, API_OPERATOR },
     { "POST", "/v1/jobs", api_jobs_submit, 0 },
     { "GET", "/v1/jobs", api_jobs_list, 0 },
+    { "GET", "/v1/history", api_jobs_history, 0 },
     { "GET", "/v1/jobs/{}", api_jobs_get, 0 },
     { "POST", "/v1/jobs/{}/cancel", api_jobs_cancel, 0 },
     { "POST", "/v1/jobs/{}/hold", api_jobs_hold, 0 },
@@ -55,6 +56,7 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },
     { "POST", "/v1/nodes/{}/cordon", api_nodes_cordon, API_OPERATOR },
     { "POST", "/v1/nodes/{}/uncordon", api_nodes_uncordon, API_OPERATOR },
+    { "POST", "/v1/nodes/{}/remove", api_nodes_remove, API_OPERATOR },
     { "POST", "/v1/agent/status", api_agent_status, API_AGENT },
     { "GET", "/v1/agent/work", api_agent_work, API_AGENT },
     { "POST", "/v1/agent/logs", api_agent_logs, API_AGENT },
@@ -200,6 +202,13 @@ api_node_changed_hook(struct schedd *sd, struct node *node, void *arg)
 }
 
 static void
+api_node_removed_hook(struct schedd *sd, struct node *node, void *arg)
+{
+    (void)sd;
+    api_agent_node_removed(arg, node);
+}
+
+static void
 api_model_reset_hook(struct schedd *sd, void *arg)
 {
     (void)sd;
@@ -268,6 +277,7 @@ api_free(struct api *api)
     if (api->sd->hooks.arg == api) {
         api->sd->hooks.node_changed = NULL;
         api->sd->hooks.model_reset = NULL;
+        api->sd->hooks.node_removed = NULL;
         api->sd->hooks.arg = NULL;
     }
     free(api->waiters);
@@ -304,6 +314,7 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
     }
     sd->hooks.node_changed = api_node_changed_hook;
     sd->hooks.model_reset = api_model_reset_hook;
+    sd->hooks.node_removed = api_node_removed_hook;
     sd->hooks.arg = api;
     return api;
 }

@@ -127,6 +127,19 @@ api_agent_wake(struct api *api, struct node *node)
 }
 
 void
+api_agent_node_removed(struct api *api, struct node *node)
+{
+    struct api_waiter **head = waiter_list(api, node);
+    size_t i = node->idx;
+
+    while (*head)
+        waiter_answer(*head);
+    memmove(&api->waiters[i], &api->waiters[i + 1],
+        (api->nwaiters - i - 1) * sizeof(*api->waiters));
+    api->waiters[api->nwaiters - 1] = NULL;
+}
+
+void
 api_agent_abort_all(struct api *api)
 {
     for (size_t i = 0; i < api->nwaiters; i++) {

@@ -21,6 +21,9 @@ api_handler_fn api_agent_logs;
 
 /* The node_changed hook: answer node's waiting long polls. */
 void api_agent_wake(struct api *api, struct node *node);
+/* The node_removed hook: answer node's long polls (with its desired
+ * state, now empty) and close the gap its idx leaves in the lists. */
+void api_agent_node_removed(struct api *api, struct node *node);
 /* Answer every waiting long poll with 503 (the model is being reloaded
  * or the scheduler stops) and forget them. */
 void api_agent_abort_all(struct api *api);

@@ -15,6 +15,7 @@
 #include "scheduler/db.h"
 #include "scheduler/jobs.h"
 #include "scheduler/planned.h"
+#include "scheduler/stats.h"
 
 int
 api_jobs_submit(struct schedd *sd, const struct api_req *r,
@@ -46,25 +47,44 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     return 0;
 }
 
-/* The listing's filter from ?all, ?state and ?user. */
+#define API_JOBS_LIMIT_MAX 100000
+
+/* ?state as a job state (upper-cased), into the filter. */
 static int
-list_filter(const struct api_req *r, struct db_job_filter *filter, char *user,
-    size_t ulen, struct err *err)
+filter_state(const struct api_req *r, struct db_job_filter *filter,
+    struct err *err)
 {
     char state[32];
 
+    if (!http_query_get(r->http, "state", state, sizeof(state)))
+        return 0;
+    for (char *c = state; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    if (proto_job_state_parse(state, &filter->state) < 0)
+        return err_set(err, -EINVAL,
+            "query parameter 'state': unknown job state '%s'", state);
+    filter->has_state = true;
+    /* Asking for a state is asking for it, finished or not. */
+    filter->all = true;
+    return 0;
+}
+
+/* The listing's filter from ?all, ?state, ?user, ?name and ?limit; the
+ * buffers user and name hold what the filter points at. */
+static int
+list_filter(const struct api_req *r, struct db_job_filter *filter, char *user,
+    size_t ulen, char *name, size_t nlen, struct err *err)
+{
+    int rc;
+
     memset(filter, 0, sizeof(*filter));
     filter->all = api_req_query_flag(r, "all");
-    if (http_query_get(r->http, "state", state, sizeof(state))) {
-        for (char *c = state; *c; c++)
-            *c = (char)toupper((unsigned char)*c);
-        if (proto_job_state_parse(state, &filter->state) < 0)
-            return err_set(err, -EINVAL,
-                "query parameter 'state': unknown job state '%s'", state);
-        filter->has_state = true;
-        /* Asking for a state is asking for it, finished or not. */
-        filter->all = true;
-    }
+    if ((rc = filter_state(r, filter, err)) < 0 ||
+        (rc = api_req_query_int_default(r, "limit", 1, API_JOBS_LIMIT_MAX,
+             &filter->limit, err)) < 0)
+        return rc;
+    if (http_query_get(r->http, "name", name, nlen) && name[0])
+        filter->name = name;
     if (http_query_get(r->http, "user", user, ulen) && user[0]) {
         if (!r->who.operator&& strcmp(user, r->who.user) != 0)
             return err_set(err, -EPERM,
@@ -80,6 +100,7 @@ struct list_ctx {
     struct schedd *sd;
     const struct api_req *r;
     cJSON *arr;
+    bool goodput; /* add each job's goodput (history) */
 };
 
 /* The job's env values are its owner's to see (docs/api.md). */
@@ -95,9 +116,34 @@ static int
 list_add(struct job *job, void *arg)
 {
     struct list_ctx *ctx = arg;
+    cJSON *o = view_for(ctx->r, job, api_view_job(ctx->sd, job));
+    struct goodput g;
+    int rc;
 
-    cJSON_AddItemToArray(ctx->arr,
-        view_for(ctx->r, job, api_view_job(ctx->sd, job)));
+    cJSON_AddItemToArray(ctx->arr, o);
+    if (!ctx->goodput)
+        return 0;
+    if ((rc = stats_job(ctx->sd, job->id, &g)) < 0)
+        return rc;
+    cJSON_AddItemToObject(o, "goodput",
+        api_view_goodput(&g, job->spec.nodes * job->spec.ranks_per_node));
+    return 0;
+}
+
+/* Reply with the jobs the filter selects, as a JSON array. */
+static int
+reply_list(struct list_ctx *ctx, const struct db_job_filter *filter,
+    struct http_resp *resp)
+{
+    int rc;
+
+    ctx->arr = cJSON_CreateArray();
+    rc = db_jobs_foreach(ctx->sd->db, filter, list_add, ctx);
+    if (rc < 0) {
+        cJSON_Delete(ctx->arr);
+        return rc;
+    }
+    http_resp_json(resp, 200, ctx->arr);
     return 0;
 }
 
@@ -106,20 +152,37 @@ api_jobs_list(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     struct db_job_filter filter;
-    struct list_ctx ctx = { sd, r, NULL };
-    char user[AUTH_USER_MAX + 1];
+    struct list_ctx ctx = { sd, r, NULL, false };
+    char user[AUTH_USER_MAX + 1], name[PROTO_NAME_MAX * 4 + 1];
     int rc;
 
-    if ((rc = list_filter(r, &filter, user, sizeof(user), err)) < 0)
+    if ((rc = list_filter(r, &filter, user, sizeof(user), name, sizeof(name),
+             err)) < 0)
         return rc;
-    ctx.arr = cJSON_CreateArray();
-    rc = db_jobs_foreach(sd->db, &filter, list_add, &ctx);
-    if (rc < 0) {
-        cJSON_Delete(ctx.arr);
+    return reply_list(&ctx, &filter, resp);
+}
+
+int
+api_jobs_history(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    struct db_job_filter filter;
+    struct list_ctx ctx = { sd, r, NULL, true };
+    char user[AUTH_USER_MAX + 1], name[PROTO_NAME_MAX * 4 + 1];
+    int rc;
+
+    if ((rc = list_filter(r, &filter, user, sizeof(user), name, sizeof(name),
+             err)) < 0 ||
+        (rc = api_req_query_int_default(r, "since", 0, INT64_MAX / 2,
+             &filter.ended_from, err)) < 0)
         return rc;
-    }
-    http_resp_json(resp, 200, ctx.arr);
-    return 0;
+    if (filter.has_state && !proto_job_state_finished(filter.state))
+        return err_set(err, -EINVAL,
+            "query parameter 'state': %s is not a final state (history "
+            "holds SUCCEEDED, FAILED and CANCELLED jobs)",
+            proto_job_state_str(filter.state));
+    filter.ended = true;
+    return reply_list(&ctx, &filter, resp);
 }
 
 /* The full view of job id as stored (finished jobs too). */

@@ -142,3 +142,69 @@ api_nodes_uncordon(struct schedd *sd, const struct api_req *r,
 {
     return node_set_cordon(sd, r, resp, false, err);
 }
+
+/* No body, or {"version":1,"force":true|false}. */
+static int
+remove_body(const struct api_req *r, bool *force, struct err *err)
+{
+    static const char *const keys[] = { "version", "force", NULL };
+    cJSON *json = NULL;
+    int rc;
+
+    *force = false;
+    if (r->http->body_len == 0)
+        return 0;
+    if ((rc = api_req_body(r, &json, err)) == 0 &&
+        (rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0)
+        rc = jsonx_get_bool(json, "force", false, force, err);
+    cJSON_Delete(json);
+    return rc;
+}
+
+/* 409 node_busy: which jobs hold node. */
+static void
+reply_busy(const struct node *node, struct http_resp *resp)
+{
+    cJSON *jobs = api_view_node_jobs(node);
+    char *list = jsonx_print(jobs);
+
+    http_resp_error(resp, 409, "node_busy",
+        "node %s is held by jobs %s; wait for them, cancel them, or remove "
+        "it with \"force\": true (they fail over as evicted)",
+        node->name, list);
+    free(list);
+    cJSON_Delete(jobs);
+}
+
+int
+api_nodes_remove(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    struct node *node;
+    char name[PROTO_NODE_NAME_MAX + 1];
+    bool force, pending;
+    cJSON *o;
+    int rc;
+
+    if ((rc = node_find(sd, r, &node, err)) < 0 ||
+        (rc = remove_body(r, &force, err)) < 0)
+        return rc;
+    snprintf(name, sizeof(name), "%s", node->name);
+    rc = nodes_remove(sd, node, r->who.user, force, &pending);
+    if (rc == -EBUSY) {
+        reply_busy(node, resp);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (pending) {
+        http_resp_json(resp, 202, api_view_node(node));
+        return 0;
+    }
+    o = cJSON_CreateObject();
+    jsonx_add_str(o, "name", name);
+    cJSON_AddTrueToObject(o, "removed");
+    http_resp_json(resp, 200, o);
+    return 0;
+}

@@ -3,7 +3,9 @@
  *
  * GET /v1/nodes, GET /v1/nodes/NAME, POST /v1/nodes/NAME/cordon and
  * /uncordon (operators; docs/api.md). `cordon` with "evict": true also
- * restarts the jobs running there elsewhere (nodes.h).
+ * restarts the jobs running there elsewhere (nodes.h). POST
+ * /v1/nodes/NAME/remove forgets a node (409 node_busy while jobs hold
+ * it, unless "force": true; then 202 until they have left).
  */
 #ifndef SCHEDULER_API_NODES_H
 #define SCHEDULER_API_NODES_H
@@ -14,5 +16,6 @@ api_handler_fn api_nodes_list;
 api_handler_fn api_nodes_get;
 api_handler_fn api_nodes_cordon;
 api_handler_fn api_nodes_uncordon;
+api_handler_fn api_nodes_remove;
 
 #endif

@@ -382,9 +382,8 @@ node_reason(const struct node *node, char *buf, size_t len)
     return "";
 }
 
-/* The ids of the jobs holding resources on node, each once. */
-static cJSON *
-node_jobs(const struct node *node)
+cJSON *
+api_view_node_jobs(const struct node *node)
 {
     cJSON *jobs = cJSON_CreateArray();
 
@@ -419,7 +418,8 @@ api_view_node(const struct node *node)
     jsonx_add_int(o, "free_cpus", node_free_cpus(node));
     jsonx_add_int(o, "free_memory_mb", node_free_memory_mb(node));
     jsonx_add_int_array(o, "free_gpus", free_gpus, nfree);
-    cJSON_AddItemToObject(o, "jobs", node_jobs(node));
+    cJSON_AddItemToObject(o, "jobs", api_view_node_jobs(node));
+    cJSON_AddBoolToObject(o, "removing", node->removing);
     jsonx_add_int(o, "last_seen_ms", node->last_seen_ms);
     jsonx_add_int(o, "registered_ms", node->registered_ms);
     free(free_gpus);

@@ -64,6 +64,10 @@ int db_node_insert(struct db *db, const struct node *node);
 /* Everything but last_seen_ms. */
 int db_node_update(struct db *db, const struct node *node);
 int db_node_touch(struct db *db, const char *name, int64_t last_seen_ms);
+/* Forget a node (an operator removed it): its row stays, for the
+ * placements that name it, but is never loaded again; a node of that
+ * name that registers later (db_node_insert) takes it over. */
+int db_node_remove(struct db *db, const char *name);
 /* Create a node for every row and add it to t. */
 int db_nodes_load(struct db *db, struct node_table *t);
 
@@ -82,13 +86,18 @@ struct db_job_filter {
     const char *user; /* NULL: every user */
     bool has_state;
     enum proto_job_state state;
-    bool all; /* false: only unfinished jobs */
+    bool all;           /* false: only unfinished jobs */
+    bool ended;         /* only finished jobs (history); beats all */
+    const char *name;   /* NULL: any name; else exactly this one */
+    int64_t ended_from; /* 0: any; else only jobs ended at or after it */
+    int64_t limit;      /* 0: no limit; else at most this many */
 };
 
 /* The job is borrowed for the call. A non-zero return stops the walk and
  * is returned. */
 typedef int db_job_fn(struct job *job, void *arg);
-/* Newest first. */
+/* Newest first (by id). name, ended_from and limit are applied to the
+ * rows the user/state/all/ended statement returns. */
 int db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
     db_job_fn *fn, void *arg);
 

@@ -56,6 +56,7 @@ struct db {
     struct sqlite3_stmt *node_insert;
     struct sqlite3_stmt *node_update;
     struct sqlite3_stmt *node_touch;
+    struct sqlite3_stmt *node_remove;
     struct sqlite3_stmt *nodes_all;
     /* db_job.c */
     struct sqlite3_stmt *job_insert;
@@ -68,6 +69,8 @@ struct db {
     struct sqlite3_stmt *jobs_user_all;
     struct sqlite3_stmt *jobs_user_live;
     struct sqlite3_stmt *jobs_user_state;
+    struct sqlite3_stmt *jobs_ended;
+    struct sqlite3_stmt *jobs_user_ended;
     /* db_attempt.c */
     struct sqlite3_stmt *attempt_insert;
     struct sqlite3_stmt *placement_insert;

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sqlite3.h>
 
@@ -218,42 +219,76 @@ static const char sql_jobs_user_live[] =
 static const char sql_jobs_user_state[] =
     "SELECT " JOB_COLUMNS " FROM jobs WHERE user = ?1 AND state = ?2 "
     "ORDER BY id DESC";
+#define JOBS_ENDED "state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+static const char sql_jobs_ended[] = "SELECT " JOB_COLUMNS
+                                     " FROM jobs WHERE " JOBS_ENDED
+                                     " ORDER BY id DESC";
+static const char sql_jobs_user_ended[] =
+    "SELECT " JOB_COLUMNS " FROM jobs WHERE user = ?1 AND " JOBS_ENDED
+    " ORDER BY id DESC";
 
-/* Hand the row's job to the caller's fn, lending it for the call. */
+/* A walk over jobs with the filters no statement applies. */
+struct job_walk {
+    const struct db_job_filter *filter;
+    db_job_fn *fn;
+    void *arg;
+    int64_t n; /* jobs handed to fn so far */
+};
+
+/* Hand the row's job to the caller's fn, lending it for the call, if it
+ * passes the filters; 1 stops the walk at the limit. */
 static int
 job_walk_row(sqlite3_stmt *st, void *arg)
 {
-    struct db_walk *w = arg;
-    struct job *job = job_from_row(st);
-    int rc;
+    struct job_walk *w = arg;
+    const struct db_job_filter *f = w->filter;
+    struct job *job;
+    int rc = 0;
 
-    if (job == NULL)
+    if (f->limit > 0 && w->n >= f->limit)
+        return 1;
+    if ((job = job_from_row(st)) == NULL)
         return -EIO;
-    rc = w->fn.job(job, w->arg);
+    if ((f->name == NULL || strcmp(job->spec.name, f->name) == 0) &&
+        (f->ended_from == 0 || job->end_ms >= f->ended_from)) {
+        w->n++;
+        rc = w->fn(job, w->arg);
+    }
     job_destroy(job);
     return rc;
+}
+
+/* The statement for the filter's user, state and all/ended. */
+static sqlite3_stmt *
+jobs_stmt(struct db *db, const struct db_job_filter *filter)
+{
+    if (filter->user && filter->has_state)
+        return db->jobs_user_state;
+    if (filter->user && filter->ended)
+        return db->jobs_user_ended;
+    if (filter->user)
+        return filter->all ? db->jobs_user_all : db->jobs_user_live;
+    if (filter->has_state)
+        return db->jobs_state;
+    if (filter->ended)
+        return db->jobs_ended;
+    return filter->all ? db->jobs_all : db->jobs_live;
 }
 
 int
 db_jobs_foreach(struct db *db, const struct db_job_filter *filter,
     db_job_fn *fn, void *arg)
 {
-    struct db_walk w = { .fn.job = fn, .arg = arg };
-    sqlite3_stmt *st;
+    struct job_walk w = { .filter = filter, .fn = fn, .arg = arg };
+    sqlite3_stmt *st = jobs_stmt(db, filter);
+    int rc;
 
-    if (filter->user && filter->has_state)
-        st = db->jobs_user_state;
-    else if (filter->user)
-        st = filter->all ? db->jobs_user_all : db->jobs_user_live;
-    else if (filter->has_state)
-        st = db->jobs_state;
-    else
-        st = filter->all ? db->jobs_all : db->jobs_live;
     if (filter->user)
         db_bind_text(st, 1, filter->user);
     if (filter->has_state)
         db_bind_text(st, 2, proto_job_state_str(filter->state));
-    return db_rows(db, st, "jobs list", job_walk_row, &w);
+    rc = db_rows(db, st, "jobs list", job_walk_row, &w);
+    return rc == 1 && filter->limit > 0 && w.n >= filter->limit ? 0 : rc;
 }
 
 const struct db_stmt_def db_job_stmts[] = {
@@ -267,5 +302,7 @@ const struct db_stmt_def db_job_stmts[] = {
     DB_STMT(jobs_user_all),
     DB_STMT(jobs_user_live),
     DB_STMT(jobs_user_state),
+    DB_STMT(jobs_ended),
+    DB_STMT(jobs_user_ended),
     DB_STMT_END,
 };

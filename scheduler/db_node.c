@@ -6,6 +6,11 @@
  * On load the node's state is computed again from those; of the stored
  * state only "lost" is taken. last_seen_ms has its own statement, since
  * a heartbeat writes nothing else.
+ *
+ * A node an operator removed keeps its row, with the stored state
+ * REMOVED (not a state of the model: the row is never loaded), because
+ * the placements of finished attempts still name it. When a node of that
+ * name registers again, its insert takes the row over as new.
  */
 #include "scheduler/db.h"
 #include "scheduler/db_int.h"
@@ -21,7 +26,16 @@ static const char sql_node_insert[] =
     "INSERT INTO nodes (name, state, reason, cordoned, addr, cpus, "
     "memory_mb, gpus, labels, agent_id, unhealthy, health_reason, "
     "registered_ms, last_seen_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+    "ON CONFLICT (name) DO UPDATE SET state = excluded.state, "
+    "reason = excluded.reason, cordoned = excluded.cordoned, "
+    "addr = excluded.addr, cpus = excluded.cpus, "
+    "memory_mb = excluded.memory_mb, gpus = excluded.gpus, "
+    "labels = excluded.labels, agent_id = excluded.agent_id, "
+    "unhealthy = excluded.unhealthy, "
+    "health_reason = excluded.health_reason, "
+    "registered_ms = excluded.registered_ms, "
+    "last_seen_ms = excluded.last_seen_ms WHERE nodes.state = 'REMOVED'";
 
 static const char sql_node_update[] =
     "UPDATE nodes SET state = ?2, reason = ?3, cordoned = ?4, addr = ?5, "
@@ -70,10 +84,19 @@ db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
         DB_INT(last_seen_ms));
 }
 
+static const char sql_node_remove[] =
+    "UPDATE nodes SET state = 'REMOVED' WHERE name = ?1";
+
+int
+db_node_remove(struct db *db, const char *name)
+{
+    return DB_WRITE(db, db->node_remove, "node remove", DB_TEXT(name));
+}
+
 static const char sql_nodes_all[] =
     "SELECT name, state, reason, cordoned, addr, cpus, memory_mb, gpus, "
     "labels, agent_id, registered_ms, last_seen_ms, unhealthy, "
-    "health_reason FROM nodes ORDER BY name";
+    "health_reason FROM nodes WHERE state != 'REMOVED' ORDER BY name";
 
 /* Replace *field, a string node_create set, with column i. */
 static void
@@ -126,6 +149,7 @@ const struct db_stmt_def db_node_stmts[] = {
     DB_STMT(node_insert),
     DB_STMT(node_update),
     DB_STMT(node_touch),
+    DB_STMT(node_remove),
     DB_STMT(nodes_all),
     DB_STMT_END,
 };

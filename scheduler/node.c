@@ -64,6 +64,7 @@ node_destroy(struct node *node)
     free(node->health_reason);
     free(node->addr);
     free(node->agent_id);
+    free(node->removing_by);
     free(node->gpus);
     proto_kv_array_free(node->labels, node->nlabels);
     free(node->holds);
@@ -277,6 +278,14 @@ node_table_add(struct node_table *t, struct node *node)
 {
     node->idx = t->t.count;
     itab_add(&t->t, &node->link, node_hash(node->name));
+}
+
+void
+node_table_remove(struct node_table *t, struct node *node)
+{
+    for (struct node *n = node_table_next(node); n; n = node_table_next(n))
+        n->idx--;
+    itab_remove(&t->t, &node->link);
 }
 
 struct node *

@@ -44,6 +44,10 @@ struct node {
     bool unhealthy;      /* excluded automatically (blame) */
     char *health_reason; /* why it is unhealthy; never NULL */
     bool lost;
+    /* An operator removes it (nodes_remove): cordoned, and forgotten once
+     * nothing holds it; removing_by is who asked (NULL when not). */
+    bool removing;
+    char *removing_by;
 
     char *addr; /* never NULL */
     int cpus;
@@ -126,8 +130,12 @@ void node_table_init(struct node_table *t);
 /* Destroys every node. */
 void node_table_release(struct node_table *t);
 /* Takes ownership; the name must not be present. Sets node->idx to the
- * table's count before the call (nodes are never removed). */
+ * table's count before the call. */
 void node_table_add(struct node_table *t, struct node *node);
+/* Unlinks node (the caller destroys it) and moves each later node's idx
+ * down by one, so that the indexes stay 0..count-1: whoever keeps an
+ * array by idx must close its gap first. */
+void node_table_remove(struct node_table *t, struct node *node);
 struct node *node_table_find(const struct node_table *t, const char *name);
 /* The nodes in idx order: the first (NULL when empty), the one after node
  * (NULL after the last), and how many. */

@@ -260,13 +260,41 @@ nodes_lost(struct schedd *sd, struct node *node)
     return rc;
 }
 
+/* Forget node: its row is marked removed, the event written, and it
+ * leaves the model. actor: who asked. */
+static int
+nodes_forget(struct schedd *sd, struct node *node, const char *actor)
+{
+    char subject[PROTO_NODE_NAME_MAX + 8];
+    int rc;
+
+    rc = schedd_db_check(sd, db_node_remove(sd->db, node->name));
+    if (rc == 0)
+        rc = schedd_event(sd, actor,
+            schedd_subject_node(subject, sizeof(subject), node->name),
+            "node_removed", NULL);
+    if (rc < 0)
+        return rc;
+    log_notice("node=%s removed by %s", node->name, actor);
+    schedd_node_forget(sd, node);
+    schedd_sched_trigger(sd);
+    return 0;
+}
+
 int
 nodes_tick(struct schedd *sd, int64_t mono)
 {
-    for (struct node *node = node_table_first(&sd->nodes); node;
-         node = node_table_next(node)) {
+    struct node *next;
+
+    for (struct node *node = node_table_first(&sd->nodes); node; node = next) {
         int rc;
 
+        next = node_table_next(node);
+        if (node->removing && node->nholds == 0) {
+            if ((rc = nodes_forget(sd, node, node->removing_by)) < 0)
+                return rc;
+            continue;
+        }
         if (node->lost ||
             mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
             continue;
@@ -310,6 +338,12 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
     int rc;
 
     node->cordoned = cordon;
+    if (!cordon && node->removing) {
+        /* The operator changed their mind: it stays. */
+        node->removing = false;
+        free(node->removing_by);
+        node->removing_by = NULL;
+    }
     if (!cordon) {
         /* An operator vouches for it: this clears an automatic exclusion
          * too (which never reverses by itself). */
@@ -328,4 +362,37 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
     if (evict)
         rc = planned_evict(sd, node, actor, node->reason);
     return rc;
+}
+
+int
+nodes_remove(struct schedd *sd, struct node *node, const char *actor,
+    bool force, bool *pending)
+{
+    char reason[PROTO_NODE_NAME_MAX + 64];
+    int rc;
+
+    *pending = false;
+    if (node->nholds == 0)
+        return nodes_forget(sd, node, actor);
+    if (!force)
+        return -EBUSY;
+    snprintf(reason, sizeof(reason), "being removed by %s", actor);
+    if (!node->removing) {
+        node->removing = true;
+        node->removing_by = xstrdup(actor);
+    }
+    *pending = true;
+    node->cordoned = true;
+    free(node->reason);
+    node->reason = xstrdup(reason);
+    rc = event_node(sd, node,
+        &(struct event_node_change){ .actor = actor,
+            .why = reason,
+            .fact = "node_cordoned" });
+    if (rc < 0)
+        return rc;
+    log_info("node=%s being removed by %s (evicting its jobs)", node->name,
+        actor);
+    return recovery_exclude(sd, node, actor, RECOVERY_EXCLUDE_OPERATOR, reason,
+        NULL);
 }

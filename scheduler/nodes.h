@@ -39,7 +39,8 @@ int nodes_seen(struct schedd *sd, struct node *node, int64_t now);
  * heard since: no new work there until it returns. */
 void nodes_agent_gone(struct schedd *sd, struct node *node);
 
-/* From the tick: nodes silent for node_timeout_ms are LOST. */
+/* From the tick: nodes silent for node_timeout_ms are LOST; nodes being
+ * removed that nothing holds any more are forgotten. */
 int nodes_tick(struct schedd *sd, int64_t mono);
 /* Write every node's last_seen that changed (one batch). */
 void nodes_persist_last_seen(struct schedd *sd);
@@ -61,5 +62,19 @@ int nodes_release(struct schedd *sd, struct placement *p);
  */
 int nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
     bool cordon, const char *reason, bool evict);
+
+/*
+ * An operator (actor) removes node: the scheduler forgets it (event
+ * node_removed; it leaves the listings, and a node of that name that
+ * reports later registers as new). A node that jobs hold is refused
+ * (-EBUSY) unless force: then it is cordoned, the attempts running there
+ * fail as node_excluded without blame (as cordon --evict without the
+ * checkpoint: they restart elsewhere), and it is forgotten once its agent
+ * has released them (or it went LOST), by nodes_tick; *pending says so.
+ * A LOST node holds nothing. After a return with *pending false, node is
+ * gone.
+ */
+int nodes_remove(struct schedd *sd, struct node *node, const char *actor,
+    bool force, bool *pending);
 
 #endif

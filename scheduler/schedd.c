@@ -142,6 +142,22 @@ schedd_node_changed(struct schedd *sd, struct node *node)
     schedd_node_wake(sd, node);
 }
 
+void
+schedd_node_forget(struct schedd *sd, struct node *node)
+{
+    if (sd->hooks.node_removed)
+        sd->hooks.node_removed(sd, node, sd->hooks.arg);
+    /* Released placements of attempts still live elsewhere may name it. */
+    for (struct attempt *a = sd->attempts; a; a = a->next) {
+        for (int k = 0; k < a->nnodes; k++) {
+            if (a->placements[k].node == node)
+                a->placements[k].node = NULL;
+        }
+    }
+    node_table_remove(&sd->nodes, node);
+    node_destroy(node);
+}
+
 bool
 schedd_node_silent(const struct schedd *sd, const struct node *node,
     int64_t mono)
@@ -224,8 +240,9 @@ schedd_tally_load_cb(int rank, int64_t step, void *arg)
     return 0;
 }
 
-/* Resolve a loaded attempt's nodes and job; false when a node is
- * unknown (a corrupt database). */
+/* Resolve a loaded attempt's nodes and job; false when a node it holds is
+ * unknown (a corrupt database). A released placement may name a node an
+ * operator removed since. */
 static bool
 schedd_attempt_resolve(struct schedd *sd, struct attempt *a)
 {
@@ -236,7 +253,7 @@ schedd_attempt_resolve(struct schedd *sd, struct attempt *a)
 
         p->node = p->node_name ? node_table_find(&sd->nodes, p->node_name)
                                : NULL;
-        if (p->node == NULL) {
+        if (p->node == NULL && !p->released) {
             log_error("job=%lld attempt=%d: placement on unknown node '%s'",
                 (long long)a->job_id, a->num, p->node_name ? p->node_name : "");
             return false;

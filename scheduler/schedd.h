@@ -84,6 +84,10 @@ struct schedd_hooks {
     /* The model is about to be cleared and reloaded: forget every
      * pointer into it. */
     void (*model_reset)(struct schedd *sd, void *arg);
+    /* node is about to leave the model (an operator removed it; nothing
+     * holds it): forget every pointer to it and close the gap at its idx
+     * (node_table_remove). */
+    void (*node_removed)(struct schedd *sd, struct node *node, void *arg);
     /* A scheduling pass is wanted soon (coalesced by the callee; never
      * run synchronously). */
     void (*sched_trigger)(struct schedd *sd, void *arg);
@@ -171,6 +175,9 @@ void schedd_node_changed(struct schedd *sd, struct node *node);
 /* The node_changed hook alone, for a change whose generation the caller
  * already handed out. */
 void schedd_node_wake(struct schedd *sd, struct node *node);
+/* node leaves the model: the node_removed hook, then it is unlinked from
+ * the live attempts' placements and the table, and destroyed. */
+void schedd_node_forget(struct schedd *sd, struct node *node);
 /* The next desired-state generation (increases across restarts). */
 uint64_t schedd_next_gen(struct schedd *sd);
 

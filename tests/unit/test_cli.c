@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli_env.h"
@@ -916,6 +917,110 @@ test_progress(void)
     cli_progress_release(&p);
 }
 
+/* history --since: durations back from now, local dates and times. */
+static void
+test_since(void)
+{
+    static const char *const bad[] = { "", "yesterday", "2h-", "h", "5x",
+        "2026-13-01", "2026-11-24 25:00", "1d 2h", "-5m", NULL };
+    const int64_t now = 1764000000000; /* 2025-11-24T16:00:00Z */
+    struct sbuf why;
+    struct tm tm;
+    int64_t v = 0;
+
+    sbuf_init(&why);
+    is_int(cli_parse_since("90s", now, &v, &why), 0, "90s");
+    is_int(v, now - 90000, "is 90 s back");
+    is_int(cli_parse_since("2h", now, &v, &why), 0, "2h");
+    is_int(v, now - 7200000, "is 2 h back");
+    is_int(cli_parse_since("1d12h", now, &v, &why), 0, "1d12h");
+    is_int(v, now - 36 * 3600000LL, "is 36 h back");
+    is_int(cli_parse_since("1w", now, &v, &why), 0, "1w");
+    is_int(v, now - 7 * 86400000LL, "is 7 days back");
+    is_int(cli_parse_since("100000w", now, &v, &why), -EINVAL,
+        "more than a century back is refused");
+
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 10;
+    tm.tm_mday = 24;
+    tm.tm_isdst = -1;
+    is_int(cli_parse_since("2026-11-24", now, &v, &why), 0, "a date");
+    is_int(v, (int64_t)mktime(&tm) * 1000, "is its local midnight");
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 10;
+    tm.tm_mday = 24;
+    tm.tm_hour = 10;
+    tm.tm_min = 5;
+    tm.tm_sec = 7;
+    tm.tm_isdst = -1;
+    is_int(cli_parse_since("2026-11-24T10:05:07", now, &v, &why), 0,
+        "a date and time with T");
+    is_int(v, (int64_t)mktime(&tm) * 1000, "is that local time");
+    is_int(cli_parse_since("2026-11-24 10:05:07", now, &v, &why), 0,
+        "with a space");
+    is_int(v, (int64_t)mktime(&tm) * 1000, "the same time");
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    is_int(cli_parse_since("2026-11-24 10:05", now, &v, &why), 0,
+        "without seconds");
+    is_int(v, (int64_t)mktime(&tm) * 1000, "is on the minute");
+    for (size_t i = 0; bad[i]; i++) {
+        sbuf_reset(&why);
+        ok(cli_parse_since(bad[i], now, &v, &why) == -EINVAL &&
+                strstr(why.buf, "invalid --since") != NULL,
+            "'%s' is refused, saying what is expected", bad[i]);
+    }
+    sbuf_release(&why);
+}
+
+/* cancel's filters stand in for the ids; the others do not. */
+static void
+test_cancel_select(void)
+{
+    struct cli_args a;
+    struct sbuf why;
+    /* cmd_cancel.c's struct cancel_opts, member for member. */
+    struct {
+        bool checkpoint, all_users;
+        const char *user, *name, *state;
+    } o;
+
+    sbuf_init(&why);
+    memset(&o, 0, sizeof(o));
+    is_int(
+        cli_parse_opts(&cli_cmd_cancel, 3, ARGV("--name", "p1"), &o, &a, &why),
+        0, "cancel --name needs no id");
+    is_str(o.name, "p1", "and keeps the name");
+    memset(&o, 0, sizeof(o));
+    is_int(cli_parse_opts(&cli_cmd_cancel, 3, ARGV("--state", "running"), &o,
+               &a, &why),
+        0, "cancel --state, in any case");
+    is_str(o.state, "RUNNING", "as the canonical name");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_cancel, 3, ARGV("--state", "FAILED"), &o, &a,
+           &why) < 0 &&
+            strstr(why.buf, "unfinished") != NULL,
+        "a final state is refused");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_cancel, 2, ARGV("--checkpoint"), &o, &a, &why) <
+                0 &&
+            strcmp(why.buf, "which job? give one or more ids") == 0,
+        "--checkpoint alone still asks which job");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_cancel, 2, ARGV("--all-users"), &o, &a, &why) <
+                0 &&
+            strcmp(why.buf, "which job? give one or more ids") == 0,
+        "so does --all-users alone");
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_cancel, 3, ARGV("--user", ""), &o, &a, &why) <
+                0 &&
+            strstr(why.buf, "--user needs") != NULL,
+        "an empty --user is refused");
+    sbuf_release(&why);
+}
+
 int
 main(void)
 {
@@ -939,5 +1044,7 @@ main(void)
     test_fmt();
     test_table();
     test_progress();
+    test_since();
+    test_cancel_select();
     return done_testing();
 }

@@ -589,6 +589,85 @@ test_rank_stats(void)
     db_close(db);
 }
 
+/* A finished (or running) job named name, ended at end_ms; its id. */
+static int64_t
+insert_named(struct db *db, const char *name, enum proto_job_state state,
+    int64_t end_ms)
+{
+    struct job *job = sample_job();
+    int64_t id;
+
+    free(job->spec.name);
+    job->spec.name = xstrdup(name);
+    job->state = state;
+    is_int(db_job_insert(db, job), 0, "insert %s", name);
+    job->end_ms = end_ms;
+    is_int(db_job_update(db, job), 0, "end %s", name);
+    id = job->id;
+    job_destroy(job);
+    return id;
+}
+
+/* The history's filters (ended, name, ended_from, limit), and a node
+ * removed: never loaded again, its name free for a new registration. */
+static void
+test_history_and_remove(void)
+{
+    struct db *db = open_checked("open for history");
+    struct walk_seen w = { 0 };
+    struct db_job_filter f = { .ended = true, .name = "hist-a" };
+    struct node_table t;
+    struct node *n;
+    int64_t b;
+    int cnt = 0;
+
+    if (db == NULL)
+        return;
+    insert_named(db, "hist-a", PROTO_JOB_SUCCEEDED, 100);
+    b = insert_named(db, "hist-b", PROTO_JOB_FAILED, 200);
+    insert_named(db, "hist-a", PROTO_JOB_RUNNING, 0);
+    is_int(db_jobs_foreach(db, &f, count_job, &cnt), 0, "ended and named");
+    is_int(cnt, 1, "only the finished hist-a");
+    f = (struct db_job_filter){ .all = true, .name = "hist-a" };
+    cnt = 0;
+    db_jobs_foreach(db, &f, count_job, &cnt);
+    is_int(cnt, 2, "both hist-a with all");
+    f = (struct db_job_filter){ .ended = true,
+        .ended_from = 150,
+        .name = "hist-b" };
+    cnt = 0;
+    db_jobs_foreach(db, &f, count_job, &cnt);
+    is_int(cnt, 1, "hist-b ended after 150");
+    f.name = "hist-a";
+    cnt = 0;
+    db_jobs_foreach(db, &f, count_job, &cnt);
+    is_int(cnt, 0, "hist-a ended before it");
+    f = (struct db_job_filter){ .ended = true, .limit = 1 };
+    is_int(db_jobs_foreach(db, &f, walk_job, &w), 0,
+        "a walk that reaches its limit returns 0");
+    is_int(w.rows, 1, "and saw the limit");
+    is_int(w.first_id, b, "the newest finished job");
+
+    is_int(db_node_remove(db, "n9"), 0, "remove n9");
+    node_table_init(&t);
+    is_int(db_nodes_load(db, &t), 0, "load nodes");
+    ok(node_table_find(&t, "n9") == NULL, "a removed node is not loaded");
+    node_table_release(&t);
+    n = node_create("n9");
+    n->cpus = 96;
+    n->registered_ms = 5;
+    is_int(db_node_insert(db, n), 0, "a node of that name registers again");
+    node_destroy(n);
+    node_table_init(&t);
+    db_nodes_load(db, &t);
+    n = node_table_find(&t, "n9");
+    ok(n && n->cpus == 96 && !n->unhealthy && !n->cordoned,
+        "as new: its own resources, no exclusion or cordon kept");
+    node_table_release(&t);
+    is_int(db_txn_commit(db), 0, "commit");
+    db_close(db);
+}
+
 static void
 test_newer_refused(void)
 {
@@ -622,6 +701,7 @@ main(void)
     test_fault_tolerance();
     test_walks();
     test_rank_stats();
+    test_history_and_remove();
     test_newer_refused();
     test_rmtree(dir);
     return done_testing();
