@@ -58,6 +58,7 @@ struct pmixsrv_net_req {
     int64_t job;
     int attempt;
     char *id;
+    bool modex; /* a direct modex (of "rank R"), not a fence */
     int64_t start_ns;
     pmix_modex_cbfunc_t cb;
     void *cbdata;
@@ -267,6 +268,8 @@ pmixsrv_net_reply(const struct sbuf *body, char **blob, size_t *len)
     return rc == 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
 }
 
+/* The scheduler's answer to a fence or a direct modex: the data, or an
+ * error status, to libpmix. */
 static void
 pmixsrv_net_done_cb(int rc, long http_status, const struct sbuf *body,
     void *arg)
@@ -274,24 +277,26 @@ pmixsrv_net_done_cb(int rc, long http_status, const struct sbuf *body,
     struct pmixsrv_net_req *rq = arg;
     int64_t us = (timeid_mono_ns() - rq->start_ns) / 1000;
     pmix_status_t st = PMIX_ERROR;
-    char *blob = NULL, text[300];
+    char *blob = NULL, text[300], what[96];
     size_t len = 0;
 
+    if (rq->modex)
+        snprintf(what, sizeof(what), "direct modex of %s", rq->id);
+    else
+        snprintf(what, sizeof(what), "fence %s across nodes", rq->id);
     if (rc == 0 && http_status == 200)
         st = pmixsrv_net_reply(body, &blob, &len);
     else if (rc == 0 && http_status == 504)
         st = PMIX_ERR_TIMEOUT;
     if (st == PMIX_SUCCESS) {
-        log_info("job=%lld attempt=%d PMIx fence %s across nodes done in "
-                 "%lld us (%zu bytes)",
-            (long long)rq->job, rq->attempt, rq->id, (long long)us, len);
+        log_info("job=%lld attempt=%d PMIx %s done in %lld us (%zu bytes)",
+            (long long)rq->job, rq->attempt, what, (long long)us, len);
         rq->cb(PMIX_SUCCESS, blob, len, rq->cbdata, pmixsrv_net_release_cb,
             blob);
     } else {
         curlx_error_text(rc, http_status, body, text, sizeof(text));
-        log_warn("job=%lld attempt=%d PMIx fence %s across nodes failed "
-                 "after %lld ms: %s",
-            (long long)rq->job, rq->attempt, rq->id, (long long)(us / 1000),
+        log_warn("job=%lld attempt=%d PMIx %s failed after %lld ms: %s",
+            (long long)rq->job, rq->attempt, what, (long long)(us / 1000),
             text);
         free(blob);
         rq->cb(st, NULL, 0, rq->cbdata, NULL, NULL);
@@ -364,38 +369,6 @@ pmixsrv_net_fence(struct pmixsrv_net *net, struct pmixsrv_net_ns *nn,
 
 /* ---- direct modex: the requester side ---------------------------------- */
 
-static void
-pmixsrv_net_dmodex_done_cb(int rc, long http_status, const struct sbuf *body,
-    void *arg)
-{
-    struct pmixsrv_net_req *rq = arg;
-    int64_t us = (timeid_mono_ns() - rq->start_ns) / 1000;
-    pmix_status_t st = PMIX_ERROR;
-    char *blob = NULL, text[300];
-    size_t len = 0;
-
-    if (rc == 0 && http_status == 200)
-        st = pmixsrv_net_reply(body, &blob, &len);
-    else if (rc == 0 && http_status == 504)
-        st = PMIX_ERR_TIMEOUT;
-    if (st == PMIX_SUCCESS) {
-        log_info("job=%lld attempt=%d PMIx direct modex of %s done in %lld "
-                 "us (%zu bytes)",
-            (long long)rq->job, rq->attempt, rq->id, (long long)us, len);
-        rq->cb(PMIX_SUCCESS, blob, len, rq->cbdata, pmixsrv_net_release_cb,
-            blob);
-    } else {
-        curlx_error_text(rc, http_status, body, text, sizeof(text));
-        log_warn("job=%lld attempt=%d PMIx direct modex of %s failed after "
-                 "%lld ms: %s",
-            (long long)rq->job, rq->attempt, rq->id, (long long)(us / 1000),
-            text);
-        free(blob);
-        rq->cb(st, NULL, 0, rq->cbdata, NULL, NULL);
-    }
-    pmixsrv_net_req_free(rq);
-}
-
 void
 pmixsrv_net_dmodex(struct pmixsrv_net *net, struct pmixsrv_net_ns *nn,
     pmix_rank_t rank, int timeout_s, pmix_modex_cbfunc_t cb, void *cbdata)
@@ -426,12 +399,13 @@ pmixsrv_net_dmodex(struct pmixsrv_net *net, struct pmixsrv_net_ns *nn,
     body = jsonx_print(json);
     cJSON_Delete(json);
     rq = pmixsrv_net_req_new(net, nn, xasprintf("rank %u", rank), cb, cbdata);
+    rq->modex = true;
     log_debug("job=%lld attempt=%d PMIx direct modex of %s: asking node '%s'",
         (long long)rq->job, rq->attempt, rq->id, m.owner);
     if (curlx_request(net->ad->curlx, "POST", "/v1/agent/modex", body,
             strlen(body), "application/json",
-            (long)m.timeout_ms + PMIXSRV_NET_SLACK_MS,
-            pmixsrv_net_dmodex_done_cb, rq) == NULL) {
+            (long)m.timeout_ms + PMIXSRV_NET_SLACK_MS, pmixsrv_net_done_cb,
+            rq) == NULL) {
         log_warn("job=%lld attempt=%d cannot send PMIx direct modex of %s",
             (long long)rq->job, rq->attempt, rq->id);
         cb(PMIX_ERROR, NULL, 0, cbdata, NULL, NULL);

@@ -318,6 +318,12 @@ int cli_fail_about(struct cli *cli, const char *kind, const char *name, int rc,
  * not end with one (--json). */
 void cli_print_body(const struct cli_resp *resp);
 
+/* GET path, whose reply must be a JSON array (a listing): printed
+ * unchanged with --json, else by print, or, when it is empty, as the line
+ * none on stderr. Returns the command's exit status. */
+int cli_get_list(struct cli *cli, const char *path, const char *none,
+    void (*print)(const cJSON *list));
+
 /* Send one request and print its reply: unchanged with --json, else
  * through print. For a request about one object (kind "job", name "12") a
  * failure is reported with cli_fail_about; with kind NULL, as cli_call

@@ -444,6 +444,34 @@ cli_print_body(const struct cli_resp *resp)
 }
 
 int
+cli_get_list(struct cli *cli, const char *path, const char *none,
+    void (*print)(const cJSON *list))
+{
+    struct cli_resp resp;
+    cJSON *list = NULL;
+    int status = CLI_EXIT_FAIL;
+
+    cli_resp_init(&resp);
+    if (cli_call(cli, "GET", path, NULL, 0, &resp, &list, NULL) < 0)
+        goto out;
+    if (!cJSON_IsArray(list)) {
+        cli_warn(cli, "unexpected reply from the scheduler: not a list");
+        goto out;
+    }
+    if (cli->json)
+        cli_print_body(&resp);
+    else if (cJSON_GetArraySize(list) == 0)
+        fprintf(stderr, "%s\n", none);
+    else
+        print(list);
+    status = CLI_EXIT_OK;
+out:
+    cJSON_Delete(list);
+    cli_resp_release(&resp);
+    return status;
+}
+
+int
 cli_call_print(struct cli *cli, const char *method, const char *path,
     const cJSON *body, const char *kind, const char *name, cli_print_fn *print)
 {

@@ -224,32 +224,13 @@ cmd_history(int argc, char **argv, struct cli *cli)
 {
     struct history_opts o = { 0 };
     struct cli_args args;
-    struct cli_resp resp;
-    cJSON *jobs = NULL;
     char *path;
     int status;
 
     if ((status = cli_parse(cli, argc, argv, &o, &args)) != CLI_CONTINUE)
         return status;
-    cli_resp_init(&resp);
     path = history_path(cli, &o);
-    status = CLI_EXIT_FAIL;
-    if (cli_call(cli, "GET", path, NULL, 0, &resp, &jobs, NULL) < 0)
-        goto out;
-    if (!cJSON_IsArray(jobs)) {
-        cli_warn(cli, "unexpected reply from the scheduler: not a list");
-        goto out;
-    }
-    if (cli->json)
-        cli_print_body(&resp);
-    else if (cJSON_GetArraySize(jobs) == 0)
-        fprintf(stderr, "no finished jobs match\n");
-    else
-        print_history(jobs);
-    status = CLI_EXIT_OK;
-out:
-    cJSON_Delete(jobs);
-    cli_resp_release(&resp);
+    status = cli_get_list(cli, path, "no finished jobs match", print_history);
     free(path);
     return status;
 }

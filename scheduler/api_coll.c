@@ -8,72 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/b64.h"
-#include "common/jsonx.h"
-#include "common/log.h"
-#include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/api_modex.h"
+#include "scheduler/api_relay.h"
 #include "scheduler/collective.h"
 #include "scheduler/modex.h"
-
-/* One waiting contribution: collective.h's token. */
-struct api_coll_wait {
-    uv_timer_t timer;
-    struct api *api;
-    struct http_deferred *d;
-};
-
-static void
-coll_wait_close(struct api_coll_wait *w)
-{
-    uv_timer_stop(&w->timer);
-    uvx_close_one((uv_handle_t *)&w->timer, free, w);
-}
 
 static void
 coll_answer_cb(void *token, enum coll_outcome outcome, const char *msg,
     const char *data, size_t len, void *arg)
 {
-    struct api_coll_wait *w = token;
-    struct http_resp *resp = http_deferred_resp(w->d);
-    cJSON *o;
-    char *text;
-
     (void)arg;
-    if (outcome == COLL_DONE) {
-        o = cJSON_CreateObject();
-        text = b64_encode(data, len);
-        jsonx_add_int(o, "version", PROTO_VERSION);
-        jsonx_add_str(o, "data", text);
-        free(text);
-        http_resp_json(resp, 200, o);
-    } else if (outcome == COLL_TIMEOUT) {
-        log_info("a PMIx collective timed out: %s", msg);
-        http_resp_error(resp, 504, "collective_timeout", "%s", msg);
-    } else {
-        log_info("a PMIx collective failed: %s", msg);
-        http_resp_error(resp, 409, "collective_failed", "%s", msg);
-    }
-    http_deferred_finish(w->d);
-    coll_wait_close(w);
+    api_relay_answer(token, outcome, "collective", "collective", msg, data,
+        len);
 }
 
 static void
 coll_cancel_cb(struct http_deferred *d, void *arg)
 {
-    struct api_coll_wait *w = arg;
+    struct api_relay_wait *w = arg;
 
     (void)d;
     coll_token_gone(w->api->colls, w,
         "its agent's connection closed during the collective");
-    coll_wait_close(w);
+    api_relay_wait_close(w);
 }
 
 static void
 coll_timer_cb(uv_timer_t *t)
 {
-    struct api_coll_wait *w = container_of(t, struct api_coll_wait, timer);
+    struct api_relay_wait *w = container_of(t, struct api_relay_wait, timer);
 
     coll_token_expired(w->api->colls, w);
 }
@@ -83,23 +47,12 @@ static int
 coll_attempt_check(struct schedd *sd, const struct proto_coll_req *c,
     struct err *err)
 {
-    struct attempt *a;
-    size_t i;
-    int k;
+    struct attempt *a = api_relay_attempt(sd, c->job, c->attempt, err);
 
-    for (a = sd->attempts; a != NULL; a = a->next) {
-        if (a->job_id == c->job && a->num == c->attempt)
-            break;
-    }
-    if (a == NULL || !proto_attempt_state_active(a->state))
-        return err_set(err, -EPIPE, "attempt %d of job %lld is not running",
-            c->attempt, (long long)c->job);
-    for (i = 0; i < c->nnodes; i++) {
-        for (k = 0; k < a->nnodes; k++) {
-            if (strcmp(a->placements[k].node_name, c->nodes[i]) == 0)
-                break;
-        }
-        if (k == a->nnodes)
+    if (a == NULL)
+        return err->code;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (!api_relay_on_node(a, c->nodes[i]))
             return err_set(err, -EINVAL,
                 "field 'nodes[%zu]': attempt %d of job %lld does not run "
                 "on node '%s'",
@@ -108,37 +61,12 @@ coll_attempt_check(struct schedd *sd, const struct proto_coll_req *c,
     return 0;
 }
 
-/* A new token for resp, its timer running for timeout_ms; NULL with err
- * set when the timer cannot start. */
-static struct api_coll_wait *
-coll_wait_new(struct api *api, struct http_resp *resp, int64_t timeout_ms,
-    struct err *err)
-{
-    struct api_coll_wait *w = xcalloc(1, sizeof(*w));
-    int rc;
-
-    w->api = api;
-    if ((rc = uv_timer_init(api->sd->loop, &w->timer)) < 0) {
-        free(w);
-        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
-        return NULL;
-    }
-    if ((rc = uv_timer_start(&w->timer, coll_timer_cb, (uint64_t)timeout_ms,
-             0)) < 0) {
-        uvx_close_one((uv_handle_t *)&w->timer, free, w);
-        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
-        return NULL;
-    }
-    w->d = http_resp_defer(resp, coll_cancel_cb, w);
-    return w;
-}
-
 int
 api_agent_collective(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     struct proto_coll_req c;
-    struct api_coll_wait *w;
+    struct api_relay_wait *w;
     cJSON *json = NULL;
     int rc;
 
@@ -153,14 +81,15 @@ api_agent_collective(struct schedd *sd, const struct api_req *r,
             r->who.node, c.node);
     else
         rc = coll_attempt_check(sd, &c, err);
-    if (rc == 0 && (w = coll_wait_new(r->api, resp, c.timeout_ms, err)) == NULL)
+    if (rc == 0 && (w = api_relay_wait_new(r->api, resp, c.timeout_ms,
+                        coll_timer_cb, coll_cancel_cb, err)) == NULL)
         rc = -EFAULT;
     else if (rc == 0) {
         rc = coll_contribute(r->api->colls, c.job, c.attempt, c.id, c.nodes,
             c.nnodes, c.node, c.data, c.len, w, err);
         if (rc < 0) {
             http_deferred_finish(w->d); /* still in the handler: undone */
-            coll_wait_close(w);
+            api_relay_wait_close(w);
         }
     }
     proto_coll_req_release(&c);

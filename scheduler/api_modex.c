@@ -8,64 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/b64.h"
 #include "common/jsonx.h"
-#include "common/log.h"
-#include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/api_relay.h"
 #include "scheduler/modex.h"
 
 /* The longest an owner's modex long poll is held. */
 #define API_MODEX_WAIT_MAX_MS 60000
 
-/* A waiting request (modex.h's token) or long poll (its poller). */
-struct api_modex_wait {
-    uv_timer_t timer;
-    struct api *api;
-    struct http_deferred *d;
-    bool poller;
-};
-
-static void
-modex_wait_close(struct api_modex_wait *w)
-{
-    uv_timer_stop(&w->timer);
-    uvx_close_one((uv_handle_t *)&w->timer, free, w);
-}
-
 static void
 modex_answer_cb(void *token, enum coll_outcome outcome, const char *msg,
     const char *data, size_t len, void *arg)
 {
-    struct api_modex_wait *w = token;
-    struct http_resp *resp = http_deferred_resp(w->d);
-    cJSON *o;
-    char *text;
-
     (void)arg;
-    if (outcome == COLL_DONE) {
-        o = cJSON_CreateObject();
-        text = b64_encode(data, len);
-        jsonx_add_int(o, "version", PROTO_VERSION);
-        jsonx_add_str(o, "data", text);
-        free(text);
-        http_resp_json(resp, 200, o);
-    } else if (outcome == COLL_TIMEOUT) {
-        log_info("a PMIx direct modex timed out: %s", msg);
-        http_resp_error(resp, 504, "modex_timeout", "%s", msg);
-    } else {
-        log_info("a PMIx direct modex failed: %s", msg);
-        http_resp_error(resp, 409, "modex_failed", "%s", msg);
-    }
-    http_deferred_finish(w->d);
-    modex_wait_close(w);
+    api_relay_answer(token, outcome, "modex", "direct modex", msg, data, len);
 }
 
 static void
 modex_deliver_cb(void *poller, const struct modex_item *items, size_t n,
     void *arg)
 {
-    struct api_modex_wait *w = poller;
+    struct api_relay_wait *w = poller;
     cJSON *o = cJSON_CreateObject(), *arr, *it;
 
     (void)arg;
@@ -81,26 +44,26 @@ modex_deliver_cb(void *poller, const struct modex_item *items, size_t n,
     }
     http_resp_json(http_deferred_resp(w->d), 200, o);
     http_deferred_finish(w->d);
-    modex_wait_close(w);
+    api_relay_wait_close(w);
 }
 
 static void
 modex_cancel_cb(struct http_deferred *d, void *arg)
 {
-    struct api_modex_wait *w = arg;
+    struct api_relay_wait *w = arg;
 
     (void)d;
     if (w->poller)
         modex_poller_gone(w->api->modex, w);
     else
         modex_token_gone(w->api->modex, w);
-    modex_wait_close(w);
+    api_relay_wait_close(w);
 }
 
 static void
 modex_timer_cb(uv_timer_t *t)
 {
-    struct api_modex_wait *w = container_of(t, struct api_modex_wait, timer);
+    struct api_relay_wait *w = container_of(t, struct api_relay_wait, timer);
 
     if (!w->poller) {
         modex_token_expired(w->api->modex, w);
@@ -110,28 +73,16 @@ modex_timer_cb(uv_timer_t *t)
     modex_deliver_cb(w, NULL, 0, NULL);
 }
 
-/* A new wait for resp, its timer running for ms; NULL with err set when
- * the timer cannot start. */
-static struct api_modex_wait *
+/* A new wait for resp (api_relay_wait_new), a poller's or a request's. */
+static struct api_relay_wait *
 modex_wait_new(struct api *api, struct http_resp *resp, int64_t ms, bool poller,
     struct err *err)
 {
-    struct api_modex_wait *w = xcalloc(1, sizeof(*w));
-    int rc;
+    struct api_relay_wait *w = api_relay_wait_new(api, resp, ms, modex_timer_cb,
+        modex_cancel_cb, err);
 
-    w->api = api;
-    w->poller = poller;
-    if ((rc = uv_timer_init(api->sd->loop, &w->timer)) < 0) {
-        free(w);
-        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
-        return NULL;
-    }
-    if ((rc = uv_timer_start(&w->timer, modex_timer_cb, (uint64_t)ms, 0)) < 0) {
-        uvx_close_one((uv_handle_t *)&w->timer, free, w);
-        err_set(err, -EFAULT, "cannot start a timer: %s", uv_strerror(rc));
-        return NULL;
-    }
-    w->d = http_resp_defer(resp, modex_cancel_cb, w);
+    if (w != NULL)
+        w->poller = poller;
     return w;
 }
 
@@ -141,22 +92,12 @@ modex_attempt_check(struct schedd *sd, const struct proto_modex_req *m,
     struct err *err)
 {
     const char *need[2] = { m->node, m->owner };
-    struct attempt *a;
-    int k;
+    struct attempt *a = api_relay_attempt(sd, m->job, m->attempt, err);
 
-    for (a = sd->attempts; a != NULL; a = a->next) {
-        if (a->job_id == m->job && a->num == m->attempt)
-            break;
-    }
-    if (a == NULL || !proto_attempt_state_active(a->state))
-        return err_set(err, -EPIPE, "attempt %d of job %lld is not running",
-            m->attempt, (long long)m->job);
+    if (a == NULL)
+        return err->code;
     for (int i = 0; i < 2; i++) {
-        for (k = 0; k < a->nnodes; k++) {
-            if (strcmp(a->placements[k].node_name, need[i]) == 0)
-                break;
-        }
-        if (k == a->nnodes)
+        if (!api_relay_on_node(a, need[i]))
             return err_set(err, -EINVAL,
                 "field '%s': attempt %d of job %lld does not run on node "
                 "'%s'",
@@ -171,7 +112,7 @@ api_agent_modex(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     struct proto_modex_req m;
-    struct api_modex_wait *w;
+    struct api_relay_wait *w;
     cJSON *json = NULL;
     int rc;
 
@@ -203,7 +144,7 @@ api_agent_modex_poll(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     char node[PROTO_NODE_NAME_MAX + 2];
-    struct api_modex_wait *w;
+    struct api_relay_wait *w;
     int64_t wait_ms = 25000;
     int rc;
 
