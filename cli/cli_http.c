@@ -376,6 +376,12 @@ cli_error_message(struct cli *cli, const struct cli_resp *resp)
             msg = cli_not_lockstep(cli, resp, "JSON of another API");
     }
     cJSON_Delete(json);
+    if (msg == NULL && resp->status >= 502 && resp->status <= 504)
+        /* A gateway's page: the scheduler behind a proxy is restarting
+         * or down, the address is right. */
+        msg = xasprintf("HTTP %ld from %s, not the scheduler's answer (a "
+                        "proxy in front of a scheduler that is down?)",
+            resp->status, cli->server);
     if (msg == NULL)
         msg = cli_not_lockstep(cli, resp,
             resp->body.len ? "not JSON" : "no body");

@@ -94,9 +94,14 @@ cli_progress_update(struct cli_progress *p, const cJSON *job, struct sbuf *out)
                        strcmp(reason, p->reason) != 0);
 
     if (num > p->attempt) {
-        if (p->attempt > 0 && p->restarted < p->attempt)
-            add_restarting(p, p->attempt,
-                cli_jstr(find_attempt(job, p->attempt), "reason"), out);
+        const char *why = cli_jstr(find_attempt(job, p->attempt), "reason");
+
+        /* A restart the polls missed is told; a requeue (the job went
+         * back to PENDING, "requeued by USER") is not a restart. */
+        if (p->attempt > 0 && p->restarted < p->attempt &&
+            strcmp(p->state, "PENDING") != 0 &&
+            strncmp(why, "requeued", 8) != 0)
+            add_restarting(p, p->attempt, why, out);
         add_placed(p, job, num, out);
         p->attempt = num;
         changed = strcmp(state, "PLACED") != 0;

@@ -67,7 +67,10 @@ logs_retry(struct logs *L, int rc, const struct err *err)
 {
     int64_t now = timeid_mono_ms();
 
-    if (rc == -EIO && L->resp.status < 500)
+    /* A 4xx is final, and so is a server that is not lockstep; a broken
+     * connection (-EIO with no status) is an outage. */
+    if ((rc == -EIO && L->resp.status >= 400 && L->resp.status < 500) ||
+        rc == -EPROTO)
         return false;
     if (L->down_since == 0) {
         L->down_since = now;

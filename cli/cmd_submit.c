@@ -324,7 +324,8 @@ wait_retry(struct cli *cli, int64_t id, int rc, const struct cli_resp *resp,
 {
     int64_t now = timeid_mono_ms();
 
-    if (rc == -EIO && resp->status < 500) {
+    if ((rc == -EIO && resp->status >= 400 && resp->status < 500) ||
+        rc == -EPROTO) {
         cli_warn(cli, "%s", err->msg);
         return false;
     }

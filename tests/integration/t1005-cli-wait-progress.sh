@@ -25,11 +25,14 @@ in_order() {
     done
 }
 
-# The job: every rank of attempt 1 (no marker yet) exits 3 after 4
-# seconds; attempt 2 runs for 4 seconds and succeeds. Long enough for a
-# poll (at most a second apart) to see each attempt RUNNING on a loaded
-# machine.
-JOB='if [ -e marker ]; then sleep 4; exit 0; fi; sleep 4; touch marker; exit 3'
+# The job: every rank of attempt 1 (no marker yet) waits for the file
+# go1, then exits 3; attempt 2 waits for go2 and succeeds. The test makes
+# each file only once submit --wait has said that attempt is RUNNING, so
+# no poll can miss a state however loaded the machine (each wait gives up
+# after 120 s).
+JOB='if [ -e marker ]; then f=go2; else f=go1; fi; i=0
+while [ ! -e $f ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+[ $f = go2 ] && exit 0; touch marker; exit 3'
 
 test_expect_success 'one node is up' 'wait_nodes_up 1'
 
@@ -43,6 +46,8 @@ test_expect_success 'submit --wait of a 2-node job: it pends and says why' '
 
 test_expect_success 'a second node joins: it runs, restarts once and succeeds' '
     start_agent n2 &&
+    wait_for 120 "grep -q \"RUNNING (attempt 1)\" wait.err" && touch w/go1 &&
+    wait_for 120 "grep -q \"RUNNING (attempt 2)\" wait.err" && touch w/go2 &&
     wait $WAIT_PID; rc=$?; cat wait.err wait.out; test $rc = 0 &&
     id=$(sed -n "s/^submitted job \([0-9]*\)$/\1/p" wait.err) &&
     test -n "$id" && echo $id >job &&

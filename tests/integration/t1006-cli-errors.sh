@@ -92,7 +92,9 @@ s.listen(8)
 print(s.getsockname()[1], flush=True)
 while True:
     c, _ = s.accept()
+    c.recv(65536)
     c.sendall(b\"SSH-2.0-OpenSSH_9.2\\r\\n\")
+    c.shutdown(socket.SHUT_WR)
     c.close()
 " >ssh.port 2>&1 &
     EXTRA_PIDS+=($!) &&

@@ -55,10 +55,10 @@ test_expect_success 'hold --json: the job object, PENDING, held_by and the reaso
     test "$(db_events job/$b | grep -c job_held)" = 1
 '
 
-test_expect_success 'the nodes free up; the held job stays PENDING with its reason' '
+test_expect_success 'the nodes free up; a later job runs, the held one stays PENDING with its reason' '
     ls_cli cancel $(cat blocker.id) &&
     wait_until 20 nodes_idle &&
-    sleep 2 &&
+    pass=$(submit_id -- true) && wait_job_state $pass SUCCEEDED 30 &&
     b=$(cat b.id) &&
     test "$(job_state $b)" = PENDING &&
     test "$(job_json $b "j[\"reason\"]")" = "held by $ME" &&
@@ -67,7 +67,7 @@ test_expect_success 'the nodes free up; the held job stays PENDING with its reas
 
 test_expect_success 'the hold survives kill -9 of the scheduler and a restart' '
     kill_scheduler && start_scheduler && wait_nodes_up 2 &&
-    sleep 2 &&
+    pass=$(submit_id -- true) && wait_job_state $pass SUCCEEDED 30 &&
     b=$(cat b.id) &&
     test "$(job_state $b)" = PENDING &&
     test "$(job_json $b "j[\"held_by\"]")" = "$ME" &&

@@ -60,7 +60,7 @@ test_expect_success 'history filters: --state, --user, --since, --name, --limit'
     test "$(ls_cli history --user nobody-else --json | jget "len(j)")" = 0 &&
     test "$(ls_cli history --since 1h --json | jget "len(j)")" = 3 &&
     test "$(ls_cli history --since 2099-01-01 --json | jget "len(j)")" = 0 &&
-    test "$(ls_cli history --since "$(date +%Y-%m-%d)" --json | jget "len(j)")" = 3 &&
+    test "$(ls_cli history --since "$(date -d "-1 hour" "+%Y-%m-%d %H:%M")" --json | jget "len(j)")" = 3 &&
     test "$(ls_cli history --name ok --json | jget "[x[\"id\"] for x in j]")" = "[$ok]" &&
     test "$(ls_cli history --limit 1 --json | jget "[x[\"id\"] for x in j]")" = "[$gone]"
 '

@@ -854,6 +854,9 @@ progress(struct cli_progress *p, const char *js)
 #define ATT1                                                                   \
     "{\"attempt\":1,\"reason\":\"rank 0 exited with code 3\","                 \
     "\"nodes\":[{\"node\":\"n1\"},{\"node\":\"n2\"}]}"
+#define REQ1                                                                   \
+    "{\"attempt\":1,\"reason\":\"requeued by alice\","                         \
+    "\"nodes\":[{\"node\":\"n1\"}]}"
 #define ATT2 "{\"attempt\":2,\"reason\":\"\",\"nodes\":[{\"node\":\"n3\"}]}"
 
 static void
@@ -913,6 +916,16 @@ test_progress(void)
         "job 8 RESTARTING after attempt 1: rank 0 exited with code 3\n"
         "job 8 PLACED on n3 (attempt 2)\n",
         "a missed restart is told from the attempt's reason");
+    free(s);
+    cli_progress_release(&p);
+
+    cli_progress_init(&p, 9);
+    free(progress(&p, "{\"state\":\"RUNNING\",\"reason\":\"\",\"attempt\":1,"
+                      "\"attempts\":[" REQ1 "]}"));
+    s = progress(&p, "{\"state\":\"PLACED\",\"reason\":\"\",\"attempt\":2,"
+                     "\"attempts\":[" REQ1 "," ATT2 "]}");
+    is_str(s, "job 9 PLACED on n3 (attempt 2)\n",
+        "a requeue the polls missed is not told as a restart");
     free(s);
     cli_progress_release(&p);
 }
