@@ -719,12 +719,22 @@ static void
 pmixsrv_serve(void *arg, uint64_t id, int64_t job, int attempt, uint32_t rank)
 {
     struct pmixsrv *px = arg;
-    uint64_t *ctx = xmalloc(sizeof(*ctx));
+    uint64_t *ctx;
     pmix_proc_t proc;
     char name[PMIX_MAX_NSLEN + 1];
     pmix_status_t rc;
 
     snprintf(name, sizeof(name), "%lld.%d", (long long)job, attempt);
+    if (pmixsrv_ns_find(px, name) == NULL) {
+        /* Not registered here (an attempt adopted after an agent
+         * restart): libpmix would wait for it forever. */
+        log_warn("job=%lld attempt=%d the PMIx data of rank %u cannot be "
+                 "given: the namespace is not served by this agent",
+            (long long)job, attempt, rank);
+        pmixsrv_net_modex_answer(px->net, id, PMIX_ERR_NOT_FOUND, NULL, 0);
+        return;
+    }
+    ctx = xmalloc(sizeof(*ctx));
     memset(&proc, 0, sizeof(proc));
     PMIX_LOAD_PROCID(&proc, name, rank);
     *ctx = id;

@@ -247,7 +247,9 @@ pmixsrv_net_id(struct pmixsrv_net_ns *nn, uint64_t hash)
     return xasprintf("fence.%016" PRIx64 ".%" PRIu64, hash, s->count);
 }
 
-/* The blob of a 200 answer; PMIX_SUCCESS with *blob set, else an error. */
+/* The blob of a 200 answer; PMIX_SUCCESS with *blob set, else an error.
+ * A fence's answer joins every node's blob, so it is bounded only by the
+ * body, which curlx bounds (64 MiB), not by one contribution's limit. */
 static pmix_status_t
 pmixsrv_net_reply(const struct sbuf *body, char **blob, size_t *len)
 {
@@ -259,8 +261,7 @@ pmixsrv_net_reply(const struct sbuf *body, char **blob, size_t *len)
     rc = jsonx_parse(body->buf != NULL ? body->buf : "", body->len, &json,
         &err);
     if (rc == 0)
-        rc = jsonx_get_str(json, "data", true, PROTO_COLL_DATA_MAX / 3 * 4 + 4,
-            &text, &err);
+        rc = jsonx_get_str(json, "data", true, body->len, &text, &err);
     if (rc == 0)
         rc = b64_decode(text, blob, len);
     free(text);

@@ -1,8 +1,7 @@
 -- 0007-rank-stats.sql - per-rank step, GC and checkpoint figures, one row
 -- per rank per window (docs/cadence.md "Step statistics")
 --
--- Forward-only: 0001 to 0004 are released and never edited; 0005 and
--- 0006 are taken by work landing beside this one.
+-- Forward-only: 0001 to 0006 are released and never edited.
 --
 -- The scheduler keeps each running attempt's current window in memory and
 -- writes one row per rank that reported in it when the window closes

@@ -30,12 +30,26 @@ skip_case() {
     echo "ok $test_count # SKIP $1"
 }
 
+# The sanitizers of this build (b_sanitize): a sanitized liblockstep needs
+# its user built the same way, or the ASan runtime does not come first and
+# every rank aborts at start.
+SANITIZE=$("$PY" -c 'import json, sys
+print(next(o["value"] for o in json.load(open(sys.argv[1]))
+           if o["name"] == "b_sanitize"))' \
+    "$BUILD_DIR/meson-info/intro-buildoptions.json" 2>/dev/null)
+SAN_FLAGS=()
+case $SANITIZE in
+"" | none) ;;
+*) SAN_FLAGS=(-fsanitize="$SANITIZE") ;;
+esac
+
 # build_events CC OUT [FLAGS...]: the helper, linked to this build's
-# liblockstep.
+# liblockstep (with this build's sanitizers).
 build_events() {
     local cc=$1 out=$2
     shift 2
-    $cc -Wall -o "$out" "$SRC_DIR/tests/helpers/pmix_events.c" "$@" \
+    $cc -Wall "${SAN_FLAGS[@]}" -o "$out" \
+        "$SRC_DIR/tests/helpers/pmix_events.c" "$@" \
         -I"$SRC_DIR/sdk/c" -L"$BUILD_DIR/sdk/c" -llockstep \
         -Wl,-rpath,"$BUILD_DIR/sdk/c" $(pkg-config --cflags --libs pmix) \
         -lpthread
