@@ -555,7 +555,8 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
         }
         proc_dump_report(job, js, seq);
         proc_directive_report(job, js);
-        if (job->final_report == 0 && job->done && proc_job_all_ended(job))
+        if (job->final_report == 0 && job->done && proc_job_all_ended(job) &&
+            proc_ckpt_settled(job, now_mono))
             job->final_report = seq;
     }
     rep->njobs = n;

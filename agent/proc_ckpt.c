@@ -58,6 +58,8 @@
 /* After a deletion that failed, the next one waits this long (each scan
  * would otherwise retry, and warn, at every heartbeat). */
 #define PROC_CKPT_PRUNE_RETRY_MS 60000
+/* The longest the end of an attempt waits for its last scan. */
+#define PROC_CKPT_FINAL_MAX_MS 10000
 
 /* The baseline file in the attempt directory: a header line, then one
  * line per mark. */
@@ -69,6 +71,7 @@ struct proc_ckpt_op {
     struct proc_job *job;
     bool prune;                        /* else a scan */
     bool baseline;                     /* a scan that takes the baseline */
+    bool after_end;                    /* started once every rank ended */
     const struct proc_ckpt_mark *base; /* borrowed from the job */
     size_t nbase;
     struct proc_ckpt_mark *marks; /* baseline: what it found */
@@ -388,6 +391,11 @@ proc_ckpt_scan_done(struct proc_job *job, struct proc_ckpt_op *op)
 {
     bool changed;
 
+    if (op->after_end && !job->ckpt_final) {
+        /* The report that ends the attempt may go now (proc.c). */
+        job->ckpt_final = true;
+        proc_notify(job->pt);
+    }
     if (op->rc < 0 && op->rc != -ENOENT) {
         char text[sizeof(job->ckpt_err)];
 
@@ -569,6 +577,7 @@ proc_ckpt_scan(struct proc_job *job)
         return;
     op = xcalloc(1, sizeof(*op));
     op->baseline = !job->ckpt_base_taken;
+    op->after_end = job->done && proc_job_all_ended(job);
     op->base = job->ckpt_base;
     op->nbase = job->nckpt_base;
     if (job->nckpt_complete > 0) {
@@ -578,6 +587,14 @@ proc_ckpt_scan(struct proc_job *job)
         op->nin = job->nckpt_complete;
     }
     proc_ckpt_queue(job, op);
+}
+
+bool
+proc_ckpt_settled(const struct proc_job *job, int64_t now_mono)
+{
+    return !job->scan_checkpoints || job->checkpoint_dir[0] != '/' ||
+           job->ckpt_final ||
+           now_mono - job->finished_ms >= PROC_CKPT_FINAL_MAX_MS;
 }
 
 int64_t *

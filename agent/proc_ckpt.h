@@ -8,6 +8,7 @@
 #ifndef AGENT_PROC_CKPT_H
 #define AGENT_PROC_CKPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,12 @@ struct proc_ckpt_mark {
  * result of the scan the previous report started.
  */
 void proc_ckpt_scan(struct proc_job *job);
+/* Whether a report of job (every rank ended) may be its final one as far
+ * as checkpoints go: the job scans none, or a scan started after the
+ * last rank ended has completed (so a checkpoint finished just before a
+ * crash is reported before the attempt is released), or that scan has
+ * taken 10 s (a hung file system). */
+bool proc_ckpt_settled(const struct proc_job *job, int64_t now_mono);
 /* A re-adopted attempt: read the baseline its first agent kept in the
  * attempt directory (none there: the next scan takes a new one). */
 void proc_ckpt_base_load(struct proc_job *job);

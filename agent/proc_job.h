@@ -147,6 +147,7 @@ struct proc_job {
     struct proc_ckpt_op *ckpt_op; /* a scan or deletion in flight */
     int64_t ckpt_prune_after;     /* monotonic; no deletion before */
     char ckpt_err[160];           /* last scan error logged; "" none */
+    bool ckpt_final; /* a scan started after every rank ended is done */
 
     struct proc_dump dump;
     struct proto_directive *directives; /* the launch's (proc_directive.c) */
