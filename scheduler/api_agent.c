@@ -189,19 +189,6 @@ waiter_add(struct api *api, struct node *node, int64_t wait_ms,
 
 /* ---- handlers ----------------------------------------------------------- */
 
-/* The node= parameter, which must name the authenticated agent's node. */
-static int
-agent_node_param(const struct api_req *r, char *buf, size_t len,
-    struct err *err)
-{
-    if (http_query_get(r->http, "node", buf, len) == NULL)
-        return err_set(err, -EINVAL, "missing field 'node' (query)");
-    if (strcmp(buf, r->who.node) != 0)
-        return err_set(err, -EPERM,
-            "the credential is for node '%s', not '%.64s'", r->who.node, buf);
-    return 0;
-}
-
 int
 api_agent_status(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
@@ -239,7 +226,7 @@ api_agent_work(struct schedd *sd, const struct api_req *r,
     int64_t gen = 0, wait_ms = 0;
     int rc;
 
-    if ((rc = agent_node_param(r, name, sizeof(name), err)) < 0 ||
+    if ((rc = api_req_node_param(r, name, sizeof(name), err)) < 0 ||
         (rc = api_req_query_int_default(r, "gen", 0, INT64_MAX, &gen, err)) <
             0 ||
         (rc = api_req_query_int_default(r, "wait_ms", 0, INT64_MAX, &wait_ms,
@@ -312,7 +299,7 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
     cJSON *o;
     int rc;
 
-    if ((rc = agent_node_param(r, name, sizeof(name), err)) < 0 ||
+    if ((rc = api_req_node_param(r, name, sizeof(name), err)) < 0 ||
         (rc = api_req_query_int_required(r, "job", 1, INT64_MAX / 2, &job,
              err)) < 0 ||
         (rc = api_req_query_int_required(r, "attempt", 1, INT32_MAX, &attempt,

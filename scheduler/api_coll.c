@@ -76,10 +76,8 @@ api_agent_collective(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if (strcmp(c.node, r->who.node) != 0)
-        rc = err_set(err, -EPERM, "the credential is for node '%s', not '%s'",
-            r->who.node, c.node);
-    else
+    rc = api_req_own_node(r, c.node, err);
+    if (rc == 0)
         rc = coll_attempt_check(sd, &c, err);
     if (rc == 0 && (w = api_relay_wait_new(r->api, resp, c.timeout_ms,
                         coll_timer_cb, coll_cancel_cb, err)) == NULL)

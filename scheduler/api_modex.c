@@ -122,10 +122,8 @@ api_agent_modex(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if (strcmp(m.node, r->who.node) != 0)
-        rc = err_set(err, -EPERM, "the credential is for node '%s', not '%s'",
-            r->who.node, m.node);
-    else
+    rc = api_req_own_node(r, m.node, err);
+    if (rc == 0)
         rc = modex_attempt_check(sd, &m, err);
     if (rc == 0 &&
         (w = modex_wait_new(r->api, resp, m.timeout_ms, false, err)) == NULL)
@@ -149,11 +147,8 @@ api_agent_modex_poll(struct schedd *sd, const struct api_req *r,
     int rc;
 
     (void)sd;
-    if (http_query_get(r->http, "node", node, sizeof(node)) == NULL)
-        return err_set(err, -EINVAL, "missing field 'node' (query)");
-    if (strcmp(node, r->who.node) != 0)
-        return err_set(err, -EPERM,
-            "the credential is for node '%s', not '%.64s'", r->who.node, node);
+    if ((rc = api_req_node_param(r, node, sizeof(node), err)) < 0)
+        return rc;
     if ((rc = api_req_query_int_default(r, "wait_ms", 0, INT64_MAX, &wait_ms,
              err)) < 0)
         return rc;
@@ -180,10 +175,8 @@ api_agent_modex_reply(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if (strcmp(m.node, r->who.node) != 0)
-        rc = err_set(err, -EPERM, "the credential is for node '%s', not '%s'",
-            r->who.node, m.node);
-    else
+    rc = api_req_own_node(r, m.node, err);
+    if (rc == 0)
         rc = modex_reply(r->api->modex, (uint64_t)m.id, m.node, m.error == NULL,
             m.data, m.len, m.error, err);
     proto_modex_reply_release(&m);

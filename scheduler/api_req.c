@@ -90,6 +90,24 @@ api_req_error(struct http_resp *resp, int rc, const struct err *err)
 }
 
 int
+api_req_own_node(const struct api_req *r, const char *node, struct err *err)
+{
+    if (strcmp(node, r->who.node) != 0)
+        return err_set(err, -EPERM,
+            "the credential is for node '%s', not '%.64s'", r->who.node, node);
+    return 0;
+}
+
+int
+api_req_node_param(const struct api_req *r, char *buf, size_t len,
+    struct err *err)
+{
+    if (http_query_get(r->http, "node", buf, len) == NULL)
+        return err_set(err, -EINVAL, "missing field 'node' (query)");
+    return api_req_own_node(r, buf, err);
+}
+
+int
 api_req_body(const struct api_req *r, cJSON **out, struct err *err)
 {
     int rc = jsonx_parse(r->http->body, r->http->body_len, out, err);

@@ -61,6 +61,14 @@ void api_req_error(struct http_resp *resp, int rc, const struct err *err);
 /* The request body as a JSON object (invalid_json on failure). *out:
  * caller deletes. */
 int api_req_body(const struct api_req *r, cJSON **out, struct err *err);
+/* An agent's request names node as its own: 0, or -EPERM with err
+ * saying whose the credential is. */
+int api_req_own_node(const struct api_req *r, const char *node,
+    struct err *err);
+/* The node= query parameter into buf (len bytes), which must be the
+ * authenticated agent's node: 0, -EINVAL when missing, -EPERM. */
+int api_req_node_param(const struct api_req *r, char *buf, size_t len,
+    struct err *err);
 /* Query integer parameter: 0 and *out set, -ENOENT when absent (out
  * untouched), -EINVAL with err naming it when malformed or out of
  * [min, max]. */
