@@ -608,14 +608,10 @@ health_add_builtins(struct health *h)
     struct agentd *ad = h->ad;
     char *copy = xstrdup(ad->health_checks), *save = NULL;
 
-    for (char *tok = strtok_r(copy, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = strtok_r(copy, ", ", &save); tok != NULL;
+         tok = strtok_r(NULL, ", ", &save)) {
         struct health_argv av = { .n = 0 };
 
-        while (*tok == ' ')
-            tok++;
-        if (*tok == '\0')
-            continue;
         health_arg(&av, xstrdup(ad->health_check_exe));
         health_arg(&av, xstrdup(tok));
         if (!health_builtin_args(ad, tok, &av)) {
