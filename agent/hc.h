@@ -8,8 +8,10 @@
  *
  * argv holds the arguments after NAME (argv[0] is the first option, not the
  * program). It appends its results (proto_check_result_to_json objects;
- * "check" may be left out) to the array out and returns 0, or 2 for a
- * usage error after printing why on stderr. A check that cannot decide
+ * "check" may be left out) to the array out and returns 0, HC_USAGE (2)
+ * for a usage error after printing why on stderr (lockstep-check exits
+ * 2), or a negative errno for a failure that leaves nothing to report
+ * (exit 1; the runner makes that UNKNOWN). A check that cannot decide
  * appends UNKNOWN (never PASS); one that does not apply here, SKIPPED.
  *
  * Everything here blocks (statfs, sysfs reads): that is the point of the
