@@ -251,17 +251,22 @@ health_run_complete(struct health_check *c)
     char ev[PROTO_CHECK_EVIDENCE_MAX];
     size_t n = 0;
 
+    /* One line of evidence: stderr's line ends become ";". */
+    for (char *p = run->ebuf.buf; *p != '\0'; p++) {
+        if (*p == '\n')
+            *p = p[1] != '\0' ? ';' : '\0';
+    }
     if (sig != 0 || status != 0) {
         snprintf(ev, sizeof(ev), "%s %d%s%.1500s",
             sig != 0 ? "killed by signal" : "exited with status",
-            sig != 0 ? sig : (int)status, run->ebuf.len > 0 ? ": " : "",
+            sig != 0 ? sig : (int)status, run->ebuf.buf[0] != '\0' ? ": " : "",
             run->ebuf.buf);
         health_check_own(c, PROTO_CHECK_UNKNOWN, "check.failed", ev, dur);
     } else if (run->otrunc ||
                health_output_parse(run->obuf.buf, &res, &n, &err) < 0) {
         snprintf(ev, sizeof(ev), "bad output: %s%s%.1500s",
             run->otrunc ? "more than 64 KiB" : err.msg,
-            run->ebuf.len > 0 ? "; stderr: " : "", run->ebuf.buf);
+            run->ebuf.buf[0] != '\0' ? "; stderr: " : "", run->ebuf.buf);
         health_check_own(c, PROTO_CHECK_UNKNOWN, "check.bad_output", ev, dur);
     } else {
         health_check_results(c, res, n, dur);
