@@ -47,24 +47,46 @@ const struct config_key agentd_config_keys[] = {
         "lockstep-supervisor executable (default: next to lockstep-agent)" },
     { "pmix", CONFIG_BOOL, "true", 0, 0,
         "host a PMIx server, so MPI programs start without mpirun" },
+    { "health_checks", CONFIG_STR, "disk,gpu,kmsg,memory,nic,pcie", 0, 0,
+        "the built-in health checks to run, a comma list (\"\": none)" },
+    { "health_checks_dir", CONFIG_STR, "", 0, 0,
+        "site health checks: every executable file in it (\"\": none)" },
+    { "health_interval_ms", CONFIG_INT, "60000", 100, 86400000,
+        "time from the end of a check's run to its next" },
+    { "health_timeout_ms", CONFIG_INT, "30000", 100, 3600000,
+        "a check's deadline: then SIGTERM to its process group" },
+    { "health_kill_grace_ms", CONFIG_INT, "2000", 0, 600000,
+        "SIGTERM to SIGKILL grace for a check past its deadline" },
+    { "health_mounts", CONFIG_STR, "", 0, 0,
+        "disk check: mount points, a comma list (default: / and state_dir)" },
+    { "health_nics", CONFIG_STR, "", 0, 0,
+        "nic check: ports expected up, a comma list (eth0,mlx5_0/1)" },
+    { "health_check_exe", CONFIG_STR, "", 0, 0,
+        "lockstep-check executable (default: next to lockstep-agent)" },
+    { "nvidia_smi", CONFIG_STR, "nvidia-smi", 0, 0,
+        "gpu check: the nvidia-smi to run (a name is looked up in PATH)" },
+    { "kmsg_path", CONFIG_STR, "/dev/kmsg", 0, 0,
+        "kmsg check: the kernel log, or a file in its format (\"\": off)" },
+    { "sysfs_root", CONFIG_STR, "/sys", 0, 0,
+        "nic and pcie checks: where sysfs is" },
     CONFIG_KEY_LOG_LEVEL,
     { NULL, CONFIG_STR, NULL, 0, 0, NULL },
 };
 
-/* lockstep-supervisor next to our own executable: the two are built and
- * installed together. */
+/* exe (lockstep-supervisor, lockstep-check) next to our own executable:
+ * they are built and installed together. */
 static char *
-agentd_default_supervisor(void)
+agentd_default_exe(const char *name)
 {
     char exe[PATH_MAX + 1], *slash;
 
     if (procfs_exe(0, exe, sizeof(exe)) <= 0)
-        return xstrdup(SUPFILE_EXE);
+        return xstrdup(name);
     slash = strrchr(exe, '/');
     if (slash == NULL)
-        return xstrdup(SUPFILE_EXE);
+        return xstrdup(name);
     *slash = '\0';
-    return xasprintf("%s/%s", exe, SUPFILE_EXE);
+    return xasprintf("%s/%s", exe, name);
 }
 
 static char *
@@ -76,6 +98,67 @@ agentd_hostname(void)
         return xstrdup("");
     buf[sizeof(buf) - 1] = '\0';
     return xstrdup(buf);
+}
+
+/* An executable the agent starts: absolute, and executable. */
+static int
+agentd_exe_check(const char *key, const char *path, struct err *err)
+{
+    if (path[0] != '/')
+        return err_set(err, -EINVAL, "%s '%s': must be an absolute path", key,
+            path);
+    if (access(path, X_OK) < 0)
+        return err_set(err, -errno, "%s '%s': %s", key, path, strerror(errno));
+    return 0;
+}
+
+/* The health checks' settings (health.h). */
+static int
+agentd_health_load(struct agentd *ad, const struct config *cfg, struct err *err)
+{
+    static const char *const builtins[] = { "disk", "gpu", "kmsg", "memory",
+        "nic", "pcie", NULL };
+    const char *s = config_str(cfg, "health_check_exe");
+    char *copy, *tok, *save = NULL;
+    int rc = 0;
+    size_t i;
+
+    ad->health_check_exe = s[0] != '\0' ? xstrdup(s)
+                                        : agentd_default_exe("lockstep-check");
+    ad->health_checks = xstrdup(config_str(cfg, "health_checks"));
+    ad->health_checks_dir = xstrdup(config_str(cfg, "health_checks_dir"));
+    ad->health_mounts = xstrdup(config_str(cfg, "health_mounts"));
+    ad->health_nics = xstrdup(config_str(cfg, "health_nics"));
+    ad->nvidia_smi = xstrdup(config_str(cfg, "nvidia_smi"));
+    ad->kmsg_path = xstrdup(config_str(cfg, "kmsg_path"));
+    ad->sysfs_root = xstrdup(config_str(cfg, "sysfs_root"));
+    ad->health_interval_ms = config_int(cfg, "health_interval_ms");
+    ad->health_timeout_ms = config_int(cfg, "health_timeout_ms");
+    ad->health_kill_grace_ms = config_int(cfg, "health_kill_grace_ms");
+    copy = xstrdup(ad->health_checks);
+    for (tok = strtok_r(copy, ", ", &save); tok != NULL && rc == 0;
+         tok = strtok_r(NULL, ", ", &save)) {
+        for (i = 0; builtins[i] != NULL && strcmp(builtins[i], tok) != 0; i++)
+            ;
+        if (builtins[i] == NULL)
+            rc = err_set(err, -EINVAL,
+                "health_checks: unknown check '%s' (disk, gpu, kmsg, memory, "
+                "nic, pcie)",
+                tok);
+    }
+    free(copy);
+    if (rc == 0 && ad->health_checks[strspn(ad->health_checks, ", ")] != '\0')
+        rc = agentd_exe_check("health_check_exe", ad->health_check_exe, err);
+    if (rc == 0 && ad->health_checks_dir[0] != '\0' &&
+        access(ad->health_checks_dir, R_OK | X_OK) < 0)
+        rc = err_set(err, -errno, "health_checks_dir '%s': %s",
+            ad->health_checks_dir, strerror(errno));
+    if (rc == 0 && ad->sysfs_root[0] != '/')
+        rc = err_set(err, -EINVAL, "sysfs_root '%s': must be an absolute path",
+            ad->sysfs_root);
+    if (rc == 0 && ad->nvidia_smi[0] == '\0')
+        rc = err_set(err, -EINVAL, "nvidia_smi: must not be empty");
+    return rc;
 }
 
 int
@@ -122,19 +205,11 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     ad->run_as_submitter = config_bool(cfg, "run_as_submitter");
     ad->pmix_on = config_bool(cfg, "pmix");
     s = config_str(cfg, "supervisor");
-    ad->supervisor = s[0] != '\0' ? xstrdup(s) : agentd_default_supervisor();
-    if (ad->supervisor[0] != '/') {
-        rc = err_set(err, -EINVAL,
-            "supervisor '%s': must be an absolute "
-            "path",
-            ad->supervisor);
+    ad->supervisor = s[0] != '\0' ? xstrdup(s)
+                                  : agentd_default_exe(SUPFILE_EXE);
+    if ((rc = agentd_exe_check("supervisor", ad->supervisor, err)) < 0 ||
+        (rc = agentd_health_load(ad, cfg, err)) < 0)
         goto fail;
-    }
-    if (access(ad->supervisor, X_OK) < 0) {
-        rc = -errno;
-        err_set(err, rc, "supervisor '%s': %s", ad->supervisor, strerror(-rc));
-        goto fail;
-    }
 
     ad->res.cpus = (int)config_int(cfg, "cpus");
     if (ad->res.cpus == 0)
@@ -173,6 +248,17 @@ agentd_settings_release(struct agentd *ad)
     free(ad->state_dir);
     free(ad->log_dir);
     free(ad->supervisor);
+    free(ad->health_check_exe);
+    free(ad->health_checks);
+    free(ad->health_checks_dir);
+    free(ad->health_mounts);
+    free(ad->health_nics);
+    free(ad->nvidia_smi);
+    free(ad->kmsg_path);
+    free(ad->sysfs_root);
+    ad->health_check_exe = ad->health_checks = ad->health_checks_dir = NULL;
+    ad->health_mounts = ad->health_nics = ad->nvidia_smi = NULL;
+    ad->kmsg_path = ad->sysfs_root = NULL;
     proto_resources_release(&ad->res);
     if (ad->auth_header != NULL)
         explicit_bzero(ad->auth_header, strlen(ad->auth_header));

@@ -17,6 +17,10 @@
  *   curlx resources    HTTP on the loop; what the node offers
  *   agentd             the settings and this context
  *   logship            ships the output files registered with it
+ *   health_parse       a site check's header, a check's output
+ *   health             the health checks: children with deadlines (the
+ *                      built-ins are lockstep-check, check_main.c over
+ *                      hc*.c, libuv-free like the supervisor)
  *   pmixsrv_info pmixsrv_net pmixsrv_event pmixsrv
  *                      the PMIx server's information lists; its fences
  *                      across nodes, relayed through the scheduler;
@@ -37,8 +41,10 @@
  *
  * What goes up does so through something the lower module owns: the
  * table's change hook (proc_set_change_cb: report sends a status), the
- * shipper's registry (proc hands each rank's output to logship_add) and
- * the PMIx server's hooks (pmixsrv_set_hooks: proc hears of aborts).
+ * shipper's registry (proc hands each rank's output to logship_add), the
+ * PMIx server's hooks (pmixsrv_set_hooks: proc hears of aborts) and the
+ * health runner's change hook (health_set_change_cb: report sends a
+ * status).
  */
 #ifndef AGENT_AGENTD_H
 #define AGENT_AGENTD_H
@@ -54,6 +60,7 @@
 #include "common/proto.h"
 
 struct curlx;
+struct health;
 struct pmixsrv;
 struct proc_table;
 struct report;
@@ -73,6 +80,18 @@ struct agentd {
     char *supervisor; /* lockstep-supervisor executable */
     bool pmix_on;     /* host a PMIx server (when built with one) */
     struct proto_resources res;
+    /* health checks (health.h) */
+    char *health_check_exe;  /* lockstep-check executable */
+    char *health_checks;     /* the built-ins to run, a comma list */
+    char *health_checks_dir; /* site checks; "" none */
+    char *health_mounts;     /* disk: a comma list; "" / and state_dir */
+    char *health_nics;       /* nic: the ports expected up */
+    char *nvidia_smi;
+    char *kmsg_path; /* "" no kernel log check */
+    char *sysfs_root;
+    int64_t health_interval_ms;
+    int64_t health_timeout_ms;
+    int64_t health_kill_grace_ms;
     char *auth_header; /* "Authorization: Agent <node>:<mac>" */
     char agent_id[33]; /* random per process */
 
@@ -82,6 +101,7 @@ struct agentd {
     struct proc_table *procs;
     struct report *report;
     struct logship *logship;
+    struct health *health;
 
     bool stopping;
 };

@@ -28,6 +28,7 @@
 
 #include "agent/agentd.h"
 #include "agent/curlx.h"
+#include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/pmixsrv.h"
 #include "agent/proc.h"
@@ -82,6 +83,7 @@ agentd_stop(struct agentd_main *m)
     /* The reverse of the creation: the table takes the ranks' output out
      * of the log shipper before the shipper goes. */
     report_destroy(ad->report);
+    health_destroy(ad->health);
     proc_destroy(ad->procs);
     logship_destroy(ad->logship);
     /* Drops requests in flight without calling back: must come in the same
@@ -90,6 +92,7 @@ agentd_stop(struct agentd_main *m)
     /* Last: the table's hooks are gone, no namespace is in use by it. */
     pmixsrv_destroy(ad->pmixsrv);
     ad->report = NULL;
+    ad->health = NULL;
     ad->procs = NULL;
     ad->logship = NULL;
     ad->curlx = NULL;
@@ -263,6 +266,9 @@ agentd_subsystems_create(struct agentd *ad, struct err *err)
     ad->procs = proc_create(ad, err);
     if (ad->procs == NULL)
         return -1;
+    ad->health = health_create(ad, err);
+    if (ad->health == NULL)
+        return -1;
     ad->report = report_create(ad, err);
     if (ad->report == NULL)
         return -1;
@@ -304,6 +310,7 @@ main(int argc, char **argv)
             ad->node, ad->agent_id, ad->server, ad->res.cpus,
             (long long)ad->res.memory_mb, ad->res.ngpus, proc_njobs(ad->procs));
         report_start(ad->report);
+        health_start(ad->health);
         status = EXIT_SUCCESS;
     } else {
         log_error("cannot start: %s", err.msg);

@@ -28,6 +28,7 @@
 #include "agent/agentd.h"
 #include "agent/backoff.h"
 #include "agent/curlx.h"
+#include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/proc.h"
 #include "common/jsonx.h"
@@ -361,6 +362,7 @@ report_status_send(struct report *rp)
     rep.gen = rp->applied_gen;
     rp->status_sent_ms = timeid_mono_ms();
     rp->status_seq = proc_fill_report(ad->procs, &rep);
+    rep.health = health_fill(ad->health);
     json = proto_node_report_to_json(&rep);
     rep.node = rep.agent_id = rep.addr = NULL;
     memset(&rep.res, 0, sizeof(rep.res));
@@ -393,6 +395,7 @@ report_kick(struct report *rp)
     report_chan_schedule(&rp->status, 0);
 }
 
+/* A rank changed (proc's hook) or a check's results did (health's). */
 static void
 report_proc_change_cb(void *arg)
 {
@@ -489,6 +492,8 @@ report_create(struct agentd *ad, struct err *err)
     report_chan_init(rp, &rp->work, report_work_fetch, "fetch work",
         "fetching work");
     proc_set_change_cb(ad->procs, report_proc_change_cb, rp);
+    if (ad->health != NULL)
+        health_set_change_cb(ad->health, report_proc_change_cb, rp);
     (void)err;
     return rp;
 }
@@ -509,6 +514,8 @@ report_destroy(struct report *rp)
         return;
     rp->closing = true;
     proc_set_change_cb(rp->ad->procs, NULL, NULL);
+    if (rp->ad->health != NULL)
+        health_set_change_cb(rp->ad->health, NULL, NULL);
     hs[0] = (uv_handle_t *)&rp->status.timer;
     hs[1] = (uv_handle_t *)&rp->work.timer;
     uvx_close(hs, ARRAY_SIZE(hs), free, rp);

@@ -3,7 +3,9 @@
  *
  * Status: POST /v1/agent/status at start-up with "register": true, then
  * every heartbeat_ms (the scheduler's reply sets it) and at once whenever
- * a rank changes state; each lists every (job, attempt) held. A status
+ * a rank changes state or a health check's results change; each lists
+ * every (job, attempt) held and, once a check has finished, the node's
+ * health (health_fill). A status
  * that announces a rank's end waits (up to 2 s) until that rank's output
  * is shipped, so a job the scheduler sees finished has its whole output
  * readable. After any failure the next status registers again, so a

@@ -4,7 +4,8 @@
 # lockstep-agents with fake GPUs, everything kept under one directory.
 #
 #   deploy/local-cluster.sh up --dir DIR --nodes N [--gpus-per-node G]
-#                              [--cpus-per-node C]
+#                              [--cpus-per-node C] [--agent-opt KEY=VALUE]...
+#                              [--agent-opt-node I KEY=VALUE]...
 #   deploy/local-cluster.sh down --dir DIR
 #   deploy/local-cluster.sh status --dir DIR
 #
@@ -12,13 +13,27 @@
 # jobs shaped for a real GPU node, 8 ranks of 1 CPU, fit on a small
 # machine; the agents share the machine's real CPUs; 0 offers the real
 # count), and the machine's memory. Both are kept in the agents' config
-# files: they apply to agents created by this `up`.
+# files: they apply to agents created by this `up`. The fake GPUs come
+# with a fake nvidia-smi (deploy/fake-nvidia-smi, through
+# agents/node<i>/nvidia-smi) that reports them healthy, so the agents'
+# gpu health check runs as on a real node; each agent reads its kernel log
+# from agents/node<i>/kmsg (empty: append lines in /dev/kmsg's format to try
+# the kmsg check), not the machine's.
+#
+# --agent-opt KEY=VALUE sets an agent setting (docs/config.md) on every
+# agent this `up` starts, --agent-opt-node I KEY=VALUE on node<I>'s only
+# (I from 1), after the config file (`lockstep-agent -o`); both repeatable.
+# Agents already running keep theirs: `down` first. For example, a node
+# whose site check fails:
+#   deploy/local-cluster.sh up --dir /tmp/lc --nodes 2 \
+#       --agent-opt health_interval_ms=5000 \
+#       --agent-opt-node 2 health_checks_dir=/tmp/failing-checks
 #
 # Layout under DIR:
 #   cluster.secret                      shared agent secret (mode 0600)
 #   env                                 `. DIR/env` points the CLI here
 #   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
-#   agents/node<i>/{agent.conf,state/,shm/,pid,log}
+#   agents/node<i>/{agent.conf,state/,shm/,pid,log,kmsg,nvidia-smi}
 #
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port) and on scheduler/lockstepd.sock; the agents use the
@@ -49,6 +64,7 @@ die() {
 usage() {
     cat >&2 <<EOF
 usage: $prog up --dir DIR --nodes N [--gpus-per-node G] [--cpus-per-node C]
+                [--agent-opt KEY=VALUE]... [--agent-opt-node I KEY=VALUE]...
        $prog down --dir DIR
        $prog status --dir DIR
 EOF
@@ -73,8 +89,28 @@ up | down | status) ;;
 esac
 
 dir='' nodes='' gpus=8 cpus=8
+agent_opts=()           # -o KEY=VALUE for every agent
+declare -A node_opts=() # node number -> its own "-o", "KEY=VALUE" lines
 while [ $# -gt 0 ]; do
     case $1 in
+    --agent-opt)
+        [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
+        [[ $2 == ?*=* ]] || die "invalid --agent-opt '$2': expected KEY=VALUE"
+        agent_opts+=(-o "$2")
+        shift 2
+        ;;
+    --agent-opt=*)
+        [[ ${1#*=} == ?*=* ]] || die "invalid --agent-opt '${1#*=}': expected KEY=VALUE"
+        agent_opts+=(-o "${1#*=}")
+        shift
+        ;;
+    --agent-opt-node)
+        [ $# -ge 3 ] || { echo "$prog: option '$1' requires a node number and KEY=VALUE" >&2; usage; }
+        [[ $2 =~ ^[1-9][0-9]*$ ]] || die "invalid --agent-opt-node node '$2': expected 1, 2, ... as in node<N>"
+        [[ $3 == ?*=* ]] || die "invalid --agent-opt-node '$3': expected KEY=VALUE"
+        node_opts[$2]+="-o"$'\n'"$3"$'\n'
+        shift 3
+        ;;
     --dir | --nodes | --gpus-per-node | --cpus-per-node)
         [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
         case $1 in
@@ -358,8 +394,25 @@ cluster_secret_file = $dir/cluster.secret
 # Every rank runs as the user who started the cluster.
 run_as_submitter = false
 log_level = info
+# Health checks: the fake GPUs' own nvidia-smi, and a kernel log of this
+# node's own (empty) rather than the machine's.
+nvidia_smi = $d/nvidia-smi
+kmsg_path = $d/kmsg
 EOF
     mv "$d/agent.conf.tmp" "$d/agent.conf"
+    printf '#!/bin/sh\n# the fake GPUs of node%s (deploy/fake-nvidia-smi)\nFAKE_NVIDIA_SMI_GPUS=%s exec %q "$@"\n' \
+        "$i" "$gpus" "$root/deploy/fake-nvidia-smi" >"$d/nvidia-smi"
+    chmod +x "$d/nvidia-smi"
+    touch "$d/kmsg"
+}
+
+# agent_args I: prints the -o arguments of node<I>'s agent, one a line.
+agent_args() {
+    local a
+    for a in "${agent_opts[@]}"; do
+        printf '%s\n' "$a"
+    done
+    printf '%s' "${node_opts[$1]:-}"
 }
 
 write_env() {
@@ -397,7 +450,7 @@ start_scheduler() {
 }
 
 cluster_up() {
-    local n i d pid state deadline port old_port
+    local n i d pid state deadline port old_port args
     n=$(agent_count)
     [ "$n" -ge 1 ] || die "--nodes is required (no agents exist in '$dir' yet)"
     for b in "$lockstepd" "$agentd" "$cli"; do
@@ -420,9 +473,14 @@ cluster_up() {
     # A broken config fails here, with the daemon's own message.
     "$lockstepd" -c "$sconf" --check-config >/dev/null ||
         die "invalid scheduler configuration in $sconf"
+    for i in "${!node_opts[@]}"; do
+        [ "$i" -le "$n" ] || die "--agent-opt-node $i: the cluster has $n nodes"
+    done
     for ((i = 1; i <= n; i++)); do
-        "$agentd" -c "$dir/agents/node$i/agent.conf" --check-config \
-            >/dev/null || die "invalid agent configuration in $dir/agents/node$i/agent.conf"
+        mapfile -t args < <(agent_args "$i")
+        "$agentd" -c "$dir/agents/node$i/agent.conf" "${args[@]}" \
+            --check-config >/dev/null ||
+            die "invalid agent configuration in $dir/agents/node$i/agent.conf${args[*]:+ with ${args[*]}}"
     done
 
     # The scheduler first: the agents connect to its socket.
@@ -458,9 +516,10 @@ cluster_up() {
             # each agent's own (README "Running an MPI program"); the
             # ranks inherit these from the agent.
             mkdir -p "$d/shm"
+            mapfile -t args < <(agent_args "$i")
             OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
                 OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory="$d/shm" \
-                start "node$i agent" "$agentd" "$d/agent.conf" "$d"
+                start "node$i agent" "$agentd" "$d/agent.conf" "$d" "${args[@]}"
         fi
     done
 

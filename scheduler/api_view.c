@@ -422,6 +422,9 @@ api_view_node(const struct node *node)
     cJSON_AddBoolToObject(o, "removing", node->removing);
     jsonx_add_int(o, "last_seen_ms", node->last_seen_ms);
     jsonx_add_int(o, "registered_ms", node->registered_ms);
+    if (node->health_seen != NULL)
+        cJSON_AddItemToObject(o, "health",
+            proto_health_to_json(node->health_seen));
     free(free_gpus);
     return o;
 }

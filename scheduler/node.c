@@ -65,6 +65,9 @@ node_destroy(struct node *node)
     free(node->addr);
     free(node->agent_id);
     free(node->removing_by);
+    if (node->health_seen != NULL)
+        proto_health_release(node->health_seen);
+    free(node->health_seen);
     free(node->gpus);
     proto_kv_array_free(node->labels, node->nlabels);
     free(node->holds);

@@ -57,6 +57,9 @@ struct node {
     struct proto_kv *labels;
     size_t nlabels;
     char *agent_id; /* never NULL ("" before the first report) */
+    /* The health its agent last reported, as is (NULL before any; in
+     * memory only). */
+    struct proto_health *health_seen;
     int64_t registered_ms;
 
     int64_t last_seen_ms;       /* wall clock, kept in memory */

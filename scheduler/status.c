@@ -421,6 +421,15 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
         rc = status_release(sd, node, rep);
     if (rc < 0)
         return rc;
+    if (rep->health != NULL) {
+        /* Kept as is for the node's view (a report without one keeps
+         * the last). */
+        if (node->health_seen != NULL)
+            proto_health_release(node->health_seen);
+        free(node->health_seen);
+        node->health_seen = rep->health;
+        rep->health = NULL;
+    }
     reply->heartbeat_ms = sd->heartbeat_ms;
     reply->gen = node->gen;
     /* The agent renews every supervisor's lease to now + lease_ms. */

@@ -235,20 +235,44 @@ stop_scheduler() {
     return $rc
 }
 
+# gpu_count LIST: how many GPUs an agent's `gpus` setting names (0-3,
+# 0,2,4, none).
+gpu_count() {
+    local list=$1 n=0 item
+    [ "$list" = none ] && { echo 0; return; }
+    for item in ${list//,/ }; do
+        if [[ $item == *-* ]]; then
+            n=$((n + ${item#*-} - ${item%-*} + 1))
+        else
+            n=$((n + 1))
+        fi
+    done
+    echo "$n"
+}
+
 # start_agent NAME [-o key=value]...: start an agent for node NAME with 8
 # CPUs, 4 fake GPUs and its own state and log directories. It talks to the
-# scheduler's Unix socket, or to $AGENT_SERVER when set.
+# scheduler's Unix socket, or to $AGENT_SERVER when set. Its health checks
+# run every $HEALTH_INTERVAL_MS (5000), read the kernel log from its own
+# (empty) file and ask deploy/fake-nvidia-smi about as many GPUs as it has.
 start_agent() {
     local name=$1
     shift
-    local d=$TEST_DIR/agent-$name
+    local d=$TEST_DIR/agent-$name gpus=0-3 a
     mkdir -p "$d/state"
+    touch "$d/kmsg"
+    for a in "$@"; do
+        case $a in gpus=*) gpus=${a#gpus=} ;; esac
+    done
+    FAKE_NVIDIA_SMI_GPUS=$(gpu_count "$gpus") \
     "$AGENTD" -o server="${AGENT_SERVER:-$TEST_DIR/sched/sock}" \
         -o node_name="$name" \
         -o addr=127.0.0.1 -o cpus=8 -o memory_mb=16384 -o gpus=0-3 \
         -o labels="rack=r-$name" -o state_dir="$d/state" \
         -o log_dir="$d/logs" -o cluster_secret_file="$CLUSTER_SECRET" \
         -o run_as_submitter=false -o kill_grace_ms="${KILL_GRACE_MS:-3000}" \
+        -o kmsg_path="$d/kmsg" -o nvidia_smi="$SRC_DIR/deploy/fake-nvidia-smi" \
+        -o health_interval_ms="${HEALTH_INTERVAL_MS:-5000}" \
         "$@" >>"$d/log" 2>&1 &
     AGENT_PID[$name]=$!
 }
