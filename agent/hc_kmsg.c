@@ -54,29 +54,29 @@ struct scan {
     char *state_note; /* why the state was started afresh, or NULL */
 };
 
-/* The finding (code, scope), created with evidence when new; NULL when
- * the table is full (the overflow finding counts it instead). */
+/* Counts n occurrences of the finding (code, scope), created with this
+ * evidence when new; past HC_KMSG_FINDINGS_MAX distinct findings the
+ * overflow finding counts them instead. */
 static void
 raise_finding(struct scan *s, enum proto_check_status st, const char *code,
-    const char *scope, const char *evidence)
+    const char *scope, const char *evidence, int64_t n)
 {
     struct finding *f;
 
     for (size_t i = 0; i < s->nf; i++) {
         f = &s->f[i];
         if (strcmp(f->code, code) == 0 && strcmp(f->scope, scope) == 0) {
-            f->count++;
-            f->fresh++;
+            f->count += n;
+            f->fresh += n;
             if (st > f->status && st <= PROTO_CHECK_FAIL)
                 f->status = st; /* FAIL outranks WARN outranks PASS */
             return;
         }
     }
     if (s->nf >= HC_KMSG_FINDINGS_MAX) {
-        if (strcmp(code, "kmsg.findings_overflow") == 0)
-            return;
-        raise_finding(s, PROTO_CHECK_WARN, "kmsg.findings_overflow", "node",
-            "more distinct findings than kept; this counts the rest");
+        if (strcmp(code, "kmsg.findings_overflow") != 0)
+            raise_finding(s, PROTO_CHECK_WARN, "kmsg.findings_overflow", "node",
+                "more distinct findings than kept; this counts the rest", n);
         return;
     }
     s->f = xreallocarray(s->f, s->nf + 2, sizeof(*s->f));
@@ -85,8 +85,8 @@ raise_finding(struct scan *s, enum proto_check_status st, const char *code,
     f->code = xstrdup(code);
     f->scope = xstrdup(scope);
     f->evidence = xstrndup(evidence, PROTO_CHECK_EVIDENCE_MAX - 1);
-    f->count = 1;
-    f->fresh = 1;
+    f->count = n;
+    f->fresh = n;
 }
 
 static void
@@ -111,7 +111,7 @@ judge_template(struct scan *s, const char *msg)
     }
     snprintf(scope, sizeof(scope), "tmpl:%08x", hc_kmsg_hash(t));
     ev = xasprintf("%.700s | template: %.700s", msg, t);
-    raise_finding(s, PROTO_CHECK_WARN, "kmsg.unknown", scope, ev);
+    raise_finding(s, PROTO_CHECK_WARN, "kmsg.unknown", scope, ev, 1);
     free(ev);
 }
 
@@ -125,7 +125,7 @@ judge(struct scan *s, int pri, uint64_t usec, const char *msg)
         block_close(s);
     if (pri >> 3 == 0 && hc_kmsg_event(msg, &s->xids, &ev)) {
         if (ev.finding && !s->o->learn)
-            raise_finding(s, ev.status, ev.code, ev.scope, msg);
+            raise_finding(s, ev.status, ev.code, ev.scope, msg, 1);
         if (ev.block_start) {
             s->block_left = HC_KEV_BLOCK_LINES;
             s->block_end = usec + HC_KEV_BLOCK_US;
@@ -185,13 +185,8 @@ record(struct scan *s, const char *line)
             "the kernel's ring buffer overwrote records %" PRIu64 "..%" PRIu64
             " before they were read",
             s->seq + 1, seq - 1);
-        raise_finding(s, PROTO_CHECK_WARN, "kmsg.gap", "node", ev);
-        for (struct finding *f = &s->f[s->nf - 1]; f >= s->f; f--)
-            if (strcmp(f->code, "kmsg.gap") == 0) {
-                f->count += (int64_t)(seq - s->seq - 2);
-                f->fresh += (int64_t)(seq - s->seq - 2);
-                break;
-            }
+        raise_finding(s, PROTO_CHECK_WARN, "kmsg.gap", "node", ev,
+            (int64_t)(seq - s->seq - 1));
     }
     if (s->records++ == 0)
         s->first_seq = seq;
@@ -535,9 +530,10 @@ hc_kmsg_check(const struct hc_kmsg_opts *o, struct hc_res *out)
         rc = -EINVAL;
         goto done;
     }
-    if (!o->learn)
+    if (!o->learn) {
+        mkdir(o->state_dir, 0700); /* its parent is the agent's */
         state_load(&s);
-    else
+    } else
         s.boot_id = xstrdup(o->boot_id);
     if ((rc = read_source(&s, &why)) < 0) {
         hc_res_add(out, CHECK, PROTO_CHECK_UNKNOWN, "kmsg.read", "node", "%s",
