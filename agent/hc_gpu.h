@@ -31,12 +31,15 @@
 #define HC_GPU_REMAP_FIELDS                                                    \
     "gpu_bus_id,remapped_rows.pending,remapped_rows.failure"
 
-/* How a child ended, as hc_gpu_parse takes it: >= 0 its exit code, or one
- * of these. */
-#define HC_EXIT_NOEXEC (-1)  /* could not be started (missing, not executable) \
-                              */
-#define HC_EXIT_TIMEOUT (-2) /* killed at the inner deadline */
-#define HC_EXIT_SIGNAL(n) (-100 - (n)) /* killed by signal n */
+/*
+ * How a child ended, as hc_gpu_parse takes it: >= 0 its exit code, or
+ * HC_EXIT_NOEXEC (it could not be started: missing, not executable),
+ * HC_EXIT_TIMEOUT (killed at the inner deadline) or HC_EXIT_SIGNAL(n)
+ * (killed by signal n).
+ */
+#define HC_EXIT_NOEXEC (-1)
+#define HC_EXIT_TIMEOUT (-2)
+#define HC_EXIT_SIGNAL(n) (-100 - (n))
 
 struct hc_gpu_opts {
     int expect;         /* GPUs the node must have */
