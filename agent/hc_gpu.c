@@ -2,10 +2,11 @@
  * hc_gpu.c - the GPU check: nvidia-smi run with a deadline, its CSV judged
  *
  * The parser (hc_gpu_parse) is pure so the unit tests feed it text; the
- * rest runs nvidia-smi as a child in the check's own process group (the
- * runner's deadline kills both), reads its stdout and stderr until it
- * exits or the inner deadline passes, then kills it and never waits for an
- * unkillable one for more than a second. docs/health.md lists the codes.
+ * rest runs nvidia-smi as a child in a process group of its own that dies
+ * with this process (so the runner killing the check kills it too), reads
+ * its stdout and stderr until it exits or the inner deadline passes, then
+ * kills the group and never waits for an unkillable child for more than a
+ * second. docs/health.md lists the codes.
  */
 #include "hc_gpu.h"
 
@@ -97,7 +98,7 @@ split(char *line, char **f, int max)
     }
 }
 
-/* A whole non-negative integer; false when v is not one. */
+/* A non-negative number; false when v is not one ([N/A] included). */
 static bool
 parse_num(const char *v, double *out)
 {
@@ -361,7 +362,7 @@ valid_index(const char *s)
     return true;
 }
 
-/* The count against the expected count; "" when no verdict is possible. */
+/* The count against the expected count, with the missing indexes. */
 static void
 judge_count(const struct row *rows, size_t n, const struct hc_gpu_opts *o,
     struct hc_res *out)
@@ -511,7 +512,7 @@ static pid_t
 spawn(char *const argv[], int fds[2])
 {
     int out[2], err[2];
-    pid_t pid;
+    pid_t pid, parent = getpid();
 
     if (pipe2(out, O_CLOEXEC) < 0)
         return -1;
@@ -526,6 +527,8 @@ spawn(char *const argv[], int fds[2])
          * it dies with this process if the runner kills it first. */
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         dup2(out[1], 1);
         dup2(err[1], 2);
         execvp(argv[0], argv);
