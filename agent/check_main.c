@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "agent/hc.h"
+#include "agent/hc_gpu.h"
+#include "agent/hc_kmsg.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 
@@ -27,8 +29,8 @@ struct hc_builtin {
 /* Sorted by name. */
 static const struct hc_builtin hc_builtins[] = {
     { "disk", hc_disk_run },
-    /* gpu: hc_gpu.c */
-    /* kmsg: hc_kmsg.c */
+    { "gpu", hc_gpu_run },
+    { "kmsg", hc_kmsg_run },
     { "memory", hc_memory_run },
     { "nic", hc_nic_run },
     { "pcie", hc_pcie_run },
