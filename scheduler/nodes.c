@@ -350,6 +350,9 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
         node->unhealthy = false;
         free(node->health_reason);
         node->health_reason = xstrdup("");
+        /* ... and starts its record afresh (the history is kept). */
+        if ((rc = recovery_blame_reset(sd, node, actor)) < 0)
+            return rc;
     }
     free(node->reason);
     node->reason = xstrdup(cordon ? reason : "");

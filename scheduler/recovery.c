@@ -32,6 +32,9 @@
 #define RECOVERY_REASON_FAILURES 6
 /* Stack dumps the job_failure event of a hang carries. */
 #define RECOVERY_DUMPS_MAX 64
+/* How every exclusion by blame's reason begins: what tells it from an
+ * exclusion for any other cause when a withdrawal re-evaluates it. */
+#define RECOVERY_BLAME_REASON "blamed for failures of "
 
 struct recovery_item {
     struct attempt *a; /* a failure, or NULL: an exclusion */
@@ -227,10 +230,21 @@ blame_collect(const struct db_blame *b, void *arg)
     cJSON *ev = cJSON_Parse(b->evidence);
     size_t off = strlen(ctx->list);
 
+    struct policy_blame row = {
+        .job_id = b->job_id,
+        .time_ms = b->time_ms,
+        .status = b->status,
+        .consequence = strcmp(b->kind,
+                           policy_kind_str(POLICY_KIND_NODE_EXCLUDED)) == 0,
+    };
+
+    if (!policy_blame_counts(&row)) {
+        cJSON_Delete(o);
+        cJSON_Delete(ev);
+        return 0;
+    }
     ctx->v = xreallocarray(ctx->v, ctx->n + 1, sizeof(*ctx->v));
-    ctx->v[ctx->n].job_id = b->job_id;
-    ctx->v[ctx->n].time_ms = b->time_ms;
-    ctx->n++;
+    ctx->v[ctx->n++] = row;
     jsonx_add_int(o, "job", b->job_id);
     jsonx_add_int(o, "attempt", b->attempt);
     jsonx_add_int(o, "time_ms", b->time_ms);
@@ -278,8 +292,8 @@ blame_check(struct schedd *sd, struct node *node, int64_t now)
     it->node = node;
     it->actor = xstrdup(SCHEDD_ACTOR);
     it->how = RECOVERY_EXCLUDE_BLAME;
-    it->reason = xasprintf("blamed for failures of %zu different jobs "
-                           "within %lld s: %s%s",
+    it->reason = xasprintf(RECOVERY_BLAME_REASON "%zu different jobs "
+                                                 "within %lld s: %s%s",
         jobs, (long long)(sd->policy.blame_window_ms / 1000), ctx.list,
         ctx.n > ctx.listed ? ", ..." : "");
     it->evidence = ctx.evidence;
@@ -289,7 +303,8 @@ blame_check(struct schedd *sd, struct node *node, int64_t now)
 }
 
 /* Record the blame of fc (of attempt a) on its node: a blame row (its
- * evidence without the dumps) and a node_blamed event. */
+ * evidence without the dumps, fc->blame_status, the step its rank had
+ * reached) and a node_blamed event. */
 static int
 blame_record(struct schedd *sd, const struct attempt *a,
     const struct failure_case *fc, int64_t now)
@@ -307,9 +322,9 @@ blame_record(struct schedd *sd, const struct attempt *a,
     ev = evidence_to_json(&shown);
     evidence_release(&shown);
     text = jsonx_print(ev);
-    rc = schedd_db_check(sd,
-        db_blame_insert(sd->db, fc->ev.node, a->job_id, a->num, now,
-            policy_kind_str(fc->ev.kind), text, withdrawn));
+    rc = schedd_db_check(sd, db_blame_insert(sd->db, fc->ev.node, a->job_id,
+                                 a->num, now, policy_kind_str(fc->ev.kind),
+                                 text, fc->blame_status, fc->ev.last_step));
     free(text);
     if (rc < 0) {
         cJSON_Delete(ev);
@@ -320,12 +335,250 @@ blame_record(struct schedd *sd, const struct attempt *a,
     jsonx_add_int(detail, "attempt", a->num);
     jsonx_add_str(detail, "kind", policy_kind_str(fc->ev.kind));
     jsonx_add_str(detail, "reason", a->reason);
+    jsonx_add_str(detail, "status", policy_blame_status_str(fc->blame_status));
     if (withdrawn)
         cJSON_AddBoolToObject(detail, "withdrawn", true);
     cJSON_AddItemToObject(detail, "evidence", ev);
     return schedd_event(sd, SCHEDD_ACTOR,
         schedd_subject_node(subject, sizeof(subject), fc->ev.node),
         "node_blamed", detail);
+}
+
+/* Whether a health finding is open on node: hard evidence against it
+ * (policy_blame_in.node_finding). This is the one place the node-health
+ * findings answer; until they exist, no finding is ever open. */
+static bool
+node_has_finding(const struct node *node)
+{
+    (void)node;
+    return false;
+}
+
+/* The status fc's blame row gets: withdrawn in a crash loop, else by the
+ * class of its evidence (policy_blame_class). */
+static enum policy_blame_status
+blame_status_of(struct schedd *sd, const struct failure_case *fc, bool loop)
+{
+    struct policy_blame_in in = {
+        .kind = fc->ev.kind,
+        .has_exit = fc->ev.has_exit,
+        .signal = fc->ev.signal,
+        .node_suspect = fc->suspect,
+        .node_finding = node_has_finding(
+            node_table_find(&sd->nodes, fc->ev.node)),
+    };
+
+    if (loop)
+        return POLICY_BLAME_WITHDRAWN;
+    return policy_blame_class(&sd->policy, &in) == POLICY_CLASS_HARD
+               ? POLICY_BLAME_CONFIRMED
+               : POLICY_BLAME_PROVISIONAL;
+}
+
+/* ---- settling provisional blame ----------------------------------------- */
+
+/* A provisional row, copied out of the query. */
+struct pending_row {
+    int64_t id;
+    char *node;
+    int64_t job_id;
+    int attempt;
+    int64_t step;
+};
+
+struct pending_ctx {
+    int64_t job_id; /* only this job's rows; 0: all */
+    struct pending_row *v;
+    size_t n;
+};
+
+static int
+pending_collect(const struct db_blame *b, void *arg)
+{
+    struct pending_ctx *ctx = arg;
+    struct pending_row *r;
+
+    if (ctx->job_id != 0 && b->job_id != ctx->job_id)
+        return 0;
+    ctx->v = xreallocarray(ctx->v, ctx->n + 1, sizeof(*ctx->v));
+    r = &ctx->v[ctx->n++];
+    r->id = b->id;
+    r->node = xstrdup(b->node);
+    r->job_id = b->job_id;
+    r->attempt = b->attempt;
+    r->step = b->step;
+    return 0;
+}
+
+/* The lowest step a's ranks that report steps have reached; -1 none. */
+static int64_t
+attempt_low_step(const struct attempt *a)
+{
+    int64_t low = -1;
+
+    for (size_t r = 0; r < a->nranks; r++) {
+        int64_t s = a->ranks[r].step;
+
+        if (s >= 0 && (low < 0 || s < low))
+            low = s;
+    }
+    return low;
+}
+
+/* What the job has done since row r failed: the policy's input. job is r's
+ * job (NULL: over), a its latest attempt (NULL: none live), ended whether
+ * the job ends now. */
+static void
+pending_input(const struct pending_row *r, const struct job *job,
+    const struct attempt *a, bool ended, struct policy_blame_pending *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->attempt = r->attempt;
+    p->step = r->step;
+    p->job_live = job != NULL && !ended &&
+                  !proto_job_state_finished(job->state);
+    p->next_step = -1;
+    if (a == NULL)
+        return;
+    p->next_attempt = a->num;
+    for (int k = 0; k < a->nnodes; k++)
+        p->next_on_node |= a->placements[k].node_name &&
+                           strcmp(a->placements[k].node_name, r->node) == 0;
+    p->next_succeeded = a->state == PROTO_ATTEMPT_SUCCEEDED;
+    p->next_step = attempt_low_step(a);
+}
+
+/* The note a settled row keeps. */
+static void
+settle_note(char *buf, size_t len, enum policy_blame_verdict v,
+    const struct pending_row *r, const struct policy_blame_pending *p)
+{
+    if (p->next_attempt > r->attempt && p->next_succeeded)
+        snprintf(buf, len, "attempt %d succeeded %s", p->next_attempt,
+            v == POLICY_SETTLE_CONFIRM ? "on other nodes" : "on this node");
+    else if (v != POLICY_SETTLE_WITHDRAW || p->next_step > r->step)
+        snprintf(buf, len, "attempt %d got past step %lld %s", p->next_attempt,
+            (long long)r->step,
+            v == POLICY_SETTLE_CONFIRM ? "on other nodes" : "on this node");
+    else
+        snprintf(buf, len,
+            "job %lld ended without getting past step %lld "
+            "elsewhere",
+            (long long)r->job_id, (long long)r->step);
+}
+
+/*
+ * Settle the provisional blame rows (of job_id only, unless 0) by what
+ * their jobs did since (policy_blame_settle): a is the attempt to judge
+ * them by when the caller has it (else each job's latest live attempt),
+ * ended that the job ends now. A confirmed row's node is checked for
+ * exclusion (a provisional row never counted, so its withdrawal changes
+ * no count).
+ */
+static int
+blame_settle(struct schedd *sd, int64_t job_id, const struct attempt *a,
+    bool ended, int64_t now)
+{
+    struct pending_ctx ctx = { .job_id = job_id };
+    int rc;
+
+    rc = schedd_db_check(sd,
+        db_blame_provisional_foreach(sd->db, pending_collect, &ctx));
+    for (size_t i = 0; i < ctx.n; i++) {
+        struct pending_row *r = &ctx.v[i];
+        struct job *job = job_table_find(&sd->jobs, r->job_id);
+        const struct attempt *next = a && a->job_id == r->job_id ? a : NULL;
+        struct policy_blame_pending p;
+        enum policy_blame_verdict v;
+        struct node *node;
+        char note[160];
+
+        if (next == NULL && job != NULL)
+            next = schedd_job_latest(sd, job);
+        pending_input(r, job, next, ended && r->job_id == job_id, &p);
+        v = policy_blame_settle(&p);
+        if (rc < 0 || v == POLICY_SETTLE_KEEP)
+            continue;
+        settle_note(note, sizeof(note), v, r, &p);
+        rc = schedd_db_check(sd,
+            db_blame_settle(sd->db, r->id, r->job_id, r->attempt,
+                v == POLICY_SETTLE_CONFIRM ? POLICY_BLAME_CONFIRMED
+                                           : POLICY_BLAME_WITHDRAWN,
+                now, note));
+        log_info("node=%s blame of job=%lld attempt=%d %s: %s", r->node,
+            (long long)r->job_id, r->attempt,
+            v == POLICY_SETTLE_CONFIRM ? "confirmed" : "withdrawn", note);
+        node = node_table_find(&sd->nodes, r->node);
+        if (rc == 0 && v == POLICY_SETTLE_CONFIRM && node)
+            rc = blame_check(sd, node, now);
+    }
+    for (size_t i = 0; i < ctx.n; i++)
+        free(ctx.v[i].node);
+    free(ctx.v);
+    return rc;
+}
+
+/* ---- re-evaluating an exclusion ----------------------------------------- */
+
+/* Whether node's exclusion is blame's (never an operator's cordon, nor an
+ * exclusion for any other cause). */
+static bool
+excluded_by_blame(const struct node *node)
+{
+    return node->unhealthy && node->health_reason &&
+           strncmp(node->health_reason, RECOVERY_BLAME_REASON,
+               strlen(RECOVERY_BLAME_REASON)) == 0;
+}
+
+/* Lift node's exclusion by blame: its counted blame fell to `jobs`
+ * different jobs, below blame_threshold. */
+static int
+exclusion_lift(struct schedd *sd, struct node *node, size_t jobs)
+{
+    char why[256];
+    struct event_node_change c = {
+        .why = why,
+        .kind = "node_exclusion_lifted",
+    };
+
+    snprintf(why, sizeof(why),
+        "blame withdrawn: now blamed for failures of %zu different jobs "
+        "within %lld s, below blame_threshold %d",
+        jobs, (long long)(sd->policy.blame_window_ms / 1000),
+        sd->policy.blame_threshold);
+    node->unhealthy = false;
+    free(node->health_reason);
+    node->health_reason = xstrdup("");
+    log_notice("node=%s exclusion lifted: %s", node->name, why);
+    return event_node(sd, node, &c);
+}
+
+/* After blame was withdrawn: every node excluded by blame whose counted
+ * blame now falls below the threshold is excluded no longer. */
+static int
+blame_reevaluate(struct schedd *sd, int64_t now)
+{
+    int rc = 0;
+
+    for (struct node *node = node_table_first(&sd->nodes); node && rc == 0;
+         node = node_table_next(node)) {
+        struct blame_ctx ctx;
+
+        if (!excluded_by_blame(node))
+            continue;
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.evidence = cJSON_CreateArray();
+        rc = schedd_db_check(sd,
+            db_blame_node_foreach(sd->db, node->name,
+                now - sd->policy.blame_window_ms, blame_collect, &ctx));
+        if (rc == 0 && !policy_blame_exceeds(&sd->policy, ctx.v, ctx.n, now))
+            rc = exclusion_lift(sd, node,
+                policy_blame_jobs(ctx.v, ctx.n, now,
+                    sd->policy.blame_window_ms));
+        free(ctx.v);
+        cJSON_Delete(ctx.evidence);
+    }
+    return rc;
 }
 
 /* ---- a failure ---------------------------------------------------------- */
@@ -416,6 +669,25 @@ plan_input(const struct job *job, const struct attempt *a,
     in->new_checkpoint = job->ckpt_step > a->resume_step;
 }
 
+/* A crash loop: the blame of the attempts it repeated is withdrawn, and
+ * the exclusions that blame caused are re-evaluated. */
+static int
+blame_withdraw_loop(struct schedd *sd, const struct attempt *a,
+    const int *matched, size_t nmatched, int64_t now)
+{
+    char note[96];
+    int rc = 0;
+
+    snprintf(note, sizeof(note),
+        "attempt %d failed the same way on other nodes "
+        "(deterministic)",
+        a->num);
+    for (size_t i = 0; i < nmatched && rc == 0; i++)
+        rc = schedd_db_check(sd,
+            db_blame_withdraw(sd->db, a->job_id, matched[i], now, note));
+    return rc == 0 ? blame_reevaluate(sd, now) : rc;
+}
+
 /* Decide on the failure of a (of job) and apply it. */
 static int
 decide(struct schedd *sd, struct job *job, struct attempt *a,
@@ -437,12 +709,16 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
             fc->ev.signal, fc->ev.stderr_tail);
     plan_input(job, a, fc, &in);
     policy_plan(&sd->policy, &in, &plan);
-    if (fc->ev.blame != EVIDENCE_BLAME_NONE)
+    /* What this attempt did settles the earlier provisional blame first. */
+    rc = blame_settle(sd, job->id, a, false, now);
+    if (rc == 0 && fc->ev.blame != EVIDENCE_BLAME_NONE)
         rc = blame_record(sd, a, fc, now);
-    for (size_t i = 0; i < nmatched && rc == 0; i++)
-        rc = schedd_db_check(sd,
-            db_blame_withdraw(sd->db, a->job_id, matched[i]));
-    if (fc->ev.blame == EVIDENCE_BLAME_BLAMED)
+    if (rc == 0 && nmatched > 0)
+        rc = blame_withdraw_loop(sd, a, matched, nmatched, now);
+    if (rc == 0 && plan.d.action != POLICY_RESTART)
+        rc = blame_settle(sd, job->id, a, true, now);
+    if (fc->ev.blame == EVIDENCE_BLAME_BLAMED &&
+        fc->blame_status == POLICY_BLAME_CONFIRMED)
         blamed = node_table_find(&sd->nodes, fc->ev.node);
     if (rc == 0)
         rc = failure_event(sd, job, a, fc, plan.d.budget);
@@ -494,8 +770,10 @@ process_failure(struct schedd *sd, struct attempt *a, struct failure_case *fc)
     if (job &&
         (rc = crash_loop_find(sd, a, &sig, &loop, &matched, &nmatched)) < 0)
         return rc;
-    if (fc->blame && fc->ev.node)
+    if (fc->blame && fc->ev.node) {
         fc->ev.blame = loop ? EVIDENCE_BLAME_WITHDRAWN : EVIDENCE_BLAME_BLAMED;
+        fc->blame_status = blame_status_of(sd, fc, loop);
+    }
     rc = fail_attempt(sd, a, fc, now);
     if (job && rc == 0)
         rc = decide(sd, job, a, fc, &sig, loop, matched, nmatched, now);
@@ -505,8 +783,8 @@ process_failure(struct schedd *sd, struct attempt *a, struct failure_case *fc)
 
 /* ---- exclusion ---------------------------------------------------------- */
 
-/* Mark node UNHEALTHY (never reversed automatically: only an operator's
- * uncordon clears it). */
+/* Mark node UNHEALTHY (reversed only by an operator's uncordon, or when
+ * withdrawn blame leaves too little to keep it: blame_reevaluate). */
 static int
 exclude_mark(struct schedd *sd, struct node *node, const char *actor,
     const char *reason, cJSON *evidence)
@@ -645,4 +923,34 @@ recovery_evict(struct schedd *sd, struct attempt *a, const char *node,
         reason[0] ? ": " : "", reason);
     push_excluded(sd, p, actor, false, why);
     return recovery_run(sd);
+}
+
+int
+recovery_blame_tick(struct schedd *sd)
+{
+    int rc = blame_settle(sd, 0, NULL, false, timeid_now_ms());
+
+    if (rc == 0)
+        rc = recovery_run(sd);
+    return rc;
+}
+
+int
+recovery_attempt_succeeded(struct schedd *sd, const struct attempt *a)
+{
+    int rc = blame_settle(sd, a->job_id, a, false, timeid_now_ms());
+
+    if (rc == 0)
+        rc = recovery_run(sd);
+    return rc;
+}
+
+int
+recovery_blame_reset(struct schedd *sd, struct node *node, const char *actor)
+{
+    char note[160];
+
+    snprintf(note, sizeof(note), "reset by %s's uncordon", actor);
+    return schedd_db_check(sd,
+        db_blame_reset(sd->db, node->name, timeid_now_ms(), note));
 }

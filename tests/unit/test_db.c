@@ -338,8 +338,9 @@ test_fault_tolerance(void)
     job->not_before_ms = 4242;
     job_set_reserved(job, reserved, 1);
     is_int(db_job_update(db, job), 0, "a restarting job's state");
-    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}", false), 0,
-        "blame a node");
+    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}",
+               POLICY_BLAME_CONFIRMED, -1),
+        0, "blame a node");
     is_int(db_txn_commit(db), 0, "commit");
 
     is_int(db_job_get(db, job->id, &got), 0, "read the job back");
@@ -388,7 +389,7 @@ test_fault_tolerance(void)
     is_int(db_blame_node_foreach(db, "n9", 0, count_blame, &nblame), 0,
         "blame of the node");
     is_int(nblame, 1, "one blame row");
-    is_int(db_blame_withdraw(db, job->id, 1), 0, "withdraw it");
+    is_int(db_blame_withdraw(db, job->id, 1, 960, "test"), 0, "withdraw it");
     nblame = 0;
     db_blame_job_foreach(db, job->id, 0, count_blame, &nblame);
     is_int(nblame, 0, "withdrawn blame no longer counts");
