@@ -87,9 +87,4 @@ int recovery_blame_tick(struct schedd *sd);
  * its job's provisional blame is settled by it. */
 int recovery_attempt_succeeded(struct schedd *sd, const struct attempt *a);
 
-/* An operator (actor) uncordoned node: its blame so far is reset (kept
- * for the record, no longer counted). */
-int recovery_blame_reset(struct schedd *sd, struct node *node,
-    const char *actor);
-
 #endif
