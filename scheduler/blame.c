@@ -242,16 +242,17 @@ pending_input(const struct pending_row *r, const struct job *job,
 
 /* The note a settled row keeps. */
 static void
-settle_note(char *buf, size_t len, enum policy_blame_verdict v,
-    const struct pending_row *r, const struct policy_blame_pending *p)
+settle_note(char *buf, size_t len, const struct pending_row *r,
+    const struct policy_blame_pending *p)
 {
-    if (p->next_attempt > r->attempt && p->next_succeeded)
-        snprintf(buf, len, "attempt %d succeeded %s", p->next_attempt,
-            v == POLICY_SETTLE_CONFIRM ? "on other nodes" : "on this node");
-    else if (v != POLICY_SETTLE_WITHDRAW || p->next_step > r->step)
+    const char *where = p->next_on_node ? "on this node" : "on other nodes";
+    bool later = p->next_attempt > r->attempt;
+
+    if (later && p->next_succeeded)
+        snprintf(buf, len, "attempt %d succeeded %s", p->next_attempt, where);
+    else if (later && p->next_step >= 0 && p->next_step > r->step)
         snprintf(buf, len, "attempt %d got past step %lld %s", p->next_attempt,
-            (long long)r->step,
-            v == POLICY_SETTLE_CONFIRM ? "on other nodes" : "on this node");
+            (long long)r->step, where);
     else
         snprintf(buf, len,
             "job %lld ended without getting past step %lld "
@@ -283,7 +284,7 @@ blame_settle(struct schedd *sd, int64_t job_id, const struct attempt *a,
         v = policy_blame_settle(&p);
         if (v == POLICY_SETTLE_KEEP)
             continue;
-        settle_note(note, sizeof(note), v, r, &p);
+        settle_note(note, sizeof(note), r, &p);
         rc = schedd_db_check(sd,
             db_blame_settle(sd->db, r->id, r->job_id, r->attempt,
                 v == POLICY_SETTLE_CONFIRM ? POLICY_BLAME_CONFIRMED

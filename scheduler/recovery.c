@@ -461,15 +461,19 @@ exclude_mark(struct schedd *sd, struct node *node, const char *actor,
     return event_node(sd, node, &c);
 }
 
-/* Whether node's counted blame still reaches the threshold: a crash loop
- * handled after its exclusion was queued may have withdrawn some. */
+/* Whether an exclusion that blame_check queued (its reason says so) is
+ * still due: a crash loop handled after it was queued may have withdrawn
+ * some of the blame it counted. */
 static bool
-blame_still_exceeds(struct schedd *sd, struct node *node)
+blame_still_due(struct schedd *sd, struct node *node, const char *why)
 {
     cJSON *evidence;
     char *reason;
-    int rc = blame_exclusion(sd, node, timeid_now_ms(), &reason, &evidence);
+    int rc;
 
+    if (strncmp(why, BLAME_REASON, strlen(BLAME_REASON)) != 0)
+        return true;
+    rc = blame_exclusion(sd, node, timeid_now_ms(), &reason, &evidence);
     free(reason);
     cJSON_Delete(evidence);
     return rc != 0;
@@ -486,7 +490,7 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
         cJSON *evidence = it->evidence;
 
         it->evidence = NULL;
-        if (node->unhealthy || !blame_still_exceeds(sd, node)) {
+        if (node->unhealthy || !blame_still_due(sd, node, it->reason)) {
             cJSON_Delete(evidence);
             return 0;
         }
