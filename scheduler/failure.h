@@ -30,14 +30,14 @@
 /* A failure as the recovery decides on it. */
 struct failure_case {
     struct evidence ev;
-    bool blame;   /* the evidence points at ev.node */
-    bool suspect; /* a rank exit on a node that is lost or
-                   * unhealthy: the infrastructure's budget */
+    bool blame;       /* the evidence points at ev.node */
+    bool suspect;     /* a rank exit on a node that is lost or
+                       * unhealthy: the infrastructure's budget */
+    char reason[256]; /* the attempt's reason, for people */
     /* The blame row's status, set by recovery once it knows whether the
      * failure repeats (policy_blame_class; docs/fault-tolerance.md
      * §Blame). */
     enum policy_blame_status blame_status;
-    char reason[256]; /* the attempt's reason, for people */
 };
 
 void failure_case_init(struct failure_case *fc, enum policy_kind kind);
