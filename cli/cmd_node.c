@@ -3,7 +3,8 @@
  * `lockstep node remove NAME` (operators), which forgets one
  *
  * The scheduler keeps every state change of a node as an event with who,
- * when and why; this shows the newest of them under the node's resources.
+ * when and why; this shows the newest of them under the node's resources,
+ * after the newest blame put on it (docs/fault-tolerance.md §Blame).
  * `remove` is POST /v1/nodes/NAME/remove: refused (409) while jobs hold
  * the node, unless --force, which evicts them (they restart elsewhere)
  * and forgets the node once they have left.
@@ -50,10 +51,43 @@ print_events(const cJSON *events)
     cli_table_destroy(t);
 }
 
+/* The node's blame rows: what counts toward its exclusion (confirmed),
+ * what waits for its job (provisional), and what no longer counts. */
+static void
+print_blame(const cJSON *blame)
+{
+    static const char *const headers[] = { "TIME", "JOB", "ATTEMPT", "KIND",
+        "STEP", "STATUS", "NOTE" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    const cJSON *b;
+
+    cJSON_ArrayForEach(b, blame) {
+        char when[64];
+
+        cli_table_row(t);
+        cli_table_cell(t, "%s",
+            cli_fmt_time(cli_jint(b, "time_ms", 0), when, sizeof(when)));
+        cli_table_cell(t, "%lld", (long long)cli_jint(b, "job", 0));
+        cli_table_cell(t, "%lld", (long long)cli_jint(b, "attempt", 0));
+        cli_table_cell(t, "%s", cli_jstr(b, "kind"));
+        if (cli_jint(b, "step", -1) >= 0)
+            cli_table_cell(t, "%lld", (long long)cli_jint(b, "step", -1));
+        else
+            cli_table_cell(t, "-");
+        cli_table_cell(t, "%s", cli_jstr(b, "status"));
+        cli_table_cell(t, "%s",
+            *cli_jstr(b, "note") ? cli_jstr(b, "note") : "-");
+    }
+    printf("\nblame:\n");
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
 static void
 print_node(const cJSON *n, const char *name)
 {
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(n, "events");
+    const cJSON *blame = cJSON_GetObjectItemCaseSensitive(n, "blame");
     char *gpus = cli_fmt_int_list(cJSON_GetObjectItemCaseSensitive(n, "gpus"),
         true);
     char *free_gpus = cli_fmt_int_list(
@@ -85,6 +119,8 @@ print_node(const cJSON *n, const char *name)
         printf(" (%s ago)", cli_fmt_age(seen, now, age, sizeof(age)));
     printf("\n  registered:  %s\n",
         cli_fmt_time(cli_jint(n, "registered_ms", 0), t2, sizeof(t2)));
+    if (cJSON_GetArraySize(blame) > 0)
+        print_blame(blame);
     if (cJSON_GetArraySize(events) > 0)
         print_events(events);
     free(jobs);
@@ -172,7 +208,7 @@ cmd_node(int argc, char **argv, struct cli *cli)
 
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
-    .summary = "show a node and its recent events; remove one",
+    .summary = "show a node, its blame and recent events; remove one",
     .usage = "usage: lockstep node NODE [--json]\n"
              "       lockstep node remove NODE [--force] [--json]\n"
              "\n"

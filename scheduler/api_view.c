@@ -18,6 +18,8 @@
 
 #define API_VIEW_JOB_EVENTS 50
 #define API_VIEW_NODE_EVENTS 50
+/* Blame rows a node's view lists, newest first. */
+#define API_VIEW_NODE_BLAME 20
 /* Stack dumps shown with a hang (every rank keeps its own). */
 #define API_VIEW_DUMPS_MAX 64
 
@@ -429,12 +431,38 @@ api_view_node(const struct node *node)
     return o;
 }
 
+static int
+blame_add(const struct db_blame *b, void *arg)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    jsonx_add_int(o, "job", b->job_id);
+    jsonx_add_int(o, "attempt", b->attempt);
+    jsonx_add_int(o, "time_ms", b->time_ms);
+    jsonx_add_str(o, "kind", b->kind);
+    jsonx_add_str(o, "status", policy_blame_status_str(b->status));
+    jsonx_add_int(o, "step", b->step);
+    if (b->settled_ms > 0) {
+        jsonx_add_int(o, "settled_ms", b->settled_ms);
+        jsonx_add_str(o, "note", b->note);
+    }
+    cJSON_AddItemToArray(arg, o);
+    return 0;
+}
+
 int
 api_view_node_full(struct schedd *sd, const struct node *node, cJSON **out)
 {
     char subject[PROTO_NODE_NAME_MAX + 8];
+    cJSON *o = api_view_node(node);
+    int rc = db_blame_node_history(sd->db, node->name, API_VIEW_NODE_BLAME,
+        blame_add, cJSON_AddArrayToObject(o, "blame"));
 
-    return view_add_events(sd, api_view_node(node),
+    if (rc < 0) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    return view_add_events(sd, o,
         schedd_subject_node(subject, sizeof(subject), node->name),
         API_VIEW_NODE_EVENTS, out);
 }

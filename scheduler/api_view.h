@@ -37,7 +37,8 @@ cJSON *api_view_goodput(const struct goodput *g, int world_size);
 cJSON *api_view_node(const struct node *node);
 /* The ids of the jobs holding resources on node, each once (an array). */
 cJSON *api_view_node_jobs(const struct node *node);
-/* The node object plus its newest events. */
+/* The node object plus its newest blame rows ("blame", each with its
+ * status) and newest events. */
 int api_view_node_full(struct schedd *sd, const struct node *node, cJSON **out);
 
 #endif

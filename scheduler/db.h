@@ -159,27 +159,49 @@ int db_commits_foreach(struct db *db, int64_t job_id, int attempt,
 
 int db_blame_insert(struct db *db, const char *node, int64_t job_id,
     int attempt, int64_t time_ms, const char *kind, const char *evidence,
-    bool withdrawn);
-/* Withdraw the blame an attempt's failure put on nodes (its evidence's
- * blame becomes "withdrawn"). */
-int db_blame_withdraw(struct db *db, int64_t job_id, int attempt);
+    enum policy_blame_status status, int64_t step);
+/* Withdraw the blame an attempt's failure put on nodes (rows provisional
+ * or confirmed; its evidence's blame becomes "withdrawn"), at time_ms,
+ * with note saying why. */
+int db_blame_withdraw(struct db *db, int64_t job_id, int attempt,
+    int64_t time_ms, const char *note);
+/* Set row id's status (to confirmed or withdrawn; a withdrawal also marks
+ * attempt (job_id, attempt)'s evidence), at time_ms, with note. */
+int db_blame_settle(struct db *db, int64_t id, int64_t job_id, int attempt,
+    enum policy_blame_status status, int64_t time_ms, const char *note);
+/* An operator's uncordon: the node's provisional and confirmed rows
+ * become "reset" (kept, no longer counted). */
+int db_blame_reset(struct db *db, const char *node, int64_t time_ms,
+    const char *note);
 
 /* A blame row; strings borrowed for the callback. */
 struct db_blame {
+    int64_t id;
     const char *node;
     int64_t job_id;
     int attempt;
     int64_t time_ms;
     const char *kind;
     const char *evidence;
+    enum policy_blame_status status;
+    int64_t step;       /* the failing rank's step; -1 none */
+    int64_t settled_ms; /* when the status last changed; 0 never */
+    const char *note;   /* why */
 };
 typedef int db_blame_fn(const struct db_blame *b, void *arg);
-/* Blame of a node (not withdrawn) since since_ms, oldest first. */
+/* The confirmed blame of a node since since_ms, oldest first (what the
+ * exclusion counts; policy_blame_counts says which of them count). */
 int db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
     db_blame_fn *fn, void *arg);
-/* Blame a job put on nodes (not withdrawn) since since_ms. */
+/* Every blame row of a node, newest first, at most limit. */
+int db_blame_node_history(struct db *db, const char *node, int limit,
+    db_blame_fn *fn, void *arg);
+/* Blame a job put on nodes that still stands (provisional or confirmed)
+ * since since_ms. */
 int db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,
     db_blame_fn *fn, void *arg);
+/* Every provisional row, in order. */
+int db_blame_provisional_foreach(struct db *db, db_blame_fn *fn, void *arg);
 
 /* ---- rank statistics ---------------------------------------------------- */
 

@@ -100,8 +100,12 @@ struct db {
     struct sqlite3_stmt *blame_insert;
     struct sqlite3_stmt *blame_withdraw;
     struct sqlite3_stmt *failure_unblame;
+    struct sqlite3_stmt *blame_settle;
+    struct sqlite3_stmt *blame_reset;
     struct sqlite3_stmt *blame_node;
+    struct sqlite3_stmt *blame_history;
     struct sqlite3_stmt *blame_job;
+    struct sqlite3_stmt *blame_provisional;
     /* db_history.c */
     struct sqlite3_stmt *failures_job;
     struct sqlite3_stmt *placement_nodes;

@@ -34,6 +34,10 @@ struct failure_case {
     bool suspect;     /* a rank exit on a node that is lost or
                        * unhealthy: the infrastructure's budget */
     char reason[256]; /* the attempt's reason, for people */
+    /* The blame row's status, set by recovery once it knows whether the
+     * failure repeats (policy_blame_class; docs/fault-tolerance.md
+     * §Blame). */
+    enum policy_blame_status blame_status;
 };
 
 void failure_case_init(struct failure_case *fc, enum policy_kind kind);

@@ -81,6 +81,10 @@ static const struct config_key lockstepd_keys[] = {
     { "blame_window_ms", CONFIG_INT, "3600000", 1000, 2592000000,
         "the window of blame_threshold; also how long a job avoids nodes "
         "blamed for its failures" },
+    { "blame_hardware_signals", CONFIG_STR, "SIGBUS", 0, 0,
+        "signals that kill a rank because of its node's hardware (names or "
+        "numbers, comma-separated; \"\" none): a rank killed by one "
+        "blames its node at once; any other failure only provisionally" },
     { "sched_policy", CONFIG_STR, "fifo", 0, 0,
         "the scheduling policy: fifo (priority, then submission order; "
         "best fit) or spread (the same order; emptiest nodes first)" },
@@ -162,6 +166,7 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
     struct schedd_opts *o = &c->opts;
     const char *sync = config_str(cfg, "db_synchronous");
     size_t secret_len = 0;
+    char bad[32];
     int rc;
 
     memset(c, 0, sizeof(*c));
@@ -221,6 +226,13 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
         "crash_loop_threshold");
     o->policy.blame_threshold = (int)config_int(cfg, "blame_threshold");
     o->policy.blame_window_ms = config_int(cfg, "blame_window_ms");
+    rc = policy_signals_parse(config_str(cfg, "blame_hardware_signals"),
+        &o->policy.blame_hw_signals, bad, sizeof(bad));
+    if (rc < 0)
+        return err_set(err, rc,
+            "blame_hardware_signals: '%s' is not a signal "
+            "(a name such as SIGBUS or BUS, or a number 1..63)",
+            bad);
     o->sched_policy = config_str(cfg, "sched_policy");
     if (sched_policy_find(o->sched_policy) == NULL)
         return err_set(err, -EINVAL,

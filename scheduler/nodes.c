@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/blame.h"
 #include "scheduler/db.h"
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
@@ -350,6 +351,9 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
         node->unhealthy = false;
         free(node->health_reason);
         node->health_reason = xstrdup("");
+        /* ... and starts its record afresh (the history is kept). */
+        if ((rc = blame_reset(sd, node, actor)) < 0)
+            return rc;
     }
     free(node->reason);
     node->reason = xstrdup(cordon ? reason : "");

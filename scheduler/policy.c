@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/names.h"
 #include "common/xalloc.h"
@@ -330,6 +331,60 @@ policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
 
 /* ---- blame -------------------------------------------------------------- */
 
+enum policy_blame_class
+policy_blame_class(const struct policy_config *c,
+    const struct policy_blame_in *in)
+{
+    switch (in->kind) {
+    case POLICY_KIND_NODE_LOST:
+    case POLICY_KIND_LOST_RANKS:
+    case POLICY_KIND_NODE_EXCLUDED:
+        return POLICY_CLASS_HARD;
+    case POLICY_KIND_LAUNCH_FAILED:
+        return POLICY_CLASS_NONE;
+    case POLICY_KIND_RANK_EXIT:
+        if (in->node_suspect ||
+            (in->has_exit && in->signal > 0 && in->signal < 64 &&
+                (c->blame_hw_signals & (UINT64_C(1) << in->signal))))
+            return POLICY_CLASS_HARD;
+        break;
+    case POLICY_KIND_HANG:
+        break;
+    }
+    return in->node_finding ? POLICY_CLASS_HARD : POLICY_CLASS_PROVISIONAL;
+}
+
+static const char *const blame_status_names[POLICY_BLAME_STATUS_COUNT] = {
+    [POLICY_BLAME_PROVISIONAL] = "provisional",
+    [POLICY_BLAME_CONFIRMED] = "confirmed",
+    [POLICY_BLAME_WITHDRAWN] = "withdrawn",
+    [POLICY_BLAME_RESET] = "reset",
+};
+
+const char *
+policy_blame_status_str(enum policy_blame_status s)
+{
+    return names_str(blame_status_names, POLICY_BLAME_STATUS_COUNT, s,
+        "unknown");
+}
+
+int
+policy_blame_status_parse(const char *s, enum policy_blame_status *out)
+{
+    int i = names_index(blame_status_names, POLICY_BLAME_STATUS_COUNT, s);
+
+    if (i < 0)
+        return i;
+    *out = (enum policy_blame_status)i;
+    return 0;
+}
+
+bool
+policy_blame_counts(const struct policy_blame *b)
+{
+    return b->status == POLICY_BLAME_CONFIRMED && !b->consequence;
+}
+
 static int
 int64_cmp(const void *a, const void *b)
 {
@@ -346,7 +401,8 @@ policy_blame_jobs(const struct policy_blame *v, size_t n, int64_t now,
     size_t m = 0, distinct = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (v[i].time_ms >= now - window_ms && v[i].time_ms <= now)
+        if (policy_blame_counts(&v[i]) && v[i].time_ms >= now - window_ms &&
+            v[i].time_ms <= now)
             ids[m++] = v[i].job_id;
     }
     qsort(ids, m, sizeof(*ids), int64_cmp);
@@ -363,6 +419,85 @@ policy_blame_exceeds(const struct policy_config *c,
     return c->blame_threshold > 0 &&
            policy_blame_jobs(v, n, now, c->blame_window_ms) >=
                (size_t)c->blame_threshold;
+}
+
+enum policy_blame_verdict
+policy_blame_settle(const struct policy_blame_pending *p)
+{
+    bool past;
+
+    if (p->next_attempt > p->attempt) {
+        past = p->next_succeeded ||
+               (p->next_step >= 0 && p->next_step > p->step);
+        if (past)
+            return p->next_on_node ? POLICY_SETTLE_WITHDRAW
+                                   : POLICY_SETTLE_CONFIRM;
+    }
+    return p->job_live ? POLICY_SETTLE_KEEP : POLICY_SETTLE_WITHDRAW;
+}
+
+/* Signal names without "SIG", indexed by number (Linux). */
+static const char *const signal_names[] = {
+    [SIGHUP] = "HUP",
+    [SIGINT] = "INT",
+    [SIGQUIT] = "QUIT",
+    [SIGILL] = "ILL",
+    [SIGTRAP] = "TRAP",
+    [SIGABRT] = "ABRT",
+    [SIGBUS] = "BUS",
+    [SIGFPE] = "FPE",
+    [SIGKILL] = "KILL",
+    [SIGUSR1] = "USR1",
+    [SIGSEGV] = "SEGV",
+    [SIGUSR2] = "USR2",
+    [SIGPIPE] = "PIPE",
+    [SIGALRM] = "ALRM",
+    [SIGTERM] = "TERM",
+    [SIGSYS] = "SYS",
+    [SIGXCPU] = "XCPU",
+    [SIGXFSZ] = "XFSZ",
+};
+
+/* One word of blame_hardware_signals as a signal number, or -1. */
+static int
+signal_word(const char *w)
+{
+    char *end;
+    long n;
+
+    if (strncasecmp(w, "SIG", 3) == 0)
+        w += 3;
+    for (size_t i = 0; i < sizeof(signal_names) / sizeof(*signal_names); i++) {
+        if (signal_names[i] && strcasecmp(w, signal_names[i]) == 0)
+            return (int)i;
+    }
+    errno = 0;
+    n = strtol(w, &end, 10);
+    if (*w == '\0' || *end != '\0' || errno || n < 1 || n > 63)
+        return -1;
+    return (int)n;
+}
+
+int
+policy_signals_parse(const char *s, uint64_t *mask, char *bad, size_t bad_len)
+{
+    char *copy = xstrdup(s ? s : ""), *save = NULL, *w;
+    int rc = 0;
+
+    *mask = 0;
+    for (w = strtok_r(copy, ", \t", &save); w && rc == 0;
+         w = strtok_r(NULL, ", \t", &save)) {
+        int sig = signal_word(w);
+
+        if (sig < 0) {
+            snprintf(bad, bad_len, "%s", w);
+            rc = -EINVAL;
+        } else {
+            *mask |= UINT64_C(1) << sig;
+        }
+    }
+    free(copy);
+    return rc;
 }
 
 /* ---- hangs and restart placement ---------------------------------------- */

@@ -47,6 +47,8 @@ struct policy_config {
                                * part of a loop" */
     int blame_threshold;      /* distinct jobs */
     int64_t blame_window_ms;
+    uint64_t blame_hw_signals; /* bit n: signal n is the hardware's
+                                * (blame_hardware_signals) */
 };
 
 /*
@@ -190,19 +192,118 @@ void policy_plan(const struct policy_config *c, const struct policy_plan_in *in,
 
 /* ---- blame -------------------------------------------------------------- */
 
-/* One (non-withdrawn) blame row of a node. */
+/*
+ * docs/fault-tolerance.md §Blame. A failure whose evidence points at its
+ * node is HARD blame: it counts at once. Anything else that named a node
+ * is PROVISIONAL: recorded with the step the rank had reached, never
+ * counted, until the job's next attempt on other nodes confirms it (gets
+ * past that step) or it is withdrawn (the failure followed the job, or
+ * the job ended without confirming it).
+ */
+enum policy_blame_class {
+    POLICY_CLASS_NONE,        /* no node is blamed */
+    POLICY_CLASS_PROVISIONAL, /* recorded, counted only once confirmed */
+    POLICY_CLASS_HARD,        /* counted at once */
+};
+
+/* What the evidence says about the node, as policy_blame_class needs it. */
+struct policy_blame_in {
+    enum policy_kind kind;
+    bool has_exit; /* signal is known */
+    int signal;
+    bool node_suspect; /* the node was lost or excluded already */
+    /* A health finding is open on the node: the one place where the
+     * node's own checks count as hard evidence (recovery.c's
+     * node_has_finding sets it). */
+    bool node_finding;
+};
+
+/*
+ * The class of a failure's blame: HARD for a lost or fenced node, lost
+ * ranks, an exclusion, a health finding on the node, a rank exit on a
+ * node already lost or excluded, and a signal in blame_hw_signals (a
+ * machine check's SIGBUS); PROVISIONAL for any other rank exit (a plain
+ * non-zero exit, a user-side signal) and for a hang; NONE for a launch
+ * failure.
+ */
+enum policy_blame_class policy_blame_class(const struct policy_config *c,
+    const struct policy_blame_in *in);
+
+/* The status of a blame row, as the database and the API spell it. */
+enum policy_blame_status {
+    POLICY_BLAME_CONFIRMED,   /* "confirmed": counts (a row from before
+                               * statuses existed is one) */
+    POLICY_BLAME_PROVISIONAL, /* "provisional": waiting for the job */
+    POLICY_BLAME_WITHDRAWN,   /* "withdrawn": the job's own failure */
+    POLICY_BLAME_RESET,       /* "reset": before an operator's uncordon;
+                               * history only */
+};
+#define POLICY_BLAME_STATUS_COUNT 4
+
+const char *policy_blame_status_str(enum policy_blame_status s);
+int policy_blame_status_parse(const char *s, enum policy_blame_status *out);
+
+/* One blame row of a node, as the count needs it. */
 struct policy_blame {
     int64_t job_id;
     int64_t time_ms;
+    enum policy_blame_status status;
+    bool consequence; /* kind node_excluded: the exclusion's effect on a
+                       * job, never evidence of its own */
 };
 
+/* Whether a row counts toward the exclusion: confirmed, and no mere
+ * consequence of an exclusion. */
+bool policy_blame_counts(const struct policy_blame *b);
+
 /* How many distinct jobs blamed the node within the window ending at
- * now. */
+ * now, counting only the rows that count (policy_blame_counts). */
 size_t policy_blame_jobs(const struct policy_blame *v, size_t n, int64_t now,
     int64_t window_ms);
-/* Whether that reaches blame_threshold: the node is to be excluded. */
+/* Whether that reaches blame_threshold: the node is to be excluded (or,
+ * when it was excluded by blame, stays so). */
 bool policy_blame_exceeds(const struct policy_config *c,
     const struct policy_blame *v, size_t n, int64_t now);
+
+/* A provisional row, and what the job has done since. */
+struct policy_blame_pending {
+    int attempt;       /* the attempt that failed on the node */
+    int64_t step;      /* the step its rank had reached; -1: none */
+    bool job_live;     /* the job is not over */
+    int next_attempt;  /* the job's latest attempt; 0: none */
+    bool next_on_node; /* it runs (ran) on the blamed node */
+    bool next_succeeded;
+    int64_t next_step; /* the lowest step its reporting ranks reached;
+                        * -1: none reported */
+};
+
+enum policy_blame_verdict {
+    POLICY_SETTLE_KEEP,     /* still provisional */
+    POLICY_SETTLE_CONFIRM,  /* the job got past the failure elsewhere */
+    POLICY_SETTLE_WITHDRAW, /* the job ended without confirming it */
+};
+
+/*
+ * What becomes of a provisional row. A later attempt that does not run
+ * on the blamed node confirms it when every rank of it that reports
+ * steps has passed the step the failure happened at (any step >= 0
+ * passes a failure before the first step), or when it succeeds (a
+ * finished job got past every point; its last reported step may lag, so
+ * it is not compared). A later attempt on the blamed node itself that
+ * does the same withdraws it (the node ran past the failure), as does
+ * the end of the job without either. Withdrawal by a crash loop is
+ * recovery's (policy_crash_loop).
+ */
+enum policy_blame_verdict policy_blame_settle(
+    const struct policy_blame_pending *p);
+
+/*
+ * Parse blame_hardware_signals: names (SIGBUS or BUS) or numbers, split
+ * by commas or spaces; "" is none. Returns 0, or -EINVAL with the first
+ * word not understood copied to bad (bad_len bytes).
+ */
+int policy_signals_parse(const char *s, uint64_t *mask, char *bad,
+    size_t bad_len);
 
 /* ---- hangs and restart placement ---------------------------------------- */
 

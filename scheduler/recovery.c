@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/blame.h"
 #include "scheduler/db.h"
 #include "scheduler/event.h"
 
@@ -28,8 +29,6 @@
  * (SIGKILL after the grace), not by the failure itself: it is no evidence
  * for a crash loop. */
 #define RECOVERY_OWN_EXIT_SLACK_MS 1000
-/* Failures listed in an exclusion reason (the event has them all). */
-#define RECOVERY_REASON_FAILURES 6
 /* Stack dumps the job_failure event of a hang carries. */
 #define RECOVERY_DUMPS_MAX 64
 
@@ -211,121 +210,48 @@ reserve_nodes(struct job *job, const struct attempt *a, const char *blamed)
 
 /* ---- blame -------------------------------------------------------------- */
 
-struct blame_ctx {
-    struct policy_blame *v;
-    size_t n;
-    cJSON *evidence; /* array of the failures */
-    char list[512];  /* "job 4 attempt 1 (rank_exit), ..." */
-    size_t listed;
-};
-
-static int
-blame_collect(const struct db_blame *b, void *arg)
-{
-    struct blame_ctx *ctx = arg;
-    cJSON *o = cJSON_CreateObject();
-    cJSON *ev = cJSON_Parse(b->evidence);
-    size_t off = strlen(ctx->list);
-
-    ctx->v = xreallocarray(ctx->v, ctx->n + 1, sizeof(*ctx->v));
-    ctx->v[ctx->n].job_id = b->job_id;
-    ctx->v[ctx->n].time_ms = b->time_ms;
-    ctx->n++;
-    jsonx_add_int(o, "job", b->job_id);
-    jsonx_add_int(o, "attempt", b->attempt);
-    jsonx_add_int(o, "time_ms", b->time_ms);
-    jsonx_add_str(o, "kind", b->kind);
-    if (ev)
-        cJSON_AddItemToObject(o, "evidence", ev);
-    cJSON_AddItemToArray(ctx->evidence, o);
-    if (ctx->listed < RECOVERY_REASON_FAILURES && off < sizeof(ctx->list)) {
-        snprintf(ctx->list + off, sizeof(ctx->list) - off,
-            "%sjob %lld attempt %d (%s)", ctx->listed ? ", " : "",
-            (long long)b->job_id, b->attempt, b->kind);
-        ctx->listed++;
-    }
-    return 0;
-}
-
 static void recovery_push(struct recovery *rc, struct recovery_item *it);
 static void push_excluded(struct schedd *sd, struct placement *p,
     const char *actor, bool blame, const char *why);
 static int recovery_run(struct schedd *sd);
 
-/* Queue node's exclusion when the failures blamed on it within the
- * window come from enough different jobs. */
+/* Queue node's exclusion when the failures blamed on it (counted) within
+ * the window come from enough different jobs. */
 static int
 blame_check(struct schedd *sd, struct node *node, int64_t now)
 {
-    struct blame_ctx ctx;
     struct recovery_item *it;
-    size_t jobs;
+    cJSON *evidence;
+    char *reason;
     int rc;
 
-    if (node->unhealthy)
-        return 0;
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.evidence = cJSON_CreateArray();
-    rc = db_blame_node_foreach(sd->db, node->name,
-        now - sd->policy.blame_window_ms, blame_collect, &ctx);
-    if (rc < 0 || !policy_blame_exceeds(&sd->policy, ctx.v, ctx.n, now)) {
-        free(ctx.v);
-        cJSON_Delete(ctx.evidence);
-        return schedd_db_check(sd, rc);
-    }
-    jobs = policy_blame_jobs(ctx.v, ctx.n, now, sd->policy.blame_window_ms);
+    if (node->unhealthy ||
+        (rc = blame_exclusion(sd, node, now, &reason, &evidence)) <= 0)
+        return node->unhealthy ? 0 : rc;
     it = xcalloc(1, sizeof(*it));
     it->node = node;
     it->actor = xstrdup(SCHEDD_ACTOR);
     it->how = RECOVERY_EXCLUDE_BLAME;
-    it->reason = xasprintf("blamed for failures of %zu different jobs "
-                           "within %lld s: %s%s",
-        jobs, (long long)(sd->policy.blame_window_ms / 1000), ctx.list,
-        ctx.n > ctx.listed ? ", ..." : "");
-    it->evidence = ctx.evidence;
-    free(ctx.v);
+    it->reason = reason;
+    it->evidence = evidence;
     recovery_push(sd->recovery, it);
     return 0;
 }
 
-/* Record the blame of fc (of attempt a) on its node: a blame row (its
- * evidence without the dumps) and a node_blamed event. */
+/* Settle provisional blame (blame_settle) and check the nodes whose blame
+ * it confirmed. */
 static int
-blame_record(struct schedd *sd, const struct attempt *a,
-    const struct failure_case *fc, int64_t now)
+settle_check(struct schedd *sd, int64_t job_id, const struct attempt *a,
+    bool ended, int64_t now)
 {
-    char subject[PROTO_NODE_NAME_MAX + 8];
-    bool withdrawn = fc->ev.blame == EVIDENCE_BLAME_WITHDRAWN;
-    struct evidence shown;
-    cJSON *ev, *detail;
-    char *text;
-    int rc;
+    struct node **confirmed = NULL;
+    size_t n = 0;
+    int rc = blame_settle(sd, job_id, a, ended, now, &confirmed, &n);
 
-    /* The blame row keeps the evidence as it was before any withdrawal. */
-    evidence_copy(&shown, &fc->ev);
-    shown.blame = withdrawn ? EVIDENCE_BLAME_NONE : EVIDENCE_BLAME_BLAMED;
-    ev = evidence_to_json(&shown);
-    evidence_release(&shown);
-    text = jsonx_print(ev);
-    rc = schedd_db_check(sd,
-        db_blame_insert(sd->db, fc->ev.node, a->job_id, a->num, now,
-            policy_kind_str(fc->ev.kind), text, withdrawn));
-    free(text);
-    if (rc < 0) {
-        cJSON_Delete(ev);
-        return rc;
-    }
-    detail = cJSON_CreateObject();
-    jsonx_add_int(detail, "job", a->job_id);
-    jsonx_add_int(detail, "attempt", a->num);
-    jsonx_add_str(detail, "kind", policy_kind_str(fc->ev.kind));
-    jsonx_add_str(detail, "reason", a->reason);
-    if (withdrawn)
-        cJSON_AddBoolToObject(detail, "withdrawn", true);
-    cJSON_AddItemToObject(detail, "evidence", ev);
-    return schedd_event(sd, SCHEDD_ACTOR,
-        schedd_subject_node(subject, sizeof(subject), fc->ev.node),
-        "node_blamed", detail);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = blame_check(sd, confirmed[i], now);
+    free(confirmed);
+    return rc;
 }
 
 /* ---- a failure ---------------------------------------------------------- */
@@ -439,10 +365,15 @@ decide(struct schedd *sd, struct job *job, struct attempt *a,
     policy_plan(&sd->policy, &in, &plan);
     if (fc->ev.blame != EVIDENCE_BLAME_NONE)
         rc = blame_record(sd, a, fc, now);
-    for (size_t i = 0; i < nmatched && rc == 0; i++)
-        rc = schedd_db_check(sd,
-            db_blame_withdraw(sd->db, a->job_id, matched[i]));
-    if (fc->ev.blame == EVIDENCE_BLAME_BLAMED)
+    if (rc == 0 && nmatched > 0)
+        rc = blame_withdraw_loop(sd, a, matched, nmatched, now);
+    /* What this attempt did settles the job's earlier provisional blame
+     * (after a crash loop withdrew what it repeated); a job that ends
+     * withdraws what it did not confirm. */
+    if (rc == 0)
+        rc = settle_check(sd, job->id, a, plan.d.action != POLICY_RESTART, now);
+    if (fc->ev.blame == EVIDENCE_BLAME_BLAMED &&
+        fc->blame_status == POLICY_BLAME_CONFIRMED)
         blamed = node_table_find(&sd->nodes, fc->ev.node);
     if (rc == 0)
         rc = failure_event(sd, job, a, fc, plan.d.budget);
@@ -494,8 +425,10 @@ process_failure(struct schedd *sd, struct attempt *a, struct failure_case *fc)
     if (job &&
         (rc = crash_loop_find(sd, a, &sig, &loop, &matched, &nmatched)) < 0)
         return rc;
-    if (fc->blame && fc->ev.node)
+    if (fc->blame && fc->ev.node) {
         fc->ev.blame = loop ? EVIDENCE_BLAME_WITHDRAWN : EVIDENCE_BLAME_BLAMED;
+        fc->blame_status = blame_status_of(sd, fc, loop);
+    }
     rc = fail_attempt(sd, a, fc, now);
     if (job && rc == 0)
         rc = decide(sd, job, a, fc, &sig, loop, matched, nmatched, now);
@@ -505,8 +438,8 @@ process_failure(struct schedd *sd, struct attempt *a, struct failure_case *fc)
 
 /* ---- exclusion ---------------------------------------------------------- */
 
-/* Mark node UNHEALTHY (never reversed automatically: only an operator's
- * uncordon clears it). */
+/* Mark node UNHEALTHY (reversed only by an operator's uncordon, or when
+ * withdrawn blame leaves too little to keep it: blame_reevaluate). */
 static int
 exclude_mark(struct schedd *sd, struct node *node, const char *actor,
     const char *reason, cJSON *evidence)
@@ -528,6 +461,24 @@ exclude_mark(struct schedd *sd, struct node *node, const char *actor,
     return event_node(sd, node, &c);
 }
 
+/* Whether an exclusion that blame_check queued (its reason says so) is
+ * still due: a crash loop handled after it was queued may have withdrawn
+ * some of the blame it counted. */
+static bool
+blame_still_due(struct schedd *sd, struct node *node, const char *why)
+{
+    cJSON *evidence;
+    char *reason;
+    int rc;
+
+    if (strncmp(why, BLAME_REASON, strlen(BLAME_REASON)) != 0)
+        return true;
+    rc = blame_exclusion(sd, node, timeid_now_ms(), &reason, &evidence);
+    free(reason);
+    cJSON_Delete(evidence);
+    return rc != 0;
+}
+
 static int
 process_exclusion(struct schedd *sd, struct recovery_item *it)
 {
@@ -539,7 +490,7 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
         cJSON *evidence = it->evidence;
 
         it->evidence = NULL;
-        if (node->unhealthy) {
+        if (node->unhealthy || !blame_still_due(sd, node, it->reason)) {
             cJSON_Delete(evidence);
             return 0;
         }
@@ -645,4 +596,24 @@ recovery_evict(struct schedd *sd, struct attempt *a, const char *node,
         reason[0] ? ": " : "", reason);
     push_excluded(sd, p, actor, false, why);
     return recovery_run(sd);
+}
+
+int
+recovery_blame_tick(struct schedd *sd)
+{
+    int rc = settle_check(sd, 0, NULL, false, timeid_now_ms());
+
+    if (rc == 0)
+        rc = recovery_run(sd);
+    return rc;
+}
+
+int
+recovery_attempt_succeeded(struct schedd *sd, const struct attempt *a)
+{
+    int rc = settle_check(sd, a->job_id, a, false, timeid_now_ms());
+
+    if (rc == 0)
+        rc = recovery_run(sd);
+    return rc;
 }

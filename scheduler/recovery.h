@@ -10,13 +10,16 @@
  *  1. the attempt ends FAILED with its evidence (event.h withdraws it from
  *     every node, whose agents tear its ranks down);
  *  2. a crash loop is looked for in the job's earlier failures;
- *  3. the node the evidence points to is blamed (withdrawn at once, with
- *     the blame of the attempts it repeated, when the failure is the
- *     job's own deterministic bug);
+ *  3. the node the evidence points to is blamed: at once (confirmed) when
+ *     the evidence points at the node itself, else provisionally, until
+ *     the job's next attempt elsewhere confirms it or the job withdraws
+ *     it (withdrawn at once, with the blame of the attempts it repeated,
+ *     when the failure is the job's own deterministic bug; an exclusion
+ *     that withdrawn blame no longer supports is lifted);
  *  4. the job is RESTARTING with a backoff and its healthy nodes reserved,
  *     or FAILED (a crash loop, a spent budget); the job_failure event
  *     carries the evidence, then the job's state event the decision;
- *  5. a node now blamed by enough different jobs is excluded.
+ *  5. a node now blamed (confirmed) by enough different jobs is excluded.
  *
  * An exclusion fails every active attempt on the node, and those
  * failures may exclude further nodes: such work is queued and done in
@@ -70,5 +73,18 @@ int recovery_exclude(struct schedd *sd, struct node *node, const char *actor,
  * evicted by actor (an operator's cordon --evict; never blamed). */
 int recovery_evict(struct schedd *sd, struct attempt *a, const char *node,
     const char *actor, const char *reason);
+
+/*
+ * Settle provisional blame by what the jobs did since (policy_blame_settle):
+ * confirmed when a later attempt got past the failure on other nodes
+ * (the node then checked for exclusion), withdrawn when the job ended
+ * without. The tick calls it; a failure and a success settle their own
+ * job's rows at once.
+ */
+int recovery_blame_tick(struct schedd *sd);
+
+/* Attempt a succeeded (its state already SUCCEEDED, its job's not yet):
+ * its job's provisional blame is settled by it. */
+int recovery_attempt_succeeded(struct schedd *sd, const struct attempt *a);
 
 #endif

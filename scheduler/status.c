@@ -58,6 +58,9 @@ attempt_succeed(struct schedd *sd, struct attempt *a)
     rc = event_attempt(sd, a, PROTO_ATTEMPT_SUCCEEDED, "");
     if (rc < 0 || job == NULL)
         return rc;
+    /* Getting to the end on other nodes confirms earlier blame. */
+    if ((rc = recovery_attempt_succeeded(sd, a)) < 0)
+        return rc;
     c.detail = cJSON_CreateObject();
     jsonx_add_int(c.detail, "attempt", a->num);
     return event_job(sd, job, PROTO_JOB_SUCCEEDED, &c);

@@ -14,6 +14,7 @@
 #include "scheduler/pass.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
+#include "scheduler/recovery.h"
 #include "scheduler/watchdog.h"
 
 /* How often last_seen is written to the database. */
@@ -42,6 +43,7 @@ tick_cb(uv_timer_t *timer)
     cadences_tick(sd);
     rankstats_tick(sd);
     planned_tick(sd);
+    recovery_blame_tick(sd);
     if (sd->pass)
         pass_tick(sd->pass, timeid_now_ms());
 }

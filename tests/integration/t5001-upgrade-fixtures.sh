@@ -42,6 +42,12 @@ for fixture in "$FIXTURES"/*.sql; do
             test "$(jget "j[\"attempts\"][0][\"failure\"][\"blamed\"]" <show2.json)" = n1 &&
             jget "j[\"attempts\"][0][\"failure\"][\"stderr_tail\"]" <show2.json | grep -qx oops
         '
+
+        test_expect_success "schema $v: blame from before statuses counts (confirmed)" '
+            ls_cli node n1 --json >n1.json &&
+            test "$(jget "[(b[\"job\"], b[\"kind\"], b[\"status\"], b[\"step\"]) for b in j[\"blame\"]]" <n1.json)" = \
+"[[2, \"rank_exit\", \"confirmed\", -1]]"
+        '
     fi
 
     test_expect_success "schema $v: jobs from before cadences have none" '

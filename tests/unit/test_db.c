@@ -214,6 +214,69 @@ count_blame(const struct db_blame *b, void *arg)
     return 0;
 }
 
+/* The last blame row a walk saw, copied. */
+struct blame_seen {
+    int rows;
+    int64_t id, step, settled_ms;
+    enum policy_blame_status status;
+    char note[64];
+};
+
+static int
+see_blame(const struct db_blame *b, void *arg)
+{
+    struct blame_seen *s = arg;
+
+    s->rows++;
+    s->id = b->id;
+    s->step = b->step;
+    s->settled_ms = b->settled_ms;
+    s->status = b->status;
+    snprintf(s->note, sizeof(s->note), "%s", b->note);
+    return 0;
+}
+
+/* Schema 8: a blame row's status, step and note; only confirmed rows are
+ * the node's count. */
+static void
+test_blame_statuses(struct db *db, int64_t job_id)
+{
+    struct blame_seen s = { 0 };
+    int n = 0;
+
+    is_int(db_blame_insert(db, "n8", job_id, 2, 970, "rank_exit", "{}",
+               POLICY_BLAME_PROVISIONAL, 5),
+        0, "a provisional blame");
+    db_blame_node_foreach(db, "n8", 0, count_blame, &n);
+    is_int(n, 0, "a provisional blame is not the node's count");
+    db_blame_job_foreach(db, job_id, 0, count_blame, &n);
+    is_int(n, 1, "but it keeps the job off the node");
+    is_int(db_blame_provisional_foreach(db, see_blame, &s), 0,
+        "list provisional blame");
+    ok(s.rows == 1 && s.step == 5 && s.status == POLICY_BLAME_PROVISIONAL,
+        "the provisional row, with its step");
+    is_int(db_blame_settle(db, s.id, job_id, 2, POLICY_BLAME_CONFIRMED, 980,
+               "attempt 3 got past step 5 on other nodes"),
+        0, "confirm it");
+    n = 0;
+    db_blame_node_foreach(db, "n8", 0, count_blame, &n);
+    is_int(n, 1, "a confirmed blame counts");
+    memset(&s, 0, sizeof(s));
+    db_blame_provisional_foreach(db, see_blame, &s);
+    is_int(s.rows, 0, "no provisional blame left");
+    is_int(db_blame_reset(db, "n8", 990, "reset by alice's uncordon"), 0,
+        "an uncordon resets the node's blame");
+    n = 0;
+    db_blame_node_foreach(db, "n8", 0, count_blame, &n);
+    is_int(n, 0, "reset blame no longer counts");
+    memset(&s, 0, sizeof(s));
+    is_int(db_blame_node_history(db, "n8", 10, see_blame, &s), 0,
+        "the node's blame history");
+    ok(s.rows == 1 && s.status == POLICY_BLAME_RESET && s.settled_ms == 990 &&
+            strcmp(s.note, "reset by alice's uncordon") == 0,
+        "kept, reset, with when and why");
+}
+
 struct gp_seen {
     int rows;
     int64_t resumed_ckpt_ms;
@@ -338,8 +401,9 @@ test_fault_tolerance(void)
     job->not_before_ms = 4242;
     job_set_reserved(job, reserved, 1);
     is_int(db_job_update(db, job), 0, "a restarting job's state");
-    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}", false), 0,
-        "blame a node");
+    is_int(db_blame_insert(db, "n9", job->id, 1, 950, "hang", "{}",
+               POLICY_BLAME_CONFIRMED, -1),
+        0, "blame a node");
     is_int(db_txn_commit(db), 0, "commit");
 
     is_int(db_job_get(db, job->id, &got), 0, "read the job back");
@@ -388,10 +452,11 @@ test_fault_tolerance(void)
     is_int(db_blame_node_foreach(db, "n9", 0, count_blame, &nblame), 0,
         "blame of the node");
     is_int(nblame, 1, "one blame row");
-    is_int(db_blame_withdraw(db, job->id, 1), 0, "withdraw it");
+    is_int(db_blame_withdraw(db, job->id, 1, 960, "test"), 0, "withdraw it");
     nblame = 0;
     db_blame_job_foreach(db, job->id, 0, count_blame, &nblame);
     is_int(nblame, 0, "withdrawn blame no longer counts");
+    test_blame_statuses(db, job->id);
     is_int(db_job_failures(db, job->id, 1, &rows, &nrows), 0,
         "failure history");
     ok(nrows == 1 && rows[0].attempt == 1 && rows[0].rank_has_exit &&

@@ -5,6 +5,8 @@
  * loops (same failure on different nodes), backoff, the restart decision,
  * blame thresholds, which rank hung, and which nodes a restart keeps.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +328,145 @@ test_blame(void)
 }
 
 static void
+test_blame_class(void)
+{
+    struct policy_config c = cfg;
+    struct policy_blame_in in = { .kind = POLICY_KIND_RANK_EXIT,
+        .has_exit = true };
+
+    c.blame_hw_signals = UINT64_C(1) << SIGBUS;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_PROVISIONAL,
+        "class: exit 1 (an ImportError) is provisional");
+    in.signal = SIGSEGV;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_PROVISIONAL,
+        "class: a user's SIGSEGV is provisional");
+    in.signal = SIGBUS;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_HARD,
+        "class: SIGBUS (a hardware signal) is hard");
+    c.blame_hw_signals = 0;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_PROVISIONAL,
+        "class: SIGBUS is provisional when not configured as hardware");
+    in.has_exit = false;
+    c.blame_hw_signals = UINT64_C(1) << SIGBUS;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_PROVISIONAL,
+        "class: a signal not known to have happened is not hard");
+    in.signal = 0;
+    in.node_suspect = true;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_HARD,
+        "class: a rank exit on a lost or excluded node is hard");
+    in.node_suspect = false;
+    in.kind = POLICY_KIND_HANG;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_PROVISIONAL,
+        "class: a hang is provisional");
+    in.node_finding = true;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_HARD,
+        "class: a hang on a node with a health finding is hard");
+    in.node_finding = false;
+    in.kind = POLICY_KIND_NODE_LOST;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_HARD,
+        "class: a lost (or fenced) node is hard");
+    in.kind = POLICY_KIND_LOST_RANKS;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_HARD,
+        "class: lost ranks are hard");
+    in.kind = POLICY_KIND_LAUNCH_FAILED;
+    ok(policy_blame_class(&c, &in) == POLICY_CLASS_NONE,
+        "class: a launch failure blames no node");
+}
+
+static void
+test_blame_status(void)
+{
+    enum policy_blame_status st;
+    struct policy_blame v[] = {
+        { .job_id = 1, .time_ms = 1000 },
+        { .job_id = 2, .time_ms = 1000, .status = POLICY_BLAME_PROVISIONAL },
+        { .job_id = 3, .time_ms = 1000, .status = POLICY_BLAME_WITHDRAWN },
+        { .job_id = 4, .time_ms = 1000, .status = POLICY_BLAME_RESET },
+        { .job_id = 5, .time_ms = 1000, .consequence = true },
+        { .job_id = 6, .time_ms = 1000, .status = POLICY_BLAME_CONFIRMED },
+    };
+    struct policy_config c = cfg;
+
+    is_str(policy_blame_status_str(POLICY_BLAME_PROVISIONAL), "provisional",
+        "status name");
+    ok(policy_blame_status_parse("reset", &st) == 0 && st == POLICY_BLAME_RESET,
+        "status parse");
+    ok(policy_blame_status_parse("blamed", &st) < 0, "status: unknown");
+    is_int(policy_blame_jobs(v, 6, 2000, 10000), 2,
+        "only confirmed rows that are no consequence count");
+    c.blame_threshold = 3;
+    ok(!policy_blame_exceeds(&c, v, 6, 2000),
+        "provisional, withdrawn, reset and consequence rows never exclude");
+    c.blame_threshold = 2;
+    ok(policy_blame_exceeds(&c, v, 6, 2000), "two confirmed jobs reach 2");
+}
+
+static void
+test_blame_settle(void)
+{
+    struct policy_blame_pending p = { .attempt = 1,
+        .step = 5,
+        .job_live = true,
+        .next_step = -1 };
+
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_KEEP,
+        "settle: no next attempt yet: kept");
+    p.next_attempt = 2;
+    p.next_step = 5;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_KEEP,
+        "settle: next attempt at the failing step: kept");
+    p.next_step = 6;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_CONFIRM,
+        "settle: next attempt past the step elsewhere: confirmed");
+    p.next_on_node = true;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_WITHDRAW,
+        "settle: past the step on the blamed node itself: withdrawn");
+    p.next_on_node = false;
+    p.next_step = -1;
+    p.next_succeeded = true;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_CONFIRM,
+        "settle: success elsewhere (steps unknown): confirmed");
+    p.next_succeeded = false;
+    p.step = -1;
+    p.next_step = 0;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_CONFIRM,
+        "settle: a failure before any step is passed by step 0");
+    p.next_step = -1;
+    p.job_live = false;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_WITHDRAW,
+        "settle: the job ended without confirming: withdrawn");
+    p.next_attempt = 1;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_WITHDRAW,
+        "settle: --max-restarts 0 (no next attempt), job over: withdrawn");
+    p.job_live = true;
+    p.next_step = 100;
+    ok(policy_blame_settle(&p) == POLICY_SETTLE_KEEP,
+        "settle: the failing attempt itself never confirms");
+}
+
+static void
+test_signals_parse(void)
+{
+    uint64_t m = 1;
+    char bad[16] = "";
+
+    ok(policy_signals_parse("", &m, bad, sizeof(bad)) == 0 && m == 0,
+        "signals: empty is none");
+    ok(policy_signals_parse("SIGBUS", &m, bad, sizeof(bad)) == 0 &&
+            m == UINT64_C(1) << SIGBUS,
+        "signals: SIGBUS");
+    ok(policy_signals_parse("bus, ILL 4", &m, bad, sizeof(bad)) == 0 &&
+            m == ((UINT64_C(1) << SIGBUS) | (UINT64_C(1) << SIGILL) |
+                     (UINT64_C(1) << 4)),
+        "signals: names without SIG, numbers, commas and spaces");
+    ok(policy_signals_parse("SIGBUS,SIGNOPE", &m, bad, sizeof(bad)) == -EINVAL,
+        "signals: an unknown name is refused");
+    is_str(bad, "SIGNOPE", "signals: the bad word is named");
+    ok(policy_signals_parse("64", &m, bad, sizeof(bad)) == -EINVAL,
+        "signals: out of range");
+}
+
+static void
 test_hang(void)
 {
     int64_t idle[] = { 500, 5000, 4900, -1 };
@@ -385,6 +526,10 @@ main(void)
     test_decide();
     test_plan();
     test_blame();
+    test_blame_class();
+    test_blame_status();
+    test_blame_settle();
+    test_signals_parse();
     test_hang();
     test_keep();
     return done_testing();
