@@ -554,3 +554,102 @@ def _run_rank_ctl(code, tmp_path):
         "LOCKSTEP_COMMIT_FILE": str(tmp_path / "rank-0.ckpt"),
         "LOCKSTEP_ATTEMPT": "1",
         "LOCKSTEP_CONTROL_FILE": str(tmp_path / "control")})
+
+
+# ---- timed sections -------------------------------------------------------
+
+def test_timed_sections_are_summed_per_step(inside):
+    lockstep.step(0, force=True)
+    for i in range(1, 6):
+        with lockstep.timed("compute"):
+            time.sleep(0.004)
+        with lockstep.timed("compute"):           # a second entry: summed
+            time.sleep(0.004)
+        with lockstep.timed("data"):
+            with lockstep.timed("decode"):         # different names nest
+                time.sleep(0.002)
+        time.sleep(0.01)                           # outside every section
+        lockstep.step(i, force=True)
+    secs = progress(inside)["sections"]
+    assert set(secs) == {"compute", "data", "decode"}
+    c = secs["compute"]
+    assert c["n"] == 5
+    assert 8000 <= c["p50_us"] < 18000, c
+    assert c["p99_us"] >= c["p50_us"]
+    assert all(isinstance(v, int) for v in c.values())
+    assert secs["data"]["p50_us"] >= secs["decode"]["p50_us"] >= 2000
+    assert secs["data"]["p50_us"] < 10000
+
+
+def test_timed_same_name_nested_counts_the_outermost(inside):
+    lockstep.step(0, force=True)
+    with lockstep.timed("x"):
+        with lockstep.timed("x"):
+            time.sleep(0.005)
+        time.sleep(0.005)
+    lockstep.step(1, force=True)
+    p50 = progress(inside)["sections"]["x"]["p50_us"]
+    assert 10000 <= p50 < 18000
+
+
+def test_a_section_open_at_step_is_split_between_steps(inside):
+    lockstep.step(0, force=True)
+    with lockstep.timed("long"):
+        time.sleep(0.01)
+        lockstep.step(1, force=True)
+        time.sleep(0.02)
+    lockstep.step(2, force=True)
+    times = sorted(lockstep._sections["long"].times)
+    assert len(times) == 2
+    assert 10000 <= times[0] < 18000 and 20000 <= times[1] < 30000
+
+
+def test_a_step_without_the_section_adds_no_sample(inside):
+    lockstep.step(0, force=True)
+    with lockstep.timed("rare"):
+        pass
+    for i in range(1, 4):
+        lockstep.step(i, force=True)
+    assert progress(inside)["sections"]["rare"]["n"] == 1
+
+
+def test_timed_names_are_checked(inside):
+    for bad in ("", "a b", "x" * 33, "é", 3, None):
+        with pytest.raises(ValueError):
+            lockstep.timed(bad)
+    lockstep.timed("x" * 32)
+    lockstep.timed("layer.3:fwd-bwd_x")
+
+
+def test_at_most_16_sections_and_one_warning(inside, capsys):
+    lockstep.step(0, force=True)
+    for k in range(20):
+        with lockstep.timed("s%d" % k):
+            pass
+    lockstep.step(1, force=True)
+    assert len(progress(inside)["sections"]) == 16
+    assert capsys.readouterr().err.count("more than 16 timed sections") == 1
+
+
+def test_timed_outside_lockstep_is_a_noop(outside, tmp_path):
+    with lockstep.timed("compute"):
+        pass
+    lockstep.step(1)
+    assert lockstep._sections == {}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_timed_is_cheap(inside):
+    lockstep.step(0, force=True)
+    t = time.perf_counter()
+    for _ in range(100000):
+        with lockstep.timed("compute"):
+            pass
+    per = (time.perf_counter() - t) / 100000
+    assert per < 20e-6, per
+
+
+def test_no_section_no_member(inside):
+    lockstep.step(0, force=True)
+    lockstep.step(1, force=True)
+    assert "sections" not in progress(inside)
