@@ -14,8 +14,11 @@ Options:
   --slow-rank R      this rank's compute is --slow-factor times longer
                      (default -1: none)
   --slow-factor F    (default 1.25)
-  --report FILE      rank 0 writes {"step_p50_us": .., "wall_s": ..} here
-                     at the end
+  --report FILE      rank 0 writes {"wall_s": .., "steps": ..} here at
+                     the end
+
+Each rank prints "first step at <epoch ms>" when it starts its first step
+(bench/straggler.sh measures detection from there).
 """
 import argparse
 import json
@@ -51,6 +54,8 @@ def main():
     compute = a.compute * (a.slow_factor if rank == a.slow_rank else 1.0)
     t0 = time.monotonic()
     for step in range(1, a.steps + 1):
+        if step == 1:
+            print("first step at %d" % int(time.time() * 1000), flush=True)
         g = torch.Generator().manual_seed(100003 * step + 7919 * rank)
         x = torch.randn(32, 16, generator=g)
         opt.zero_grad()

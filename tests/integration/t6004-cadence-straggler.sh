@@ -7,7 +7,8 @@
 # (rank_stats_window_ms=1000, 3 of 5 windows above 1.15 x the median)
 # `show --json` names rank 3's node as the straggler with its figures, the
 # other node is not named, one "straggler" node event is written, and the
-# text view names it. A job without a slow rank names no straggler.
+# text view names it; a scheduler restarted mid-run finds it again without
+# a second event. A job without a slow rank names no straggler.
 . "$(dirname "$0")/../lib/harness.sh"
 
 fault_cluster 2 -o rank_stats_window_ms=1000
@@ -78,8 +79,19 @@ test_expect_success 'show (text) names the straggling rank and node' '
     node=$(jget "j[\"attempts\"][0][\"ranks\"][3][\"node\"]" <show.json) &&
     ls_cli show $(cat slow.id) >show.txt && cat show.txt &&
     grep -Eq "straggler: node $node, rank 3, section compute: [0-9.]+ ms per step, 1\.[0-9]+x the median [0-9.]+ ms \(slow in [3-5] of the last [3-5] windows\)" show.txt &&
-    test "$(grep -c "straggler: node" show.txt)" = 1 &&
-    wait_job_state $(cat slow.id) SUCCEEDED 120 &&
+    test "$(grep -c "straggler: node" show.txt)" = 1
+'
+
+test_expect_success 'scheduler kill -9 and restart mid-run: found again, not raised again' '
+    id=$(cat slow.id) &&
+    job_state_is $id RUNNING &&
+    kill_scheduler && start_scheduler -o rank_stats_window_ms=1000 &&
+    before=$(db_query "SELECT COUNT(DISTINCT window_ms) FROM rank_sections WHERE job_id = $id") &&
+    wait_for 30 "test \$(db_query \"SELECT COUNT(DISTINCT window_ms) FROM rank_sections WHERE job_id = $id\") -ge \$((before + 4))" &&
+    job_state_is $id RUNNING &&
+    test "$(stragglers $id)" = "$(jget "[(s[\"node\"], s[\"rank\"], s[\"section\"]) for s in j[\"rank_stats\"][\"stragglers\"]]" <show.json)" &&
+    grep -q "is a straggler" "$TEST_DIR/sched/log" &&
+    wait_job_state $id SUCCEEDED 120 &&
     test "$(db_query "SELECT COUNT(*) FROM events WHERE kind = '"'"'straggler'"'"'")" = 1
 '
 
