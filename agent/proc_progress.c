@@ -8,9 +8,9 @@
  *           object {"step": N, "time_ms": T, "attempt": A, "pid": P}
  *           replaced atomically at most every 100 ms; progress is a step
  *           different from the last one seen (the same record carries
- *           the rank's acks of directives, its step time and its timed
- * sections, docs/cadence.md); output  the rank's stdout and stderr files;
- * progress is growth.
+ *           the rank's acks of directives, its step time and its
+ *           timed sections, docs/cadence.md);
+ *   output  the rank's stdout and stderr files; progress is growth.
  *
  * A rank that reported a step is measured by steps only (its output may be
  * a logger's heartbeat while the training loop is stuck); one that never
