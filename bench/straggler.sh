@@ -14,7 +14,8 @@
 # ms, straggler rule at its defaults: 1.15 x the median in 3 of the last 5
 # windows) and round: the time from rank 3's first step to the
 # "straggler" node event, and that time over the window length. The rule
-# needs 3 judged windows, so about 3 windows is the floor; the job is
+# needs 3 judged windows (the first may hold only part of a window of
+# figures, so a little under 3 windows is possible); the job is
 # cancelled once found (or after 15 windows + 60 s: "not found").
 set -u
 ROUNDS=3
@@ -73,5 +74,5 @@ for w in $WINDOWS; do
     done
     m=$(median <"det.$w")
     [ -n "$m" ] && printf "%-10s %-8s %-14s %-12s %s\n" "$w" median "$m" \
-        "$("$PY" -c "print('%.2f' % ($m / $w))")" "(rule floor: 3 windows)"
+        "$("$PY" -c "print('%.2f' % ($m / $w))")" "(the rule: 3 judged window closes, the first may be partial)"
 done
