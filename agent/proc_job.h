@@ -80,6 +80,8 @@ struct proc_rank {
     size_t nacks;
     int64_t step_p50_us;
     int64_t step_p99_us;
+    struct proto_section sections[PROTO_SECTIONS_MAX]; /* timed sections */
+    size_t nsections;
 
     /* stack dump (proc_dump.c) */
     char *dump;

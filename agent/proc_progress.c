@@ -8,8 +8,8 @@
  *           object {"step": N, "time_ms": T, "attempt": A, "pid": P}
  *           replaced atomically at most every 100 ms; progress is a step
  *           different from the last one seen (the same record carries
- *           the rank's acks of directives and its step time,
- *           docs/cadence.md);
+ *           the rank's acks of directives, its step time and its
+ *           timed sections, docs/cadence.md);
  *   output  the rank's stdout and stderr files; progress is growth.
  *
  * A rank that reported a step is measured by steps only (its output may be
@@ -119,8 +119,46 @@ proc_acks_parse(const cJSON *acks, struct proto_ack *out, size_t max)
     return n;
 }
 
-/* What a valid record of this attempt says besides the step: the acks and
- * the step time (each left out or malformed counts as none). */
+/* One section "name": {"p50_us": .., "p99_us": .., "n": ..}. */
+static bool
+proc_section_parse(const cJSON *item, struct proto_section *s)
+{
+    const cJSON *p99 = cJSON_GetObjectItemCaseSensitive(item, "p99_us");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(item, "n");
+
+    if (!cJSON_IsObject(item) || item->string == NULL ||
+        !proto_section_name_valid(item->string) ||
+        !proc_json_int(cJSON_GetObjectItemCaseSensitive(item, "p50_us"), 0,
+            &s->p50_us))
+        return false;
+    s->p99_us = s->p50_us;
+    s->n = 0;
+    if ((p99 != NULL && !proc_json_int(p99, 0, &s->p99_us)) ||
+        (n != NULL && !proc_json_int(n, 0, &s->n)))
+        return false;
+    memcpy(s->name, item->string, strlen(item->string) + 1);
+    return true;
+}
+
+size_t
+proc_sections_parse(const cJSON *sections, struct proto_section *out,
+    size_t max)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(sections))
+        return 0;
+    cJSON_ArrayForEach(item, sections) {
+        if (n < max && proc_section_parse(item, &out[n]))
+            n++;
+    }
+    return n;
+}
+
+/* What a valid record of this attempt says besides the step: the acks, the
+ * step time and the sections (each left out or malformed counts as
+ * none). */
 static void
 proc_progress_cadence(struct proc_rank *r, const cJSON *root)
 {
@@ -132,6 +170,9 @@ proc_progress_cadence(struct proc_rank *r, const cJSON *root)
     if (jsonx_get_int(root, "step_p99_us", false, 0, INT64_MAX / 2,
             &r->step_p99_us, NULL) < 0)
         r->step_p99_us = 0;
+    r->nsections = proc_sections_parse(
+        cJSON_GetObjectItemCaseSensitive(root, "sections"), r->sections,
+        PROTO_SECTIONS_MAX);
 }
 
 static void
@@ -346,6 +387,11 @@ proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
                       : 0;
     rs->step_p50_us = r->step_p50_us;
     rs->step_p99_us = r->step_p99_us;
+    if (r->nsections > 0) {
+        rs->sections = xcalloc(r->nsections, sizeof(*rs->sections));
+        memcpy(rs->sections, r->sections, r->nsections * sizeof(*rs->sections));
+        rs->nsections = r->nsections;
+    }
     if (r->nckpt_steps > 0) {
         rs->ckpt_steps = xcalloc(r->nckpt_steps, sizeof(*rs->ckpt_steps));
         memcpy(rs->ckpt_steps, r->ckpt_steps,

@@ -21,8 +21,8 @@ struct proc_rank;
  */
 void proc_progress_sample(struct proc_rank *r, int64_t now_mono,
     int64_t now_ms);
-/* Fill rs->step, progress, idle_ms, step_p50_us, step_p99_us and
- * ckpt_steps (copied) from r. */
+/* Fill rs->step, progress, idle_ms, step_p50_us, step_p99_us, sections
+ * and ckpt_steps (copied) from r. */
 void proc_progress_fill(const struct proc_rank *r, int64_t now_mono,
     struct proto_rank_status *rs);
 
@@ -40,6 +40,18 @@ int64_t proc_progress_mono_of(int64_t ms, int64_t now_mono, int64_t now_ms);
  * acks is NULL or not a list.
  */
 size_t proc_acks_parse(const cJSON *acks, struct proto_ack *out, size_t max);
+
+/*
+ * The timed sections of a progress record: sections is its "sections"
+ * member, an object {"<name>": {"p50_us": N, "p99_us": N, "n": N}, ...}
+ * (written by the rank: never trusted). Entries with an invalid name
+ * (proto_section_name_valid), a p50_us that is not an integer >= 0, or a
+ * p99_us / n that is present and not an integer >= 0 are skipped; at most
+ * `max` go to out, in the record's order. Returns how many; 0 when
+ * sections is NULL or not an object.
+ */
+size_t proc_sections_parse(const cJSON *sections, struct proto_section *out,
+    size_t max);
 
 /*
  * Parse a commit file's text: lines "<step> <attempt>"; lines of another

@@ -406,6 +406,57 @@ print_rank_stats_table(const cJSON *ranks)
     cli_table_destroy(t);
 }
 
+/* The timed sections (rank_stats.sections) and the straggling nodes. */
+static void
+print_sections(const cJSON *st)
+{
+    static const char *const headers[] = { "RANK", "NODE", "SECTION",
+        "TIME p50/p99", "MEDIAN", "RATIO", "SLOW" };
+    const cJSON *secs = cJSON_GetObjectItemCaseSensitive(st, "sections");
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(st, "stragglers");
+    struct cli_table *t;
+    const cJSON *it;
+
+    if (cJSON_GetArraySize(secs) == 0)
+        return;
+    cJSON_ArrayForEach(it, nodes) {
+        printf("               straggler: node %s, rank %lld, section %s: "
+               "%.1f ms per step, %.2fx the median %.1f ms (slow in %lld of "
+               "the last %lld windows)\n",
+            cli_jstr(it, "node"), (long long)cli_jint(it, "rank", 0),
+            cli_jstr(it, "section"), (double)cli_jint(it, "p50_us", 0) / 1000,
+            cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(it, "ratio")),
+            (double)cli_jint(it, "median_us", 0) / 1000,
+            (long long)cli_jint(it, "slow_windows", 0),
+            (long long)cli_jint(it, "judged_windows", 0));
+    }
+    if (cJSON_GetArraySize(nodes) == 0)
+        printf("               stragglers: none\n");
+    t = cli_table_create(headers, ARRAY_SIZE(headers));
+    cJSON_ArrayForEach(it, secs) {
+        cli_table_row(t);
+        cli_table_cell(t, "%lld", (long long)cli_jint(it, "rank", 0));
+        cli_table_cell(t, "%s", cli_jstr(it, "node"));
+        cli_table_cell(t, "%s", cli_jstr(it, "section"));
+        cli_table_cell(t, "%.1f/%.1f ms",
+            (double)cli_jint(it, "p50_us", 0) / 1000,
+            (double)cli_jint(it, "p99_us", 0) / 1000);
+        cli_table_cell(t, "%.1f ms",
+            (double)cli_jint(it, "median_us", 0) / 1000);
+        cli_table_cell(t, "%.2f",
+            cJSON_GetNumberValue(
+                cJSON_GetObjectItemCaseSensitive(it, "ratio")));
+        cli_table_cell(t, "%lld of %lld%s",
+            (long long)cli_jint(it, "slow_windows", 0),
+            (long long)cli_jint(it, "judged_windows", 0),
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "straggling"))
+                ? " straggler"
+                : "");
+    }
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
 /* The stored per-rank statistics (the newest attempt that has some):
  * kept by the scheduler once per window, so shown also after the attempt
  * ended and after a restart. */
@@ -441,6 +492,7 @@ print_rank_stats(const cJSON *job)
     if (cJSON_GetArraySize(slow) == 0)
         printf("               persistently slow: none\n");
     print_rank_stats_table(cJSON_GetObjectItemCaseSensitive(st, "ranks"));
+    print_sections(st);
 }
 
 /* Effective training time ratio and where the rest went. */

@@ -212,6 +212,21 @@ struct proto_ack {
     int64_t duration_ms; /* how long it took */
 };
 
+/* A timed section's figures over the SDK's step window (docs/cadence.md
+ * "Sections"): the time a rank spent inside the section per step. */
+#define PROTO_SECTIONS_MAX 16     /* per rank; the SDKs keep this many */
+#define PROTO_SECTION_NAME_MAX 32 /* bytes, [A-Za-z0-9_.:-] */
+struct proto_section {
+    char name[PROTO_SECTION_NAME_MAX + 1];
+    int64_t p50_us; /* median per step, microseconds */
+    int64_t p99_us;
+    int64_t n; /* steps measured (at most the SDK's window) */
+};
+
+/* Whether name is a valid section name (1..PROTO_SECTION_NAME_MAX bytes of
+ * letters, digits, '_', '.', ':' and '-'). */
+bool proto_section_name_valid(const char *name);
+
 /* ---- rank status: part of the node report ----------------------------- */
 
 enum proto_rank_state {
@@ -257,6 +272,10 @@ struct proto_rank_status {
     size_t nacks;
     int64_t step_p50_us; /* the SDK's step time over its last window: */
     int64_t step_p99_us; /* median and p99, microseconds; 0: unknown */
+    /* The SDK's timed sections (optional: none from an older SDK or
+     * agent), at most PROTO_SECTIONS_MAX. */
+    struct proto_section *sections;
+    size_t nsections;
     /* EXITED without ever running: why it could not be started (its
      * working directory, its command, its user); NULL otherwise. */
     char *launch_error;

@@ -126,6 +126,65 @@ add_acks(cJSON *obj, const struct proto_ack *v, size_t n)
     }
 }
 
+bool
+proto_section_name_valid(const char *name)
+{
+    size_t n = 0;
+
+    for (; name[n] != '\0'; n++) {
+        char c = name[n];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' ||
+                c == '-'))
+            return false;
+    }
+    return n > 0 && n <= PROTO_SECTION_NAME_MAX;
+}
+
+static int
+section_from_json(const cJSON *json, void *out, struct err *err)
+{
+    static const char *const keys[] = { "name", "p50_us", "p99_us", "n", NULL };
+    struct proto_section *s = out;
+    char *name = NULL;
+    int rc;
+
+    if ((rc = jsonx_check_keys(json, keys, err)) ||
+        (rc = jsonx_get_str(json, "name", true, PROTO_SECTION_NAME_MAX, &name,
+             err)) ||
+        (rc = jsonx_get_int(json, "p50_us", true, 0, INT64_MAX / 2, &s->p50_us,
+             err)) ||
+        (rc = jsonx_get_int(json, "p99_us", false, 0, INT64_MAX / 2, &s->p99_us,
+             err)) ||
+        (rc = jsonx_get_int(json, "n", false, 0, INT64_MAX / 2, &s->n, err)))
+        goto out;
+    if (!proto_section_name_valid(name))
+        rc = err_set(err, -EINVAL, "field 'name': invalid section name '%s'",
+            name);
+    else
+        memcpy(s->name, name, strlen(name) + 1);
+out:
+    free(name);
+    return rc;
+}
+
+static void
+add_sections(cJSON *obj, const struct proto_section *v, size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, "sections");
+
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+
+        jsonx_add_str(o, "name", v[i].name);
+        jsonx_add_int(o, "p50_us", v[i].p50_us);
+        jsonx_add_int(o, "p99_us", v[i].p99_us);
+        jsonx_add_int(o, "n", v[i].n);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
 static int
 directive_from_json(const cJSON *json, void *out, struct err *err)
 {
@@ -173,7 +232,7 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
     static const char *const keys[] = { "rank", "state", "pid", "start_ms",
         "end_ms", "exit_code", "signal", "stderr_tail", "fenced", "step",
         "idle_ms", "progress", "dump", "ckpt_steps", "acks", "step_p50_us",
-        "step_p99_us", "launch_error", NULL };
+        "step_p99_us", "launch_error", "sections", NULL };
     char *state = NULL, *progress = NULL;
     int rc;
 
@@ -209,8 +268,15 @@ rank_status_from_json(const cJSON *json, struct proto_rank_status *r,
         (rc = jsonx_get_int(json, "step_p50_us", false, 0, INT64_MAX / 2,
              &r->step_p50_us, err)) ||
         (rc = jsonx_get_int(json, "step_p99_us", false, 0, INT64_MAX / 2,
-             &r->step_p99_us, err)))
+             &r->step_p99_us, err)) ||
+        (rc = get_objects(json, "sections", sizeof(*r->sections),
+             section_from_json, (void **)&r->sections, &r->nsections, err)))
         goto fail;
+    if (r->nsections > PROTO_SECTIONS_MAX) {
+        rc = err_set(err, -EINVAL, "field 'sections': more than %d sections",
+            PROTO_SECTIONS_MAX);
+        goto fail;
+    }
     if (proto_rank_state_parse(state, &r->state) < 0) {
         rc = err_set(err, -EINVAL, "field 'state': unknown rank state '%s'",
             state);
@@ -232,6 +298,7 @@ fail:
     free(r->dump);
     free(r->ckpt_steps);
     free(r->acks);
+    free(r->sections);
     memset(r, 0, sizeof(*r));
     return rc;
 }
@@ -268,6 +335,8 @@ rank_status_to_json(const struct proto_rank_status *r)
         jsonx_add_int(o, "step_p50_us", r->step_p50_us);
     if (r->step_p99_us > 0)
         jsonx_add_int(o, "step_p99_us", r->step_p99_us);
+    if (r->nsections)
+        add_sections(o, r->sections, r->nsections);
     return o;
 }
 
@@ -280,6 +349,7 @@ job_status_release(struct proto_job_status *j)
         free(j->ranks[i].dump);
         free(j->ranks[i].ckpt_steps);
         free(j->ranks[i].acks);
+        free(j->ranks[i].sections);
     }
     free(j->ranks);
     free(j->checkpoints);

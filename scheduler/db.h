@@ -224,6 +224,29 @@ typedef int db_rank_stat_fn(const struct db_rank_stat *r, void *arg);
 int db_rank_stats_foreach(struct db *db, int64_t job_id, db_rank_stat_fn *fn,
     void *arg);
 
+/* One rank's figures for one timed section in one window (schema/0008,
+ * rankwin.h). Strings are borrowed for the call or the callback. */
+struct db_rank_section {
+    int64_t job_id;
+    int attempt;
+    int rank;
+    int64_t window_ms;
+    const char *node;
+    const char *section;
+    int64_t p50_us, p99_us, n;
+    int64_t median_us; /* the job's for the section; 0 judged no one */
+    bool slow;
+};
+
+int db_rank_section_insert(struct db *db, const struct db_rank_section *r);
+/* Keep only the newest `keep` windows of a job's section rows. */
+int db_rank_sections_prune(struct db *db, int64_t job_id, int keep);
+typedef int db_rank_section_fn(const struct db_rank_section *r, void *arg);
+/* A job attempt's section rows, newest window first, then by rank and
+ * section. */
+int db_rank_sections_foreach(struct db *db, int64_t job_id, int attempt,
+    db_rank_section_fn *fn, void *arg);
+
 /* ---- directives --------------------------------------------------------- */
 
 /* A new directive of attempt a. */

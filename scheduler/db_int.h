@@ -91,6 +91,9 @@ struct db {
     struct sqlite3_stmt *rank_stat_insert;
     struct sqlite3_stmt *rank_stats_prune;
     struct sqlite3_stmt *rank_stats_job;
+    struct sqlite3_stmt *rank_section_insert;
+    struct sqlite3_stmt *rank_sections_prune;
+    struct sqlite3_stmt *rank_sections_job;
     /* db_ckpt.c */
     struct sqlite3_stmt *checkpoint_insert;
     struct sqlite3_stmt *checkpoints_job;
@@ -188,6 +191,7 @@ struct db_walk {
         db_job_fn *job;
         db_checkpoint_fn *checkpoint;
         db_rank_stat_fn *rank_stat;
+        db_rank_section_fn *rank_section;
         db_commit_fn *commit;
         db_blame_fn *blame;
         db_goodput_fn *goodput;

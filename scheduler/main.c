@@ -67,6 +67,12 @@ static const struct config_key lockstepd_keys[] = {
     { "rank_stats_window_ms", CONFIG_INT, "30000", 1000, 3600000,
         "per-rank step time, gc and checkpoint figures are summarized to "
         "the database once per window of this length (one row per rank)" },
+    { "straggler_ratio", CONFIG_STR, "1.15", 0, 0,
+        "a rank whose time in a timed section is above this times the "
+        "job's median for it is slow in that window (1.01..10)" },
+    { "straggler_windows", CONFIG_INT, "3", 1, 5,
+        "a rank slow in a section in this many of the last 5 judged windows "
+        "makes its node a straggler" },
     { "restart_backoff_ms", CONFIG_INT, "500", 0, 3600000,
         "delay before restarting after a failure, doubled per consecutive "
         "failure" },
@@ -160,6 +166,22 @@ parse_listen(const char *s, char *host, size_t hostlen, int *port,
     return 0;
 }
 
+/* straggler_ratio: a decimal number in [1.01, 10]. */
+static int
+straggler_ratio_parse(const char *v, double *out, struct err *err)
+{
+    char *end;
+    double d;
+
+    errno = 0;
+    d = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(d >= 1.01 && d <= 10))
+        return err_set(err, -EINVAL,
+            "straggler_ratio '%s': must be a number from 1.01 to 10", v);
+    *out = d;
+    return 0;
+}
+
 static int
 conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
@@ -214,6 +236,10 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             o->lease_ms, o->node_timeout_ms);
     o->dump_timeout_ms = (int)config_int(cfg, "dump_timeout_ms");
     o->rank_stats_window_ms = (int)config_int(cfg, "rank_stats_window_ms");
+    if ((rc = straggler_ratio_parse(config_str(cfg, "straggler_ratio"),
+             &o->straggler_ratio, err)) < 0)
+        return rc;
+    o->straggler_windows = (int)config_int(cfg, "straggler_windows");
     o->policy.backoff_ms = config_int(cfg, "restart_backoff_ms");
     o->policy.backoff_max_ms = config_int(cfg, "restart_backoff_max_ms");
     if (o->policy.backoff_max_ms < o->policy.backoff_ms)

@@ -10,6 +10,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/straggler.h"
 
 static int64_t
 window_ms(const struct schedd *sd)
@@ -32,6 +33,8 @@ rankstats_rank(struct schedd *sd, struct attempt *a, const struct placement *p,
     }
     rankwin_step(a->stats, in->rank, in->step, in->step_p50_us,
         in->step_p99_us);
+    if (in->nsections > 0)
+        rankwin_sections(a->stats, in->rank, in->sections, in->nsections);
     for (size_t i = 0; i < in->nacks; i++) {
         const struct attempt_directive *d = attempt_directive_find(a,
             in->acks[i].seq);
@@ -80,6 +83,8 @@ rankstats_flush(struct schedd *sd, struct attempt *a, int64_t mono)
     if (rc == 0)
         rc = schedd_db_check(sd,
             db_rank_stats_prune(sd->db, a->job_id, RANKWIN_KEEP));
+    if (rc == 0)
+        rc = straggler_window(sd, a, now);
     rankwin_next(w, mono);
     return rc;
 }
@@ -284,6 +289,11 @@ rankstats_view(struct schedd *sd, int64_t job_id, int64_t last_ckpt, int *rc)
         *rc = db_rank_stats_foreach(sd->db, job_id, view_row, &v);
     if (*rc == 0)
         o = v.attempt > 0 ? view_json(sd, &v, last_ckpt) : cJSON_CreateNull();
+    if (*rc == 0 && v.attempt > 0 &&
+        (*rc = straggler_view(sd, job_id, v.attempt, o)) < 0) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
     for (size_t i = 0; i < v.nranks; i++)
         free(v.ranks[i].node);
     free(v.ranks);

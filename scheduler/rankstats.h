@@ -11,6 +11,8 @@
  * database and the oldest windows of the job beyond RANKWIN_KEEP are
  * deleted: at most one row per rank per window, at most RANKWIN_KEEP
  * windows per job. A scheduler that restarts loses the open window only.
+ * The ranks' timed sections go the same way, with their own rows and the
+ * straggler rule (straggler.h), at the same window close.
  */
 #ifndef SCHEDULER_RANKSTATS_H
 #define SCHEDULER_RANKSTATS_H
@@ -33,7 +35,8 @@ int rankstats_attempt(struct schedd *sd, struct attempt *a);
 /* Every tick: write the windows that are due. */
 int rankstats_tick(struct schedd *sd);
 
-/* The job's "rank_stats" object from the database (docs/api.md), or a
+/* The job's "rank_stats" object from the database (docs/api.md; with
+ * straggler.h's "sections", "stragglers" and "straggler_rule"), or a
  * JSON null when it has no rows; last_ckpt: the job's newest complete
  * checkpoint (-1 none). NULL with *rc set on a database error. */
 cJSON *rankstats_view(struct schedd *sd, int64_t job_id, int64_t last_ckpt,

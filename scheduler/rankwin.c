@@ -20,6 +20,7 @@ rank_clear_window(struct rankwin_rank *r)
     r->gc_max_ms = 0;
     r->ckpt_count = 0;
     r->ckpt_max_ms = 0;
+    r->nsec = 0;
 }
 
 struct rankwin *
@@ -29,6 +30,7 @@ rankwin_create(size_t nranks, int64_t now)
 
     w->nranks = nranks;
     w->ranks = xcalloc(nranks + 1, sizeof(*w->ranks));
+    w->straggler_raised = xcalloc(nranks + 1, sizeof(*w->straggler_raised));
     for (size_t i = 0; i < nranks; i++) {
         rank_clear_window(&w->ranks[i]);
         w->ranks[i].gc_step = -1;
@@ -44,6 +46,7 @@ rankwin_destroy(struct rankwin *w)
     if (w == NULL)
         return;
     free(w->ranks);
+    free(w->straggler_raised);
     free(w);
 }
 
@@ -104,6 +107,20 @@ rankwin_ack(struct rankwin *w, int rank, uint64_t seq, bool gc, int64_t step,
     return true;
 }
 
+void
+rankwin_sections(struct rankwin *w, int rank, const struct proto_section *sec,
+    size_t n)
+{
+    struct rankwin_rank *r = rank_of(w, rank);
+
+    if (r == NULL)
+        return;
+    r->nsec = 0;
+    for (size_t i = 0; i < n && r->nsec < RANKWIN_SECTIONS; i++)
+        if (proto_section_name_valid(sec[i].name) && sec[i].p50_us >= 0)
+            r->sec[r->nsec++] = sec[i];
+}
+
 bool
 rankwin_any(const struct rankwin *w)
 {
@@ -140,6 +157,24 @@ rankwin_median(const struct rankwin *w)
     for (size_t i = 0; i < w->nranks; i++)
         if (w->ranks[i].reported)
             v[k++] = w->ranks[i].step_p50_us;
+    if (k >= 2)
+        m = median_of(v, k);
+    free(v);
+    return m;
+}
+
+int64_t
+rankwin_section_median(const struct rankwin *w, const char *name)
+{
+    int64_t *v = xcalloc(w->nranks + 1, sizeof(*v)), m = 0;
+    size_t k = 0;
+
+    for (size_t i = 0; i < w->nranks; i++)
+        for (size_t j = 0; j < w->ranks[i].nsec; j++)
+            if (strcmp(w->ranks[i].sec[j].name, name) == 0) {
+                v[k++] = w->ranks[i].sec[j].p50_us;
+                break;
+            }
     if (k >= 2)
         m = median_of(v, k);
     free(v);
@@ -200,4 +235,18 @@ rankwin_persistent(const bool *judged, const bool *slow, size_t n, int *nslow,
             (*nslow)++;
     }
     return *nslow >= RANKWIN_SLOW_K;
+}
+
+bool
+rankwin_is_straggler(int64_t p50_us, int64_t median_us, double ratio)
+{
+    return median_us > 0 && (double)p50_us > ratio * (double)median_us;
+}
+
+bool
+rankwin_straggling(const bool *judged, const bool *slow, size_t n, int k,
+    int *nslow, int *njudged)
+{
+    rankwin_persistent(judged, slow, n, nslow, njudged);
+    return *nslow >= k;
 }

@@ -16,6 +16,17 @@
  * reported judges no one). A rank is persistently slow when it was slow
  * in at least RANKWIN_SLOW_K of its last RANKWIN_SLOW_M judged windows.
  *
+ * Stragglers (docs/cadence.md "Sections"): in synchronous training every
+ * rank's step takes as long as the slowest one's, so the step times above
+ * cannot name a straggler; the time each rank spends inside its timed
+ * sections can. In a window, a rank is slow in a section when its median
+ * time in it per step is above `ratio` times the median of that section
+ * over every rank that reported it (fewer than two: no one judged). A rank
+ * straggles in a section when it was slow in at least K of its last
+ * RANKWIN_SLOW_M judged windows of that section; its node is then a
+ * straggler. ratio and K are the configuration's (straggler_ratio,
+ * straggler_windows).
+ *
  * Pure: nothing here does I/O.
  */
 #ifndef SCHEDULER_RANKWIN_H
@@ -24,6 +35,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/proto.h"
 
 /* Slow in a window: median step time above this times the job's. */
 #define RANKWIN_SLOW_RATIO 1.25
@@ -38,6 +51,13 @@
 /* Ack sequence numbers remembered per rank, so an ack an agent repeats is
  * counted once (the SDK lists its newest 32). */
 #define RANKWIN_SEQS 64
+/* Timed sections kept per rank and window (the SDKs' limit). */
+#define RANKWIN_SECTIONS PROTO_SECTIONS_MAX
+/* The straggler rule's defaults: slow in a section above this times the
+ * job's median for it; a straggler when slow in K of the last
+ * RANKWIN_SLOW_M judged windows. */
+#define RANKWIN_STRAGGLER_RATIO 1.15
+#define RANKWIN_STRAGGLER_K 3
 
 struct rankwin_rank {
     /* This window. */
@@ -49,6 +69,8 @@ struct rankwin_rank {
     size_t ngc_kept;
     int64_t gc_count, gc_max_ms;
     int64_t ckpt_count, ckpt_max_ms;
+    struct proto_section sec[RANKWIN_SECTIONS]; /* last reported */
+    size_t nsec;
     /* The attempt so far. */
     int64_t gc_step;             /* last gc acknowledged at; -1 none */
     int64_t ckpt_step;           /* last checkpoint acknowledged at; -1 none */
@@ -60,6 +82,9 @@ struct rankwin {
     int64_t start_ms; /* when this window began (the caller's clock) */
     size_t nranks;
     struct rankwin_rank *ranks;
+    /* Per node rank (index < nranks): a straggler was raised for it in
+     * this attempt (the caller's record, kept with the window). */
+    bool *straggler_raised;
 };
 
 /* What a rank's row says about a closed window. */
@@ -86,6 +111,14 @@ void rankwin_step(struct rankwin *w, int rank, int64_t step, int64_t p50_us,
 bool rankwin_ack(struct rankwin *w, int rank, uint64_t seq, bool gc,
     int64_t step, int64_t duration_ms);
 
+/* rank's timed sections as its SDK last reported them (replacing the
+ * window's; at most RANKWIN_SECTIONS, invalid names skipped). */
+void rankwin_sections(struct rankwin *w, int rank,
+    const struct proto_section *sec, size_t n);
+/* The median over the ranks that reported section name in the window of
+ * their p50_us; 0 when fewer than two did. */
+int64_t rankwin_section_median(const struct rankwin *w, const char *name);
+
 /* Whether any rank reported a step time or an ack in the window. */
 bool rankwin_any(const struct rankwin *w);
 /* The median over the ranks that reported a step time in the window of
@@ -107,6 +140,14 @@ bool rankwin_is_slow(int64_t p50_us, int64_t median_us);
  * into *nslow and of those judged windows into *njudged; true when
  * *nslow >= RANKWIN_SLOW_K. */
 bool rankwin_persistent(const bool *judged, const bool *slow, size_t n,
+    int *nslow, int *njudged);
+
+/* Slow in a section in one window: p50 > ratio x median (median > 0). */
+bool rankwin_is_straggler(int64_t p50_us, int64_t median_us, double ratio);
+/* The straggler rule over one rank's windows of one section, newest
+ * first (as rankwin_persistent): true when at least k of the newest
+ * RANKWIN_SLOW_M judged windows were slow. */
+bool rankwin_straggling(const bool *judged, const bool *slow, size_t n, int k,
     int *nslow, int *njudged);
 
 #endif

@@ -129,6 +129,13 @@ schedd_sched_trigger(struct schedd *sd)
 }
 
 void
+schedd_straggler(struct schedd *sd, struct node *node, const cJSON *evidence)
+{
+    if (sd->hooks.straggler && node != NULL)
+        sd->hooks.straggler(sd, node, evidence, sd->hooks.straggler_arg);
+}
+
+void
 schedd_node_wake(struct schedd *sd, struct node *node)
 {
     if (sd->hooks.node_changed)
@@ -468,6 +475,8 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->lease_ms = opts->lease_ms;
     sd->dump_timeout_ms = opts->dump_timeout_ms;
     sd->rank_stats_window_ms = opts->rank_stats_window_ms;
+    sd->straggler_ratio = opts->straggler_ratio;
+    sd->straggler_windows = opts->straggler_windows;
     sd->policy = opts->policy;
     sd->started_ms = timeid_now_ms();
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);

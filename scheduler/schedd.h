@@ -71,6 +71,8 @@ struct schedd_opts {
     int lease_ms; /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
     int rank_stats_window_ms;
+    double straggler_ratio; /* straggler.h */
+    int straggler_windows;
     const char *sched_policy; /* a scheduling policy's name */
     struct policy_config policy;
 };
@@ -91,8 +93,16 @@ struct schedd_hooks {
     /* A scheduling pass is wanted soon (coalesced by the callee; never
      * run synchronously). */
     void (*sched_trigger)(struct schedd *sd, void *arg);
+    /* node was found a straggler of a job attempt (straggler.h, once per
+     * attempt and node): evidence is the "straggler" node event's detail
+     * (borrowed: job, attempt, rank, section, ratio, windows...). For the
+     * node findings, which make the node SUSPECT. Runs inside the
+     * iteration's transaction. */
+    void (*straggler)(struct schedd *sd, struct node *node,
+        const cJSON *evidence, void *arg);
     void *arg;
     void *sched_arg;
+    void *straggler_arg;
 };
 
 struct schedd {
@@ -111,6 +121,8 @@ struct schedd {
     int lease_ms;             /* supervisors' lease, sent to agents */
     int dump_timeout_ms;      /* how long a hang waits for stack dumps */
     int rank_stats_window_ms; /* rankstats.h */
+    double straggler_ratio;   /* straggler.h */
+    int straggler_windows;
     struct policy_config policy;
     int64_t started_ms; /* wall clock at start-up */
     int lock_fd;        /* flock on state_dir/lockstepd.lock */
@@ -172,6 +184,9 @@ void schedd_sched_trigger(struct schedd *sd);
 /* A node's desired state changed: a new generation, then the
  * node_changed hook. */
 void schedd_node_changed(struct schedd *sd, struct node *node);
+/* The straggler hook (node found a straggler; evidence borrowed). */
+void schedd_straggler(struct schedd *sd, struct node *node,
+    const cJSON *evidence);
 /* The node_changed hook alone, for a change whose generation the caller
  * already handed out. */
 void schedd_node_wake(struct schedd *sd, struct node *node);

@@ -31,12 +31,26 @@
 #define HANDLED_MAX 256    /* seqs remembered as carried out */
 #define CHECKPOINTS_MAX 32 /* checkpoints returned, not yet committed */
 #define NEVER INT64_MAX    /* no directive pending */
+#define SECTIONS_MAX 16    /* timed sections per rank (PROTO_SECTIONS_MAX) */
+#define SECTION_NAME_MAX 32
 
 struct ack {
     uint64_t seq;
     int64_t step;
     int64_t ms;
     uint32_t kind;
+};
+
+/* A timed section (lockstep_timed_begin): the time inside it in the
+ * current step and its per-step totals over the last STEP_WINDOW steps. */
+struct section {
+    char name[SECTION_NAME_MAX + 1];
+    int64_t acc_ns;          /* inside, this step (closed entries) */
+    int64_t start_ns;        /* the outermost entry's */
+    int depth;               /* entries open */
+    bool touched;            /* entered in this step */
+    int64_t us[STEP_WINDOW]; /* ring */
+    size_t nus, us_next;
 };
 
 struct pending_ckpt {
@@ -66,12 +80,19 @@ static struct {
     uint64_t handled_floor; /* every seq <= this counts as handled */
     struct pending_ckpt ckpts[CHECKPOINTS_MAX];
     size_t nckpts;
+    struct section sections[SECTIONS_MAX];
+    size_t nsections;
     unsigned warned; /* bits: what was warned about */
 } ls;
 
 static pthread_mutex_t ls_lock = PTHREAD_MUTEX_INITIALIZER;
 
-enum { WARN_PROGRESS = 1, WARN_COMMIT = 2, WARN_CONTROL = 4 };
+enum {
+    WARN_PROGRESS = 1,
+    WARN_COMMIT = 2,
+    WARN_CONTROL = 4,
+    WARN_SECTIONS = 8
+};
 
 static void __attribute__((format(printf, 2, 3)))
 ls_warn(unsigned what, const char *fmt, ...)
@@ -130,14 +151,14 @@ ls_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Nearest rank, as the Python SDK: the ceil(p% of len)-th smallest. */
+/* Nearest rank, as the Python SDK: the ceil(p% of len)-th smallest of
+ * times[0..n), n > 0. */
 static void
-ls_percentiles(int64_t *p50, int64_t *p99)
+ls_percentiles(const int64_t *times, size_t n, int64_t *p50, int64_t *p99)
 {
     int64_t v[STEP_WINDOW];
-    size_t n = ls.nstep_us;
 
-    memcpy(v, ls.step_us, n * sizeof(v[0]));
+    memcpy(v, times, n * sizeof(v[0]));
     qsort(v, n, sizeof(v[0]), ls_cmp_i64);
     *p50 = v[(50 * n + 99) / 100 - 1];
     *p99 = v[(99 * n + 99) / 100 - 1];
@@ -148,7 +169,7 @@ ls_percentiles(int64_t *p50, int64_t *p99)
 static int
 ls_progress_json(char *buf, size_t len, int64_t n)
 {
-    size_t off = 0, first = ls.nacks < ACKS_MAX ? 0 : ls.acks_next;
+    size_t off = 0, first = ls.nacks < ACKS_MAX ? 0 : ls.acks_next, nsec = 0;
     int64_t p50, p99;
     int w;
 
@@ -174,10 +195,22 @@ ls_progress_json(char *buf, size_t len, int64_t n)
         LS_PUT("]");
     }
     if (ls.nstep_us > 0) {
-        ls_percentiles(&p50, &p99);
+        ls_percentiles(ls.step_us, ls.nstep_us, &p50, &p99);
         LS_PUT(", \"step_p50_us\": %" PRId64 ", \"step_p99_us\": %" PRId64, p50,
             p99);
     }
+    for (size_t i = 0; i < ls.nsections; i++) {
+        const struct section *sec = &ls.sections[i];
+
+        if (sec->nus == 0)
+            continue;
+        ls_percentiles(sec->us, sec->nus, &p50, &p99);
+        LS_PUT("%s\"%s\": {\"p50_us\": %" PRId64 ", \"p99_us\": %" PRId64
+               ", \"n\": %zu}",
+            nsec++ ? ", " : ", \"sections\": {", sec->name, p50, p99, sec->nus);
+    }
+    if (nsec > 0)
+        LS_PUT("}");
     LS_PUT("}");
 #undef LS_PUT
     return (int)off;
@@ -187,7 +220,7 @@ ls_progress_json(char *buf, size_t len, int64_t n)
 static void
 ls_write_progress(int64_t n)
 {
-    char buf[4096], tmp[4096];
+    char buf[8192], tmp[4096];
     int len, fd;
     bool ok;
 
@@ -331,6 +364,113 @@ ls_act(int64_t n)
     return flags;
 }
 
+/* The step ends at now: an open section counts up to now in this step,
+ * the rest of it in the next. */
+static void
+ls_section_close_step(struct section *sec, int64_t now)
+{
+    if (sec->depth > 0) {
+        sec->acc_ns += now - sec->start_ns;
+        sec->start_ns = now;
+        sec->touched = true;
+    }
+    if (sec->touched) {
+        sec->us[sec->us_next] = sec->acc_ns / 1000;
+        sec->us_next = (sec->us_next + 1) % STEP_WINDOW;
+        if (sec->nus < STEP_WINDOW)
+            sec->nus++;
+    }
+    sec->acc_ns = 0;
+    sec->touched = sec->depth > 0;
+}
+
+static bool
+ls_section_name_valid(const char *name)
+{
+    size_t n = 0;
+
+    if (name == NULL)
+        return false;
+    for (; name[n] != '\0'; n++) {
+        char c = name[n];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' ||
+                c == '-'))
+            return false;
+    }
+    return n > 0 && n <= SECTION_NAME_MAX;
+}
+
+/* The section named name, created when create and there is room (warned
+ * once when there is none); NULL otherwise. */
+static struct section *
+ls_section(const char *name, bool create)
+{
+    struct section *sec;
+
+    for (size_t i = 0; i < ls.nsections; i++)
+        if (strcmp(ls.sections[i].name, name) == 0)
+            return &ls.sections[i];
+    if (!create)
+        return NULL;
+    if (ls.nsections == SECTIONS_MAX) {
+        ls_warn(WARN_SECTIONS, "more than %d timed sections: %s not timed",
+            SECTIONS_MAX, name);
+        return NULL;
+    }
+    sec = &ls.sections[ls.nsections++];
+    memset(sec, 0, sizeof(*sec));
+    memcpy(sec->name, name, strlen(name) + 1);
+    return sec;
+}
+
+int
+lockstep_timed_begin(const char *name)
+{
+    struct section *sec;
+    int rc = 0;
+
+    if (!ls_section_name_valid(name))
+        return -EINVAL;
+    pthread_mutex_lock(&ls_lock);
+    if (ls.on) {
+        sec = ls_section(name, true);
+        if (sec == NULL) {
+            rc = -ENOSPC;
+        } else {
+            if (sec->depth++ == 0)
+                sec->start_ns = ls_now_ns(CLOCK_MONOTONIC);
+            sec->touched = true;
+        }
+    }
+    pthread_mutex_unlock(&ls_lock);
+    return rc;
+}
+
+int
+lockstep_timed_end(const char *name)
+{
+    struct section *sec;
+    int rc = 0;
+
+    if (!ls_section_name_valid(name))
+        return -EINVAL;
+    pthread_mutex_lock(&ls_lock);
+    if (ls.on) {
+        sec = ls_section(name, false);
+        if (sec == NULL) {
+            rc = ls.nsections == SECTIONS_MAX ? -ENOSPC : -EINVAL;
+        } else if (sec->depth == 0) {
+            rc = -EINVAL;
+        } else if (--sec->depth == 0) {
+            sec->acc_ns += ls_now_ns(CLOCK_MONOTONIC) - sec->start_ns;
+        }
+    }
+    pthread_mutex_unlock(&ls_lock);
+    return rc;
+}
+
 int
 lockstep_init(void)
 {
@@ -389,6 +529,8 @@ lockstep_step(uint64_t n)
             ls.nstep_us++;
     }
     ls.prev_step_ns = now;
+    for (size_t i = 0; i < ls.nsections; i++)
+        ls_section_close_step(&ls.sections[i], now);
     ls.last_step = step;
     if (ls.ctl != NULL) {
         gen = ctlfile_gen(ls.ctl, (uint64_t)ls.attempt);

@@ -122,6 +122,32 @@ LOCKSTEP_API void lockstep_gc_done(uint64_t n, double seconds);
  * errno when the commit file could not be written (warned once). */
 LOCKSTEP_API int lockstep_checkpoint_committed(uint64_t n);
 
+/*
+ * Timed sections (docs/cadence.md "Sections"): the time this rank spends
+ * between lockstep_timed_begin(name) and lockstep_timed_end(name) is added
+ * to the section's total of the current step; lockstep_step closes the
+ * step (a section open at that moment counts up to it, the rest to the
+ * next step). The progress file carries each section's per-step median,
+ * p99 and count over the last 200 steps, from which the scheduler finds
+ * stragglers:
+ *
+ *     lockstep_timed_begin("compute");
+ *     forward_backward();
+ *     lockstep_timed_end("compute");
+ *     allreduce();                     // waiting for others: not counted
+ *     lockstep_step(n);
+ *
+ * name: 1 to 32 letters, digits, '_', '.', ':' or '-'. Sections of
+ * different names may nest or overlap; the same name nested counts its
+ * outermost begin and end. At most 16 sections per rank: a begin of a
+ * 17th name times nothing, warns once and returns -ENOSPC. Returns 0;
+ * -EINVAL for an invalid name, or an end without its begin. Outside
+ * lockstep both return 0 and time nothing. Cheap: a lookup among the
+ * names and one clock read (vDSO; no system call).
+ */
+LOCKSTEP_API int lockstep_timed_begin(const char *name);
+LOCKSTEP_API int lockstep_timed_end(const char *name);
+
 /* Write the last step if the rate limit held it back, unmap the control
  * file and forget everything (lockstep_init may follow). Call it before
  * exit: the library registers no atexit handler. */

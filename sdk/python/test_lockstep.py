@@ -554,3 +554,115 @@ def _run_rank_ctl(code, tmp_path):
         "LOCKSTEP_COMMIT_FILE": str(tmp_path / "rank-0.ckpt"),
         "LOCKSTEP_ATTEMPT": "1",
         "LOCKSTEP_CONTROL_FILE": str(tmp_path / "control")})
+
+
+# ---- timed sections -------------------------------------------------------
+
+class FakeClock:
+    """time.perf_counter replaced: advance() moves it, nothing else does
+    (timings exact under any load)."""
+
+    def __init__(self, monkeypatch):
+        self.t = 1000.0
+        monkeypatch.setattr(lockstep.time, "perf_counter", lambda: self.t)
+
+    def advance(self, seconds):
+        self.t += seconds
+
+
+def test_timed_sections_are_summed_per_step(inside, monkeypatch):
+    clock = FakeClock(monkeypatch)
+    lockstep.step(0, force=True)
+    for i in range(1, 6):
+        with lockstep.timed("compute"):
+            clock.advance(0.004)
+        with lockstep.timed("compute"):           # a second entry: summed
+            clock.advance(0.004 + 0.001 * i)
+        with lockstep.timed("data"):
+            clock.advance(0.001)
+            with lockstep.timed("decode"):         # different names nest
+                clock.advance(0.002)
+        clock.advance(0.01)                        # outside every section
+        lockstep.step(i, force=True)
+    secs = progress(inside)["sections"]
+    assert set(secs) == {"compute", "data", "decode"}
+    c = secs["compute"]
+    assert c["n"] == 5 and all(isinstance(v, int) for v in c.values())
+    # Whole microseconds, truncated (the float clock may land a hair below).
+    assert 10999 <= c["p50_us"] <= 11000 and 12999 <= c["p99_us"] <= 13000
+    assert 2999 <= secs["data"]["p50_us"] <= 3000
+    assert 1999 <= secs["decode"]["p50_us"] <= 2000
+
+
+def test_timed_same_name_nested_counts_the_outermost(inside, monkeypatch):
+    clock = FakeClock(monkeypatch)
+    lockstep.step(0, force=True)
+    with lockstep.timed("x"):
+        with lockstep.timed("x"):
+            clock.advance(0.005)
+        clock.advance(0.005)
+    lockstep.step(1, force=True)
+    assert 9999 <= progress(inside)["sections"]["x"]["p50_us"] <= 10000
+
+
+def test_a_section_open_at_step_is_split_between_steps(inside, monkeypatch):
+    clock = FakeClock(monkeypatch)
+    lockstep.step(0, force=True)
+    with lockstep.timed("long"):
+        clock.advance(0.01)
+        lockstep.step(1, force=True)
+        clock.advance(0.02)
+    lockstep.step(2, force=True)
+    assert [round(t) for t in lockstep._sections["long"].times] == \
+        [10000, 20000]
+
+
+def test_a_step_without_the_section_adds_no_sample(inside):
+    lockstep.step(0, force=True)
+    with lockstep.timed("rare"):
+        pass
+    for i in range(1, 4):
+        lockstep.step(i, force=True)
+    assert progress(inside)["sections"]["rare"]["n"] == 1
+
+
+def test_timed_names_are_checked(inside):
+    for bad in ("", "a b", "x" * 33, "é", 3, None):
+        with pytest.raises(ValueError):
+            lockstep.timed(bad)
+    lockstep.timed("x" * 32)
+    lockstep.timed("layer.3:fwd-bwd_x")
+
+
+def test_at_most_16_sections_and_one_warning(inside, capsys):
+    lockstep.step(0, force=True)
+    for k in range(20):
+        with lockstep.timed("s%d" % k):
+            pass
+    lockstep.step(1, force=True)
+    assert len(progress(inside)["sections"]) == 16
+    assert capsys.readouterr().err.count("more than 16 timed sections") == 1
+
+
+def test_timed_outside_lockstep_is_a_noop(outside, tmp_path):
+    with lockstep.timed("compute"):
+        pass
+    lockstep.step(1)
+    assert lockstep._sections == {}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_timed_is_cheap(inside):
+    lockstep.step(0, force=True)
+    t = time.perf_counter()
+    for _ in range(100000):
+        with lockstep.timed("compute"):
+            pass
+    per = (time.perf_counter() - t) / 100000
+    assert per < 20e-6, per
+
+
+def test_no_section_no_member(inside):
+    lockstep.step(0, force=True)
+    lockstep.step(1, force=True)
+    assert "sections" not in progress(inside)

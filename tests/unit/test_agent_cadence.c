@@ -126,6 +126,51 @@ test_acks_parse(void)
         "an oversized list keeps the newest %d (seq 9..40)", PROC_ACKS_MAX);
 }
 
+/* ---- the timed sections of a progress file ------------------------------ */
+
+static void
+test_sections_parse(void)
+{
+    struct proto_section sec[PROTO_SECTIONS_MAX];
+    cJSON *root;
+    char big[4096];
+    size_t n, len = 0;
+
+    root = cJSON_Parse("{\"compute\": {\"p50_us\": 12000, \"p99_us\": "
+                       "15000, \"n\": 200}, \"io\": {\"p50_us\": 5}}");
+    n = proc_sections_parse(root, sec, PROTO_SECTIONS_MAX);
+    cJSON_Delete(root);
+    ok(n == 2 && strcmp(sec[0].name, "compute") == 0 &&
+            sec[0].p50_us == 12000 && sec[0].p99_us == 15000 &&
+            sec[0].n == 200 && strcmp(sec[1].name, "io") == 0 &&
+            sec[1].p50_us == 5 && sec[1].p99_us == 5 && sec[1].n == 0,
+        "valid sections, in order");
+    root = cJSON_Parse("{\"a b\": {\"p50_us\": 1}, \"x\": {\"p50_us\": -1}, "
+                       "\"y\": {\"p50_us\": 1.5}, \"z\": 3, \"w\": {}, "
+                       "\"v\": {\"p50_us\": 1, \"n\": \"2\"}, "
+                       "\"ok\": {\"p50_us\": 7}}");
+    n = proc_sections_parse(root, sec, PROTO_SECTIONS_MAX);
+    cJSON_Delete(root);
+    ok(n == 1 && strcmp(sec[0].name, "ok") == 0 && sec[0].p50_us == 7,
+        "malformed sections are skipped, the valid one kept");
+    root = cJSON_Parse("[{\"p50_us\": 1}]");
+    is_int((int)proc_sections_parse(root, sec, PROTO_SECTIONS_MAX), 0,
+        "sections that are not an object: none");
+    cJSON_Delete(root);
+    is_int((int)proc_sections_parse(NULL, sec, PROTO_SECTIONS_MAX), 0,
+        "no sections member: none");
+    len += (size_t)snprintf(big + len, sizeof(big) - len, "{");
+    for (int i = 0; i < 20; i++)
+        len += (size_t)snprintf(big + len, sizeof(big) - len,
+            "%s\"s%d\": {\"p50_us\": %d}", i ? ", " : "", i, i);
+    snprintf(big + len, sizeof(big) - len, "}");
+    root = cJSON_Parse(big);
+    n = proc_sections_parse(root, sec, PROTO_SECTIONS_MAX);
+    cJSON_Delete(root);
+    ok(n == PROTO_SECTIONS_MAX && sec[15].p50_us == 15, "at most %d sections",
+        PROTO_SECTIONS_MAX);
+}
+
 /* ---- the rank environment ----------------------------------------------- */
 
 static void
@@ -551,6 +596,7 @@ main(void)
         test_tmpdir(tmpdir, sizeof(tmpdir), "test_agent_cadence") < 0)
         return 1;
     test_acks_parse();
+    test_sections_parse();
     test_env();
     test_ctlfile_refuses();
     test_delivery();

@@ -654,6 +654,79 @@ test_rank_stats(void)
     db_close(db);
 }
 
+/* Rows seen by a rank-sections walk. */
+struct sec_seen {
+    int rows;
+    int64_t first_window, last_window;
+    struct db_rank_section first;
+    char node[16], section[16];
+};
+
+static int
+walk_sec(const struct db_rank_section *r, void *arg)
+{
+    struct sec_seen *w = arg;
+
+    if (w->rows++ == 0) {
+        w->first = *r;
+        snprintf(w->node, sizeof(w->node), "%s", r->node);
+        snprintf(w->section, sizeof(w->section), "%s", r->section);
+        w->first_window = r->window_ms;
+    }
+    w->last_window = r->window_ms;
+    return 0;
+}
+
+static void
+test_rank_sections(void)
+{
+    static const char *const names[] = { "io", "compute" };
+    struct db *db = open_checked("open for the rank sections");
+    struct sec_seen w;
+    int rc = 0;
+
+    if (db == NULL)
+        return;
+    for (int win = 1; win <= RANKWIN_KEEP + 2 && rc == 0; win++) {
+        for (int k = 0; k < 4 && rc == 0; k++) {
+            struct db_rank_section r = { .job_id = 1,
+                .attempt = win <= 2 ? 1 : 2,
+                .rank = k / 2,
+                .window_ms = 1000 * win,
+                .node = k / 2 ? "n2" : "n1",
+                .section = names[k % 2],
+                .p50_us = 100 + k,
+                .p99_us = 200,
+                .n = 50,
+                .median_us = 100,
+                .slow = k == 3 };
+
+            rc = db_rank_section_insert(db, &r);
+        }
+        if (rc == 0)
+            rc = db_rank_sections_prune(db, 1, RANKWIN_KEEP);
+    }
+    is_int(rc, 0, "insert %d windows of 2 ranks x 2 sections, pruning",
+        RANKWIN_KEEP + 2);
+    is_int(db_txn_commit(db), 0, "commit");
+    memset(&w, 0, sizeof(w));
+    is_int(db_rank_sections_foreach(db, 1, 2, walk_sec, &w), 0,
+        "walk attempt 2");
+    is_int(w.rows, 4 * RANKWIN_KEEP, "only the newest windows are kept");
+    is_int((int)w.first_window, 1000 * (RANKWIN_KEEP + 2), "newest first");
+    is_int((int)w.last_window, 3000, "the oldest windows pruned");
+    is_str(w.section, "compute", "then by rank and section name");
+    is_str(w.node, "n1", "node");
+    ok(w.first.rank == 0 && w.first.attempt == 2 && w.first.p50_us == 101 &&
+            w.first.p99_us == 200 && w.first.n == 50 &&
+            w.first.median_us == 100 && !w.first.slow,
+        "every field reads back");
+    memset(&w, 0, sizeof(w));
+    is_int(db_rank_sections_foreach(db, 1, 1, walk_sec, &w), 0, "attempt 1");
+    is_int(w.rows, 0, "pruned with its windows");
+    db_close(db);
+}
+
 /* A finished (or running) job named name, ended at end_ms; its id. */
 static int64_t
 insert_named(struct db *db, const char *name, enum proto_job_state state,
@@ -766,6 +839,7 @@ main(void)
     test_fault_tolerance();
     test_walks();
     test_rank_stats();
+    test_rank_sections();
     test_history_and_remove();
     test_newer_refused();
     test_rmtree(dir);

@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -273,6 +274,104 @@ test_missing_control_file(void)
     lockstep_finalize();
 }
 
+/* Section name's figure key ("p50_us", "p99_us", "n"); -999 when absent. */
+static long long
+section_int(const char *name, const char *key)
+{
+    cJSON *root = progress(), *secs, *sec, *v;
+    long long x = -999;
+
+    secs = cJSON_GetObjectItemCaseSensitive(root, "sections");
+    sec = cJSON_GetObjectItemCaseSensitive(secs, name);
+    v = cJSON_GetObjectItemCaseSensitive(sec, key);
+    if (cJSON_IsNumber(v))
+        x = (long long)v->valuedouble;
+    cJSON_Delete(root);
+    return x;
+}
+
+static int
+section_count(void)
+{
+    cJSON *root = progress();
+    int n = cJSON_GetArraySize(
+        cJSON_GetObjectItemCaseSensitive(root, "sections"));
+
+    cJSON_Delete(root);
+    return n;
+}
+
+static void
+test_sections(void)
+{
+    char name[64];
+    long long p50;
+
+    is_int(lockstep_timed_begin("compute"), 0, "outside lockstep: begin 0");
+    is_int(lockstep_timed_end("compute"), 0, "... and end 0");
+    is_int(lockstep_timed_begin("a b"), -EINVAL, "an invalid name: EINVAL");
+    clean();
+    set_env("2", false);
+    lockstep_init();
+    lockstep_step(0);
+    for (uint64_t n = 1; n <= 4; n++) {
+        is_int(lockstep_timed_begin("compute"), 0, "begin compute");
+        usleep(3000);
+        lockstep_timed_end("compute");
+        lockstep_timed_begin("compute"); /* a second entry: summed */
+        lockstep_timed_begin("compute"); /* nested: the outermost counts */
+        lockstep_timed_begin("io");      /* another name inside */
+        usleep(3000);
+        lockstep_timed_end("io");
+        lockstep_timed_end("compute");
+        is_int(lockstep_timed_end("compute"), 0, "end compute");
+        usleep(200000); /* outside every section */
+        lockstep_step(n);
+    }
+    is_int(lockstep_timed_end("compute"), -EINVAL, "an end without begin");
+    is_int(lockstep_timed_end("never"), -EINVAL, "an unknown name's end");
+    lockstep_finalize();
+    p50 = section_int("compute", "p50_us");
+    /* Lower bounds: each sleep at least as long as asked; upper: without
+     * the 200 ms outside (loose: a loaded machine oversleeps). */
+    ok(p50 >= 6000 && p50 < 150000, "compute's per-step sum (%lld us)", p50);
+    is_int(section_int("compute", "n"), 4, "... over 4 steps");
+    ok(section_int("compute", "p99_us") >= p50, "... p99 >= p50");
+    ok(section_int("io", "p50_us") >= 3000 &&
+            section_int("io", "p50_us") <= p50,
+        "io, nested in compute, is at most compute (%lld us)",
+        section_int("io", "p50_us"));
+
+    /* A section open across a step is split at it. */
+    clean();
+    lockstep_init();
+    lockstep_step(0);
+    lockstep_timed_begin("long");
+    usleep(5000);
+    lockstep_step(1);
+    usleep(15000);
+    lockstep_step(2);
+    lockstep_timed_end("long");
+    lockstep_step(3);
+    lockstep_finalize();
+    is_int(section_int("long", "n"), 3, "an open section: one sample a step");
+    ok(section_int("long", "p99_us") >= 15000, "... the longer part");
+
+    /* 16 sections at most. */
+    clean();
+    lockstep_init();
+    lockstep_step(0);
+    for (int i = 0; i < 18; i++) {
+        snprintf(name, sizeof(name), "s%d", i);
+        is_int(lockstep_timed_begin(name), i < 16 ? 0 : -ENOSPC, "begin %s",
+            name);
+        lockstep_timed_end(name);
+    }
+    lockstep_step(1);
+    lockstep_finalize();
+    is_int(section_count(), 16, "16 sections in the progress file");
+}
+
 int
 main(void)
 {
@@ -287,6 +386,7 @@ main(void)
     test_cadence();
     test_other_attempt();
     test_missing_control_file();
+    test_sections();
     test_rmtree(dir);
     return done_testing();
 }

@@ -286,7 +286,10 @@ test_node_report(void)
         "\"stderr_tail\":\"boom\",\"fenced\":true,\"step\":120,"
         "\"idle_ms\":900,\"progress\":\"step\",\"dump\":\"State: T\","
         "\"ckpt_steps\":[100,110],"
-        "\"acks\":[{\"seq\":2,\"step\":-1,\"duration_ms\":1003}]},"
+        "\"acks\":[{\"seq\":2,\"step\":-1,\"duration_ms\":1003}],"
+        "\"sections\":[{\"name\":\"compute\",\"p50_us\":12000,"
+        "\"p99_us\":15000,\"n\":200},{\"name\":\"data.load\","
+        "\"p50_us\":300}]},"
         "{\"rank\":2,\"state\":\"exited\",\"exit_code\":127,"
         "\"launch_error\":\"cannot execute 'x': No such file or "
         "directory\"}],"
@@ -323,6 +326,15 @@ test_node_report(void)
                 r->acks[0].duration_ms == 1003,
             "convention checkpoints and a directive's ack round trip");
         ok(back.jobs[0].ranks[0].nacks == 0, "a rank without acks");
+        ok(r->nsections == 2 && strcmp(r->sections[0].name, "compute") == 0 &&
+                r->sections[0].p50_us == 12000 &&
+                r->sections[0].p99_us == 15000 && r->sections[0].n == 200 &&
+                strcmp(r->sections[1].name, "data.load") == 0 &&
+                r->sections[1].p50_us == 300 && r->sections[1].n == 0,
+            "timed sections round trip");
+        ok(back.jobs[0].ranks[0].nsections == 0 &&
+                back.jobs[0].ranks[0].sections == NULL,
+            "a rank without sections (an older agent) has none");
         ok(r->launch_error == NULL && back.jobs[0].ranks[2].launch_error &&
                 strcmp(back.jobs[0].ranks[2].launch_error,
                     "cannot execute 'x': No such file or directory") == 0,
@@ -340,6 +352,18 @@ test_node_report(void)
            "\"ranks\":[{\"rank\":0,\"state\":\"dancing\"}]}]}";
     ok(REFUSED(proto_node_report_from_json, text, &rep, &err, "dancing"),
         "bad rank state: %s", err.msg);
+    text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
+           "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":1,\"attempt\":1,"
+           "\"ranks\":[{\"rank\":0,\"state\":\"running\",\"sections\":"
+           "[{\"name\":\"a b\",\"p50_us\":1}]}]}]}";
+    ok(REFUSED(proto_node_report_from_json, text, &rep, &err, "section name"),
+        "bad section name: %s", err.msg);
+    text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
+           "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":1,\"attempt\":1,"
+           "\"ranks\":[{\"rank\":0,\"state\":\"running\",\"sections\":"
+           "[{\"name\":\"c\",\"p50_us\":-1}]}]}]}";
+    ok(REFUSED(proto_node_report_from_json, text, &rep, &err, "p50_us"),
+        "negative section time: %s", err.msg);
 }
 
 static void

@@ -2,6 +2,8 @@
  * test_rankwin.c - per-rank windows and the persistently-slow rule
  * (rankwin.c)
  */
+#include <stdio.h>
+
 #include "scheduler/rankwin.h"
 #include "tests/tap.h"
 
@@ -108,11 +110,60 @@ test_persistent(void)
     }
 }
 
+static struct proto_section
+sec(const char *name, int64_t p50)
+{
+    struct proto_section s = { .p50_us = p50, .p99_us = p50 * 2, .n = 200 };
+
+    snprintf(s.name, sizeof(s.name), "%s", name);
+    return s;
+}
+
+static void
+test_sections(void)
+{
+    struct rankwin *w = rankwin_create(4, 0);
+    struct proto_section a[2] = { sec("compute", 100000), sec("io", 500) };
+    struct proto_section slow[1] = { sec("compute", 120000) };
+    struct proto_section bad[2] = { sec("a b", 1), sec("compute", 99000) };
+    bool judged[5] = { 1, 0, 1, 1, 1 }, sl[5] = { 1, 1, 0, 1, 1 };
+    int nslow, njudged;
+
+    /* A synchronous job: equal step times, one rank 20% slower inside
+     * its compute section. */
+    rankwin_sections(w, 0, a, 2);
+    is_int((int)rankwin_section_median(w, "compute"), 0,
+        "one rank reported a section: no median");
+    rankwin_sections(w, 1, a, 1);
+    rankwin_sections(w, 2, slow, 1);
+    rankwin_sections(w, 3, bad, 2);
+    is_int((int)w->ranks[3].nsec, 1, "an invalid section name is skipped");
+    is_int((int)rankwin_section_median(w, "compute"), 100000,
+        "the section's median over the ranks that reported it");
+    is_int((int)rankwin_section_median(w, "io"), 0, "io: one rank, none");
+    ok(rankwin_is_straggler(120000, 100000, 1.15),
+        "20%% slower is above a ratio of 1.15");
+    ok(!rankwin_is_straggler(110000, 100000, 1.15), "10%% slower is not");
+    ok(!rankwin_is_straggler(120000, 0, 1.15), "no median judges no one");
+    rankwin_next(w, 10);
+    is_int((int)w->ranks[2].nsec, 0, "the next window starts without");
+    rankwin_destroy(w);
+
+    ok(rankwin_straggling(judged, sl, 5, 3, &nslow, &njudged) && nslow == 3 &&
+            njudged == 4,
+        "slow in 3 of 4 judged windows: straggling (k=3)");
+    ok(!rankwin_straggling(judged, sl, 5, 4, &nslow, &njudged),
+        "... not with k=4");
+    ok(!rankwin_straggling(judged, sl, 2, 3, &nslow, &njudged),
+        "two windows cannot make 3");
+}
+
 int
 main(void)
 {
     plan(NO_PLAN);
     test_window();
+    test_sections();
     test_slow();
     test_persistent();
     return done_testing();

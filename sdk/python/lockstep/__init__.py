@@ -13,6 +13,12 @@ in every rank's environment) this module:
   can ask for every thread's Python stack (it lands on stderr) before a hung
   attempt is torn down. The progress file is created at import (step -1):
   its existence tells the agent that this rank handles SIGUSR1;
+- measures timed sections: `with lockstep.timed("compute"):` adds the
+  time spent inside the block to the section's total of the current step;
+  step() closes the step, and the progress file carries each section's
+  per-step median and p99 over the same window as the step time
+  ("sections"), from which the scheduler finds stragglers
+  (docs/cadence.md "Sections");
 - carries out the job's synchronized cadence (docs/cadence.md): it maps the
   control file (LOCKSTEP_CONTROL_FILE) read-only at import and, on step(n),
   reads its 64-bit generation counter from memory; when a gc or checkpoint
@@ -57,6 +63,7 @@ __all__ = [
     "resume_from",
     "resume_step",
     "step",
+    "timed",
 ]
 
 #: The signal the agent sends for a stack dump (faulthandler is registered
@@ -80,6 +87,14 @@ STEP_WINDOW = 200
 _acks = collections.deque(maxlen=ACKS_MAX)   # [seq, step, duration_ms]
 _step_times = collections.deque(maxlen=STEP_WINDOW)  # us between step()s
 _prev_step_t = None      # time.perf_counter() of the last step()
+
+#: Timed sections kept per rank; more are ignored (one warning).
+SECTIONS_MAX = 16
+#: A section name's longest length, and its characters.
+SECTION_NAME_MAX = 32
+_SECTION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-")
+_sections = {}           # name -> _Section
 
 
 def _env(name):
@@ -125,6 +140,108 @@ def _check_step(n):
     return v
 
 
+class _Section:
+    """One timed section: the time inside it in the current step, and its
+    per-step totals over the last STEP_WINDOW steps (us)."""
+
+    __slots__ = ("acc", "start", "depth", "touched", "times")
+
+    def __init__(self):
+        self.acc = 0.0        # seconds inside, this step (closed entries)
+        self.start = 0.0      # perf_counter of the outermost entry
+        self.depth = 0        # entries open (the same name nested)
+        self.touched = False  # entered in this step
+        self.times = collections.deque(maxlen=STEP_WINDOW)
+
+    def close_step(self, t):
+        """The step ends at t: an open section counts up to t here and
+        the rest of it to the next step."""
+        if self.depth > 0:
+            self.acc += t - self.start
+            self.start = t
+            self.touched = True
+        if self.touched:
+            self.times.append(self.acc * 1e6)
+        self.acc = 0.0
+        self.touched = self.depth > 0
+
+
+class _Timed:
+    """The context manager timed() returns (see there)."""
+
+    __slots__ = ("_sec",)
+
+    def __init__(self, sec):
+        self._sec = sec
+
+    def __enter__(self):
+        sec = self._sec
+        if sec is not None:
+            if sec.depth == 0:
+                sec.start = time.perf_counter()
+            sec.depth += 1
+            sec.touched = True
+        return self
+
+    def __exit__(self, *exc):
+        sec = self._sec
+        if sec is not None and sec.depth > 0:
+            sec.depth -= 1
+            if sec.depth == 0:
+                sec.acc += time.perf_counter() - sec.start
+        return False
+
+
+_UNTIMED = _Timed(None)
+
+
+def timed(name):
+    """A context manager that measures the time this rank spends inside
+    section `name` (1 to 32 letters, digits, '_', '.', ':' or '-';
+    ValueError otherwise) in each step:
+
+        with lockstep.timed("compute"):
+            loss = model(batch).sum(); loss.backward()
+        lockstep.step(n)
+
+    The time inside every entry of the section between two step() calls
+    is summed; step() closes the step (a section open at that moment
+    counts up to it, and the rest to the next step). The progress file
+    carries each section's per-step median, p99 and count over the last
+    200 steps ("sections"); the scheduler compares them across ranks to
+    find straggling nodes (docs/cadence.md "Sections"). Sections of
+    different names may nest or overlap; the same name nested counts its
+    outermost entry only. At most 16 sections per rank: further names are
+    not timed (one warning). Cheap: one clock read on entry and one on
+    exit, no system call. Outside lockstep it times nothing.
+    """
+    if (not isinstance(name, str) or not 0 < len(name) <= SECTION_NAME_MAX
+            or not _SECTION_CHARS.issuperset(name)):
+        raise ValueError("section name must be 1 to %d letters, digits, "
+                         "'_', '.', ':' or '-', got %r"
+                         % (SECTION_NAME_MAX, name))
+    sec = _sections.get(name)
+    if sec is None:
+        if _env("LOCKSTEP_PROGRESS_FILE") is None:
+            return _UNTIMED
+        if len(_sections) >= SECTIONS_MAX:
+            _warn("more than %d timed sections" % SECTIONS_MAX,
+                  "section %r not timed" % name)
+            return _UNTIMED
+        sec = _sections[name] = _Section()
+    return _Timed(sec)
+
+
+def _sections_json():
+    """The "sections" member of the progress record (None: no figures)."""
+    out = {}
+    for name, sec in list(_sections.items()):
+        if sec.times:
+            p50, p99 = _percentiles(sec.times)
+            out[name] = {"p50_us": p50, "p99_us": p99, "n": len(sec.times)}
+    return out or None
+
+
 def _write_progress(n):
     """Replace the progress file with step n (-1: none yet). Caller holds
     _lock."""
@@ -141,6 +258,9 @@ def _write_progress(n):
         p50, p99 = _percentiles(_step_times)
         obj["step_p50_us"] = p50
         obj["step_p99_us"] = p99
+    secs = _sections_json()
+    if secs:
+        obj["sections"] = secs
     rec = json.dumps(obj)
     # Per process: two processes of a rank never share a temporary file.
     tmp = "%s.%d.tmp" % (path, os.getpid())
@@ -332,6 +452,8 @@ def step(n, force=False):
     if _prev_step_t is not None:
         _step_times.append((t - _prev_step_t) * 1e6)
     _prev_step_t = t
+    for sec in _sections.values():
+        sec.close_step(t)
     act = _NOTHING
     if _ctl is not None:
         gen = _u64_at(_ctl, _CTL_OFF_GEN)[0]
@@ -423,7 +545,8 @@ def _cadence_reset():
     _ctl = _ctl_attempt = _ctl_gen = _prev_step_t = None
     _next_due = _NEVER
     _handled_floor = 0
-    for c in (_pending, _handled, _checkpoints, _acks, _step_times):
+    for c in (_pending, _handled, _checkpoints, _acks, _step_times,
+              _sections):
         c.clear()
 
 
