@@ -476,6 +476,7 @@ void cli_print_main_help(const struct cli_cmd *const *cmds, FILE *out);
 extern const struct cli_cmd cli_cmd_submit;
 extern const struct cli_cmd cli_cmd_jobs;
 extern const struct cli_cmd cli_cmd_history;
+extern const struct cli_cmd cli_cmd_events;
 extern const struct cli_cmd cli_cmd_show;
 extern const struct cli_cmd cli_cmd_logs;
 extern const struct cli_cmd cli_cmd_cancel;
