@@ -11,7 +11,9 @@
 -- else counts a try and sets next_ms (exponential backoff). When the
 -- queue is full (alert_queue_max) the oldest row is dropped.
 CREATE TABLE alerts (
-    id         INTEGER PRIMARY KEY,  -- the body's "id": receivers dedupe on it
+    -- the body's "id": never reused (AUTOINCREMENT), so receivers
+    -- may dedupe on it
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
     time_ms    INTEGER NOT NULL,     -- when it was raised
     kind       TEXT NOT NULL,        -- node_excluded node_lost job_failed
     node       TEXT NOT NULL DEFAULT '',
