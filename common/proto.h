@@ -273,6 +273,90 @@ struct proto_job_status {
     size_t ncheckpoints;
 };
 
+/* ---- node health: check results, part of the node report -------------- */
+
+/*
+ * A check's verdict. A check that cannot decide is never PASS: UNKNOWN (it
+ * ran but could not tell), TIMEOUT (it passed its deadline and was killed),
+ * HUNG (it could not be killed: stuck in the kernel; never started again
+ * while stuck), SKIPPED (not applicable here, e.g. GPU checks on a node
+ * without GPUs).
+ */
+enum proto_check_status {
+    PROTO_CHECK_PASS,
+    PROTO_CHECK_WARN,
+    PROTO_CHECK_FAIL,
+    PROTO_CHECK_UNKNOWN,
+    PROTO_CHECK_TIMEOUT,
+    PROTO_CHECK_HUNG,
+    PROTO_CHECK_SKIPPED,
+};
+#define PROTO_CHECK_STATUS_COUNT 7
+
+#define PROTO_CHECK_NAME_MAX 64   /* "gpu", "disk", "kmsg", "site:ib-bw" */
+#define PROTO_CHECK_CODE_MAX 128  /* stable: "gpu.ecc_uncorrectable" */
+#define PROTO_CHECK_SCOPE_MAX 256 /* "node", "gpu:3", "mount:/data" */
+#define PROTO_CHECK_EVIDENCE_MAX 2048
+#define PROTO_CHECK_NUMBERS_MAX 32
+#define PROTO_CHECK_RESULTS_MAX 1024 /* per report */
+
+/* A named figure of a result ("temperature_c": 91). */
+struct proto_check_number {
+    char *name;
+    double value;
+};
+
+/*
+ * One result of one run of one check. A check may yield several results
+ * per run (one per GPU, per mount): (check, code, scope) names a result.
+ */
+struct proto_check_result {
+    char *check; /* the check that produced it */
+    enum proto_check_status status;
+    char *code;     /* stable identifier of what was found */
+    char *scope;    /* what it is about; "node" by default */
+    char *evidence; /* for people; "" when none */
+    int64_t duration_ms;
+    int64_t at_ms;  /* wall clock when the run ended */
+    uint64_t run;   /* the check's run counter (per agent process) */
+    int64_t count;  /* occurrences behind it (kmsg repeats); >= 1 */
+    struct proto_check_number *numbers;
+    size_t nnumbers;
+};
+
+/* A node's health as its agent last saw it: the latest results of every
+ * check. Sent with each node report once the agent has any. */
+struct proto_health {
+    char *boot_id;  /* the kernel's boot id ("" when unknown) */
+    bool full_pass; /* every configured check has finished at least once
+                     * since the agent started */
+    struct proto_check_result *results;
+    size_t nresults;
+};
+
+const char *proto_check_status_str(enum proto_check_status s);
+int proto_check_status_parse(const char *s, enum proto_check_status *out);
+
+/*
+ * One result. With `strict` false (a site check's stdout), only "status"
+ * and "code" are required, "version" is not, and check/run/duration/at
+ * are left as they are for the caller to fill; with `strict` true (inside
+ * a node report) "check" is required too. Unknown fields are refused
+ * either way.
+ */
+int proto_check_result_from_json(const cJSON *json, bool strict,
+    struct proto_check_result *r, struct err *err);
+cJSON *proto_check_result_to_json(const struct proto_check_result *r);
+void proto_check_result_release(struct proto_check_result *r);
+/* Deep copy of src into a zeroed dst. */
+void proto_check_result_copy(struct proto_check_result *dst,
+    const struct proto_check_result *src);
+
+int proto_health_from_json(const cJSON *json, struct proto_health *h,
+    struct err *err);
+cJSON *proto_health_to_json(const struct proto_health *h);
+void proto_health_release(struct proto_health *h);
+
 /* ---- node report: POST /v1/agent/status ------------------------------- */
 
 /* What a node offers: its agent's settings, carried by every report. */
@@ -297,6 +381,7 @@ struct proto_node_report {
     uint64_t gen;
     struct proto_job_status *jobs;
     size_t njobs;
+    struct proto_health *health; /* NULL: the agent sent none */
 };
 
 int proto_node_report_from_json(const cJSON *json,

@@ -346,7 +346,29 @@ proto_node_report_release(struct proto_node_report *rep)
     for (size_t i = 0; i < rep->njobs; i++)
         job_status_release(&rep->jobs[i]);
     free(rep->jobs);
+    if (rep->health) {
+        proto_health_release(rep->health);
+        free(rep->health);
+    }
     memset(rep, 0, sizeof(*rep));
+}
+
+/* The optional "health" object (agents before it send none). */
+static int
+health_from_json(const cJSON *json, struct proto_node_report *rep,
+    struct err *err)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(json, "health");
+    int rc;
+
+    if (h == NULL)
+        return 0;
+    rep->health = xcalloc(1, sizeof(*rep->health));
+    if ((rc = proto_health_from_json(h, rep->health, err)) < 0) {
+        free(rep->health);
+        rep->health = NULL;
+    }
+    return rc;
 }
 
 int
@@ -355,7 +377,7 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
 {
     static const char *const keys[] = { "version", "node", "register",
         "agent_id", "addr", "cpus", "memory_mb", "gpus", "labels", "gen",
-        "jobs", NULL };
+        "jobs", "health", NULL };
     struct proto_resources *res = &rep->res;
     const cJSON *jobs, *item;
     int64_t gen = 0;
@@ -414,6 +436,8 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
             rep->njobs++;
         }
     }
+    if ((rc = health_from_json(json, rep, err)) < 0)
+        goto fail;
     return 0;
 fail:
     proto_node_report_release(rep);
@@ -451,6 +475,8 @@ proto_node_report_to_json(const struct proto_node_report *rep)
             cJSON_AddItemToArray(ranks, rank_status_to_json(&j->ranks[r]));
         cJSON_AddItemToArray(jobs, jo);
     }
+    if (rep->health)
+        cJSON_AddItemToObject(o, "health", proto_health_to_json(rep->health));
     return o;
 }
 

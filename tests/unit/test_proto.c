@@ -669,6 +669,88 @@ test_modex(void)
         "neither data nor error: %s", err.msg);
 }
 
+/* A site check's one result: lenient (no check, no version). */
+static int
+site_result(const cJSON *json, struct proto_check_result *r, struct err *err)
+{
+    return proto_check_result_from_json(json, false, r, err);
+}
+
+/* The "health" object of a node report, and a site check's result. */
+static void
+test_health(void)
+{
+    struct proto_check_number nums[] = { { "temperature_c", 91 },
+        { "ecc_uncorrectable", 2 } };
+    struct proto_check_result res[] = {
+        { .check = "gpu",
+            .status = PROTO_CHECK_FAIL,
+            .code = "gpu.ecc_uncorrectable",
+            .scope = "gpu:3",
+            .evidence = "2 uncorrectable ECC errors",
+            .duration_ms = 120,
+            .at_ms = 1700000000000,
+            .run = 7,
+            .count = 1,
+            .numbers = nums,
+            .nnumbers = 2 },
+        { .check = "disk",
+            .status = PROTO_CHECK_HUNG,
+            .code = "disk.statfs_hung",
+            .scope = "mount:/data",
+            .evidence = "",
+            .count = 1 },
+    };
+    struct proto_health h = { .boot_id = "b-1",
+        .full_pass = true,
+        .results = res,
+        .nresults = 2 },
+                        back;
+    struct proto_check_result r;
+    struct err err;
+    const char *text;
+
+    is_int(ROUND_TRIP(proto_health_to_json, proto_health_from_json, &h, &back,
+               &err),
+        0, "health round trip");
+    ok(back.nresults == 2 && back.full_pass &&
+            strcmp(back.boot_id, "b-1") == 0 &&
+            back.results[0].status == PROTO_CHECK_FAIL &&
+            strcmp(back.results[0].scope, "gpu:3") == 0 &&
+            back.results[0].run == 7 && back.results[0].nnumbers == 2 &&
+            back.results[0].numbers[0].value == 91 &&
+            back.results[1].status == PROTO_CHECK_HUNG &&
+            strcmp(back.results[1].scope, "mount:/data") == 0,
+        "round trip keeps every field");
+    proto_health_release(&back);
+
+    text = "{\"status\":\"WARN\",\"code\":\"ib.rate_low\","
+           "\"evidence\":\"100 Gb/s\",\"numbers\":{\"rate_gbps\":100}}";
+    is_int(FROM_TEXT(site_result, text, &r, &err), 0,
+        "a site check's minimal result");
+    ok(r.check == NULL && strcmp(r.scope, "node") == 0 && r.count == 1 &&
+            r.status == PROTO_CHECK_WARN,
+        "scope defaults to node, count to 1, check left to the agent");
+    proto_check_result_release(&r);
+    text = "{\"status\":\"OK\",\"code\":\"x\"}";
+    ok(REFUSED(site_result, text, &r, &err, "PASS"),
+        "an unknown status names the valid ones: %s", err.msg);
+    text = "{\"status\":\"PASS\",\"code\":\"Bad Code\"}";
+    ok(REFUSED(site_result, text, &r, &err, "code"), "a bad code: %s", err.msg);
+    text = "{\"status\":\"PASS\",\"code\":\"x\",\"numbers\":{\"a\":\"1\"}}";
+    ok(REFUSED(site_result, text, &r, &err, "numbers.a"),
+        "a number that is a string: %s", err.msg);
+    text = "{\"status\":\"PASS\",\"code\":\"x\",\"oops\":1}";
+    ok(REFUSED(site_result, text, &r, &err, "oops"), "an unknown field: %s",
+        err.msg);
+    text = "[1]";
+    ok(REFUSED(site_result, text, &r, &err, "object"), "not an object: %s",
+        err.msg);
+    text = "{\"results\":[{\"status\":\"PASS\",\"code\":\"x\"}]}";
+    ok(REFUSED(proto_health_from_json, text, &back, &err, "check"),
+        "inside a report a result names its check: %s", err.msg);
+}
+
 int
 main(void)
 {
@@ -682,5 +764,6 @@ main(void)
     test_directives();
     test_coll();
     test_modex();
+    test_health();
     return done_testing();
 }
