@@ -7,7 +7,8 @@
  * seen (after=ID) once a second and prints each as it comes, until it is
  * interrupted. --json prints the reply unchanged; with --follow, one JSON
  * object per event per line. --since takes what `lockstep history` takes
- * (cli_parse_since: "10m", "2h", "2026-11-24T10:00").
+ * (cli_parse_since: "10m", "2h", "2026-11-24T10:00",
+ * "2026-11-24T10:00:00Z").
  */
 #include "cli/cli.h"
 
@@ -162,8 +163,9 @@ const struct cli_cmd cli_cmd_events = {
         "  --kind KIND    only events of KIND (node_lost; a pattern:\n"
         "                 'node_*')\n"
         "  --since T      events since T: a duration back from now (10m,\n"
-        "                 2h, 1d12h) or a local date and time (2026-11-24,\n"
-        "                 2026-11-24T10:00)\n"
+        "                 2h, 1d12h), a local date and time (2026-11-24,\n"
+        "                 2026-11-24T10:00) or a UTC time\n"
+        "                 (2026-11-24T10:00:00Z)\n"
         "  --limit N      at most N events, the newest (default 100)\n"
         "  -f, --follow   then print new events as they happen, until\n"
         "                 interrupted\n"
