@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/curlx.h"
 #include "agent/procfs.h"
 #include "agent/resources.h"
 #include "agent/supfile.h"
 #include "common/cred.h"
+#include "common/curlx.h"
 #include "common/xalloc.h"
 
 const struct config_key agentd_config_keys[] = {

@@ -14,7 +14,8 @@
  *   procfs             what /proc says about processes               (*)
  *   supervisor         the ranks of one attempt and their lease      (*)
  *   supervisor_main    lockstep-supervisor                           (*)
- *   curlx resources    HTTP on the loop; what the node offers
+ *   resources          what the node offers (HTTP on the loop is
+ *                      common/curlx, a daemon-only library like uvx)
  *   agentd             the settings and this context
  *   logship            ships the output files registered with it
  *   health_parse       a site check's header, a check's output

@@ -28,7 +28,7 @@
 
 #include "agent/agentd.h"
 #include "agent/backoff.h"
-#include "agent/curlx.h"
+#include "common/curlx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"

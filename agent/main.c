@@ -27,13 +27,13 @@
 #include <uv.h>
 
 #include "agent/agentd.h"
-#include "agent/curlx.h"
 #include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/pmixsrv.h"
 #include "agent/proc.h"
 #include "agent/report.h"
 #include "common/config.h"
+#include "common/curlx.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"

@@ -23,8 +23,8 @@
 #include <pmix.h>
 
 #include "agent/agentd.h"
-#include "agent/curlx.h"
 #include "common/b64.h"
+#include "common/curlx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"

@@ -27,10 +27,10 @@
 
 #include "agent/agentd.h"
 #include "agent/backoff.h"
-#include "agent/curlx.h"
 #include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/proc.h"
+#include "common/curlx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/proto.h"

@@ -454,9 +454,10 @@ bool cli_submit_ckpt_warning(const struct proto_job_spec *spec,
 /* ---- history's --since, apart for unit tests (cmd_history.c) ------------ */
 
 /* A point in time as a person gives it: a duration back from now_ms
- * ("90s", "15m", "2h", "3d", "1w", or several: "1d12h") or a local date
+ * ("90s", "15m", "2h", "3d", "1w", or several: "1d12h"), a local date
  * with an optional time ("2026-11-24", "2026-11-24 10:00",
- * "2026-11-24T10:00:05"). Returns 0 with *out in epoch milliseconds, or
+ * "2026-11-24T10:00:05") or an ISO 8601 UTC time
+ * ("2026-11-24T10:00:05Z"). Returns 0 with *out in epoch milliseconds, or
  * -EINVAL with why (empty on entry) saying what was expected. */
 int cli_parse_since(const char *s, int64_t now_ms, int64_t *out,
     struct sbuf *why);
@@ -476,6 +477,7 @@ void cli_print_main_help(const struct cli_cmd *const *cmds, FILE *out);
 extern const struct cli_cmd cli_cmd_submit;
 extern const struct cli_cmd cli_cmd_jobs;
 extern const struct cli_cmd cli_cmd_history;
+extern const struct cli_cmd cli_cmd_events;
 extern const struct cli_cmd cli_cmd_show;
 extern const struct cli_cmd cli_cmd_logs;
 extern const struct cli_cmd cli_cmd_cancel;

@@ -5,8 +5,9 @@
  * (SUCCEEDED, FAILED, CANCELLED), newest first, each with its times, its
  * attempts, why it ended and its goodput (ETTR: productive time over wall
  * time, docs/fault-tolerance.md). --since takes a duration back from now
- * ("2h", "1d12h") or a local date and time ("2026-11-24",
- * "2026-11-24 10:00", "2026-11-24T10:00:05"); cli_parse_since reads it.
+ * ("2h", "1d12h"), a local date and time ("2026-11-24",
+ * "2026-11-24 10:00", "2026-11-24T10:00:05") or a UTC time
+ * ("2026-11-24T10:00:05Z"); cli_parse_since reads it.
  */
 #include "cli/cli.h"
 
@@ -67,6 +68,21 @@ since_duration(const char *s)
     return total;
 }
 
+/* An ISO 8601 time in UTC ("2026-11-24T10:00:05Z", as the scheduler's
+ * JSON and webhook write them): its epoch milliseconds, or -1. */
+static int64_t
+since_utc(const char *s)
+{
+    struct tm tm;
+    const char *end;
+
+    memset(&tm, 0, sizeof(tm));
+    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == NULL || strcmp(end, "Z") != 0)
+        return -1;
+    return (int64_t)timegm(&tm) * 1000;
+}
+
 /* A local date, with a time of day or not: its epoch milliseconds, or -1
  * when s is none of the forms. */
 static int64_t
@@ -102,14 +118,15 @@ cli_parse_since(const char *s, int64_t now_ms, int64_t *out, struct sbuf *why)
         *out = now_ms - v > 1 ? now_ms - v : 1;
         return 0;
     }
-    if ((v = since_time(s)) > 0) {
+    if ((v = since_utc(s)) > 0 || (v = since_time(s)) > 0) {
         *out = v;
         return 0;
     }
     sbuf_addf(why,
         "invalid --since '%s': expected a duration back from now (30m, 2h, "
-        "1d12h, 1w) or a local date and time (2026-11-24, "
-        "2026-11-24 10:00, 2026-11-24T10:00:05)",
+        "1d12h, 1w), a local date and time (2026-11-24, "
+        "2026-11-24 10:00, 2026-11-24T10:00:05) or a UTC time "
+        "(2026-11-24T10:00:05Z)",
         s);
     return -EINVAL;
 }
@@ -243,8 +260,9 @@ const struct cli_cmd cli_cmd_history = {
         "                        [--name NAME] [--limit N] [--json]\n"
         "\n"
         "  --since T      jobs that ended since T: a duration back from now\n"
-        "                 (30m, 2h, 1d12h, 1w) or a local date and time\n"
-        "                 (2026-11-24, 2026-11-24 10:00)\n"
+        "                 (30m, 2h, 1d12h, 1w), a local date and time\n"
+        "                 (2026-11-24, 2026-11-24 10:00) or a UTC time\n"
+        "                 (2026-11-24T10:00:00Z)\n"
         "  --user USER    only USER's jobs (operators see everyone's)\n"
         "  --state STATE  only SUCCEEDED, FAILED or CANCELLED jobs\n"
         "  --name NAME    only jobs named NAME\n"

@@ -17,16 +17,19 @@
 #include "scheduler/api_logs.h"
 #include "scheduler/api_modex.h"
 #include "scheduler/api_nodes.h"
+#include "scheduler/api_obs.h"
 #include "scheduler/api_req.h"
 #include "scheduler/api_stats.h"
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
+#include "scheduler/obs.h"
 
 enum api_route_flags {
     API_PUBLIC = (1 << 0),    /* no credential */
     API_AGENT = (1 << 1),     /* an agent's credential */
     API_OPERATOR = (1 << 2),  /* a user with the operator role */
     API_AGENT_TOO = (1 << 3), /* a user's or an agent's credential */
+    API_METRICS = (1 << 4),   /* public unless metrics_token_required */
 };
 
 struct api_route {
@@ -38,6 +41,8 @@ struct api_route {
 
 static const struct api_route api_routes[] = {
     { "GET", "/v1/health", api_health_get, API_PUBLIC },
+    { "GET", "/metrics", api_metrics_get, API_METRICS },
+    { "GET", "/v1/events", api_events_list, 0 },
     { "GET", "/v1/whoami", api_whoami_get, 0 },
     { "POST", "/v1/tokens", api_tokens_create, API_OPERATOR },
     { "POST", "/v1/jobs", api_jobs_submit, 0 },
@@ -135,12 +140,16 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
         ((route->flags & API_AGENT_TOO) && req->authorization &&
             strncmp(req->authorization, "Agent ", 6) == 0))
         rc = auth_agent(sd, req, &r->who, err);
-    else if (route->flags & API_PUBLIC)
+    else if ((route->flags & API_PUBLIC) ||
+             ((route->flags & API_METRICS) && !sd->metrics_token_required))
         rc = 0;
     else
         rc = auth_user(sd, req, &r->who, err);
-    if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator)
-        rc = err_set(err, -EPERM, "this needs the operator role");
+    if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator) {
+        /* Every refused attempt is recorded (an event, and counted). */
+        if ((rc = api_obs_refused(sd, r)) == 0)
+            rc = err_set(err, -EPERM, "this needs the operator role");
+    }
     return rc;
 }
 
@@ -153,13 +162,17 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     struct api_req r = { .api = api, .http = req };
     struct err err;
     char segment[256];
+    uint64_t t0 = uv_hrtime();
     int rc;
 
     err_clear(&err);
     /* Every reply waits for the iteration's commit (api_req.h). */
     resp->durable = true;
-    if ((route = api_route_find(req, resp, segment, sizeof(segment))) == NULL)
+    if ((route = api_route_find(req, resp, segment, sizeof(segment))) == NULL) {
+        obs_request(sd->obs, req->method, NULL,
+            (double)(uv_hrtime() - t0) / 1e9);
         return;
+    }
     if (!schedd_available(sd)) {
         http_resp_error(resp, 503, "unavailable",
             "the scheduler is reloading its state; retry");
@@ -168,6 +181,8 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     r.arg = segment[0] ? segment : NULL;
     if ((rc = api_authenticate(sd, route, &r, &err)) == 0)
         rc = route->handler(sd, &r, resp, &err);
+    obs_request(sd->obs, route->method, route->path,
+        (double)(uv_hrtime() - t0) / 1e9);
     if (rc == 0)
         return;
     /* A handler that wrote to the database and then failed leaves the

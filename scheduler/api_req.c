@@ -242,10 +242,9 @@ api_req_job_load(struct schedd *sd, const struct api_req *r, int64_t id,
     return 0;
 }
 
-static int
-event_add(const struct db_event *ev, void *arg)
+cJSON *
+api_req_event_json(const struct db_event *ev)
 {
-    cJSON *arr = arg;
     cJSON *o = cJSON_CreateObject();
     cJSON *detail = cJSON_Parse(ev->detail);
 
@@ -255,7 +254,13 @@ event_add(const struct db_event *ev, void *arg)
     jsonx_add_str(o, "subject", ev->subject);
     jsonx_add_str(o, "kind", ev->kind);
     cJSON_AddItemToObject(o, "detail", detail ? detail : cJSON_CreateObject());
-    cJSON_AddItemToArray(arr, o);
+    return o;
+}
+
+static int
+event_add(const struct db_event *ev, void *arg)
+{
+    cJSON_AddItemToArray(arg, api_req_event_json(ev));
     return 0;
 }
 

@@ -95,6 +95,10 @@ bool api_req_may_see(const struct api_req *r, const char *owner);
 int api_req_job_load(struct schedd *sd, const struct api_req *r, int64_t id,
     struct job **out, struct err *err);
 
+/* One event as the API shows it: {id, time_ms, actor, subject, kind,
+ * detail}. */
+struct db_event;
+cJSON *api_req_event_json(const struct db_event *ev);
 /* The newest `limit` events of subject as a JSON array; *rc: 0 or a
  * negative errno. */
 cJSON *api_req_events(struct schedd *sd, const char *subject, int limit,

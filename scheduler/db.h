@@ -327,6 +327,57 @@ typedef int db_event_fn(const struct db_event *ev, void *arg);
 int db_events_foreach(struct db *db, const char *subject, int limit,
     db_event_fn *fn, void *arg);
 
+/* What GET /v1/events selects: NULL / 0 fields do not filter. */
+struct db_event_filter {
+    const char *subject; /* "node/n1", "job/12" */
+    const char *kind;    /* a GLOB pattern: "node_lost", "node_*" */
+    int64_t since_ms;    /* time_ms >= since_ms */
+    int64_t after_id;    /* > 0: id > after_id, oldest first (follow) */
+    int limit;           /* at most this many */
+};
+/* The events that match f in id order: with f->after_id the oldest ones
+ * after it, else the newest `limit`. */
+int db_events_query(struct db *db, const struct db_event_filter *f,
+    db_event_fn *fn, void *arg);
+/* Delete at most `max` events older than before_ms (retention); *n: how
+ * many went. */
+int db_events_prune(struct db *db, int64_t before_ms, int max, int64_t *n);
+
+/* ---- the alert queue (db_obs.c) ----------------------------------------- */
+
+struct db_alert {
+    int64_t id;
+    int64_t time_ms;
+    char *kind;     /* owned when read by db_alert_oldest (db_alert_free) */
+    char *node;     /* "" none */
+    int64_t job_id; /* 0 none */
+    char *reason;
+    int tries;
+    int64_t next_ms; /* not before, wall clock */
+    char *last_error;
+};
+/* Queue a (kind, node, job_id, reason, time_ms); *id (may be NULL): its
+ * id. */
+int db_alert_insert(struct db *db, const struct db_alert *a, int64_t *id);
+int db_alert_count(struct db *db, int64_t *n);
+/* The oldest queued alert into *out (free with db_alert_free); -ENOENT
+ * when the queue is empty. */
+int db_alert_oldest(struct db *db, struct db_alert *out);
+void db_alert_free(struct db_alert *a);
+/* A failed try: its count, when the next may be, what went wrong. */
+int db_alert_retry(struct db *db, int64_t id, int tries, int64_t next_ms,
+    const char *error);
+/* Delivered (or dropped): the row goes. */
+int db_alert_delete(struct db *db, int64_t id);
+
+/* ---- counts for /metrics (db_obs.c) ------------------------------------- */
+
+/* One group: its state, how many rows, and (jobs) their restarts. */
+typedef int db_count_fn(const char *state, int64_t n, int64_t restarts,
+    void *arg);
+int db_jobs_count_by_state(struct db *db, db_count_fn *fn, void *arg);
+int db_attempts_count_by_state(struct db *db, db_count_fn *fn, void *arg);
+
 /* ---- tokens ------------------------------------------------------------- */
 
 int db_token_insert(struct db *db, const char *hash, const char *user,

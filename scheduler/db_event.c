@@ -1,10 +1,10 @@
 /*
  * db_event.c - the store's event log and API tokens
  *
- * Events are the append-only audit log of what happened to a job or a
- * node, with who did it and why; a state change and its event commit in
- * the same transaction. Tokens are kept by hash only, with the user and
- * role they stand for.
+ * Events are the audit log (append-only; pruned by age, event_retention_days)
+ * of what happened to a job or a node, with who did it and why; a state change
+ * and its event commit in the same transaction. Tokens are kept by hash only,
+ * with the user and role they stand for.
  */
 #include "scheduler/db.h"
 #include "scheduler/db_int.h"
@@ -56,6 +56,45 @@ db_events_foreach(struct db *db, const char *subject, int limit,
         DB_TEXT(subject), DB_INT(limit));
 }
 
+/* ?1 subject, ?2 kind (GLOB), ?3 since_ms, ?4 after_id, ?5 limit. */
+#define EVENTS_WHERE                                                           \
+    "WHERE (?1 IS NULL OR subject = ?1) AND (?2 IS NULL OR kind GLOB ?2) "     \
+    "AND time_ms >= ?3 AND id > ?4 "
+
+static const char sql_events_recent[] =
+    "SELECT * FROM (SELECT id, time_ms, actor, subject, kind, detail "
+    "FROM events " EVENTS_WHERE "ORDER BY id DESC LIMIT ?5) ORDER BY id";
+
+static const char sql_events_after[] =
+    "SELECT id, time_ms, actor, subject, kind, detail FROM events " EVENTS_WHERE
+    "ORDER BY id LIMIT ?5";
+
+int
+db_events_query(struct db *db, const struct db_event_filter *f, db_event_fn *fn,
+    void *arg)
+{
+    struct db_walk w = { .fn.event = fn, .arg = arg };
+
+    return DB_ROWS(db, f->after_id > 0 ? db->events_after : db->events_recent,
+        "events query", event_row, &w, DB_OPT_TEXT(f->subject),
+        DB_OPT_TEXT(f->kind), DB_INT(f->since_ms), DB_INT(f->after_id),
+        DB_INT(f->limit));
+}
+
+static const char sql_events_prune[] =
+    "DELETE FROM events WHERE id IN (SELECT id FROM events "
+    "WHERE time_ms < ?1 LIMIT ?2)";
+
+int
+db_events_prune(struct db *db, int64_t before_ms, int max, int64_t *n)
+{
+    int rc = DB_WRITE(db, db->events_prune, "events prune", DB_INT(before_ms),
+        DB_INT(max));
+
+    *n = rc == 0 ? sqlite3_changes(db->sq) : 0;
+    return rc;
+}
+
 /* ---- tokens ------------------------------------------------------------- */
 
 static const char sql_token_insert[] =
@@ -100,6 +139,9 @@ db_token_lookup(struct db *db, const char *hash, char **user, char **role)
 const struct db_stmt_def db_event_stmts[] = {
     DB_STMT(event_insert),
     DB_STMT(events_subject),
+    DB_STMT(events_recent),
+    DB_STMT(events_after),
+    DB_STMT(events_prune),
     DB_STMT(token_insert),
     DB_STMT(token_lookup),
     DB_STMT_END,

@@ -17,6 +17,7 @@
  *   db_blame.c    blame put on nodes, and its withdrawal
  *   db_history.c  failure history (crash loops) and goodput rows
  *   db_event.c    the event log and API tokens
+ *   db_obs.c      the alert queue and the counts behind /metrics
  *   db_migrate.c  schema migrations (needs none of this header)
  *
  * Only these files include sqlite3.h, and each does so itself: this header
@@ -119,6 +120,17 @@ struct db {
     struct sqlite3_stmt *events_subject;
     struct sqlite3_stmt *token_insert;
     struct sqlite3_stmt *token_lookup;
+    struct sqlite3_stmt *events_recent;
+    struct sqlite3_stmt *events_after;
+    struct sqlite3_stmt *events_prune;
+    /* db_obs.c */
+    struct sqlite3_stmt *alert_insert;
+    struct sqlite3_stmt *alert_count;
+    struct sqlite3_stmt *alert_oldest;
+    struct sqlite3_stmt *alert_retry;
+    struct sqlite3_stmt *alert_delete;
+    struct sqlite3_stmt *jobs_by_state;
+    struct sqlite3_stmt *attempts_by_state;
 };
 
 /* ---- the statement table ------------------------------------------------ */
@@ -148,6 +160,7 @@ extern const struct db_stmt_def db_stats_stmts[];
 extern const struct db_stmt_def db_blame_stmts[];
 extern const struct db_stmt_def db_history_stmts[];
 extern const struct db_stmt_def db_event_stmts[];
+extern const struct db_stmt_def db_obs_stmts[];
 
 /* ---- errors and stepping (db.c) ----------------------------------------- */
 

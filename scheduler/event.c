@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/alerts.h"
 #include "scheduler/db.h"
 
 /* "job_placed", "node_up", ...: prefix + the state in lowercase. */
@@ -164,6 +165,8 @@ event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
     log_info("job=%lld attempt=%d %s -> %s%s%s", (long long)job->id,
         job->attempt, proto_job_state_str(from), proto_job_state_str(to),
         job->reason[0] ? ": " : "", job->reason);
+    if (to == PROTO_JOB_FAILED && rc == 0)
+        rc = alerts_job_failed(sd, job, job->reason);
     if (proto_job_state_finished(to))
         event_job_finish(sd, job);
     else if (to == PROTO_JOB_RESTARTING || to == PROTO_JOB_PENDING)

@@ -24,11 +24,13 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api.h"
+#include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
 #include "scheduler/sched_pass.h"
 #include "scheduler/schedd.h"
 #include "scheduler/tick.h"
+#include "scheduler/webhook.h"
 #include "version.h"
 
 #define EX_CONFIG 78
@@ -94,6 +96,22 @@ static const struct config_key lockstepd_keys[] = {
     { "sched_policy", CONFIG_STR, "fifo", 0, 0,
         "the scheduling policy: fifo (priority, then submission order; "
         "best fit) or spread (the same order; emptiest nodes first)" },
+    { "metrics_token_required", CONFIG_BOOL, "false", 0, 0,
+        "GET /metrics asks for a token like any API route (default: no "
+        "credential, so a Prometheus can scrape it)" },
+    { "alert_webhook_url", CONFIG_STR, "", 0, 0,
+        "alerts (node excluded, node lost, job failed) are POSTed here as "
+        "JSON; empty: no alerts" },
+    { "alert_webhook_timeout_ms", CONFIG_INT, "5000", 100, 600000,
+        "bound on one webhook request" },
+    { "alert_queue_max", CONFIG_INT, "1000", 1, 1000000,
+        "alerts kept for delivery; a new one on a full queue drops the "
+        "oldest" },
+    { "alert_backoff_max_ms", CONFIG_INT, "300000", 1000, 86400000,
+        "the cap of the delay between webhook tries (1 s, doubled per "
+        "failed try)" },
+    { "event_retention_days", CONFIG_INT, "30", 0, 36500,
+        "events older than this are deleted (0: kept forever)" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
 
@@ -106,6 +124,8 @@ struct lockstepd {
     struct pass *pass;
     struct tick *tick;
     struct api *api;
+    struct obs *obs;
+    struct webhook *webhook;
     bool stopping;
 };
 
@@ -179,6 +199,27 @@ straggler_ratio_parse(const char *v, double *out, struct err *err)
         return err_set(err, -EINVAL,
             "straggler_ratio '%s': must be a number from 1.01 to 10", v);
     *out = d;
+    return 0;
+}
+
+/* The keys of what on-call observes (alerts, metrics, events). */
+static int
+conf_observe(const struct config *cfg, struct schedd_opts *o, struct err *err)
+{
+    char *server = NULL, *path = NULL;
+
+    o->metrics_token_required = config_bool(cfg, "metrics_token_required");
+    o->alert_webhook_url = config_str(cfg, "alert_webhook_url");
+    o->alert_webhook_timeout_ms = (int)config_int(cfg,
+        "alert_webhook_timeout_ms");
+    o->alert_queue_max = (int)config_int(cfg, "alert_queue_max");
+    o->alert_backoff_max_ms = (int)config_int(cfg, "alert_backoff_max_ms");
+    o->event_retention_days = (int)config_int(cfg, "event_retention_days");
+    if (o->alert_webhook_url[0] &&
+        webhook_split_url(o->alert_webhook_url, &server, &path, err) < 0)
+        return -EINVAL;
+    free(server);
+    free(path);
     return 0;
 }
 
@@ -259,6 +300,8 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "blame_hardware_signals: '%s' is not a signal "
             "(a name such as SIGBUS or BUS, or a number 1..63)",
             bad);
+    if ((rc = conf_observe(cfg, o, err)) < 0)
+        return rc;
     o->sched_policy = config_str(cfg, "sched_policy");
     if (sched_policy_find(o->sched_policy) == NULL)
         return err_set(err, -EINVAL,
@@ -293,6 +336,10 @@ lockstepd_shutdown(struct lockstepd *d)
     uv_close((uv_handle_t *)&d->sigint, signal_closed_cb);
     tick_destroy(d->tick);
     d->tick = NULL;
+    webhook_destroy(d->webhook);
+    d->webhook = d->sd->webhook = NULL;
+    obs_destroy(d->obs);
+    d->obs = NULL;
     pass_destroy(d->pass);
     d->pass = NULL;
     schedd_stop(d->sd, NULL);
@@ -397,6 +444,11 @@ lockstepd_start(struct lockstepd *d, const struct lockstepd_conf *conf,
         return err->code ? err->code : -EINVAL;
     if ((rc = schedd_start(d->sd, err)) < 0)
         return rc;
+    if ((d->obs = obs_create(d->sd, err)) == NULL)
+        return err->code ? err->code : -EIO;
+    d->webhook = d->sd->webhook = webhook_create(d->sd, err);
+    if (d->webhook == NULL && d->sd->alert_url)
+        return err->code ? err->code : -EIO;
     d->api = api_create(d->sd, &conf->opts, err);
     if (d->api == NULL)
         return err->code ? err->code : -EIO;

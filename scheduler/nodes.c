@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/alerts.h"
 #include "scheduler/blame.h"
 #include "scheduler/db.h"
 #include "scheduler/event.h"
@@ -240,6 +241,8 @@ nodes_lost(struct schedd *sd, struct node *node)
     node->lost = true;
     c.why = why;
     rc = event_node(sd, node, &c);
+    if (rc == 0)
+        rc = alerts_node_lost(sd, node, why);
     for (size_t i = 0; i < node->nholds && rc == 0; i++) {
         struct placement *p = node->holds[i];
 

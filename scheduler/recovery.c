@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/alerts.h"
 #include "scheduler/blame.h"
 #include "scheduler/db.h"
 #include "scheduler/event.h"
@@ -449,6 +450,7 @@ exclude_mark(struct schedd *sd, struct node *node, const char *actor,
         .why = reason,
         .kind = "node_excluded",
     };
+    int rc;
 
     if (evidence) {
         c.extra = cJSON_CreateObject();
@@ -458,7 +460,8 @@ exclude_mark(struct schedd *sd, struct node *node, const char *actor,
     free(node->health_reason);
     node->health_reason = xstrdup(reason);
     log_notice("node=%s excluded: %s", node->name, reason);
-    return event_node(sd, node, &c);
+    rc = event_node(sd, node, &c);
+    return rc < 0 ? rc : alerts_node_excluded(sd, node, reason);
 }
 
 /* Whether an exclusion that blame_check queued (its reason says so) is

@@ -393,7 +393,15 @@ schedd_commit(struct schedd *sd)
             uv_timer_start(&sd->reload_timer, schedd_reload_cb, 0, 0);
         return -EIO;
     }
-    rc = db_txn_commit(sd->db);
+    if (db_txn_is_open(sd->db)) {
+        uint64_t t0 = uv_hrtime();
+
+        rc = db_txn_commit(sd->db);
+        metrics_hist_observe(&sd->commit_hist,
+            (double)(uv_hrtime() - t0) / 1e9);
+    } else {
+        rc = db_txn_commit(sd->db);
+    }
     if (rc < 0) {
         log_error("cannot commit to the database: %s", strerror(-rc));
         sd->failed = true;
@@ -479,6 +487,15 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->straggler_windows = opts->straggler_windows;
     sd->policy = opts->policy;
     sd->started_ms = timeid_now_ms();
+    if (opts->alert_webhook_url && opts->alert_webhook_url[0])
+        sd->alert_url = xstrdup(opts->alert_webhook_url);
+    sd->alert_timeout_ms = opts->alert_webhook_timeout_ms;
+    sd->alert_queue_max = opts->alert_queue_max;
+    sd->alert_backoff_max_ms = opts->alert_backoff_max_ms;
+    sd->event_retention_days = opts->event_retention_days;
+    sd->metrics_token_required = opts->metrics_token_required;
+    metrics_hist_init(&sd->commit_hist, metrics_latency_bounds,
+        metrics_latency_nbounds);
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
     schedd_parse_operators(sd, opts->operators);
 }
@@ -566,6 +583,7 @@ schedd_destroy(struct schedd *sd)
     free(sd->operators);
     portpool_release(&sd->ports);
     free(sd->state_dir);
+    free(sd->alert_url);
     if (sd->secret)
         explicit_bzero(sd->secret, sd->secret_len);
     free(sd->secret);

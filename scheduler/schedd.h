@@ -40,15 +40,18 @@
 #include "common/err.h"
 #include "scheduler/attempt.h"
 #include "scheduler/job.h"
+#include "scheduler/metrics.h"
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
 #include "scheduler/portpool.h"
 
 struct db;
 struct logstore;
+struct obs;
 struct pass;
 struct recovery;
 struct schedd;
+struct webhook;
 
 #define SCHEDD_ACTOR "scheduler"
 
@@ -75,6 +78,13 @@ struct schedd_opts {
     int straggler_windows;
     const char *sched_policy; /* a scheduling policy's name */
     struct policy_config policy;
+    /* What on-call observes (alerts.h, obs.h, webhook.h). */
+    const char *alert_webhook_url; /* NULL or "": alerts off */
+    int alert_webhook_timeout_ms;
+    int alert_queue_max;
+    int alert_backoff_max_ms;
+    int event_retention_days; /* 0: keep events forever */
+    bool metrics_token_required;
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -100,9 +110,12 @@ struct schedd_hooks {
      * iteration's transaction. */
     void (*straggler)(struct schedd *sd, struct node *node,
         const cJSON *evidence, void *arg);
+    /* An alert was queued (alerts.h): deliver it once committed. */
+    void (*alert_queued)(struct schedd *sd, void *arg);
     void *arg;
     void *sched_arg;
     void *straggler_arg;
+    void *alert_arg;
 };
 
 struct schedd {
@@ -125,7 +138,17 @@ struct schedd {
     int straggler_windows;
     struct policy_config policy;
     int64_t started_ms; /* wall clock at start-up */
-    int lock_fd;        /* flock on state_dir/lockstepd.lock */
+    /* What on-call observes (alerts.h, obs.h, webhook.h). */
+    char *alert_url; /* NULL: alerts off */
+    int alert_timeout_ms;
+    int alert_queue_max;
+    int alert_backoff_max_ms;
+    int event_retention_days;
+    bool metrics_token_required;
+    uint64_t alerts_raised;          /* queued since start-up */
+    uint64_t alerts_dropped;         /* dropped from a full queue */
+    struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
+    int lock_fd;                     /* flock on state_dir/lockstepd.lock */
 
     struct db *db;
     struct logstore *logs;
@@ -140,6 +163,8 @@ struct schedd {
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
     struct recovery *recovery;
+    struct obs *obs;
+    struct webhook *webhook;
     struct schedd_hooks hooks;
 
     /* Handles (embedded; closed by schedd_stop). */

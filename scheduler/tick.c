@@ -11,6 +11,7 @@
 #include "common/xalloc.h"
 #include "scheduler/cadences.h"
 #include "scheduler/nodes.h"
+#include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
@@ -44,6 +45,7 @@ tick_cb(uv_timer_t *timer)
     rankstats_tick(sd);
     planned_tick(sd);
     recovery_blame_tick(sd);
+    obs_tick(sd, mono);
     if (sd->pass)
         pass_tick(sd->pass, timeid_now_ms());
 }

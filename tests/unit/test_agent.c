@@ -24,7 +24,6 @@
 
 #include "agent/agentd.h"
 #include "agent/backoff.h"
-#include "agent/curlx.h"
 #include "agent/mkdirp.h"
 #include "agent/proc.h"
 #include "agent/proc_ckpt.h"
@@ -35,6 +34,7 @@
 #include "agent/rmtree.h"
 #include "agent/supfile.h"
 #include "agent/tail.h"
+#include "common/curlx.h"
 #include "common/log.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"

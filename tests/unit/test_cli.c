@@ -751,6 +751,11 @@ test_cmd_entries(void)
             strcmp(why.buf, "unexpected argument '2'") == 0,
         "show refuses a second job");
     sbuf_reset(&why);
+    sbuf_reset(&why);
+    ok(cli_parse_opts(&cli_cmd_events, 2, ARGV("n1"), NULL, &a, &why) < 0 &&
+            strstr(why.buf, "n1") != NULL,
+        "events takes no operand: %s", why.buf);
+    sbuf_reset(&why);
     ok(cli_parse_opts(&cli_cmd_nodes, 2, ARGV("n1"), NULL, &a, &why) < 0 &&
             strcmp(why.buf, "unexpected argument 'n1' (for one node: "
                             "lockstep node NAME)") == 0,
@@ -979,6 +984,9 @@ test_since(void)
     is_int(cli_parse_since("2026-11-24 10:05", now, &v, &why), 0,
         "without seconds");
     is_int(v, (int64_t)mktime(&tm) * 1000, "is on the minute");
+    is_int(cli_parse_since("2025-11-24T16:00:00Z", now, &v, &why), 0,
+        "an ISO time in UTC");
+    is_int(v, now, "is that UTC time");
     for (size_t i = 0; bad[i]; i++) {
         sbuf_reset(&why);
         ok(cli_parse_since(bad[i], now, &v, &why) == -EINVAL &&

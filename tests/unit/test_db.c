@@ -574,6 +574,130 @@ test_walks(void)
     db_close(db);
 }
 
+/* The ids an events query returned, in order. */
+struct ids_seen {
+    int n;
+    int64_t id[16];
+};
+
+static int
+walk_ids(const struct db_event *ev, void *arg)
+{
+    struct ids_seen *s = arg;
+
+    if (s->n < 16)
+        s->id[s->n] = ev->id;
+    s->n++;
+    return 0;
+}
+
+/* GET /v1/events' query: subject, kind pattern, time, follow, limit, in id
+ * order; the retention's prune. */
+static void
+test_events_query(void)
+{
+    struct db *db = open_checked("open for the events query");
+    struct db_event_filter f = { .limit = 100 };
+    struct ids_seen s;
+    int64_t first = 0, n = 0;
+
+    if (db == NULL)
+        return;
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "query everything");
+    first = s.n > 0 ? s.id[s.n - 1] : 0; /* the newest so far */
+    is_int(db_event_insert(db, 1000, "scheduler", "node/q1", "node_lost", NULL),
+        0, "event a");
+    is_int(
+        db_event_insert(db, 2000, "alice", "node/q1", "request_refused", NULL),
+        0, "event b");
+    is_int(db_event_insert(db, 3000, "scheduler", "job/77", "job_failed", NULL),
+        0, "event c");
+    is_int(db_event_insert(db, 4000, "scheduler", "node/q2", "node_up", NULL),
+        0, "event d");
+    f = (struct db_event_filter){ .subject = "node/q1", .limit = 100 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "by subject");
+    ok(s.n == 2 && s.id[0] == first + 1 && s.id[1] == first + 2,
+        "a node's events, oldest first");
+    f = (struct db_event_filter){ .kind = "node_*",
+        .after_id = first,
+        .limit = 100 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "by kind pattern");
+    ok(s.n == 2 && s.id[0] == first + 1 && s.id[1] == first + 4,
+        "node_* matches node_lost and node_up, not the others");
+    f = (struct db_event_filter){ .since_ms = 2500,
+        .after_id = first,
+        .limit = 100 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "since");
+    is_int(s.n, 2, "the events at or after since");
+    f = (struct db_event_filter){ .after_id = first + 1, .limit = 2 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "follow");
+    ok(s.n == 2 && s.id[0] == first + 2 && s.id[1] == first + 3,
+        "after: the oldest `limit` after the id");
+    f = (struct db_event_filter){ .limit = 2 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "newest");
+    ok(s.n == 2 && s.id[0] == first + 3 && s.id[1] == first + 4,
+        "without after: the newest `limit`, in id order");
+    is_int(db_events_prune(db, 2500, 1, &n), 0, "prune a batch of one");
+    is_int((int)n, 1, "one went");
+    is_int(db_events_prune(db, 2500, 100, &n), 0, "prune the rest");
+    ok(n >= 1, "the others older than the cut went");
+    f = (struct db_event_filter){ .after_id = first, .limit = 100 };
+    memset(&s, 0, sizeof(s));
+    is_int(db_events_query(db, &f, walk_ids, &s), 0, "after the prune");
+    ok(s.n == 2 && s.id[0] == first + 3, "the newer events stay");
+    is_int(db_txn_commit(db), 0, "commit");
+    db_close(db);
+}
+
+/* The alert queue: oldest first, retries kept, ids never reused. */
+static void
+test_alerts(void)
+{
+    struct db *db = open_checked("open for the alert queue");
+    struct db_alert a = { .time_ms = 5,
+        .kind = "node_lost",
+        .node = "n1",
+        .reason = "no status" };
+    struct db_alert got;
+    int64_t id1 = 0, id2 = 0, n = -1;
+
+    if (db == NULL)
+        return;
+    is_int(db_alert_oldest(db, &got), -ENOENT, "an empty queue");
+    is_int(db_alert_insert(db, &a, &id1), 0, "queue one");
+    a.kind = "job_failed";
+    a.node = "";
+    a.job_id = 12;
+    is_int(db_alert_insert(db, &a, &id2), 0, "queue another");
+    ok(id2 > id1, "ids grow");
+    is_int(db_alert_count(db, &n), 0, "count");
+    is_int((int)n, 2, "two queued");
+    is_int(db_alert_retry(db, id1, 1, 999, "connection refused"), 0,
+        "a failed try");
+    is_int(db_alert_oldest(db, &got), 0, "the oldest");
+    ok(got.id == id1 && strcmp(got.kind, "node_lost") == 0 &&
+            strcmp(got.node, "n1") == 0 && got.tries == 1 &&
+            got.next_ms == 999 &&
+            strcmp(got.last_error, "connection refused") == 0,
+        "is the first, with its try");
+    db_alert_free(&got);
+    is_int(db_alert_delete(db, id1), 0, "delivered");
+    is_int(db_alert_delete(db, id2), 0, "delivered too");
+    is_int(db_alert_insert(db, &a, &id1), 0, "queue a third");
+    ok(id1 > id2, "an emptied queue never hands an id out again");
+    is_int(db_alert_oldest(db, &got), 0, "read it");
+    ok(got.job_id == 12 && got.node[0] == '\0', "a job's alert, no node");
+    db_alert_free(&got);
+    is_int(db_txn_commit(db), 0, "commit");
+    db_close(db);
+}
+
 /* Rows seen by a rank-stats walk. */
 struct stat_seen {
     int rows;
@@ -838,6 +962,8 @@ main(void)
     test_fresh();
     test_fault_tolerance();
     test_walks();
+    test_events_query();
+    test_alerts();
     test_rank_stats();
     test_rank_sections();
     test_history_and_remove();

@@ -1,5 +1,5 @@
 /*
- * curlx.c - libcurl's multi interface driven by the agent's libuv loop
+ * curlx.c - libcurl's multi interface driven by a daemon's libuv loop
  *
  * The shape is curl's docs/examples/multi-uv.c: curl's socket callback
  * starts, changes or stops one uv_poll_t per socket it wants watched, its
@@ -12,7 +12,7 @@
  * Sockets are opened with SOCK_CLOEXEC (CURLOPT_OPENSOCKETFUNCTION) so the
  * ranks the agent spawns never inherit a connection to the scheduler.
  */
-#include "agent/curlx.h"
+#include "common/curlx.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,5 +1,6 @@
 /*
- * curlx.h - HTTP requests to the scheduler on the agent's libuv loop
+ * curlx.h - HTTP requests on a daemon's libuv loop (the agent's link to
+ * the scheduler, the scheduler's alert webhook)
  *
  * libcurl's multi interface driven by the loop (curl's docs/examples/
  * multi-uv.c): curl tells us which sockets to watch (one uv_poll_t each)
@@ -12,8 +13,8 @@
  *
  * Everything here runs on the loop thread.
  */
-#ifndef AGENT_CURLX_H
-#define AGENT_CURLX_H
+#ifndef COMMON_CURLX_H
+#define COMMON_CURLX_H
 
 #include <stddef.h>
 

@@ -1,0 +1,162 @@
+/*
+ * api_obs.c - GET /metrics, GET /v1/events, refused requests (api_obs.h)
+ */
+#include "scheduler/api_obs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "common/xalloc.h"
+#include "scheduler/db.h"
+#include "scheduler/obs.h"
+
+#define EVENTS_LIMIT_DEFAULT 100
+#define EVENTS_LIMIT_MAX 1000
+
+int
+api_metrics_get(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    int rc;
+
+    (void)r;
+    (void)err;
+    if ((rc = obs_metrics(sd, &resp->body)) < 0)
+        return rc;
+    resp->status = 200;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return 0;
+}
+
+/* The events of a query, those the requester may see. */
+struct events_walk {
+    const struct api_req *r;
+    cJSON *arr;
+    int64_t last_id; /* the newest id looked at, seen or not */
+    int64_t job_id;  /* the last job looked up, and its verdict */
+    bool job_ok;
+};
+
+/* Whether the requester may see an event of subject: node events are
+ * everyone's; a job's are its owner's and the operators'; anything else
+ * (a user's refused requests) the operators' and that user's. */
+static bool
+events_visible(struct events_walk *w, const char *subject)
+{
+    const struct api_req *r = w->r;
+    struct job *job = NULL;
+    long long id;
+
+    if (r->who.operator|| strncmp(subject, "node/", 5) == 0)
+        return true;
+    if (sscanf(subject, "job/%lld", &id) != 1)
+        return strncmp(subject, "user/", 5) == 0 &&
+               strcmp(subject + 5, r->who.user) == 0;
+    if (id != w->job_id) {
+        w->job_id = id;
+        w->job_ok = db_job_get(r->api->sd->db, id, &job) == 0 &&
+                    api_req_may_see(r, job->user);
+        job_destroy(job);
+    }
+    return w->job_ok;
+}
+
+static int
+events_row(const struct db_event *ev, void *arg)
+{
+    struct events_walk *w = arg;
+
+    if (ev->id > w->last_id)
+        w->last_id = ev->id;
+    if (events_visible(w, ev->subject))
+        cJSON_AddItemToArray(w->arr, api_req_event_json(ev));
+    return 0;
+}
+
+/* The query's filter from node=, job=, kind=, since=, after=, limit=;
+ * subject is its buffer. */
+static int
+events_filter(const struct api_req *r, struct db_event_filter *f, char *subject,
+    size_t len, char *kind, size_t klen, struct err *err)
+{
+    char node[PROTO_NODE_NAME_MAX + 1];
+    int64_t job = 0, since = 0, after = 0, limit = EVENTS_LIMIT_DEFAULT;
+    int rc;
+
+    memset(f, 0, sizeof(*f));
+    if ((rc = api_req_query_int_default(r, "job", 1, INT64_MAX, &job, err)) <
+            0 ||
+        (rc = api_req_query_int_default(r, "since", 0, INT64_MAX, &since,
+             err)) < 0 ||
+        (rc = api_req_query_int_default(r, "after", 0, INT64_MAX, &after,
+             err)) < 0 ||
+        (rc = api_req_query_int_default(r, "limit", 1, EVENTS_LIMIT_MAX, &limit,
+             err)) < 0)
+        return rc;
+    if (http_query_get(r->http, "node", node, sizeof(node)) && node[0]) {
+        if (job)
+            return err_set(err, -EINVAL,
+                "invalid field 'node': node= and job= select different "
+                "subjects; give one");
+        f->subject = schedd_subject_node(subject, len, node);
+    } else if (job) {
+        f->subject = schedd_subject_job(subject, len, job);
+    }
+    if (http_query_get(r->http, "kind", kind, klen) && kind[0])
+        f->kind = kind;
+    f->since_ms = since;
+    f->after_id = after;
+    f->limit = (int)limit;
+    return 0;
+}
+
+int
+api_events_list(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    struct events_walk w = { .r = r };
+    struct db_event_filter f;
+    char subject[PROTO_NODE_NAME_MAX + 8], kind[128];
+    cJSON *o;
+    int rc;
+
+    rc = events_filter(r, &f, subject, sizeof(subject), kind, sizeof(kind),
+        err);
+    if (rc < 0)
+        return rc;
+    w.arr = cJSON_CreateArray();
+    w.last_id = f.after_id;
+    if ((rc = db_events_query(sd->db, &f, events_row, &w)) < 0) {
+        cJSON_Delete(w.arr);
+        return rc;
+    }
+    o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "events", w.arr);
+    jsonx_add_int(o, "last_id", w.last_id);
+    http_resp_json(resp, 200, o);
+    return 0;
+}
+
+int
+api_obs_refused(struct schedd *sd, const struct api_req *r)
+{
+    const char *path = r->http->path;
+    char subject[320];
+    cJSON *detail = cJSON_CreateObject();
+
+    /* The node or job it was aimed at, else the user. */
+    if (r->arg && strncmp(path, "/v1/nodes/", 10) == 0)
+        schedd_subject_node(subject, sizeof(subject), r->arg);
+    else if (r->arg && strncmp(path, "/v1/jobs/", 9) == 0)
+        snprintf(subject, sizeof(subject), "job/%s", r->arg);
+    else
+        snprintf(subject, sizeof(subject), "user/%s", r->who.user);
+    jsonx_add_str(detail, "method", r->http->method);
+    jsonx_add_str(detail, "path", path);
+    jsonx_add_str(detail, "user", r->who.user);
+    jsonx_add_str(detail, "reason", "this needs the operator role");
+    obs_refused(sd->obs);
+    return schedd_event(sd, r->who.user, subject, "request_refused", detail);
+}
