@@ -317,9 +317,9 @@ struct proto_check_result {
     char *scope;    /* what it is about; "node" by default */
     char *evidence; /* for people; "" when none */
     int64_t duration_ms;
-    int64_t at_ms;  /* wall clock when the run ended */
-    uint64_t run;   /* the check's run counter (per agent process) */
-    int64_t count;  /* occurrences behind it (kmsg repeats); >= 1 */
+    int64_t at_ms; /* wall clock when the run ended */
+    uint64_t run;  /* the check's run counter (per agent process) */
+    int64_t count; /* occurrences behind it (kmsg repeats); >= 1 */
     struct proto_check_number *numbers;
     size_t nnumbers;
 };

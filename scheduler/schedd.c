@@ -333,6 +333,8 @@ schedd_model_load(struct schedd *sd, struct err *err)
         sd->gen = base;
     if ((rc = db_nodes_load(sd->db, &sd->nodes)) < 0)
         return err_set(err, rc, "cannot load nodes from the database");
+    if ((rc = db_health_load(sd->db, &sd->nodes)) < 0)
+        return err_set(err, rc, "cannot load node health from the database");
     if ((rc = db_jobs_load_unfinished(sd->db, &sd->jobs)) < 0)
         return err_set(err, rc, "cannot load jobs from the database");
     for (struct job *job = job_table_first(&sd->jobs); job;
@@ -469,6 +471,7 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->dump_timeout_ms = opts->dump_timeout_ms;
     sd->rank_stats_window_ms = opts->rank_stats_window_ms;
     sd->policy = opts->policy;
+    sd->health = opts->health;
     sd->started_ms = timeid_now_ms();
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
     schedd_parse_operators(sd, opts->operators);

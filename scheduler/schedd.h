@@ -39,6 +39,7 @@
 
 #include "common/err.h"
 #include "scheduler/attempt.h"
+#include "scheduler/health.h"
 #include "scheduler/job.h"
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
@@ -73,6 +74,7 @@ struct schedd_opts {
     int rank_stats_window_ms;
     const char *sched_policy; /* a scheduling policy's name */
     struct policy_config policy;
+    struct health_config health;
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -112,8 +114,9 @@ struct schedd {
     int dump_timeout_ms;      /* how long a hang waits for stack dumps */
     int rank_stats_window_ms; /* rankstats.h */
     struct policy_config policy;
-    int64_t started_ms; /* wall clock at start-up */
-    int lock_fd;        /* flock on state_dir/lockstepd.lock */
+    struct health_config health; /* node health policy (health.h) */
+    int64_t started_ms;          /* wall clock at start-up */
+    int lock_fd;                 /* flock on state_dir/lockstepd.lock */
 
     struct db *db;
     struct logstore *logs;

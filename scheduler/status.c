@@ -35,6 +35,7 @@
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_health.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
 #include "scheduler/recovery.h"
@@ -408,7 +409,9 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
 
     if ((rc = nodes_report(sd, rep, now, &node, &fresh_agent)) < 0 ||
         (rc = nodes_seen(sd, node, now)) < 0 ||
-        (rc = status_reconcile(sd, node, rep, fresh_agent)) < 0)
+        (rc = status_reconcile(sd, node, rep, fresh_agent)) < 0 ||
+        (rc = nodes_health_report(sd, node, rep->agent_id, rep->health, now)) <
+            0)
         return rc;
     node->agent_gen = rep->gen;
     /* New generations must exceed anything an agent has seen, even if the
