@@ -246,3 +246,19 @@ nodes_health_ack(struct schedd *sd, struct node *node, const char *actor,
         actor, reason);
     return health_settle(sd, node, was, timeid_now_ms(), actor, reason);
 }
+
+void
+nodes_health_tick(struct schedd *sd, int64_t now)
+{
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node)) {
+        bool was;
+
+        if (node->health == NULL)
+            continue;
+        was = health_excluded(node->health, NULL, 0);
+        if (health_expire(node->health, &sd->health, now) &&
+            health_settle(sd, node, was, now, NULL, NULL) < 0)
+            return;
+    }
+}

@@ -51,6 +51,11 @@ int nodes_soft_finding(struct schedd *sd, struct node *node, const char *code,
 int nodes_health_ack(struct schedd *sd, struct node *node, const char *actor,
     const char *finding, const char *reason);
 
+/* From the tick (every few seconds): drop the scheduler's soft findings
+ * that expired (health_soft_expire_ms), also on nodes whose agents send
+ * no health. */
+void nodes_health_tick(struct schedd *sd, int64_t now);
+
 /* Why the node's health keeps it out or makes it SUSPECT, into buf; ""
  * when nothing does. */
 const char *nodes_health_reason(const struct node *node, char *buf, size_t len);
