@@ -305,6 +305,10 @@ typedef int db_health_result_fn(const struct db_health_result *r, void *arg);
 /* The node's newest `limit` history rows, newest first. */
 int db_health_results_foreach(struct db *db, const char *node, int limit,
     db_health_result_fn *fn, void *arg);
+/* An operator removed node: its open findings close ("removed") and its
+ * checks' latest runs go, so a node of that name registering later
+ * starts afresh. */
+int db_health_forget(struct db *db, const char *node, int64_t now);
 /* Give the loaded nodes their open findings and checks' latest runs. */
 int db_health_load(struct db *db, struct node_table *t);
 

@@ -267,6 +267,27 @@ db_health_results_foreach(struct db *db, const char *node, int limit,
         DB_TEXT(node), DB_INT(limit));
 }
 
+/* ---- a removed node ----------------------------------------------------- */
+
+static const char sql_findings_forget[] =
+    "UPDATE health_findings SET open = 0, closed_ms = ?2, "
+    "closed_how = 'removed' WHERE node = ?1 AND open = 1";
+
+static const char sql_checks_forget[] =
+    "DELETE FROM health_checks WHERE node = ?1";
+
+int
+db_health_forget(struct db *db, const char *node, int64_t now)
+{
+    int rc = DB_WRITE(db, db->findings_forget, "health findings forget",
+        DB_TEXT(node), DB_INT(now));
+
+    if (rc == 0)
+        rc = DB_WRITE(db, db->checks_forget, "health checks forget",
+            DB_TEXT(node));
+    return rc;
+}
+
 /* ---- loading ------------------------------------------------------------ */
 
 /* The node's health, created when its row says its agent sends health. */
@@ -347,5 +368,7 @@ const struct db_stmt_def db_health_stmts[] = {
     DB_STMT(result_insert),
     DB_STMT(results_prune),
     DB_STMT(results_node),
+    DB_STMT(findings_forget),
+    DB_STMT(checks_forget),
     DB_STMT_END,
 };

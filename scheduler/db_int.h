@@ -119,6 +119,8 @@ struct db {
     struct sqlite3_stmt *result_insert;
     struct sqlite3_stmt *results_prune;
     struct sqlite3_stmt *results_node;
+    struct sqlite3_stmt *findings_forget;
+    struct sqlite3_stmt *checks_forget;
     /* db_event.c */
     struct sqlite3_stmt *event_insert;
     struct sqlite3_stmt *events_subject;

@@ -270,6 +270,9 @@ nodes_forget(struct schedd *sd, struct node *node, const char *actor)
 
     rc = schedd_db_check(sd, db_node_remove(sd->db, node->name));
     if (rc == 0)
+        rc = schedd_db_check(sd,
+            db_health_forget(sd->db, node->name, timeid_now_ms()));
+    if (rc == 0)
         rc = schedd_event(sd, actor,
             schedd_subject_node(subject, sizeof(subject), node->name),
             "node_removed", NULL);

@@ -19,8 +19,8 @@ ALTER TABLE nodes ADD COLUMN health_wait INTEGER NOT NULL DEFAULT 0;
 
 -- One row per finding: (node, check, code, scope) while it is open; a
 -- closed one keeps its row (closed_ms, closed_how: pass, holddown, boot,
--- ack, expired; closed_by: who acknowledged it) as history, the newest
--- HEALTH_CLOSED_KEEP per node (scheduler/db_health.c).
+-- ack, expired, removed; closed_by: who acknowledged it) as history, the
+-- newest HEALTH_CLOSED_KEEP per node (scheduler/db_health.c).
 CREATE TABLE health_findings (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     node        TEXT NOT NULL,
