@@ -489,6 +489,8 @@ extern const struct cli_cmd cli_cmd_nodes;
 extern const struct cli_cmd cli_cmd_node;
 extern const struct cli_cmd cli_cmd_cordon;
 extern const struct cli_cmd cli_cmd_uncordon;
+extern const struct cli_cmd cli_cmd_drain;
+extern const struct cli_cmd cli_cmd_health;
 extern const struct cli_cmd cli_cmd_token;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_whoami;

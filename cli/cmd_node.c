@@ -4,7 +4,9 @@
  *
  * The scheduler keeps every state change of a node as an event with who,
  * when and why; this shows the newest of them under the node's resources,
- * after the newest blame put on it (docs/fault-tolerance.md §Blame).
+ * after its blame (docs/fault-tolerance.md §Blame) and its health: each
+ * check's latest results, its findings (open ones, then recently closed
+ * ones) and the results that changed something.
  * `remove` is POST /v1/nodes/NAME/remove: refused (409) while jobs hold
  * the node, unless --force, which evicts them (they restart elsewhere)
  * and forgets the node once they have left.
@@ -83,6 +85,115 @@ print_blame(const cJSON *blame)
     cli_table_destroy(t);
 }
 
+/* Each check's latest run: one line per result. */
+static void
+print_checks(const cJSON *checks)
+{
+    static const char *const headers[] = { "CHECK", "RUN", "STATUS", "CODE",
+        "SCOPE", "EVIDENCE" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    const cJSON *c, *r;
+
+    cJSON_ArrayForEach(c, checks) {
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(c, "results")) {
+            cli_table_row(t);
+            cli_table_cell(t, "%s", cli_jstr(c, "check"));
+            cli_table_cell(t, "%lld", (long long)cli_jint(c, "run", 0));
+            cli_table_cell(t, "%s", cli_jstr(r, "status"));
+            cli_table_cell(t, "%s", cli_jstr(r, "code"));
+            cli_table_cell(t, "%s", cli_jstr(r, "scope"));
+            cli_table_cell(t, "%s", cli_jstr(r, "evidence"));
+        }
+    }
+    printf("\nchecks (latest run):\n");
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
+/* Open findings first, then the recently closed ones. */
+static void
+print_findings(const cJSON *findings)
+{
+    static const char *const headers[] = { "FINDING", "STATUS", "RUNS",
+        "EXCLUDES", "LAST-SEEN", "CLOSED", "EVIDENCE" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    int64_t now = timeid_now_ms();
+    const cJSON *f;
+
+    cJSON_ArrayForEach(f, findings) {
+        bool open = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "open"));
+        char age[32];
+
+        cli_table_row(t);
+        cli_table_cell(t, "%s@%s", cli_jstr(f, "code"), cli_jstr(f, "scope"));
+        cli_table_cell(t, "%s", cli_jstr(f, "status"));
+        cli_table_cell(t, "%lld", (long long)cli_jint(f, "consecutive", 0));
+        cli_table_cell(t, "%s",
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "excluding"))
+                ? "yes"
+                : "no");
+        cli_table_cell(t, "%s ago",
+            cli_fmt_age(cli_jint(f, "last_ms", 0), now, age, sizeof(age)));
+        if (open)
+            cli_table_cell(t, "open");
+        else if (*cli_jstr(f, "closed_by"))
+            cli_table_cell(t, "%s by %s", cli_jstr(f, "closed_how"),
+                cli_jstr(f, "closed_by"));
+        else
+            cli_table_cell(t, "%s", cli_jstr(f, "closed_how"));
+        cli_table_cell(t, "%s", cli_jstr(f, "evidence"));
+    }
+    printf("\nfindings:\n");
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
+/* Results that changed something, newest first. */
+static void
+print_history(const cJSON *history)
+{
+    static const char *const headers[] = { "TIME", "CHECK", "STATUS", "CODE",
+        "SCOPE", "EVIDENCE" };
+    struct cli_table *t = cli_table_create(headers, ARRAY_SIZE(headers));
+    const cJSON *r;
+
+    cJSON_ArrayForEach(r, history) {
+        char when[64];
+
+        cli_table_row(t);
+        cli_table_cell(t, "%s",
+            cli_fmt_time(cli_jint(r, "at_ms", 0), when, sizeof(when)));
+        cli_table_cell(t, "%s", cli_jstr(r, "check"));
+        cli_table_cell(t, "%s", cli_jstr(r, "status"));
+        cli_table_cell(t, "%s", cli_jstr(r, "code"));
+        cli_table_cell(t, "%s", cli_jstr(r, "scope"));
+        cli_table_cell(t, "%s", cli_jstr(r, "evidence"));
+    }
+    printf("\nhealth history:\n");
+    cli_table_print(t, stdout, 2);
+    cli_table_destroy(t);
+}
+
+/* The node's health sections, when its agent runs checks. */
+static void
+print_health(const cJSON *n)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(n, "health");
+    const cJSON *v;
+
+    if (!cJSON_IsObject(h))
+        return;
+    v = cJSON_GetObjectItemCaseSensitive(n, "checks");
+    if (cJSON_GetArraySize(v) > 0)
+        print_checks(v);
+    v = cJSON_GetObjectItemCaseSensitive(n, "findings");
+    if (cJSON_GetArraySize(v) > 0)
+        print_findings(v);
+    v = cJSON_GetObjectItemCaseSensitive(n, "health_history");
+    if (cJSON_GetArraySize(v) > 0)
+        print_history(v);
+}
+
 static void
 print_node(const cJSON *n, const char *name)
 {
@@ -104,6 +215,17 @@ print_node(const cJSON *n, const char *name)
     printf("node %s  %s\n", cli_jstr(n, "name"), cli_jstr(n, "state"));
     if (*reason)
         printf("  reason:      %s\n", reason);
+    if (*cli_jstr(n, "cordoned_by"))
+        printf("  %s by:  %s at %s\n",
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "drain"))
+                ? "drained "
+                : "cordoned",
+            cli_jstr(n, "cordoned_by"),
+            cli_fmt_time(cli_jint(n, "cordoned_at_ms", 0), t2, sizeof(t2)));
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(n, "health")))
+        printf("  health:      %s (boot %s)\n",
+            cli_jstr(cJSON_GetObjectItemCaseSensitive(n, "health"), "summary"),
+            cli_jstr(cJSON_GetObjectItemCaseSensitive(n, "health"), "boot_id"));
     printf("  addr:        %s\n", cli_jstr(n, "addr"));
     printf("  cpus:        %lld free of %lld\n",
         (long long)cli_jint(n, "free_cpus", 0),
@@ -121,6 +243,7 @@ print_node(const cJSON *n, const char *name)
         cli_fmt_time(cli_jint(n, "registered_ms", 0), t2, sizeof(t2)));
     if (cJSON_GetArraySize(blame) > 0)
         print_blame(blame);
+    print_health(n);
     if (cJSON_GetArraySize(events) > 0)
         print_events(events);
     free(jobs);
@@ -208,7 +331,7 @@ cmd_node(int argc, char **argv, struct cli *cli)
 
 const struct cli_cmd cli_cmd_node = {
     .name = "node",
-    .summary = "show a node, its blame and recent events; remove one",
+    .summary = "show a node, its health, blame and recent events; remove one",
     .usage = "usage: lockstep node NODE [--json]\n"
              "       lockstep node remove NODE [--force] [--json]\n"
              "\n"

@@ -1,9 +1,10 @@
 /*
  * cmd_nodes.c - lockstep nodes: one line per node
  *
- * What on-call looks at first: which nodes are not UP and why, what is
- * free (free/total for CPUs, memory and GPUs alike), what runs where, and
- * when each agent last reported.
+ * What on-call looks at first: which nodes are not UP and why (with who
+ * cordoned them), their health checks' summary, what is free (free/total
+ * for CPUs, memory and GPUs alike), what runs where, and when each agent
+ * last reported.
  */
 #include "cli/cli.h"
 
@@ -12,12 +13,21 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
+/* The node's health summary ("ok", "2 findings"), "-" without checks. */
+static const char *
+health_summary(const cJSON *n)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(n, "health");
+
+    return cJSON_IsObject(h) ? cli_jstr(h, "summary") : "-";
+}
+
 static void
 print_nodes(const cJSON *nodes, const char *name)
 {
     static const char *const headers[] = { "NAME", "STATE", "CPUS(free/total)",
         "MEM(free/total)", "GPUS(free/total)", "LABELS", "JOBS", "LAST-SEEN",
-        "REASON" };
+        "HEALTH", "REASON" };
     struct cli_table *t;
     int64_t now = timeid_now_ms();
     const cJSON *n;
@@ -56,7 +66,11 @@ print_nodes(const cJSON *nodes, const char *name)
                 cli_fmt_age(seen, now, age, sizeof(age)));
         else
             cli_table_cell(t, "never");
-        cli_table_cell(t, "%s", *reason ? reason : "");
+        cli_table_cell(t, "%s", health_summary(n));
+        if (*cli_jstr(n, "cordoned_by") && *reason)
+            cli_table_cell(t, "%s (by %s)", reason, cli_jstr(n, "cordoned_by"));
+        else
+            cli_table_cell(t, "%s", *reason ? reason : "");
         free(jobs);
         free(labels);
     }

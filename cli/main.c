@@ -34,6 +34,8 @@ static const struct cli_cmd *const cmds[] = {
     &cli_cmd_cordon,
     &cli_cmd_uncordon,
     &cli_cmd_events,
+    &cli_cmd_drain,
+    &cli_cmd_health,
     &cli_cmd_token,
     &cli_cmd_stats,
     &cli_cmd_whoami,

@@ -62,6 +62,8 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/nodes/{}/cordon", api_nodes_cordon, API_OPERATOR },
     { "POST", "/v1/nodes/{}/uncordon", api_nodes_uncordon, API_OPERATOR },
     { "POST", "/v1/nodes/{}/remove", api_nodes_remove, API_OPERATOR },
+    { "POST", "/v1/nodes/{}/drain", api_nodes_drain, API_OPERATOR },
+    { "POST", "/v1/nodes/{}/health/ack", api_nodes_health_ack, API_OPERATOR },
     { "POST", "/v1/agent/status", api_agent_status, API_AGENT },
     { "GET", "/v1/agent/work", api_agent_work, API_AGENT },
     { "POST", "/v1/agent/logs", api_agent_logs, API_AGENT },

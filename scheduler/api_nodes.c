@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "scheduler/api_view.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_health.h"
 
 #define API_REASON_MAX 1024
 
@@ -141,6 +142,73 @@ api_nodes_uncordon(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     return node_set_cordon(sd, r, resp, false, err);
+}
+
+/* {"version":1,"reason":"..."} (reason required) and, for an ack,
+ * "finding"; the strings are the caller's to free. */
+static int
+reason_body(const struct api_req *r, bool ack, char **reason, char **finding,
+    struct err *err)
+{
+    static const char *const keys[] = { "version", "reason", "finding", NULL };
+    cJSON *json = NULL;
+    int rc;
+
+    *reason = *finding = NULL;
+    if ((rc = api_req_body(r, &json, err)) == 0 &&
+        (rc = jsonx_check_keys(json, keys, err)) == 0 &&
+        (rc = jsonx_check_version(json, PROTO_VERSION, err)) == 0 &&
+        (rc = jsonx_get_str(json, "reason", true, API_REASON_MAX, reason,
+             err)) == 0 &&
+        (rc = jsonx_get_str(json, "finding", ack,
+             PROTO_CHECK_CODE_MAX + PROTO_CHECK_SCOPE_MAX + 1, finding, err)) ==
+            0 &&
+        **reason == '\0')
+        rc = err_set(err, -EINVAL, "field 'reason': say why");
+    if (rc == 0 && !ack && *finding)
+        rc = err_set(err, -EINVAL, "field 'finding': only an ack names one");
+    cJSON_Delete(json);
+    return rc;
+}
+
+int
+api_nodes_drain(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    struct node *node;
+    char *reason = NULL, *finding = NULL;
+    int rc;
+
+    if ((rc = node_find(sd, r, &node, err)) == 0 &&
+        (rc = reason_body(r, false, &reason, &finding, err)) == 0)
+        rc = nodes_drain(sd, node, r->who.user, reason);
+    free(reason);
+    free(finding);
+    if (rc < 0)
+        return rc;
+    return reply_node(sd, node, resp);
+}
+
+int
+api_nodes_health_ack(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    struct node *node;
+    char *reason = NULL, *finding = NULL;
+    int rc;
+
+    if ((rc = node_find(sd, r, &node, err)) == 0 &&
+        (rc = reason_body(r, true, &reason, &finding, err)) == 0) {
+        rc = nodes_health_ack(sd, node, r->who.user, finding, reason);
+        if (rc == -ENOENT)
+            rc = err_set(err, -ENOENT, "node %s has no open finding '%.300s'",
+                node->name, finding);
+    }
+    free(reason);
+    free(finding);
+    if (rc < 0)
+        return rc;
+    return reply_node(sd, node, resp);
 }
 
 /* No body, or {"version":1,"force":true|false}. */

@@ -17,5 +17,10 @@ api_handler_fn api_nodes_get;
 api_handler_fn api_nodes_cordon;
 api_handler_fn api_nodes_uncordon;
 api_handler_fn api_nodes_remove;
+/* POST /v1/nodes/NAME/drain {"version":1,"reason":"..."} */
+api_handler_fn api_nodes_drain;
+/* POST /v1/nodes/NAME/health/ack {"version":1,"finding":"code[@scope]",
+ * "reason":"..."} */
+api_handler_fn api_nodes_health_ack;
 
 #endif

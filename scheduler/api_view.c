@@ -11,8 +11,10 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/api_req.h"
+#include "scheduler/api_view_health.h"
 #include "scheduler/db.h"
 #include "scheduler/failure.h"
+#include "scheduler/nodes_health.h"
 #include "scheduler/rankstats.h"
 #include "scheduler/stats.h"
 
@@ -376,6 +378,8 @@ node_reason(const struct node *node, char *buf, size_t len)
         return node->reason;
     if (node->unhealthy)
         return node->health_reason;
+    if (*nodes_health_reason(node, buf, len))
+        return buf;
     if (node->state == NODE_STATE_UP && !node->reconciled)
         return "no status since the scheduler started; no new work until "
                "then";
@@ -407,7 +411,7 @@ api_view_node(const struct node *node)
     cJSON *o = cJSON_CreateObject();
     int *free_gpus = xcalloc(node->ngpus + 1, sizeof(*free_gpus));
     size_t nfree = node_free_gpus(node, free_gpus);
-    char buf[96];
+    char buf[800];
 
     jsonx_add_str(o, "name", node->name);
     jsonx_add_str(o, "state", node_state_str(node->state));
@@ -424,9 +428,10 @@ api_view_node(const struct node *node)
     cJSON_AddBoolToObject(o, "removing", node->removing);
     jsonx_add_int(o, "last_seen_ms", node->last_seen_ms);
     jsonx_add_int(o, "registered_ms", node->registered_ms);
-    if (node->health_seen != NULL)
-        cJSON_AddItemToObject(o, "health",
-            proto_health_to_json(node->health_seen));
+    jsonx_add_str(o, "cordoned_by", node->cordon_by);
+    jsonx_add_int(o, "cordoned_at_ms", node->cordon_at_ms);
+    cJSON_AddBoolToObject(o, "drain", node->cordoned && node->drain);
+    cJSON_AddItemToObject(o, "health", api_view_health_summary(node));
     free(free_gpus);
     return o;
 }
@@ -455,8 +460,11 @@ api_view_node_full(struct schedd *sd, const struct node *node, cJSON **out)
 {
     char subject[PROTO_NODE_NAME_MAX + 8];
     cJSON *o = api_view_node(node);
-    int rc = db_blame_node_history(sd->db, node->name, API_VIEW_NODE_BLAME,
-        blame_add, cJSON_AddArrayToObject(o, "blame"));
+    int rc = api_view_health_full(sd, node, o);
+
+    if (rc == 0)
+        rc = db_blame_node_history(sd->db, node->name, API_VIEW_NODE_BLAME,
+            blame_add, cJSON_AddArrayToObject(o, "blame"));
 
     if (rc < 0) {
         cJSON_Delete(o);

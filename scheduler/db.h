@@ -29,6 +29,7 @@
 
 #include "common/err.h"
 #include "scheduler/attempt.h"
+#include "scheduler/health.h"
 #include "scheduler/job.h"
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
@@ -307,6 +308,54 @@ typedef int db_goodput_fn(const struct db_goodput_row *r, void *arg);
 /* Every attempt of job_id (all jobs when 0), by job then attempt. */
 int db_goodput_foreach(struct db *db, int64_t job_id, db_goodput_fn *fn,
     void *arg);
+
+/* ---- node health (db_health.c) ------------------------------------------ */
+
+/* Write finding f of node (insert when f->id is 0, setting it; else
+ * update). A closed one records now, and who closed it and why (NULL:
+ * the scheduler); the node's oldest closed findings are pruned. */
+int db_health_finding_put(struct db *db, const char *node,
+    struct health_finding *f, int64_t now, const char *closed_by,
+    const char *closed_why);
+/* A finding as stored, for the callback (strings borrowed). */
+struct db_finding {
+    const char *node;
+    struct health_finding f;
+    int64_t closed_ms;
+    const char *closed_how;
+    const char *closed_by;
+    const char *closed_why;
+};
+typedef int db_finding_fn(const struct db_finding *r, void *arg);
+/* The node's findings, open ones first, then the newest closed ones;
+ * at most limit. */
+int db_health_findings_foreach(struct db *db, const char *node, int limit,
+    db_finding_fn *fn, void *arg);
+/* Write a check's latest run on node. */
+int db_health_check_put(struct db *db, const char *node,
+    const struct health_check *hc, int64_t now);
+/* Add a result that changed something to node's history (pruned). */
+int db_health_result_insert(struct db *db, const char *node,
+    const struct proto_check_result *r, int64_t now);
+struct db_health_result {
+    const char *check; /* borrowed for the callback */
+    const char *code;
+    const char *scope;
+    const char *status;
+    const char *evidence;
+    int64_t run;
+    int64_t at_ms;
+};
+typedef int db_health_result_fn(const struct db_health_result *r, void *arg);
+/* The node's newest `limit` history rows, newest first. */
+int db_health_results_foreach(struct db *db, const char *node, int limit,
+    db_health_result_fn *fn, void *arg);
+/* An operator removed node: its open findings close ("removed") and its
+ * checks' latest runs go, so a node of that name registering later
+ * starts afresh. */
+int db_health_forget(struct db *db, const char *node, int64_t now);
+/* Give the loaded nodes their open findings and checks' latest runs. */
+int db_health_load(struct db *db, struct node_table *t);
 
 /* ---- events ------------------------------------------------------------- */
 

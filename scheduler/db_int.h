@@ -18,6 +18,7 @@
  *   db_history.c  failure history (crash loops) and goodput rows
  *   db_event.c    the event log and API tokens
  *   db_obs.c      the alert queue and the counts behind /metrics
+ *   db_health.c   node health: findings, checks' latest runs, history
  *   db_migrate.c  schema migrations (needs none of this header)
  *
  * Only these files include sqlite3.h, and each does so itself: this header
@@ -115,6 +116,19 @@ struct db {
     struct sqlite3_stmt *placement_nodes;
     struct sqlite3_stmt *goodput_all;
     struct sqlite3_stmt *goodput_job;
+    /* db_health.c */
+    struct sqlite3_stmt *finding_insert;
+    struct sqlite3_stmt *finding_update;
+    struct sqlite3_stmt *findings_prune;
+    struct sqlite3_stmt *findings_node;
+    struct sqlite3_stmt *findings_open;
+    struct sqlite3_stmt *check_put;
+    struct sqlite3_stmt *checks_all;
+    struct sqlite3_stmt *result_insert;
+    struct sqlite3_stmt *results_prune;
+    struct sqlite3_stmt *results_node;
+    struct sqlite3_stmt *findings_forget;
+    struct sqlite3_stmt *checks_forget;
     /* db_event.c */
     struct sqlite3_stmt *event_insert;
     struct sqlite3_stmt *events_subject;
@@ -161,6 +175,7 @@ extern const struct db_stmt_def db_blame_stmts[];
 extern const struct db_stmt_def db_history_stmts[];
 extern const struct db_stmt_def db_event_stmts[];
 extern const struct db_stmt_def db_obs_stmts[];
+extern const struct db_stmt_def db_health_stmts[];
 
 /* ---- errors and stepping (db.c) ----------------------------------------- */
 
@@ -209,6 +224,8 @@ struct db_walk {
         db_blame_fn *blame;
         db_goodput_fn *goodput;
         db_event_fn *event;
+        db_finding_fn *finding;
+        db_health_result_fn *health_result;
     } fn;
     void *arg;
 };

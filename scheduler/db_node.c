@@ -21,12 +21,15 @@
 #include <sqlite3.h>
 
 #include "common/log.h"
+#include "common/xalloc.h"
 
 static const char sql_node_insert[] =
     "INSERT INTO nodes (name, state, reason, cordoned, addr, cpus, "
     "memory_mb, gpus, labels, agent_id, unhealthy, health_reason, "
+    "cordon_by, cordon_at_ms, drain, has_health, boot_id, health_wait, "
     "registered_ms, last_seen_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+    "?15, ?16, ?17, ?18, ?19, ?20) "
     "ON CONFLICT (name) DO UPDATE SET state = excluded.state, "
     "reason = excluded.reason, cordoned = excluded.cordoned, "
     "addr = excluded.addr, cpus = excluded.cpus, "
@@ -34,15 +37,20 @@ static const char sql_node_insert[] =
     "labels = excluded.labels, agent_id = excluded.agent_id, "
     "unhealthy = excluded.unhealthy, "
     "health_reason = excluded.health_reason, "
+    "cordon_by = excluded.cordon_by, cordon_at_ms = excluded.cordon_at_ms, "
+    "drain = excluded.drain, has_health = excluded.has_health, "
+    "boot_id = excluded.boot_id, health_wait = excluded.health_wait, "
     "registered_ms = excluded.registered_ms, "
     "last_seen_ms = excluded.last_seen_ms WHERE nodes.state = 'REMOVED'";
 
 static const char sql_node_update[] =
     "UPDATE nodes SET state = ?2, reason = ?3, cordoned = ?4, addr = ?5, "
     "cpus = ?6, memory_mb = ?7, gpus = ?8, labels = ?9, agent_id = ?10, "
-    "unhealthy = ?11, health_reason = ?12 WHERE name = ?1";
+    "unhealthy = ?11, health_reason = ?12, cordon_by = ?13, "
+    "cordon_at_ms = ?14, drain = ?15, has_health = ?16, boot_id = ?17, "
+    "health_wait = ?18 WHERE name = ?1";
 
-/* Bind the columns shared by insert and update (?1..?12). */
+/* Bind the columns shared by insert and update (?1..?18). */
 static void
 node_bind(sqlite3_stmt *st, const struct node *node)
 {
@@ -53,7 +61,11 @@ node_bind(sqlite3_stmt *st, const struct node *node)
         DB_TEXT(node->reason), DB_INT(node->cordoned), DB_TEXT(node->addr),
         DB_INT(node->cpus), DB_INT(node->memory_mb), DB_TEXT(gpus),
         DB_TEXT(labels), DB_TEXT(node->agent_id), DB_INT(node->unhealthy),
-        DB_TEXT(node->health_reason));
+        DB_TEXT(node->health_reason), DB_TEXT(node->cordon_by),
+        DB_INT(node->cordon_at_ms), DB_INT(node->drain),
+        DB_INT(node->health != NULL),
+        DB_TEXT(node->health ? node->health->boot_id : ""),
+        DB_INT(node->health && node->health->waiting));
     free(gpus);
     free(labels);
 }
@@ -62,7 +74,7 @@ int
 db_node_insert(struct db *db, const struct node *node)
 {
     node_bind(db->node_insert, node);
-    DB_BIND(db->node_insert, 13, DB_INT(node->registered_ms),
+    DB_BIND(db->node_insert, 19, DB_INT(node->registered_ms),
         DB_INT(node->last_seen_ms));
     return db_write(db, db->node_insert, "node insert");
 }
@@ -96,7 +108,8 @@ db_node_remove(struct db *db, const char *name)
 static const char sql_nodes_all[] =
     "SELECT name, state, reason, cordoned, addr, cpus, memory_mb, gpus, "
     "labels, agent_id, registered_ms, last_seen_ms, unhealthy, "
-    "health_reason FROM nodes WHERE state != 'REMOVED' ORDER BY name";
+    "health_reason, cordon_by, cordon_at_ms, drain, has_health, boot_id, "
+    "health_wait FROM nodes WHERE state != 'REMOVED' ORDER BY name";
 
 /* Replace *field, a string node_create set, with column i. */
 static void
@@ -126,6 +139,16 @@ node_row(sqlite3_stmt *st, void *arg)
     node->registered_ms = sqlite3_column_int64(st, 10);
     node->last_seen_ms = sqlite3_column_int64(st, 11);
     node->last_seen_saved_ms = node->last_seen_ms;
+    node_col_str(st, 14, &node->cordon_by);
+    node->cordon_at_ms = sqlite3_column_int64(st, 15);
+    node->drain = sqlite3_column_int(st, 16) != 0;
+    if (sqlite3_column_int(st, 17) != 0) {
+        node->health = health_create();
+        node_col_str(st, 18, &node->health->boot_id);
+        node->health->waiting = sqlite3_column_int(st, 19) != 0;
+        free(node->health->agent_id);
+        node->health->agent_id = xstrdup(node->agent_id);
+    }
     if (db_unjson_int_array(db_col_text(st, 7), &node->gpus, &node->ngpus) <
             0 ||
         db_unjson_kv(db_col_text(st, 8), &node->labels, &node->nlabels) < 0) {

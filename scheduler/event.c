@@ -287,7 +287,8 @@ event_node(struct schedd *sd, struct node *node, struct event_node_change *c)
         rc = event_write(sd, rc, c->actor, subject, c->fact, detail);
     }
     c->extra = NULL;
-    if (now == NODE_STATE_UP || old == NODE_STATE_UP)
+    if (now == NODE_STATE_UP || old == NODE_STATE_UP ||
+        now == NODE_STATE_SUSPECT || old == NODE_STATE_SUSPECT)
         schedd_sched_trigger(sd);
     return rc;
 }

@@ -96,7 +96,7 @@ struct event_node_change {
  * when anything is to be recorded; the event is node_<state> (or c->kind)
  * with {from, to, reason, extra...} when the state changed or c->kind is
  * set, else c->fact with {reason}. The pass is triggered when the node
- * became UP or stopped being UP. c may be NULL (a refresh by the
+ * is or was UP or SUSPECT (schedulable). c may be NULL (a refresh by the
  * scheduler).
  */
 int event_node(struct schedd *sd, struct node *node,

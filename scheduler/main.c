@@ -93,6 +93,27 @@ static const struct config_key lockstepd_keys[] = {
         "signals that kill a rank because of its node's hardware (names or "
         "numbers, comma-separated; \"\" none): a rank killed by one "
         "blames its node at once; any other failure only provisionally" },
+    { "health_soft_repeats", CONFIG_INT, "3", 1, 1000,
+        "a WARN health finding raised by this many consecutive runs of its "
+        "check excludes the node (before that it is SUSPECT)" },
+    { "health_unreliable_repeats", CONFIG_INT, "3", 1, 1000,
+        "an UNKNOWN or TIMEOUT result of one check this many runs in a row "
+        "excludes the node as \"check unreliable\"" },
+    { "health_holddown_ms", CONFIG_INT, "300000", 0, 2592000000,
+        "a finding that excluded a node clears once its check has passed "
+        "for this long" },
+    { "health_flap_count", CONFIG_INT, "3", 2, 1000,
+        "this many exclusions by health findings within "
+        "health_flap_window_ms keep the node out until an operator "
+        "acknowledges health.flapping" },
+    { "health_flap_window_ms", CONFIG_INT, "3600000", 1000, 2592000000,
+        "the window of health_flap_count" },
+    { "straggler_jobs_exclude", CONFIG_INT, "3", 1, 1000,
+        "a node found SUSPECT by the scheduler (a straggler) in this many "
+        "different jobs is excluded" },
+    { "health_soft_expire_ms", CONFIG_INT, "86400000", 1000, 2592000000,
+        "a SUSPECT finding the scheduler raised (a straggler) that is not "
+        "raised again for this long is dropped" },
     { "sched_policy", CONFIG_STR, "fifo", 0, 0,
         "the scheduling policy: fifo (priority, then submission order; "
         "best fit) or spread (the same order; emptiest nodes first)" },
@@ -302,6 +323,15 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             bad);
     if ((rc = conf_observe(cfg, o, err)) < 0)
         return rc;
+    o->health.soft_repeats = (int)config_int(cfg, "health_soft_repeats");
+    o->health.unreliable_repeats = (int)config_int(cfg,
+        "health_unreliable_repeats");
+    o->health.holddown_ms = config_int(cfg, "health_holddown_ms");
+    o->health.flap_count = (int)config_int(cfg, "health_flap_count");
+    o->health.flap_window_ms = config_int(cfg, "health_flap_window_ms");
+    o->health.soft_scopes_exclude = (int)config_int(cfg,
+        "straggler_jobs_exclude");
+    o->health.soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
     o->sched_policy = config_str(cfg, "sched_policy");
     if (sched_policy_find(o->sched_policy) == NULL)
         return err_set(err, -EINVAL,

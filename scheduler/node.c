@@ -14,6 +14,7 @@
 #include "common/names.h"
 #include "common/xalloc.h"
 #include "scheduler/attempt.h"
+#include "scheduler/health.h"
 
 static const char *const node_state_names[NODE_STATE_COUNT] = {
     [NODE_STATE_UP] = "UP",
@@ -21,6 +22,7 @@ static const char *const node_state_names[NODE_STATE_COUNT] = {
     [NODE_STATE_DRAINING] = "DRAINING",
     [NODE_STATE_UNHEALTHY] = "UNHEALTHY",
     [NODE_STATE_LOST] = "LOST",
+    [NODE_STATE_SUSPECT] = "SUSPECT",
 };
 
 const char *
@@ -48,6 +50,7 @@ node_create(const char *name)
     node->name = xstrdup(name);
     node->reason = xstrdup("");
     node->health_reason = xstrdup("");
+    node->cordon_by = xstrdup("");
     node->addr = xstrdup("");
     node->agent_id = xstrdup("");
     node->state = NODE_STATE_UP;
@@ -62,12 +65,11 @@ node_destroy(struct node *node)
     free(node->name);
     free(node->reason);
     free(node->health_reason);
+    free(node->cordon_by);
+    health_destroy(node->health);
     free(node->addr);
     free(node->agent_id);
     free(node->removing_by);
-    if (node->health_seen != NULL)
-        proto_health_release(node->health_seen);
-    free(node->health_seen);
     free(node->gpus);
     proto_kv_array_free(node->labels, node->nlabels);
     free(node->holds);
@@ -83,6 +85,11 @@ node_state_compute(const struct node *node)
         return node->nholds > 0 ? NODE_STATE_DRAINING : NODE_STATE_CORDONED;
     if (node->unhealthy)
         return NODE_STATE_UNHEALTHY;
+    if (node->health &&
+        (node->health->waiting || health_excluded(node->health, NULL, 0)))
+        return NODE_STATE_UNHEALTHY;
+    if (node->health && health_suspect(node->health, NULL, 0))
+        return NODE_STATE_SUSPECT;
     return NODE_STATE_UP;
 }
 
@@ -97,8 +104,9 @@ node_state_compute(const struct node *node)
 bool
 node_schedulable(const struct node *node)
 {
-    return node->state == NODE_STATE_UP && node->reconciled &&
-           !node->agent_gone;
+    return (node->state == NODE_STATE_UP ||
+               node->state == NODE_STATE_SUSPECT) &&
+           node->reconciled && !node->agent_gone;
 }
 
 bool

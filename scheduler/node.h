@@ -10,8 +10,12 @@
  * The state shown to people is derived from independent facts (node_state
  * below): LOST beats everything (no status for node_timeout_ms), then an
  * operator's cordon (DRAINING while placements are still held, CORDONED
- * after), then UNHEALTHY, else UP. Only UP nodes receive new work, and of
- * those only the ones whose agent is known to be there (node_schedulable).
+ * after), then UNHEALTHY (blamed, an open health finding that excludes
+ * it, or a new boot waiting for its first full pass of health checks),
+ * then SUSPECT (an open health finding that does not exclude it), else
+ * UP. Only UP and SUSPECT nodes receive new work (SUSPECT ones last), and
+ * of those only the ones whose agent is known to be there
+ * (node_schedulable).
  *
  * Pure: nothing here does I/O.
  */
@@ -25,6 +29,7 @@
 #include "common/itab.h"
 #include "common/proto.h"
 
+struct health;
 struct placement;
 
 enum node_state {
@@ -33,16 +38,23 @@ enum node_state {
     NODE_STATE_DRAINING,
     NODE_STATE_UNHEALTHY,
     NODE_STATE_LOST,
+    NODE_STATE_SUSPECT,
 };
-#define NODE_STATE_COUNT 5
+#define NODE_STATE_COUNT 6
 
 struct node {
     char *name;
     enum node_state state; /* derived: node_state_compute() */
     char *reason;          /* the operator's cordon reason; never NULL */
     bool cordoned;
-    bool unhealthy;      /* excluded automatically (blame) */
-    char *health_reason; /* why it is unhealthy; never NULL */
+    char *cordon_by;      /* who cordoned it; never NULL ("" none) */
+    int64_t cordon_at_ms; /* when; 0 none */
+    bool drain;           /* the cordon was a drain (`lockstep drain`) */
+    bool unhealthy;       /* excluded automatically (blame) */
+    char *health_reason;  /* why it is unhealthy; never NULL */
+    /* Its health checks' findings (health.h); NULL while its agent sent
+     * no health (older agents: no findings, no first-pass wait). */
+    struct health *health;
     bool lost;
     /* An operator removes it (nodes_remove): cordoned, and forgotten once
      * nothing holds it; removing_by is who asked (NULL when not). */
@@ -57,9 +69,6 @@ struct node {
     struct proto_kv *labels;
     size_t nlabels;
     char *agent_id; /* never NULL ("" before the first report) */
-    /* The health its agent last reported, as is (NULL before any; in
-     * memory only). */
-    struct proto_health *health_seen;
     int64_t registered_ms;
 
     int64_t last_seen_ms;       /* wall clock, kept in memory */
@@ -97,10 +106,11 @@ struct node *node_create(const char *name);
 /* Accepts NULL. Its holds must be gone already. */
 void node_destroy(struct node *node);
 
-/* The derived state from lost/cordoned/unhealthy/nholds. */
+/* The derived state from lost/cordoned/unhealthy/health/nholds. */
 enum node_state node_state_compute(const struct node *node);
-/* Whether new work may go there: UP, its agent reported since the
- * scheduler started, and its agent's connection was not seen to drop. */
+/* Whether new work may go there: UP or SUSPECT, its agent reported since
+ * the scheduler started, and its agent's connection was not seen to
+ * drop. */
 bool node_schedulable(const struct node *node);
 
 /* Replace resources/labels/addr (copied). Returns true when anything

@@ -274,6 +274,9 @@ nodes_forget(struct schedd *sd, struct node *node, const char *actor)
 
     rc = schedd_db_check(sd, db_node_remove(sd->db, node->name));
     if (rc == 0)
+        rc = schedd_db_check(sd,
+            db_health_forget(sd->db, node->name, timeid_now_ms()));
+    if (rc == 0)
         rc = schedd_event(sd, actor,
             schedd_subject_node(subject, sizeof(subject), node->name),
             "node_removed", NULL);
@@ -342,6 +345,10 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
     int rc;
 
     node->cordoned = cordon;
+    node->drain = false;
+    free(node->cordon_by);
+    node->cordon_by = xstrdup(cordon ? actor : "");
+    node->cordon_at_ms = cordon ? timeid_now_ms() : 0;
     if (!cordon && node->removing) {
         /* The operator changed their mind: it stays. */
         node->removing = false;
@@ -349,8 +356,9 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
         node->removing_by = NULL;
     }
     if (!cordon) {
-        /* An operator vouches for it: this clears an automatic exclusion
-         * too (which never reverses by itself). */
+        /* An operator vouches for it: this clears a blame exclusion too
+         * (which never reverses by itself). A health finding's exclusion
+         * stays: it is the finding's (nodes_health_ack clears it). */
         node->unhealthy = false;
         free(node->health_reason);
         node->health_reason = xstrdup("");
@@ -372,6 +380,27 @@ nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
 }
 
 int
+nodes_drain(struct schedd *sd, struct node *node, const char *actor,
+    const char *reason)
+{
+    struct event_node_change c = {
+        .actor = actor,
+        .why = reason,
+        .kind = "node_drain",
+    };
+
+    node->cordoned = true;
+    node->drain = true;
+    free(node->cordon_by);
+    node->cordon_by = xstrdup(actor);
+    node->cordon_at_ms = timeid_now_ms();
+    free(node->reason);
+    node->reason = xstrdup(reason);
+    log_info("node=%s drained by %s: %s", node->name, actor, reason);
+    return event_node(sd, node, &c);
+}
+
+int
 nodes_remove(struct schedd *sd, struct node *node, const char *actor,
     bool force, bool *pending)
 {
@@ -390,6 +419,9 @@ nodes_remove(struct schedd *sd, struct node *node, const char *actor,
     }
     *pending = true;
     node->cordoned = true;
+    free(node->cordon_by);
+    node->cordon_by = xstrdup(actor);
+    node->cordon_at_ms = timeid_now_ms();
     free(node->reason);
     node->reason = xstrdup(reason);
     rc = event_node(sd, node,

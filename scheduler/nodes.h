@@ -6,7 +6,10 @@
  * node_timeout_ms: its attempts fail (node_lost) and everything it held is
  * released. An operator cordons a node (no new work; DRAINING while jobs
  * still hold it) and may evict its jobs (they restart elsewhere, not
- * counted as blame); uncordon clears a cordon and an automatic exclusion.
+ * counted as blame); uncordon clears a cordon and a blame exclusion, not
+ * the exclusion of a health finding (nodes_health.h). A cordon is a
+ * person's: who and when are kept (cordon_by, cordon_at_ms), and nothing
+ * automatic clears it.
  * Every change of the state people see goes through event_node.
  *
  * Heartbeats must not each cost an fsync: last_seen is kept in memory and
@@ -55,13 +58,23 @@ int nodes_release(struct schedd *sd, struct placement *p);
 
 /*
  * An operator (actor) cordons or uncordons node with reason (may be "").
- * Uncordon also clears an automatic exclusion (the operator vouches for
- * the node). evict (cordon only) fails the jobs running there now, as
- * node_excluded without blame. The event is recorded even when the state
- * shown does not change (a second cordon, a LOST node).
+ * Uncordon also clears a blame exclusion (the operator vouches for the
+ * node), not a health finding's. evict (cordon only) fails the jobs running
+ * there now, as node_excluded without blame. The event is recorded even when
+ * the state shown does not change (a second cordon, a LOST node).
  */
 int nodes_cordon(struct schedd *sd, struct node *node, const char *actor,
     bool cordon, const char *reason, bool evict);
+
+/*
+ * An operator (actor) drains node with reason: no new work, the jobs
+ * there finish (DRAINING), then it is CORDONED (nodes_release moves it).
+ * A cordon whose `drain` is set; uncordon returns it. Event node_drain
+ * {from, to, reason}, always (node_cordoned follows when its jobs have
+ * ended).
+ */
+int nodes_drain(struct schedd *sd, struct node *node, const char *actor,
+    const char *reason);
 
 /*
  * An operator (actor) removes node: the scheduler forgets it (event

@@ -85,6 +85,7 @@ pass_nodes(struct schedd *sd, struct pass_input *in)
 
         n->name = node->name;
         n->schedulable = node_schedulable(node);
+        n->suspect = node->state == NODE_STATE_SUSPECT;
         n->cpus = node->cpus;
         n->memory_mb = node->memory_mb;
         n->ngpus = node->ngpus;

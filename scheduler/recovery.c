@@ -500,6 +500,9 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
         rc = exclude_mark(sd, node, it->actor, it->reason, evidence);
         snprintf(why, sizeof(why), "node %s excluded: %s", node->name,
             it->reason);
+    } else if (it->how == RECOVERY_EXCLUDE_HEALTH) {
+        snprintf(why, sizeof(why), "node %s excluded: %s", node->name,
+            it->reason);
     } else {
         snprintf(why, sizeof(why), "node %s evicted by %s%s%s", node->name,
             it->actor, it->reason[0] ? ": " : "", it->reason);

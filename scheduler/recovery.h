@@ -55,16 +55,19 @@ int recovery_fail(struct schedd *sd, struct attempt *a,
 enum recovery_exclude {
     RECOVERY_EXCLUDE_BLAME,    /* blamed too often: UNHEALTHY, counted */
     RECOVERY_EXCLUDE_OPERATOR, /* cordon --evict: not counted as blame */
+    RECOVERY_EXCLUDE_HEALTH,   /* a health finding excluded it (nodes.h
+                                * marked it): not counted as blame */
 };
 
 /*
  * The one way a node leaves UP under running jobs. BLAME marks it
  * UNHEALTHY with `reason` (event node_excluded carrying `evidence`,
  * taken; NULL none); OPERATOR expects the caller to have cordoned it
- * already. Either way every active attempt with ranks there fails with
- * kind node_excluded, except, for OPERATOR, the attempts with a planned
- * stop (planned.h): recovery_evict fails those once their checkpoint is
- * complete.
+ * already, HEALTH to have marked it with the finding that excludes it.
+ * Every active attempt with ranks there fails with kind node_excluded
+ * (the infrastructure's budget), except, for OPERATOR, the attempts with
+ * a planned stop (planned.h): recovery_evict fails those once their
+ * checkpoint is complete.
  */
 int recovery_exclude(struct schedd *sd, struct node *node, const char *actor,
     enum recovery_exclude how, const char *reason, cJSON *evidence);

@@ -461,18 +461,20 @@ sched_never_fits_cheap(struct sched_pass_ctx *ctx,
 }
 
 /* Preferred nodes first (in their order), then the others, then the
- * excluded ones (used at all only when soft); the policy decides among
- * equals. */
+ * SUSPECT ones (preferred or not), then the excluded ones (used at all
+ * only when soft); the policy decides among equals. */
 static int
 sched_node_class(const struct sched_pass_ctx *ctx, size_t i)
 {
+    int suspect = ctx->nodes[i].suspect ? 2 : 0;
+
     switch (ctx->mark[i]) {
     case SCHED_MARK_PREFER:
-        return 0;
+        return suspect;
     case SCHED_MARK_EXCLUDE:
-        return 2;
+        return 4;
     default:
-        return 1;
+        return 1 + suspect;
     }
 }
 
@@ -485,7 +487,8 @@ sched_node_idx_cmp(const void *a, const void *b, void *arg)
 
     if (cx != cy)
         return cx < cy ? -1 : 1;
-    if (cx == 0 && ctx->pos[x] != ctx->pos[y])
+    if (ctx->mark[x] == SCHED_MARK_PREFER &&
+        ctx->mark[y] == SCHED_MARK_PREFER && ctx->pos[x] != ctx->pos[y])
         return ctx->pos[x] < ctx->pos[y] ? -1 : 1;
     return ctx->policy->node_cmp(&ctx->nodes[x], &ctx->nodes[y]);
 }

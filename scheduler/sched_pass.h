@@ -50,7 +50,8 @@
 
 struct sched_node {
     const char *name; /* borrowed */
-    bool schedulable; /* UP */
+    bool schedulable; /* UP or SUSPECT */
+    bool suspect;     /* SUSPECT: placed last, whatever the policy */
     int cpus;         /* totals */
     int64_t memory_mb;
     size_t ngpus;

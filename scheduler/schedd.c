@@ -340,6 +340,8 @@ schedd_model_load(struct schedd *sd, struct err *err)
         sd->gen = base;
     if ((rc = db_nodes_load(sd->db, &sd->nodes)) < 0)
         return err_set(err, rc, "cannot load nodes from the database");
+    if ((rc = db_health_load(sd->db, &sd->nodes)) < 0)
+        return err_set(err, rc, "cannot load node health from the database");
     if ((rc = db_jobs_load_unfinished(sd->db, &sd->jobs)) < 0)
         return err_set(err, rc, "cannot load jobs from the database");
     for (struct job *job = job_table_first(&sd->jobs); job;
@@ -486,6 +488,7 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->straggler_ratio = opts->straggler_ratio;
     sd->straggler_windows = opts->straggler_windows;
     sd->policy = opts->policy;
+    sd->health = opts->health;
     sd->started_ms = timeid_now_ms();
     if (opts->alert_webhook_url && opts->alert_webhook_url[0])
         sd->alert_url = xstrdup(opts->alert_webhook_url);

@@ -39,6 +39,7 @@
 
 #include "common/err.h"
 #include "scheduler/attempt.h"
+#include "scheduler/health.h"
 #include "scheduler/job.h"
 #include "scheduler/metrics.h"
 #include "scheduler/node.h"
@@ -85,6 +86,7 @@ struct schedd_opts {
     int alert_backoff_max_ms;
     int event_retention_days; /* 0: keep events forever */
     bool metrics_token_required;
+    struct health_config health;
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -149,6 +151,7 @@ struct schedd {
     uint64_t alerts_dropped;         /* dropped from a full queue */
     struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
     int lock_fd;                     /* flock on state_dir/lockstepd.lock */
+    struct health_config health; /* node health policy (health.h) */
 
     struct db *db;
     struct logstore *logs;

@@ -35,6 +35,7 @@
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_health.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
 #include "scheduler/recovery.h"
@@ -411,7 +412,9 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
 
     if ((rc = nodes_report(sd, rep, now, &node, &fresh_agent)) < 0 ||
         (rc = nodes_seen(sd, node, now)) < 0 ||
-        (rc = status_reconcile(sd, node, rep, fresh_agent)) < 0)
+        (rc = status_reconcile(sd, node, rep, fresh_agent)) < 0 ||
+        (rc = nodes_health_report(sd, node, rep->agent_id, rep->health, now)) <
+            0)
         return rc;
     node->agent_gen = rep->gen;
     /* New generations must exceed anything an agent has seen, even if the
@@ -424,15 +427,6 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
         rc = status_release(sd, node, rep);
     if (rc < 0)
         return rc;
-    if (rep->health != NULL) {
-        /* Kept as is for the node's view (a report without one keeps
-         * the last). */
-        if (node->health_seen != NULL)
-            proto_health_release(node->health_seen);
-        free(node->health_seen);
-        node->health_seen = rep->health;
-        rep->health = NULL;
-    }
     reply->heartbeat_ms = sd->heartbeat_ms;
     reply->gen = node->gen;
     /* The agent renews every supervisor's lease to now + lease_ms. */

@@ -12,6 +12,7 @@
 #include "scheduler/cadences.h"
 #include "scheduler/nodes.h"
 #include "scheduler/obs.h"
+#include "scheduler/nodes_health.h"
 #include "scheduler/pass.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
@@ -39,6 +40,7 @@ tick_cb(uv_timer_t *timer)
     if (mono - t->last_persist_mono >= TICK_PERSIST_MS) {
         t->last_persist_mono = mono;
         nodes_persist_last_seen(sd);
+        nodes_health_tick(sd, timeid_now_ms());
     }
     watchdog_tick(sd);
     cadences_tick(sd);
