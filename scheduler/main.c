@@ -244,6 +244,19 @@ conf_observe(const struct config *cfg, struct schedd_opts *o, struct err *err)
     return 0;
 }
 
+/* The node health policy's keys (health.h). */
+static void
+conf_health(const struct config *cfg, struct health_config *h)
+{
+    h->soft_repeats = (int)config_int(cfg, "health_soft_repeats");
+    h->unreliable_repeats = (int)config_int(cfg, "health_unreliable_repeats");
+    h->holddown_ms = config_int(cfg, "health_holddown_ms");
+    h->flap_count = (int)config_int(cfg, "health_flap_count");
+    h->flap_window_ms = config_int(cfg, "health_flap_window_ms");
+    h->soft_scopes_exclude = (int)config_int(cfg, "straggler_jobs_exclude");
+    h->soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
+}
+
 static int
 conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
@@ -323,15 +336,7 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             bad);
     if ((rc = conf_observe(cfg, o, err)) < 0)
         return rc;
-    o->health.soft_repeats = (int)config_int(cfg, "health_soft_repeats");
-    o->health.unreliable_repeats = (int)config_int(cfg,
-        "health_unreliable_repeats");
-    o->health.holddown_ms = config_int(cfg, "health_holddown_ms");
-    o->health.flap_count = (int)config_int(cfg, "health_flap_count");
-    o->health.flap_window_ms = config_int(cfg, "health_flap_window_ms");
-    o->health.soft_scopes_exclude = (int)config_int(cfg,
-        "straggler_jobs_exclude");
-    o->health.soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
+    conf_health(cfg, &o->health);
     o->sched_policy = config_str(cfg, "sched_policy");
     if (sched_policy_find(o->sched_policy) == NULL)
         return err_set(err, -EINVAL,
