@@ -136,14 +136,16 @@ blame_record(struct schedd *sd, const struct attempt *a,
         "node_blamed", detail);
 }
 
-/* Whether a health finding is open on node: hard evidence against it
+/* Whether an open health finding excludes node (a FAIL or HUNG result of
+ * its checks, a check unreliable, flapping): hard evidence against it
  * (policy_blame_in.node_finding). This is the one place the node-health
- * findings answer; until they exist, no finding is ever open. */
+ * findings answer; a SUSPECT node's soft findings (a WARN, a straggler)
+ * do not make a user's failure the node's. */
 static bool
 node_has_finding(const struct node *node)
 {
-    (void)node;
-    return false;
+    return node != NULL && node->health != NULL &&
+           health_excluded(node->health, NULL, 0);
 }
 
 /* The status fc's blame row gets: withdrawn in a crash loop, else by the

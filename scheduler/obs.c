@@ -299,19 +299,59 @@ obs_alerts(struct schedd *sd, struct sbuf *out)
 }
 
 /*
- * Per-node health-check results and durations: THE place for them. The
- * agent's checks (docs/architecture.md "a health check") report into
- * struct node; write them here, e.g.
- *   lockstep_node_check_status{node,check,status} 1 (gauge)
- *   lockstep_node_check_duration_seconds{node,check} (gauge, last run)
- * with the families' HELP/TYPE written once even when no node reports.
- * Nothing reports them yet.
+ * Per-node health-check results and durations, from each check's latest
+ * run its agent reported (node->health): one series per result with the
+ * value 1 (its status a label), the run's duration, and each node's open
+ * findings. The families' HELP/TYPE are written even when no node has
+ * checks.
  */
 static void
 obs_node_checks(struct schedd *sd, struct sbuf *out)
 {
-    (void)sd;
-    (void)out;
+    metrics_family(out, "lockstep_node_check_result", "gauge",
+        "the latest result of each node's health checks (1 per result; "
+        "status, code and scope as labels)");
+    for (struct node *n = node_table_first(&sd->nodes); n;
+        n = node_table_next(n)) {
+        for (size_t i = 0; n->health && i < n->health->nchecks; i++) {
+            const struct health_check *c = &n->health->checks[i];
+
+            for (size_t k = 0; k < c->nresults; k++) {
+                const struct proto_check_result *r = &c->results[k];
+                struct metrics_label l[] = { { "node", n->name },
+                    { "check", c->check }, { "code", r->code },
+                    { "scope", r->scope },
+                    { "status", proto_check_status_str(r->status) },
+                    { NULL, NULL } };
+
+                metrics_sample(out, "lockstep_node_check_result", l, 1);
+            }
+        }
+    }
+    metrics_family(out, "lockstep_node_check_duration_seconds", "gauge",
+        "how long each node's health check took on its latest run");
+    for (struct node *n = node_table_first(&sd->nodes); n;
+        n = node_table_next(n)) {
+        for (size_t i = 0; n->health && i < n->health->nchecks; i++) {
+            const struct health_check *c = &n->health->checks[i];
+            struct metrics_label l[] = { { "node", n->name },
+                { "check", c->check }, { NULL, NULL } };
+
+            if (c->nresults > 0)
+                metrics_sample(out, "lockstep_node_check_duration_seconds", l,
+                    (double)c->results[0].duration_ms / 1000.0);
+        }
+    }
+    metrics_family(out, "lockstep_node_findings_open", "gauge",
+        "open health findings of each node whose agent runs checks");
+    for (struct node *n = node_table_first(&sd->nodes); n;
+        n = node_table_next(n)) {
+        struct metrics_label l[] = { { "node", n->name }, { NULL, NULL } };
+
+        if (n->health)
+            metrics_sample(out, "lockstep_node_findings_open", l,
+                (double)health_open_count(n->health));
+    }
 }
 
 static void

@@ -503,6 +503,7 @@ process_exclusion(struct schedd *sd, struct recovery_item *it)
     } else if (it->how == RECOVERY_EXCLUDE_HEALTH) {
         snprintf(why, sizeof(why), "node %s excluded: %s", node->name,
             it->reason);
+        rc = alerts_node_excluded(sd, node, it->reason);
     } else {
         snprintf(why, sizeof(why), "node %s evicted by %s%s%s", node->name,
             it->actor, it->reason[0] ? ": " : "", it->reason);

@@ -129,13 +129,6 @@ schedd_sched_trigger(struct schedd *sd)
 }
 
 void
-schedd_straggler(struct schedd *sd, struct node *node, const cJSON *evidence)
-{
-    if (sd->hooks.straggler && node != NULL)
-        sd->hooks.straggler(sd, node, evidence, sd->hooks.straggler_arg);
-}
-
-void
 schedd_node_wake(struct schedd *sd, struct node *node)
 {
     if (sd->hooks.node_changed)

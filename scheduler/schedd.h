@@ -105,18 +105,10 @@ struct schedd_hooks {
     /* A scheduling pass is wanted soon (coalesced by the callee; never
      * run synchronously). */
     void (*sched_trigger)(struct schedd *sd, void *arg);
-    /* node was found a straggler of a job attempt (straggler.h, once per
-     * attempt and node): evidence is the "straggler" node event's detail
-     * (borrowed: job, attempt, rank, section, ratio, windows...). For the
-     * node findings, which make the node SUSPECT. Runs inside the
-     * iteration's transaction. */
-    void (*straggler)(struct schedd *sd, struct node *node,
-        const cJSON *evidence, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
     void *arg;
     void *sched_arg;
-    void *straggler_arg;
     void *alert_arg;
 };
 
@@ -212,9 +204,6 @@ void schedd_sched_trigger(struct schedd *sd);
 /* A node's desired state changed: a new generation, then the
  * node_changed hook. */
 void schedd_node_changed(struct schedd *sd, struct node *node);
-/* The straggler hook (node found a straggler; evidence borrowed). */
-void schedd_straggler(struct schedd *sd, struct node *node,
-    const cJSON *evidence);
 /* The node_changed hook alone, for a change whose generation the caller
  * already handed out. */
 void schedd_node_wake(struct schedd *sd, struct node *node);

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/nodes_health.h"
 #include "scheduler/rankwin.h"
 
 /* Node events looked at for an earlier raise of the same attempt. */
@@ -178,6 +179,28 @@ seen_event(const struct db_event *ev, void *arg)
     return 0;
 }
 
+/* Node p is SUSPECT: a soft finding "straggler" scoped to the job, which
+ * excludes the node once it stands in straggler_jobs_exclude jobs. */
+static int
+raise_finding(struct schedd *sd, const struct attempt *a,
+    const struct placement *p, const struct sec_hist *h)
+{
+    char scope[32];
+    char *why;
+    int rc;
+
+    snprintf(scope, sizeof(scope), "job:%lld", (long long)a->job_id);
+    why = xasprintf("job %lld attempt %d: rank %d spends %lld us per step in "
+                    "section %s, %.2fx the job's median (%lld us), slow in "
+                    "%d of %d windows",
+        (long long)a->job_id, a->num, h->rank, (long long)h->p50_us,
+        h->section, hist_ratio(h), (long long)h->median_us, h->nslow,
+        h->njudged);
+    rc = nodes_soft_finding(sd, p->node, "straggler", scope, why);
+    free(why);
+    return rc;
+}
+
 /* Raise node p (found a straggler by h) unless it was already for a. */
 static int
 raise_node(struct schedd *sd, struct attempt *a, const struct placement *p,
@@ -204,8 +227,8 @@ raise_node(struct schedd *sd, struct attempt *a, const struct placement *p,
         (long long)a->job_id, a->num, p->node_name, h->rank,
         (long long)h->p50_us, h->section, hist_ratio(h),
         (long long)h->median_us, h->nslow, h->njudged);
-    schedd_straggler(sd, p->node, ev);
-    return schedd_event(sd, SCHEDD_ACTOR, subject, "straggler", ev);
+    rc = schedd_event(sd, SCHEDD_ACTOR, subject, "straggler", ev);
+    return rc < 0 || p->node == NULL ? rc : raise_finding(sd, a, p, h);
 }
 
 /* Write one row per rank and section of the window. */

@@ -7,7 +7,7 @@
 # fixture sysfs tree: one NIC down, one GPU link degraded). Its heartbeats
 # go on meanwhile (a runner that waited for it would stop them for 7 s). n2's site checks leave a grandchild holding stdout: their
 # results come anyway. Asserted through the scheduler's view of each node
-# (the health of its last report, as is).
+# (`checks`: each check's latest run, as its agent reported it).
 . "$(dirname "$0")/../lib/harness.sh"
 
 CHECK=$BUILD_DIR/agent/lockstep-check
@@ -51,15 +51,19 @@ start_agent n2 -o health_checks= -o health_checks_dir="$SITE2" \
 # result NODE CHECK FIELD: FIELD of CHECK's (first) result on NODE.
 result() {
     ls_cli node "$1" --json |
-        jget "[r for r in j.get(\"health\", {}).get(\"results\", []) if r[\"check\"] == \"$2\"][0][\"$3\"]"
+        jget "[r for r in [dict(r, check=c[\"check\"]) for c in j.get(\"checks\", []) for r in c[\"results\"]] if r[\"check\"] == \"$2\"][0][\"$3\"]"
 }
 # codes NODE CHECK: "STATUS code scope" of each result of CHECK, sorted.
 codes() {
     ls_cli node "$1" --json |
-        jget "\" \".join(sorted(r[\"status\"] + \"/\" + r[\"code\"] + \"/\" + r[\"scope\"] for r in j[\"health\"][\"results\"] if r[\"check\"] == \"$2\"))"
+        jget "\" \".join(sorted(r[\"status\"] + \"/\" + r[\"code\"] + \"/\" + r[\"scope\"] for r in [dict(r, check=c[\"check\"]) for c in j.get(\"checks\", []) for r in c[\"results\"]] if r[\"check\"] == \"$2\"))"
 }
 
-test_expect_success 'nodes come up' 'wait_nodes_up 2'
+# n1's checks find faults (a NIC down, a degraded link): it is excluded,
+# which is not what this test is about; both nodes just have to report.
+test_expect_success 'nodes report' '
+    wait_for 20 "test \"\$(ls_cli nodes --json | jget \"len(j)\")\" = 2"
+'
 
 # Sampled from the sleeper's start until its TIMEOUT: the whole run.
 test_expect_success 'heartbeats never pause while the sleeper runs' '
@@ -68,7 +72,7 @@ test_expect_success 'heartbeats never pause while the sleeper runs' '
         ls_cli node n1 --json >n.json || return 1
         date +%s%3N >>now &&
         jget "j[\"last_seen_ms\"]" <n.json >>seen &&
-        jget "[r[\"status\"] for r in j[\"health\"][\"results\"] if r[\"check\"] == \"site:sleeper\"]" <n.json >st
+        jget "[r[\"status\"] for c in j.get(\"checks\", []) for r in c[\"results\"] if c[\"check\"] == \"site:sleeper\"]" <n.json >st
         grep -q TIMEOUT st && break
         sleep 0.2
     done &&
@@ -100,7 +104,7 @@ test_expect_success 'no process of the sleeper remains' '
 '
 
 test_expect_success 'the other 8 checks report their real results' '
-    wait_for 15 "ls_cli node n1 --json | jget \"j[\\\"health\\\"][\\\"full_pass\\\"]\" | grep -qx True" &&
+    wait_for 15 "ls_cli node n1 --json | jget \"j[\\\"health\\\"][\\\"waiting\\\"]\" | grep -qx False" &&
     test "$(codes n1 site:pass)" = PASS/site.ok/node &&
     test "$(codes n1 site:warn)" = WARN/site.fan_slow/node &&
     test "$(result n1 site:warn numbers)" = "{\"rpm\": 900}" &&
@@ -111,7 +115,7 @@ test_expect_success 'the other 8 checks report their real results' '
     test "$(codes n1 memory)" = PASS/memory.ok/node &&
     test "$(codes n1 nic)" = "FAIL/nic.down/nic:eth1 PASS/nic.up/nic:eth0 PASS/nic.up/nic:mlx5_0/1" &&
     test "$(codes n1 pcie)" = "FAIL/pcie.width_degraded/pci:0000:19:00.0 PASS/pcie.ok/pci:0000:18:00.0" &&
-    test "$(ls_cli node n1 --json | jget "len(set(r[\"check\"] for r in j[\"health\"][\"results\"]))")" = 9
+    test "$(ls_cli node n1 --json | jget "len(j[\"checks\"])")" = 9
 '
 
 test_expect_success 'checks run on their own intervals; the sleeper is not rerun yet' '
