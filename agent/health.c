@@ -835,20 +835,21 @@ health_fill(const struct health *h)
     size_t n = 0, i, j;
     bool full = true;
 
-    if (h == NULL)
+    /* No checks: no health (the scheduler treats the node as before
+     * health checks). With checks, health goes from the first report on,
+     * results or not, so that the node waits for its first full pass. */
+    if (h == NULL || h->nchecks == 0)
         return NULL;
     for (i = 0; i < h->nchecks; i++) {
         n += h->checks[i]->nresults;
         full = full && h->checks[i]->done_once;
     }
-    if (n == 0)
-        return NULL;
     if (n > PROTO_CHECK_RESULTS_MAX)
         n = PROTO_CHECK_RESULTS_MAX;
     ph = xcalloc(1, sizeof(*ph));
     ph->boot_id = xstrdup(h->boot_id);
     ph->full_pass = full;
-    ph->results = xcalloc(n, sizeof(*ph->results));
+    ph->results = xcalloc(n + 1, sizeof(*ph->results));
     for (i = 0; i < h->nchecks; i++) {
         const struct health_check *c = h->checks[i];
 

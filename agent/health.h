@@ -53,8 +53,9 @@ void health_destroy(struct health *h);
 /* fn(arg) when a check's results changed (NULL: none). */
 void health_set_change_cb(struct health *h, health_change_fn fn, void *arg);
 
-/* The node's health now, for a report (proto_health_release and free it),
- * or NULL while no check has a result. */
+/* The node's health now, for a report (proto_health_release and free it):
+ * from the first report on (full_pass false, maybe no results, until
+ * every check ran once), or NULL when no check is configured. */
 struct proto_health *health_fill(const struct health *h);
 
 /* How many checks are configured. */

@@ -1,11 +1,12 @@
 #!/bin/bash
 # t4114: the scheduler's node-health policy (issue 9: tests 5, 6, 7, 11),
-# with real agents and a real DDP job. The agents of this branch run no
-# checks yet, so the checks' results are injected as an agent with checks
+# with real agents and a real DDP job. The agents run no checks
+# (health_checks empty: they send no health, like agents before health
+# checks), so the checks' results are injected as an agent with checks
 # sends them: node reports with `health`, signed with the node's agent
 # credential (tests/helpers/post-health.py), for the real nodes, with
 # their real agent ids (their own reports, without health, change
-# nothing of it).
+# nothing of it). t4115 drives the same path with the agents' own checks.
 #
 # A node that starts reporting health waits for its first full pass; a
 # soft finding makes it SUSPECT (placed last); a hard one excludes it at
@@ -18,8 +19,8 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 HOLDDOWN_MS=1500
-fault_cluster 3 -o health_holddown_ms=$HOLDDOWN_MS -o health_flap_count=3 \
-    -o health_flap_window_ms=120000
+HEALTH_CHECKS= fault_cluster 3 -o health_holddown_ms=$HOLDDOWN_MS \
+    -o health_flap_count=3 -o health_flap_window_ms=120000
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 POST=$SRC_DIR/tests/helpers/post-health.py
 ME=$(id -un)
