@@ -188,6 +188,7 @@ test_expect_success 'only operators cordon, drain, uncordon or acknowledge (403)
             "$LOCKSTEP_URL/v1/nodes/n1/$verb") &&
         test "$code" = 403 || return 1
     done &&
+    test "$(db_query "SELECT count(*) FROM events WHERE kind = '\''request_refused'\'' AND actor = '\''alice'\'' AND subject = '\''node/n1'\''")" = 4 &&
     ! LOCKSTEP_TOKEN=$tok LOCKSTEP_SERVER=$LOCKSTEP_URL \
         ls_cli drain n1 --reason x 2>err && grep -q operator err &&
     node_is n1 UP
