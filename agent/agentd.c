@@ -21,6 +21,7 @@
 #include "common/cred.h"
 #include "common/curlx.h"
 #include "common/xalloc.h"
+#include "version.h"
 
 const struct config_key agentd_config_keys[] = {
     { "server", CONFIG_STR, "http://127.0.0.1:7300", 0, 0,
@@ -67,6 +68,13 @@ const struct config_key agentd_config_keys[] = {
         "gpu check: the nvidia-smi to run (a name is looked up in PATH)" },
     { "kmsg_path", CONFIG_STR, "/dev/kmsg", 0, 0,
         "kmsg check: the kernel log, or a file in its format (\"\": off)" },
+    { "kmsg_allowlist", CONFIG_STR, LOCKSTEP_DATADIR "/kmsg-allowlist.txt", 0,
+        0,
+        "kmsg check: kernel log templates known to be harmless (the file "
+        "installed with lockstep; \"\": none)" },
+    { "kmsg_baseline", CONFIG_STR, "", 0, 0,
+        "kmsg check: this kind of node's known-good templates, learned with "
+        "lockstep-check kmsg --learn (\"\": none)" },
     { "sysfs_root", CONFIG_STR, "/sys", 0, 0,
         "nic and pcie checks: where sysfs is" },
     CONFIG_KEY_LOG_LEVEL,
@@ -131,6 +139,9 @@ agentd_health_load(struct agentd *ad, const struct config *cfg, struct err *err)
     ad->health_nics = xstrdup(config_str(cfg, "health_nics"));
     ad->nvidia_smi = xstrdup(config_str(cfg, "nvidia_smi"));
     ad->kmsg_path = xstrdup(config_str(cfg, "kmsg_path"));
+    ad->kmsg_allowlist = xstrdup(config_str(cfg, "kmsg_allowlist"));
+    ad->kmsg_allowlist_default = !config_is_set(cfg, "kmsg_allowlist");
+    ad->kmsg_baseline = xstrdup(config_str(cfg, "kmsg_baseline"));
     ad->sysfs_root = xstrdup(config_str(cfg, "sysfs_root"));
     ad->health_interval_ms = config_int(cfg, "health_interval_ms");
     ad->health_timeout_ms = config_int(cfg, "health_timeout_ms");
@@ -255,10 +266,13 @@ agentd_settings_release(struct agentd *ad)
     free(ad->health_nics);
     free(ad->nvidia_smi);
     free(ad->kmsg_path);
+    free(ad->kmsg_allowlist);
+    free(ad->kmsg_baseline);
     free(ad->sysfs_root);
     ad->health_check_exe = ad->health_checks = ad->health_checks_dir = NULL;
     ad->health_mounts = ad->health_nics = ad->nvidia_smi = NULL;
     ad->kmsg_path = ad->sysfs_root = NULL;
+    ad->kmsg_allowlist = ad->kmsg_baseline = NULL;
     proto_resources_release(&ad->res);
     if (ad->auth_header != NULL)
         explicit_bzero(ad->auth_header, strlen(ad->auth_header));

@@ -575,6 +575,19 @@ health_builtin_args(const struct agentd *ad, const char *name,
         health_arg(av, xstrdup(ad->kmsg_path));
         health_arg(av, xstrdup("--state-dir"));
         health_arg(av, xasprintf("%s/health", ad->state_dir));
+        /* The default allowlist is the installed one: a build run from
+         * its tree has none there, and goes without. A configured one
+         * must be there (the check says UNKNOWN otherwise). */
+        if (ad->kmsg_allowlist[0] &&
+            (!ad->kmsg_allowlist_default ||
+                access(ad->kmsg_allowlist, R_OK) == 0)) {
+            health_arg(av, xstrdup("--allowlist"));
+            health_arg(av, xstrdup(ad->kmsg_allowlist));
+        }
+        if (ad->kmsg_baseline[0]) {
+            health_arg(av, xstrdup("--baseline"));
+            health_arg(av, xstrdup(ad->kmsg_baseline));
+        }
     } else if (strcmp(name, "nic") == 0) {
         health_arg(av, xstrdup("--sysfs-root"));
         health_arg(av, xstrdup(ad->sysfs_root));

@@ -132,6 +132,10 @@ health_settle(struct schedd *sd, struct node *node, bool was, int64_t now,
     if (!was && excluded) {
         c.kind = "node_excluded";
         log_notice("node=%s excluded: %s", node->name, reason);
+    } else if (!excluded && h->waiting &&
+               node_state_compute(node) != node->state) {
+        /* Not schedulable until its first full pass: not a fault. */
+        c.kind = "node_health_wait";
     }
     if ((rc = event_node(sd, node, &c)) < 0)
         return rc;

@@ -71,8 +71,13 @@ test_expect_success 'the removed node registers as new when its agent returns' '
     start_agent n3 &&
     wait_until 15 has_node n3 &&
     wait_nodes_up 3 &&
-    db_events node/n3 | tail -2 | head -1 | grep -qx "$(id -un) node_removed" &&
-    db_events node/n3 | tail -1 | grep -qx "agent/n3 node_registered"
+    # the removal, then the registration of a new node (its first full
+    # pass of health checks follows: node_health_wait, node_up)
+    db_events node/n3 | grep -n "" | grep ":$(id -un) node_removed$" |
+        tail -1 | cut -d: -f1 >at &&
+    db_events node/n3 | sed -n "$(($(cat at) + 1))p" |
+        grep -qx "agent/n3 node_registered" &&
+    ! db_events node/n3 | sed -n "$(($(cat at) + 1)),\$p" | grep -q node_removed
 '
 
 test_expect_success 'an idle UP node is forgotten at once; its running agent registers it again' '
