@@ -170,6 +170,20 @@ finding_excludes(const struct health_finding *f, const struct health_config *c)
     }
 }
 
+/* Whether r says its finding occurred again in this run: a check that
+ * reports a standing finding (the kernel log's, open for the whole boot)
+ * says how many occurrences are new with a number "new"; 0 is a reminder,
+ * not a repeat. */
+static bool
+result_recurs(const struct proto_check_result *r)
+{
+    for (size_t i = 0; i < r->nnumbers; i++) {
+        if (strcmp(r->numbers[i].name, "new") == 0)
+            return r->numbers[i].value > 0;
+    }
+    return true;
+}
+
 /* Result r of run `run` raised its finding. */
 static void
 finding_raise(struct health *h, const struct health_config *c,
@@ -181,8 +195,10 @@ finding_raise(struct health *h, const struct health_config *c,
     if (f == NULL) {
         f = finding_new(h, r->check, r->code, scope, now);
         f->consecutive = 1;
-    } else {
-        f->consecutive = f->pass_since ? 1 : f->consecutive + 1;
+    } else if (f->pass_since) {
+        f->consecutive = 1;
+    } else if (result_recurs(r)) {
+        f->consecutive++;
     }
     f->status = r->status;
     set_str(&f->evidence, r->evidence);

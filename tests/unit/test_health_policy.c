@@ -129,6 +129,38 @@ test_soft(const struct health_config *c)
     health_destroy(h);
 }
 
+/* The kernel log's findings stay open for the boot: each run reports them
+ * again, with how many occurrences are new. Only new ones repeat. */
+static void
+test_soft_standing(const struct health_config *c)
+{
+    struct health *h = fresh(c);
+    struct proto_check_number fresh1 = { "new", 1 }, none = { "new", 0 };
+    struct rep p;
+
+    for (int i = 0; i < c->soft_repeats + 2; i++) {
+        rep_init(&p, "boot1", true);
+        rep_add(&p, "kmsg", PROTO_CHECK_WARN, "kmsg.unknown", "tmpl:ab",
+            (uint64_t)(1 + i));
+        p.r[0].numbers = i == 0 ? &fresh1 : &none;
+        p.r[0].nnumbers = 1;
+        health_apply(h, c, "agent1", &p.h, 1000 + i);
+    }
+    ok(health_suspect(h, NULL, 0) && !health_excluded(h, NULL, 0),
+        "a standing WARN re-reported with no new occurrence stays suspect");
+    for (int i = 0; i < c->soft_repeats; i++) {
+        rep_init(&p, "boot1", true);
+        rep_add(&p, "kmsg", PROTO_CHECK_WARN, "kmsg.unknown", "tmpl:ab",
+            (uint64_t)(100 + i));
+        p.r[0].numbers = &fresh1;
+        p.r[0].nnumbers = 1;
+        health_apply(h, c, "agent1", &p.h, 5000 + i);
+    }
+    ok(health_excluded(h, NULL, 0),
+        "new occurrences in %d runs in a row exclude", c->soft_repeats);
+    health_destroy(h);
+}
+
 static void
 test_unreliable(const struct health_config *c)
 {
@@ -369,6 +401,7 @@ main(void)
     health_config_default(&c);
     test_hard(&c);
     test_soft(&c);
+    test_soft_standing(&c);
     test_unreliable(&c);
     test_runs_and_scopes(&c);
     test_boot_and_ack(&c);
