@@ -88,10 +88,10 @@ struct agentd {
     char *health_mounts;     /* disk: a comma list; "" / and state_dir */
     char *health_nics;       /* nic: the ports expected up */
     char *nvidia_smi;
-    char *kmsg_path;      /* "" no kernel log check */
-    char *kmsg_allowlist; /* "" none */
+    char *kmsg_path;             /* "" no kernel log check */
+    char *kmsg_allowlist;        /* "" none */
     bool kmsg_allowlist_default; /* not configured: used when installed */
-    char *kmsg_baseline;  /* "" none */
+    char *kmsg_baseline;         /* "" none */
     char *sysfs_root;
     int64_t health_interval_ms;
     int64_t health_timeout_ms;

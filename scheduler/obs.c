@@ -312,7 +312,7 @@ obs_node_checks(struct schedd *sd, struct sbuf *out)
         "the latest result of each node's health checks (1 per result; "
         "status, code and scope as labels)");
     for (struct node *n = node_table_first(&sd->nodes); n;
-        n = node_table_next(n)) {
+         n = node_table_next(n)) {
         for (size_t i = 0; n->health && i < n->health->nchecks; i++) {
             const struct health_check *c = &n->health->checks[i];
 
@@ -331,7 +331,7 @@ obs_node_checks(struct schedd *sd, struct sbuf *out)
     metrics_family(out, "lockstep_node_check_duration_seconds", "gauge",
         "how long each node's health check took on its latest run");
     for (struct node *n = node_table_first(&sd->nodes); n;
-        n = node_table_next(n)) {
+         n = node_table_next(n)) {
         for (size_t i = 0; n->health && i < n->health->nchecks; i++) {
             const struct health_check *c = &n->health->checks[i];
             struct metrics_label l[] = { { "node", n->name },
@@ -345,7 +345,7 @@ obs_node_checks(struct schedd *sd, struct sbuf *out)
     metrics_family(out, "lockstep_node_findings_open", "gauge",
         "open health findings of each node whose agent runs checks");
     for (struct node *n = node_table_first(&sd->nodes); n;
-        n = node_table_next(n)) {
+         n = node_table_next(n)) {
         struct metrics_label l[] = { { "node", n->name }, { NULL, NULL } };
 
         if (n->health)

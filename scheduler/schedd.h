@@ -143,7 +143,7 @@ struct schedd {
     uint64_t alerts_dropped;         /* dropped from a full queue */
     struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
     int lock_fd;                     /* flock on state_dir/lockstepd.lock */
-    struct health_config health; /* node health policy (health.h) */
+    struct health_config health;     /* node health policy (health.h) */
 
     struct db *db;
     struct logstore *logs;

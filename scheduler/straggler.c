@@ -193,9 +193,8 @@ raise_finding(struct schedd *sd, const struct attempt *a,
     why = xasprintf("job %lld attempt %d: rank %d spends %lld us per step in "
                     "section %s, %.2fx the job's median (%lld us), slow in "
                     "%d of %d windows",
-        (long long)a->job_id, a->num, h->rank, (long long)h->p50_us,
-        h->section, hist_ratio(h), (long long)h->median_us, h->nslow,
-        h->njudged);
+        (long long)a->job_id, a->num, h->rank, (long long)h->p50_us, h->section,
+        hist_ratio(h), (long long)h->median_us, h->nslow, h->njudged);
     rc = nodes_soft_finding(sd, p->node, "straggler", scope, why);
     free(why);
     return rc;
