@@ -64,6 +64,8 @@ check_release(struct health_check *hc)
     memset(hc, 0, sizeof(*hc));
 }
 
+static void acked_clear(struct health *h);
+
 void
 health_destroy(struct health *h)
 {
@@ -75,6 +77,7 @@ health_destroy(struct health *h)
     for (size_t i = 0; i < h->nchecks; i++)
         check_release(&h->checks[i]);
     free(h->checks);
+    acked_clear(h);
     free(h->boot_id);
     free(h->agent_id);
     free(h);
@@ -182,6 +185,46 @@ result_recurs(const struct proto_check_result *r)
             return r->numbers[i].value > 0;
     }
     return true;
+}
+
+static char *
+acked_key(const char *check, const char *code, const char *scope)
+{
+    return xasprintf("%s\t%s\t%s", check, code, scope);
+}
+
+static void
+acked_clear(struct health *h)
+{
+    for (size_t i = 0; i < h->nacked; i++)
+        free(h->acked[i]);
+    free(h->acked);
+    h->acked = NULL;
+    h->nacked = 0;
+}
+
+/* Whether r only repeats a finding an operator acknowledged in this boot
+ * (no new occurrence): then it opens nothing. A new occurrence forgets
+ * the acknowledgement. */
+static bool
+acked_reminder(struct health *h, const struct proto_check_result *r)
+{
+    const char *scope = r->scope && *r->scope ? r->scope : "node";
+    char *key = acked_key(r->check, r->code, scope);
+    bool reminder = false;
+
+    for (size_t i = 0; i < h->nacked; i++) {
+        if (strcmp(h->acked[i], key) != 0)
+            continue;
+        reminder = !result_recurs(r);
+        if (!reminder) {
+            free(h->acked[i]);
+            h->acked[i] = h->acked[--h->nacked];
+        }
+        break;
+    }
+    free(key);
+    return reminder;
 }
 
 /* Result r of run `run` raised its finding. */
@@ -324,15 +367,18 @@ check_apply(struct health *h, const struct health_config *c,
     for (size_t i = 0; i < n; i++) {
         const struct proto_check_result *r = &hc->results[i];
 
-        if (r->status != PROTO_CHECK_PASS && r->status != PROTO_CHECK_SKIPPED)
+        if (r->status != PROTO_CHECK_PASS &&
+            r->status != PROTO_CHECK_SKIPPED && !acked_reminder(h, r))
             finding_raise(h, c, r, run, now);
     }
 }
 
-/* A new boot: every finding but flapping closes. */
+/* A new boot: every finding but flapping closes; acknowledgements of the
+ * old boot are forgotten. */
 static void
 health_boot(struct health *h)
 {
+    acked_clear(h);
     for (size_t i = 0; i < h->nfindings; i++) {
         struct health_finding *f = &h->findings[i];
 
@@ -457,8 +503,13 @@ health_ack(struct health *h, const char *code, const char *scope, int64_t now)
         if (!f->open || strcmp(f->code, code) != 0 ||
             (scope && strcmp(f->scope, scope) != 0))
             continue;
-        if (is_flapping(f))
+        if (is_flapping(f)) {
             h->nflaps = 0;
+        } else {
+            h->acked = xrealloc(h->acked,
+                (h->nacked + 1) * sizeof(*h->acked));
+            h->acked[h->nacked++] = acked_key(f->check, f->code, f->scope);
+        }
         finding_close(f, "ack");
         n++;
     }

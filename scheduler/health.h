@@ -114,6 +114,12 @@ struct health {
     int64_t flaps[HEALTH_FLAP_MAX]; /* exclusion times, oldest first */
     size_t nflaps;
     bool excluded; /* health_excluded() when last noted */
+    /* Findings an operator acknowledged in this boot ("check\tcode\tscope"):
+     * a check that reports a standing finding again (a result with a
+     * number "new" = 0, as the kernel log's) does not reopen it; a new
+     * occurrence does. In memory only. */
+    char **acked;
+    size_t nacked;
 };
 
 struct health *health_create(void);

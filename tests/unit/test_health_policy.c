@@ -161,6 +161,51 @@ test_soft_standing(const struct health_config *c)
     health_destroy(h);
 }
 
+/* One run of the kernel log check reporting a standing FAIL, with how
+ * many occurrences are new. */
+static void
+kmsg_run(struct health *h, const struct health_config *c, uint64_t run,
+    double fresh, int64_t now)
+{
+    struct proto_check_number n = { "new", fresh };
+    struct rep p;
+
+    rep_init(&p, "boot1", true);
+    rep_add(&p, "kmsg", PROTO_CHECK_FAIL, "kmsg.xid.79", "pci:0000:1a:00",
+        run);
+    p.r[0].numbers = &n;
+    p.r[0].nnumbers = 1;
+    health_apply(h, c, "agent1", &p.h, now);
+}
+
+/* An acknowledged standing finding is not reopened by its reminders. */
+static void
+test_ack_standing(const struct health_config *c)
+{
+    struct health *h = fresh(c);
+    struct rep p;
+
+    kmsg_run(h, c, 1, 1, 1000);
+    ok(health_excluded(h, NULL, 0), "an XID 79 excludes");
+    is_int((int)health_ack(h, "kmsg.xid.79", NULL, 2000), 1,
+        "the operator acknowledges it");
+    health_written(h);
+    kmsg_run(h, c, 2, 0, 3000);
+    ok(!health_excluded(h, NULL, 0) && health_open_count(h) == 0,
+        "the check reporting it again with nothing new reopens nothing");
+    kmsg_run(h, c, 3, 1, 4000);
+    ok(health_excluded(h, NULL, 0), "a new occurrence excludes again");
+    health_ack(h, "kmsg.xid.79", NULL, 5000);
+    health_written(h);
+    rep_init(&p, "boot2", true);
+    health_apply(h, c, "agent1", &p.h, 6000);
+    kmsg_run(h, c, 4, 0, 7000);
+    ok(health_excluded(h, NULL, 0),
+        "a new boot forgets the acknowledgement (a finding of that boot "
+        "counts)");
+    health_destroy(h);
+}
+
 static void
 test_unreliable(const struct health_config *c)
 {
@@ -402,6 +447,7 @@ main(void)
     test_hard(&c);
     test_soft(&c);
     test_soft_standing(&c);
+    test_ack_standing(&c);
     test_unreliable(&c);
     test_runs_and_scopes(&c);
     test_boot_and_ack(&c);
