@@ -75,6 +75,17 @@ test_expect_success 'one "straggler" node event, on that node, with the evidence
     test "$(jget "[j[\"job\"], j[\"attempt\"], j[\"rank\"], j[\"section\"], j[\"windows\"] >= 3, j[\"ratio\"] > 1.15]" <ev.json)" = "[$(cat slow.id), 1, 3, \"compute\", true, true]"
 '
 
+test_expect_success 'its node is SUSPECT with the figures; the other node is not' '
+    node=$(jget "j[\"attempts\"][0][\"ranks\"][3][\"node\"]" <show.json) &&
+    other=$(jget "j[\"attempts\"][0][\"ranks\"][0][\"node\"]" <show.json) &&
+    test "$(node_state $node)" = SUSPECT &&
+    ls_cli node $node --json >sus.json &&
+    jget "[f[\"code\"] + \"@\" + f[\"scope\"] for f in j[\"findings\"] if f[\"open\"]]" <sus.json >codes &&
+    grep -q "straggler@job:$(cat slow.id)" codes &&
+    jget "j[\"reason\"]" <sus.json | grep -q "compute" &&
+    test "$(node_state $other)" = UP
+'
+
 test_expect_success 'show (text) names the straggling rank and node' '
     node=$(jget "j[\"attempts\"][0][\"ranks\"][3][\"node\"]" <show.json) &&
     ls_cli show $(cat slow.id) >show.txt && cat show.txt &&
