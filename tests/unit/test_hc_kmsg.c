@@ -58,6 +58,10 @@ put(const char *name, const char *text)
     return path;
 }
 
+/* The state directories made so far (freed at the end). */
+static char *dirs[64];
+static size_t ndirs;
+
 /* A fresh state directory. */
 static char *
 state_dir(void)
@@ -65,6 +69,8 @@ state_dir(void)
     char *d = xasprintf("%s/state%d", tmp, ++ncase);
 
     mkdir(d, 0700);
+    if (ndirs < sizeof(dirs) / sizeof(dirs[0]))
+        dirs[ndirs++] = d;
     return d;
 }
 
@@ -296,7 +302,6 @@ test_xid(void)
     ok(hc_res_find(&res, "kmsg.xid.79", NULL)->status == PROTO_CHECK_WARN &&
             hc_res_find(&res, "kmsg.xid.999", NULL)->status == PROTO_CHECK_FAIL,
         "a table file changes the severities without a rebuild");
-    free((char *)o.state_dir);
     free(table);
     free(log);
     sbuf_release(&a);
@@ -459,6 +464,8 @@ main(void)
     hc_res_release(&res);
     free(allow);
     free(base);
+    for (size_t i = 0; i < ndirs; i++)
+        free(dirs[i]);
     if (tap_failed == 0) {
         char *cmd = xasprintf("rm -rf '%s'", tmp);
 
