@@ -43,6 +43,9 @@
 #define HEALTH_STDOUT_MAX (64 * 1024)
 #define HEALTH_STDERR_MAX 2048
 #define HEALTH_DRAIN_MS 200
+/* When the first runs start after health_start, one check after another. */
+#define HEALTH_FIRST_RUN_MS 500
+#define HEALTH_FIRST_RUN_STEP_MS 200
 #define HEALTH_HUNG_WAIT_MS 1000
 #define HEALTH_ARGS_MAX 160
 
@@ -777,8 +780,12 @@ health_create(struct agentd *ad, struct err *err)
 void
 health_start(struct health *h)
 {
+    /* Not all at once, and not before the agent's first report and the
+     * re-adoption of its ranks (a restarted agent must renew their lease
+     * in time): the first runs are spread over the first seconds. */
     for (size_t i = 0; i < h->nchecks; i++)
-        health_check_schedule(h->checks[i], 0);
+        health_check_schedule(h->checks[i],
+            HEALTH_FIRST_RUN_MS + (int64_t)i * HEALTH_FIRST_RUN_STEP_MS);
 }
 
 static void
