@@ -367,8 +367,8 @@ check_apply(struct health *h, const struct health_config *c,
     for (size_t i = 0; i < n; i++) {
         const struct proto_check_result *r = &hc->results[i];
 
-        if (r->status != PROTO_CHECK_PASS &&
-            r->status != PROTO_CHECK_SKIPPED && !acked_reminder(h, r))
+        if (r->status != PROTO_CHECK_PASS && r->status != PROTO_CHECK_SKIPPED &&
+            !acked_reminder(h, r))
             finding_raise(h, c, r, run, now);
     }
 }
@@ -506,8 +506,7 @@ health_ack(struct health *h, const char *code, const char *scope, int64_t now)
         if (is_flapping(f)) {
             h->nflaps = 0;
         } else {
-            h->acked = xrealloc(h->acked,
-                (h->nacked + 1) * sizeof(*h->acked));
+            h->acked = xrealloc(h->acked, (h->nacked + 1) * sizeof(*h->acked));
             h->acked[h->nacked++] = acked_key(f->check, f->code, f->scope);
         }
         finding_close(f, "ack");

@@ -171,8 +171,7 @@ kmsg_run(struct health *h, const struct health_config *c, uint64_t run,
     struct rep p;
 
     rep_init(&p, "boot1", true);
-    rep_add(&p, "kmsg", PROTO_CHECK_FAIL, "kmsg.xid.79", "pci:0000:1a:00",
-        run);
+    rep_add(&p, "kmsg", PROTO_CHECK_FAIL, "kmsg.xid.79", "pci:0000:1a:00", run);
     p.r[0].numbers = &n;
     p.r[0].nnumbers = 1;
     health_apply(h, c, "agent1", &p.h, now);
