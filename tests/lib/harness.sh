@@ -255,7 +255,9 @@ gpu_count() {
 # scheduler's Unix socket, or to $AGENT_SERVER when set. Its health checks
 # ($HEALTH_CHECKS, default disk,gpu,kmsg,memory: not nic and pcie, which
 # read this machine's own sysfs, which a test does not control) run every
-# $HEALTH_INTERVAL_MS (5000), read the kernel log from its own (empty) file
+# $HEALTH_INTERVAL_MS (30000: each run costs CPU that the timing-sensitive
+# tests running beside it feel, under ASan most), read the kernel log from
+# its own (empty) file
 # and ask deploy/fake-nvidia-smi about as many GPUs as it has. A node is
 # schedulable once its checks have all run (the first full pass).
 start_agent() {
@@ -275,7 +277,7 @@ start_agent() {
         -o log_dir="$d/logs" -o cluster_secret_file="$CLUSTER_SECRET" \
         -o run_as_submitter=false -o kill_grace_ms="${KILL_GRACE_MS:-3000}" \
         -o kmsg_path="$d/kmsg" -o nvidia_smi="$SRC_DIR/deploy/fake-nvidia-smi" \
-        -o health_interval_ms="${HEALTH_INTERVAL_MS:-5000}" \
+        -o health_interval_ms="${HEALTH_INTERVAL_MS:-30000}" \
         -o health_checks="${HEALTH_CHECKS-disk,gpu,kmsg,memory}" \
         "$@" >>"$d/log" 2>&1 &
     AGENT_PID[$name]=$!
