@@ -133,7 +133,15 @@ TORCH_VARS='for k in RANK WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_RANK \
     ROLE_WORLD_SIZE ROLE_NAME LOCAL_WORLD_SIZE TORCHELASTIC_RESTART_COUNT \
     TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID OMP_NUM_THREADS; do
     eval "echo $k=\${$k-unset}"; done
-[ "$LOCKSTEP_ATTEMPT" = 1 ] && exit 1; exit 0'
+[ "$LOCKSTEP_ATTEMPT" = 1 ] || exit 0
+touch "$BARRIER/$RANK"
+while [ "$(ls "$BARRIER" | wc -l)" -lt 4 ]; do sleep 0.1; done
+exit 1'
+
+# Attempt 1 fails only once every rank has printed (a rank that fails
+# first has the others stopped, perhaps before they print).
+BARRIER=$TEST_DIR/barrier
+mkdir -p "$BARRIER"
 
 # torch_want R ID COUNT: the torchrun variables rank R of a 2x2 job
 # should print.
@@ -146,7 +154,8 @@ torch_want() {
 
 test_expect_success 'ranks get the torchrun variables; a restart counts' '
     id=$(env -u OMP_NUM_THREADS "$CLI" submit --json --nodes 2 \
-        --ranks-per-node 2 --max-restarts 1 -- sh -c "$TORCH_VARS" |
+        --ranks-per-node 2 --max-restarts 1 --env BARRIER="$BARRIER" \
+        -- sh -c "$TORCH_VARS" |
         jget "j[\"id\"]") &&
     wait_job_state $id SUCCEEDED 60 &&
     test "$(job_json $id "j[\"attempt\"]")" = 2 &&
