@@ -43,15 +43,16 @@ jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
     enum quota_verdict v;
     char subject[128];
     cJSON *detail;
-    int rc;
+    int rc, k;
 
     v = quota_check(&sd->quota, &sd->quota_cfg, user, op,
         quota_queued(&sd->jobs, user), now, why, len, retry_s, &qu);
     if (v == QUOTA_OK)
         return 0;
-    if (qu != NULL && qu->last_event_ms != 0 &&
-        now - qu->last_event_ms < 10000) {
-        qu->quiet++;
+    k = v == QUOTA_QUEUED ? 0 : 1;
+    if (qu != NULL && qu->last_event_ms[k] != 0 &&
+        now - qu->last_event_ms[k] < 10000) {
+        qu->quiet[k]++;
         return -EBUSY;
     }
     detail = cJSON_CreateObject();
@@ -60,9 +61,9 @@ jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
     jsonx_add_str(detail, "reason", why);
     if (qu != NULL) {
         cJSON_AddNumberToObject(detail, "refused_since_last_event",
-            (double)qu->quiet);
-        qu->last_event_ms = now;
-        qu->quiet = 0;
+            (double)qu->quiet[k]);
+        qu->last_event_ms[k] = now;
+        qu->quiet[k] = 0;
     }
     snprintf(subject, sizeof(subject), "user/%s", user);
     log_notice("submission of %s refused: %s", user, why);

@@ -23,7 +23,8 @@ int jobs_submit(struct schedd *sd, const char *user,
 /* The per-user submission limits (quota.h) for one submission of user:
  * 0, or -EBUSY with why (the limit and the user's count) and *retry_s for
  * the 429. A refusal is a `submit_refused` event on subject user/<name>,
- * at most one per user per 10 s (the detail counts the ones left out). */
+ * at most one per user and limit per 10 s (the detail counts the ones
+ * left out). */
 int jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
     size_t len, int64_t *retry_s);
 

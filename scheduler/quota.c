@@ -35,8 +35,9 @@ quota_prune(struct quota *q, const struct quota_limits *l, int64_t now_ms)
     while (i < q->n) {
         int64_t last = q->users[i].bucket.last_ms;
 
-        if (q->users[i].last_event_ms > last)
-            last = q->users[i].last_event_ms;
+        for (int k = 0; k < 2; k++)
+            if (q->users[i].last_event_ms[k] > last)
+                last = q->users[i].last_event_ms[k];
         if (now_ms - last > full_ms) {
             free(q->users[i].name);
             q->users[i] = q->users[--q->n];

@@ -36,8 +36,9 @@ struct quota_config {
 struct quota_user {
     char *name;
     struct tbucket bucket;
-    int64_t last_event_ms; /* last refusal event written for this user */
-    uint64_t quiet;        /* refusals since without an event */
+    /* By verdict - 1 (QUOTA_QUEUED, QUOTA_RATE): */
+    int64_t last_event_ms[2]; /* the last refusal event written */
+    uint64_t quiet[2];        /* refusals since, without an event */
 };
 
 struct quota {
