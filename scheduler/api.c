@@ -140,14 +140,13 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
 
     if ((route->flags & API_AGENT) ||
         ((route->flags & API_AGENT_TOO) && req->authorization &&
-            strncmp(req->authorization, "Agent ", 6) == 0))
-    {
+            strncmp(req->authorization, "Agent ", 6) == 0)) {
         rc = auth_agent(sd, req, &r->who, err);
         /* Agents keep their connections out of the users' budget. */
         if (rc == 0)
             http_conn_mark_agent(req->conn);
     } else if ((route->flags & API_PUBLIC) ||
-             ((route->flags & API_METRICS) && !sd->metrics_token_required))
+               ((route->flags & API_METRICS) && !sd->metrics_token_required))
         rc = 0;
     else
         rc = auth_user(sd, req, &r->who, err);

@@ -37,8 +37,7 @@ api_obs_http(struct sbuf *out, const struct http_server *srv)
 {
     static const char *const classes[] = { "user", "agent", "unix",
         "restricted" };
-    static const char *const limits[] = { "max", "agent_reserve",
-        "per_peer" };
+    static const char *const limits[] = { "max", "agent_reserve", "per_peer" };
     static const char *const reasons[] = { "total", "users", "peer" };
     struct http_server_stats st;
     unsigned long long v[4];
@@ -60,8 +59,8 @@ api_obs_http(struct sbuf *out, const struct http_server *srv)
         (double)st.accepted);
     metrics_family(out, "lockstep_http_connections_shed_total", "counter",
         "connections closed at once (a fixed 503) by the cap they hit");
-    http_samples(out, "lockstep_http_connections_shed_total", "reason",
-        reasons, st.shed + 1, 3);
+    http_samples(out, "lockstep_http_connections_shed_total", "reason", reasons,
+        st.shed + 1, 3);
     metrics_family(out, "lockstep_http_connections_refused_total", "counter",
         "requests without agent credentials refused (503) on connections "
         "accepted into the agents' reserve, by the cap that put them there");

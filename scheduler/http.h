@@ -121,9 +121,9 @@ struct http_server_stats {
     size_t conns_restricted; /* user connections in the agents' reserve */
     size_t max_conns, reserve, per_peer;
     unsigned long long accepted;
-    unsigned long long shed[4];     /* by enum http_refusal: closed at once */
-    unsigned long long refused[4];  /* restricted, non-agent request: 503 */
-    unsigned long long evicted;     /* a head-less connection closed for room */
+    unsigned long long shed[4];    /* by enum http_refusal: closed at once */
+    unsigned long long refused[4]; /* restricted, non-agent request: 503 */
+    unsigned long long evicted;    /* a head-less connection closed for room */
     unsigned long long accept_errors;
     unsigned long long timeouts[HTTP_DL_N];
 };

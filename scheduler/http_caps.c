@@ -102,8 +102,7 @@ http_caps_admit(const struct http_caps_cfg *cfg,
         }
         return HTTP_ADMIT_OK;
     }
-    budget = cfg->max_conns > cfg->reserve ? cfg->max_conns - cfg->reserve
-                                           : 0;
+    budget = cfg->max_conns > cfg->reserve ? cfg->max_conns - cfg->reserve : 0;
     if (cfg->max_conns > 0 && now->user >= budget) {
         *why = HTTP_REFUSE_USERS;
         return HTTP_ADMIT_RESTRICTED;

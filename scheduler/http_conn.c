@@ -673,8 +673,7 @@ conn_peer_tcp(struct http_conn *conn)
         a = ss.ss_family == AF_INET6
                 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
                 : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
-        if (inet_ntop(ss.ss_family, a, conn->peer, sizeof(conn->peer)) ==
-            NULL)
+        if (inet_ntop(ss.ss_family, a, conn->peer, sizeof(conn->peer)) == NULL)
             snprintf(conn->peer, sizeof(conn->peer), "unknown");
     } else {
         snprintf(conn->peer, sizeof(conn->peer), "unknown");
@@ -687,8 +686,7 @@ conn_peer_tcp(struct http_conn *conn)
 static struct http_conn *
 conn_evictable(struct http_server *srv, const struct http_conn *self)
 {
-    for (struct http_list *l = srv->conns.next; l != &srv->conns;
-         l = l->next) {
+    for (struct http_list *l = srv->conns.next; l != &srv->conns; l = l->next) {
         struct http_conn *c = container_of(l, struct http_conn, node);
 
         if (c != self && !c->is_unix && !c->agent && !c->seen_head)
@@ -716,8 +714,7 @@ conn_shed(struct http_conn *conn, enum http_refusal why)
     conn->srv->st.shed[why]++;
     (void)uv_try_write(&conn->h.stream, &buf, 1);
     snprintf(what, sizeof(what), "shed a connection from %s (%s cap)",
-        conn->is_unix ? "the unix socket" : conn->peer,
-        http_refusal_name(why));
+        conn->is_unix ? "the unix socket" : conn->peer, http_refusal_name(why));
     http_server_log_refusal(conn->srv, what);
     conn->peer[0] = '\0';
     http_conn_close(conn);

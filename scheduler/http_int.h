@@ -187,8 +187,8 @@ struct http_server {
     size_t nagent; /* TCP connections marked agent */
     size_t nunix;
     size_t nrestricted;
-    struct http_server_stats st; /* the counters (open counts unused) */
-    uint64_t log_ms;             /* last refusal log line */
+    struct http_server_stats st;  /* the counters (open counts unused) */
+    uint64_t log_ms;              /* last refusal log line */
     unsigned long long log_quiet; /* refusals not logged since */
     http_handler_fn *handler;
     http_flush_fn *flush;

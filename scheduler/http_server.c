@@ -87,8 +87,8 @@ http_server_log_refusal(struct http_server *srv, const char *what)
         return;
     }
     if (srv->log_quiet > 0)
-        log_warn("%s (and %llu more refused or shed since the last line)",
-            what, srv->log_quiet);
+        log_warn("%s (and %llu more refused or shed since the last line)", what,
+            srv->log_quiet);
     else
         log_warn("%s", what);
     srv->log_ms = now;
@@ -171,8 +171,7 @@ http_server_limits(struct http_server *srv, const struct http_server_opts *o)
     srv->header_ms = opt_ms(o ? o->header_timeout_ms : 0,
         HTTP_DEFAULT_HEADER_MS);
     srv->body_ms = opt_ms(o ? o->body_timeout_ms : 0, HTTP_DEFAULT_BODY_MS);
-    srv->write_ms = opt_ms(o ? o->write_timeout_ms : 0,
-        HTTP_DEFAULT_WRITE_MS);
+    srv->write_ms = opt_ms(o ? o->write_timeout_ms : 0, HTTP_DEFAULT_WRITE_MS);
     srv->exempt_uid[0] = srv->exempt_uid[1] = 0;
     if (o == NULL)
         return;

@@ -35,8 +35,8 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
 }
 
 int
-jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
-    size_t len, int64_t *retry_s)
+jobs_quota(struct schedd *sd, const char *user, bool op, char *why, size_t len,
+    int64_t *retry_s)
 {
     int64_t now = timeid_mono_ms();
     struct quota_user *qu;

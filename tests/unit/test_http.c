@@ -1050,8 +1050,8 @@ test_deadlines(void)
         dt = trickle_until_closed(&c,
             "GET /x HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaa", t0);
         ok(dt >= HEADER_MS - 100 && dt < HEADER_MS + 1500,
-            "a trickled head is cut off after about %d ms (%.0f ms)",
-            HEADER_MS, dt);
+            "a trickled head is cut off after about %d ms (%.0f ms)", HEADER_MS,
+            dt);
         client_close(&c);
     }
     /* A body trickled faster than the idle timeout: the body deadline. */

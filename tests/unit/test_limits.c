@@ -77,12 +77,16 @@ test_peers(void)
 }
 
 static enum http_admit
-admit(const struct http_caps_cfg *cfg, size_t total, size_t user,
-    size_t peer, bool is_unix, bool exempt, bool can_evict, bool *evict,
+admit(const struct http_caps_cfg *cfg, size_t total, size_t user, size_t peer,
+    bool is_unix, bool exempt, bool can_evict, bool *evict,
     enum http_refusal *why)
 {
-    struct http_caps_now now = { .total = total, .user = user, .peer = peer,
-        .is_unix = is_unix, .exempt = exempt, .can_evict = can_evict };
+    struct http_caps_now now = { .total = total,
+        .user = user,
+        .peer = peer,
+        .is_unix = is_unix,
+        .exempt = exempt,
+        .can_evict = can_evict };
 
     return http_caps_admit(cfg, &now, evict, why);
 }
@@ -90,7 +94,8 @@ admit(const struct http_caps_cfg *cfg, size_t total, size_t user,
 static void
 test_caps(void)
 {
-    struct http_caps_cfg cfg = { .max_conns = 100, .reserve = 20,
+    struct http_caps_cfg cfg = { .max_conns = 100,
+        .reserve = 20,
         .per_peer = 10 };
     struct http_caps_cfg none = { 0 };
     enum http_refusal why;
@@ -124,8 +129,8 @@ test_caps(void)
     is_int(why, HTTP_REFUSE_PEER, "because of the per-uid cap");
     is_int(admit(&cfg, 50, 10, 10, true, true, false, &evict, &why),
         HTTP_ADMIT_OK, "an exempt uid has no per-uid cap");
-    is_int(admit(&none, 100000, 100000, 100000, false, false, false, &evict,
-               &why),
+    is_int(
+        admit(&none, 100000, 100000, 100000, false, false, false, &evict, &why),
         HTTP_ADMIT_OK, "no caps configured: everything admitted");
     is_str(http_refusal_name(HTTP_REFUSE_PEER), "peer", "refusal names");
 }
@@ -147,9 +152,10 @@ add_job(struct job_table *t, int64_t id, const char *user,
 static void
 test_quota(void)
 {
-    struct quota_config cfg = { .user = { .max_queued = 2, .submit_rate = 1,
-                                    .submit_burst = 2 },
-        .op = { 0 } };
+    struct quota_config cfg = {
+        .user = { .max_queued = 2, .submit_rate = 1, .submit_burst = 2 },
+        .op = { 0 }
+    };
     struct quota q = { 0 };
     struct quota_user *qu;
     struct job_table t;
@@ -195,8 +201,8 @@ test_quota(void)
     is_int((int)q.refused_queued, 1, "one queued refusal counted");
     is_int((int)q.refused_rate, 1, "one rate refusal counted");
     /* Idle users are forgotten. */
-    quota_check(&q, &cfg, "dave", false, 0, 10000000, msg, sizeof(msg),
-        &retry, &qu);
+    quota_check(&q, &cfg, "dave", false, 0, 10000000, msg, sizeof(msg), &retry,
+        &qu);
     is_int((int)q.n, 1, "idle users' buckets are forgotten");
     quota_release(&q);
     job_table_release(&t);
