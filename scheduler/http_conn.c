@@ -4,10 +4,15 @@
  * A connection reads into the server's shared buffer and hands the bytes
  * to the parser (http_parse.c), keeps its responses in a queue in request
  * order, and writes the head of that queue once the check phase has
- * settled it (http_server.c). Its timer is the idle timeout while it is
- * open and the linger timeout once its sending side is shut down; a
- * deferred response stops it. Backpressure pauses the parser and keeps
- * the unparsed rest until the queue drains (see http_int.h).
+ * settled it (http_server.c). Its timer is its nearest deadline while
+ * it is open (the request head's, the body's, the writes', or the idle
+ * timeout; none while only a deferred response waits or our own
+ * backpressure holds its input) and the linger timeout once its sending
+ * side is shut down. Accepting applies the connection caps (http_caps.h):
+ * a new connection may be shed, restricted to agent requests, or make
+ * room by evicting the oldest connection without a complete request
+ * head. Backpressure pauses the parser and keeps the unparsed rest until
+ * the queue drains (see http_int.h).
  */
 #include "scheduler/http_int.h"
 
@@ -101,6 +106,10 @@ conn_deadline(struct http_conn *conn, uint64_t now, uint64_t *at,
     if (conn->write_since != 0) {
         *at = conn->write_since + srv->write_ms;
         *dl = HTTP_DL_WRITE;
+    } else if (conn->paused) {
+        /* Our own backpressure holds the request back: not the peer's
+         * slowness (the write deadline covers a peer that reads none). */
+        return false;
     } else if (conn->phase == HTTP_PHASE_HEAD) {
         /* Silence ends a connection before its head is due, too. */
         *at = conn->phase_since + srv->header_ms;
@@ -423,6 +432,9 @@ conn_resume(struct http_conn *conn)
     free(buf);
     if (!conn->closing && !conn->paused)
         conn_read_start(conn);
+    /* The deadlines apply again (or still do, paused anew). */
+    if (!conn->closing && !conn->lingering)
+        conn_timer_arm(conn, uv_now(conn->srv->loop));
 }
 
 /* --- output -------------------------------------------------------------- */
@@ -742,7 +754,10 @@ conn_admit(struct http_conn *conn)
                      conn->uid == srv->exempt_uid[1];
     }
     now.peer = http_peers_count(&srv->peers, conn->peer);
-    victim = conn_evictable(srv, conn);
+    /* Looked for only when every slot is taken. */
+    victim = srv->caps.max_conns > 0 && now.total >= srv->caps.max_conns
+                 ? conn_evictable(srv, conn)
+                 : NULL;
     now.can_evict = victim != NULL;
     v = http_caps_admit(&srv->caps, &now, &evict, &conn->why);
     if (v == HTTP_ADMIT_SHED) {
