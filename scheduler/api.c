@@ -140,10 +140,13 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
 
     if ((route->flags & API_AGENT) ||
         ((route->flags & API_AGENT_TOO) && req->authorization &&
-            strncmp(req->authorization, "Agent ", 6) == 0))
+            strncmp(req->authorization, "Agent ", 6) == 0)) {
         rc = auth_agent(sd, req, &r->who, err);
-    else if ((route->flags & API_PUBLIC) ||
-             ((route->flags & API_METRICS) && !sd->metrics_token_required))
+        /* Agents keep their connections out of the users' budget. */
+        if (rc == 0)
+            http_conn_mark_agent(req->conn);
+    } else if ((route->flags & API_PUBLIC) ||
+               ((route->flags & API_METRICS) && !sd->metrics_token_required))
         rc = 0;
     else
         rc = auth_user(sd, req, &r->who, err);
@@ -313,7 +316,14 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
 {
     struct http_server_opts hopts = {
         .max_body = opts->max_body,
-        .idle_timeout_ms = 0,
+        .idle_timeout_ms = opts->http.idle_timeout_ms,
+        .header_timeout_ms = opts->http.header_timeout_ms,
+        .body_timeout_ms = opts->http.body_timeout_ms,
+        .write_timeout_ms = opts->http.write_timeout_ms,
+        .max_conns = opts->http.max_conns,
+        .reserve = opts->http.reserve,
+        .per_peer = opts->http.per_peer,
+        .exempt_uid = { 0, (unsigned)sd->self_uid },
     };
     struct api *api = xcalloc(1, sizeof(*api));
 

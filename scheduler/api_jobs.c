@@ -25,9 +25,16 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     struct job *job = NULL;
     cJSON *json = NULL;
     char why[JOBS_REFUSAL_MAX];
+    int64_t retry_s = 0;
     int rc;
 
-    if ((rc = api_req_body(r, &json, err)) < 0)
+    if ((rc = jobs_quota(sd, r->who.user, r->who.operator, why, sizeof(why),
+             &retry_s)) == -EBUSY) {
+        http_resp_error(resp, 429, "too_many_requests", "%s", why);
+        http_resp_header(resp, "Retry-After", "%lld", (long long)retry_s);
+        return 0;
+    }
+    if (rc < 0 || (rc = api_req_body(r, &json, err)) < 0)
         return rc;
     rc = proto_job_spec_from_json(json, &spec, err);
     cJSON_Delete(json);

@@ -10,10 +10,85 @@
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/metrics.h"
 #include "scheduler/obs.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
 #define EVENTS_LIMIT_MAX 1000
+
+/* One sample per label value. */
+static void
+http_samples(struct sbuf *out, const char *name, const char *label,
+    const char *const *values, const unsigned long long *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct metrics_label l[] = { { label, values[i] }, { NULL, NULL } };
+
+        metrics_sample(out, name, l, (double)v[i]);
+    }
+}
+
+static void api_obs_http_errors(struct sbuf *out,
+    const struct http_server_stats *st);
+
+/* The HTTP server's connections, caps and refusals. */
+static void
+api_obs_http(struct sbuf *out, const struct http_server *srv)
+{
+    static const char *const classes[] = { "user", "agent", "unix",
+        "restricted" };
+    static const char *const limits[] = { "max", "agent_reserve", "per_peer" };
+    static const char *const reasons[] = { "total", "users", "peer" };
+    struct http_server_stats st;
+    unsigned long long v[4];
+
+    http_server_stats(srv, &st);
+    metrics_family(out, "lockstep_http_connections", "gauge",
+        "open API connections by class (restricted: user connections in "
+        "the agents' reserve, also counted as user)");
+    v[0] = st.conns_user, v[1] = st.conns_agent, v[2] = st.conns_unix;
+    v[3] = st.conns_restricted;
+    http_samples(out, "lockstep_http_connections", "class", classes, v, 4);
+    metrics_family(out, "lockstep_http_connection_limit", "gauge",
+        "the connection caps in effect");
+    v[0] = st.max_conns, v[1] = st.reserve, v[2] = st.per_peer;
+    http_samples(out, "lockstep_http_connection_limit", "limit", limits, v, 3);
+    metrics_family(out, "lockstep_http_connections_accepted_total", "counter",
+        "API connections accepted");
+    metrics_sample(out, "lockstep_http_connections_accepted_total", NULL,
+        (double)st.accepted);
+    metrics_family(out, "lockstep_http_connections_shed_total", "counter",
+        "connections closed at once (a fixed 503) by the cap they hit");
+    http_samples(out, "lockstep_http_connections_shed_total", "reason", reasons,
+        st.shed + 1, 3);
+    metrics_family(out, "lockstep_http_connections_refused_total", "counter",
+        "requests without agent credentials refused (503) on connections "
+        "accepted into the agents' reserve, by the cap that put them there");
+    http_samples(out, "lockstep_http_connections_refused_total", "reason",
+        reasons, st.refused + 1, 3);
+    api_obs_http_errors(out, &st);
+}
+
+/* The HTTP server's evictions, accept errors and deadlines missed. */
+static void
+api_obs_http_errors(struct sbuf *out, const struct http_server_stats *st)
+{
+    static const char *const deadlines[] = { "header", "body", "write",
+        "idle" };
+
+    metrics_family(out, "lockstep_http_connections_evicted_total", "counter",
+        "connections without a complete request head closed to make room");
+    metrics_sample(out, "lockstep_http_connections_evicted_total", NULL,
+        (double)st->evicted);
+    metrics_family(out, "lockstep_http_accept_errors_total", "counter",
+        "failed accept() calls (out of descriptors)");
+    metrics_sample(out, "lockstep_http_accept_errors_total", NULL,
+        (double)st->accept_errors);
+    metrics_family(out, "lockstep_http_timeouts_total", "counter",
+        "connections closed for a missed deadline");
+    http_samples(out, "lockstep_http_timeouts_total", "deadline", deadlines,
+        st->timeouts, HTTP_DL_N);
+}
 
 int
 api_metrics_get(struct schedd *sd, const struct api_req *r,
@@ -21,10 +96,11 @@ api_metrics_get(struct schedd *sd, const struct api_req *r,
 {
     int rc;
 
-    (void)r;
     (void)err;
     if ((rc = obs_metrics(sd, &resp->body)) < 0)
         return rc;
+    if (r->api != NULL && r->api->http != NULL)
+        api_obs_http(&resp->body, r->api->http);
     resp->status = 200;
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 0;

@@ -24,6 +24,19 @@
  * HTTP gets 400 and a close. Idle keep-alive connections are closed after
  * idle_timeout_ms.
  *
+ * Deadlines (slow clients): a request head must be complete within
+ * header_timeout_ms of its first byte (of the accept, for a connection's
+ * first request), its body within body_timeout_ms of the head, and
+ * unsent response bytes must shrink by 64 KiB (or drain) within
+ * write_timeout_ms; a connection past one is closed. A deferred response
+ * (a long poll) waiting for its answer is none of these: while one waits
+ * and nothing else is under way, the connection has no deadline.
+ *
+ * Connection caps (http_caps.h): max_conns in all, `reserve` of them for
+ * the agent path, per_peer per TCP address or Unix uid. A handler marks a
+ * connection that carried an authenticated agent request with
+ * http_conn_mark_agent(), which exempts it from the user budget.
+ *
  * Threading: everything runs on the loop thread.
  */
 #ifndef SCHEDULER_HTTP_H
@@ -79,8 +92,40 @@ typedef int http_flush_fn(void *arg);
 typedef void http_cancel_fn(struct http_deferred *d, void *arg);
 
 struct http_server_opts {
-    size_t max_body;     /* bytes; 0 → 1 MiB */
-    int idle_timeout_ms; /* 0 → 60000 */
+    size_t max_body;        /* bytes; 0 → 1 MiB */
+    int idle_timeout_ms;    /* 0 → 60000 */
+    int header_timeout_ms;  /* 0 → 10000 */
+    int body_timeout_ms;    /* 0 → 30000 */
+    int write_timeout_ms;   /* 0 → 30000 */
+    size_t max_conns;       /* 0: no cap */
+    size_t reserve;         /* of max_conns, for the agent path */
+    size_t per_peer;        /* 0: no per-peer cap */
+    unsigned exempt_uid[2]; /* Unix uids without a per-uid cap */
+};
+
+/* Deadlines a connection can miss. */
+enum http_deadline {
+    HTTP_DL_HEADER,
+    HTTP_DL_BODY,
+    HTTP_DL_WRITE,
+    HTTP_DL_IDLE,
+    HTTP_DL_N,
+};
+
+/* Counters of the server since it started (for GET /metrics). */
+struct http_server_stats {
+    size_t conns;       /* open */
+    size_t conns_user;  /* of those: TCP, not known to be an agent's */
+    size_t conns_agent; /* TCP, carried an authenticated agent request */
+    size_t conns_unix;
+    size_t conns_restricted; /* user connections in the agents' reserve */
+    size_t max_conns, reserve, per_peer;
+    unsigned long long accepted;
+    unsigned long long shed[4];    /* by enum http_refusal: closed at once */
+    unsigned long long refused[4]; /* restricted, non-agent request: 503 */
+    unsigned long long evicted;    /* a head-less connection closed for room */
+    unsigned long long accept_errors;
+    unsigned long long timeouts[HTTP_DL_N];
 };
 
 /* Returns NULL with err set on failure. The handler and flush callbacks are
@@ -108,6 +153,16 @@ void http_server_close(struct http_server *srv, void (*done)(void *),
 
 /* Number of open connections (for metrics and tests). */
 size_t http_server_nconns(const struct http_server *srv);
+/* The server's connection counters. */
+void http_server_stats(const struct http_server *srv,
+    struct http_server_stats *st);
+/* Name of a deadline for metrics ("header", "body", "write", "idle"). */
+const char *http_deadline_name(enum http_deadline dl);
+
+/* The connection carried a request with valid agent credentials: it no
+ * longer counts against the user budget or its peer's cap, and is no
+ * longer restricted. Idempotent; no-op for Unix connections. */
+void http_conn_mark_agent(struct http_conn *conn);
 
 /* --- building responses ------------------------------------------------ */
 

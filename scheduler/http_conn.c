@@ -4,18 +4,26 @@
  * A connection reads into the server's shared buffer and hands the bytes
  * to the parser (http_parse.c), keeps its responses in a queue in request
  * order, and writes the head of that queue once the check phase has
- * settled it (http_server.c). Its timer is the idle timeout while it is
- * open and the linger timeout once its sending side is shut down; a
- * deferred response stops it. Backpressure pauses the parser and keeps
- * the unparsed rest until the queue drains (see http_int.h).
+ * settled it (http_server.c). Its timer is its nearest deadline while
+ * it is open (the request head's, the body's, the writes', or the idle
+ * timeout; none while only a deferred response waits or our own
+ * backpressure holds its input) and the linger timeout once its sending
+ * side is shut down. Accepting applies the connection caps (http_caps.h):
+ * a new connection may be shed, restricted to agent requests, or make
+ * room by evicting the oldest connection without a complete request
+ * head. Backpressure pauses the parser and keeps the unparsed rest until
+ * the queue drains (see http_int.h).
  */
 #include "scheduler/http_int.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include <arpa/inet.h>
 
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -67,24 +75,89 @@ http_conn_should_pause(const struct http_conn *conn)
 
 /* --- lifetime ------------------------------------------------------------ */
 
-void
-http_conn_timer_restart(struct http_conn *conn)
+/* The write deadline's start: unsent bytes that shrank by
+ * HTTP_WRITE_PROGRESS (or appeared) restart it, none clear it. */
+static void
+conn_write_progress(struct http_conn *conn, uint64_t now)
 {
+    size_t wq = conn->h.stream.write_queue_size;
+
+    if (wq == 0) {
+        conn->write_since = 0;
+        conn->write_mark = 0;
+    } else if (conn->write_since == 0 ||
+               wq + HTTP_WRITE_PROGRESS <= conn->write_mark) {
+        conn->write_since = now;
+        conn->write_mark = wq;
+    } else if (wq > conn->write_mark) {
+        conn->write_mark = wq;
+    }
+}
+
+/* conn's nearest deadline (loop ms) and which it is; false when it has
+ * none (a long poll waits and nothing else is under way). */
+static bool
+conn_deadline(struct http_conn *conn, uint64_t now, uint64_t *at,
+    enum http_deadline *dl)
+{
+    struct http_server *srv = conn->srv;
+
+    conn_write_progress(conn, now);
+    if (conn->write_since != 0) {
+        *at = conn->write_since + srv->write_ms;
+        *dl = HTTP_DL_WRITE;
+    } else if (conn->paused) {
+        /* Our own backpressure holds the request back: not the peer's
+         * slowness (the write deadline covers a peer that reads none). */
+        return false;
+    } else if (conn->phase == HTTP_PHASE_HEAD) {
+        /* Silence ends a connection before its head is due, too. */
+        *at = conn->phase_since + srv->header_ms;
+        *dl = HTTP_DL_HEADER;
+        if (conn->active_ms + srv->idle_ms < *at) {
+            *at = conn->active_ms + srv->idle_ms;
+            *dl = HTTP_DL_IDLE;
+        }
+    } else if (conn->phase == HTTP_PHASE_BODY) {
+        *at = conn->phase_since + srv->body_ms;
+        *dl = HTTP_DL_BODY;
+    } else if (conn->ndeferred > 0) {
+        return false;
+    } else {
+        *at = conn->active_ms + srv->idle_ms;
+        *dl = HTTP_DL_IDLE;
+    }
+    return true;
+}
+
+/* Arm conn's timer for its nearest deadline at now. */
+static void
+conn_timer_arm(struct http_conn *conn, uint64_t now)
+{
+    enum http_deadline dl;
+    uint64_t at;
     int rc;
 
-    if (conn->closing || conn->lingering)
-        return;
-    if (conn->ndeferred > 0) {
+    if (!conn_deadline(conn, now, &at, &dl)) {
         uv_timer_stop(&conn->timer);
         return;
     }
+    rc = uv_timer_start(&conn->timer, conn_timer_cb, at > now ? at - now : 1,
+        0);
+    if (rc < 0)
+        log_warn("conn=%lu cannot start timer: %s", conn->id, uv_strerror(rc));
+}
+
+void
+http_conn_timer_restart(struct http_conn *conn)
+{
+    if (conn->closing || conn->lingering)
+        return;
     /* The loop's clock was read before this iteration's callbacks; a
      * slow handler or commit must not shorten the timeout. */
     uv_update_time(conn->srv->loop);
-    conn->timer_wq = conn->h.stream.write_queue_size;
-    rc = uv_timer_start(&conn->timer, conn_timer_cb, conn->srv->idle_ms, 0);
-    if (rc < 0)
-        log_warn("conn=%lu cannot start timer: %s", conn->id, uv_strerror(rc));
+    conn->active_ms = uv_now(conn->srv->loop);
+    conn_timer_arm(conn, conn->active_ms);
 }
 
 static void
@@ -124,6 +197,48 @@ conn_timer_close_cb(uv_handle_t *handle)
         container_of((uv_timer_t *)handle, struct http_conn, timer));
 }
 
+/* Take conn out of the server's open counts. */
+static void
+conn_uncount(struct http_conn *conn)
+{
+    struct http_server *srv = conn->srv;
+
+    srv->nconns--;
+    if (conn->peer[0])
+        http_peers_del(&srv->peers, conn->peer);
+    conn->peer[0] = '\0';
+    if (conn->counted_user)
+        srv->nuser--;
+    conn->counted_user = false;
+    if (conn->restricted)
+        srv->nrestricted--;
+    conn->restricted = false;
+    if (conn->is_unix)
+        srv->nunix--;
+    else if (conn->agent)
+        srv->nagent--;
+}
+
+void
+http_conn_mark_agent(struct http_conn *conn)
+{
+    struct http_server *srv = conn->srv;
+
+    if (conn->agent || conn->is_unix || conn->closing)
+        return;
+    conn->agent = true;
+    srv->nagent++;
+    if (conn->counted_user)
+        srv->nuser--;
+    conn->counted_user = false;
+    if (conn->peer[0])
+        http_peers_del(&srv->peers, conn->peer);
+    conn->peer[0] = '\0';
+    if (conn->restricted)
+        srv->nrestricted--;
+    conn->restricted = false;
+}
+
 void
 http_conn_close(struct http_conn *conn)
 {
@@ -135,7 +250,7 @@ http_conn_close(struct http_conn *conn)
     http_list_remove(&conn->node);
     http_list_remove(&conn->dirty);
     conn->is_dirty = false;
-    conn->srv->nconns--;
+    conn_uncount(conn);
     log_debug("conn=%lu closed", conn->id);
     /* Each deferred response is either finished or cancelled, once. A
      * cancel callback may finish others of this queue; those are then
@@ -157,17 +272,20 @@ static void
 conn_timer_cb(uv_timer_t *timer)
 {
     struct http_conn *conn = container_of(timer, struct http_conn, timer);
-    size_t wq = conn->h.stream.write_queue_size;
+    enum http_deadline dl;
+    uint64_t now = uv_now(conn->srv->loop), at;
 
-    /* A large response to a slow reader completes its write request only
-     * at the very end; the peer is not idle while the unsent part
-     * shrinks. */
-    if (!conn->lingering && wq > 0 && wq < conn->timer_wq) {
-        http_conn_timer_restart(conn);
+    if (conn->lingering) {
+        http_conn_close(conn);
         return;
     }
-    if (!conn->lingering)
-        log_debug("conn=%lu idle timeout", conn->id);
+    /* Progress since the timer was armed may have moved the deadline. */
+    if (!conn_deadline(conn, now, &at, &dl) || at > now) {
+        conn_timer_arm(conn, now);
+        return;
+    }
+    conn->srv->st.timeouts[dl]++;
+    log_debug("conn=%lu %s timeout", conn->id, http_deadline_name(dl));
     http_conn_close(conn);
 }
 
@@ -263,11 +381,12 @@ conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         }
         return;
     }
-    http_conn_timer_restart(conn);
     /* After the last request, input is read only to notice the close. */
-    if (conn->close_after)
-        return;
-    http_conn_parse(conn, buf->base, (size_t)nread);
+    if (!conn->close_after)
+        http_conn_parse(conn, buf->base, (size_t)nread);
+    /* Input alone moves no deadline but the idle one (a trickle of bytes
+     * does not extend the head's). */
+    http_conn_timer_restart(conn);
 }
 
 static void
@@ -313,6 +432,9 @@ conn_resume(struct http_conn *conn)
     free(buf);
     if (!conn->closing && !conn->paused)
         conn_read_start(conn);
+    /* The deadlines apply again (or still do, paused anew). */
+    if (!conn->closing && !conn->lingering)
+        conn_timer_arm(conn, uv_now(conn->srv->loop));
 }
 
 /* --- output -------------------------------------------------------------- */
@@ -464,6 +586,8 @@ http_conn_reject(struct http_conn *conn, int status, const char *code,
             ? "malformed HTTP request: "
             : "",
         msg);
+    if (status == 503)
+        http_resp_header(&out->resp, "Retry-After", "%d", HTTP_RETRY_AFTER_S);
     out->keep_alive = false;
     out->state = HTTP_OUT_READY;
     http_conn_enqueue(conn, out);
@@ -513,6 +637,8 @@ conn_create(struct http_server *srv, bool is_unix)
     srv->nhandles += 2;
     http_list_add_tail(&srv->conns, &conn->node);
     srv->nconns++;
+    if (is_unix)
+        srv->nunix++;
     return conn;
 }
 
@@ -543,7 +669,9 @@ conn_peer_unix(struct http_conn *conn)
 static void
 conn_peer_tcp(struct http_conn *conn)
 {
-    int rc;
+    struct sockaddr_storage ss;
+    int len = sizeof(ss), rc;
+    const void *a;
 
     /* Small responses are written whole; do not let Nagle hold the last
      * segment of one back waiting for an ACK. */
@@ -551,7 +679,110 @@ conn_peer_tcp(struct http_conn *conn)
     if (rc < 0)
         log_debug("conn=%lu cannot set TCP_NODELAY: %s", conn->id,
             uv_strerror(rc));
-    log_debug("conn=%lu accepted tcp", conn->id);
+    /* The peer's address is its key for the per-peer cap. */
+    rc = uv_tcp_getpeername(&conn->h.tcp, (struct sockaddr *)&ss, &len);
+    if (rc == 0) {
+        a = ss.ss_family == AF_INET6
+                ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+        if (inet_ntop(ss.ss_family, a, conn->peer, sizeof(conn->peer)) == NULL)
+            snprintf(conn->peer, sizeof(conn->peer), "unknown");
+    } else {
+        snprintf(conn->peer, sizeof(conn->peer), "unknown");
+    }
+    log_debug("conn=%lu accepted tcp from %s", conn->id, conn->peer);
+}
+
+/* The oldest TCP connection that is no agent's and has not sent a
+ * complete request head, or NULL. */
+static struct http_conn *
+conn_evictable(struct http_server *srv, const struct http_conn *self)
+{
+    for (struct http_list *l = srv->conns.next; l != &srv->conns; l = l->next) {
+        struct http_conn *c = container_of(l, struct http_conn, node);
+
+        if (c != self && !c->is_unix && !c->agent && !c->seen_head)
+            return c;
+    }
+    return NULL;
+}
+
+/* Shed conn at once: a fixed 503 if the socket takes it, then a close. */
+static void
+conn_shed(struct http_conn *conn, enum http_refusal why)
+{
+    static const char msg[] =
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: application/json\r\n"
+        "Retry-After: 5\r\n"
+        "Connection: close\r\n"
+        "Content-Length: 78\r\n"
+        "\r\n"
+        "{\"error\":{\"code\":\"overloaded\",\"message\":\"too many "
+        "connections; retry later\"}}\n";
+    uv_buf_t buf = uv_buf_init((char *)msg, sizeof(msg) - 1);
+    char what[96];
+
+    conn->srv->st.shed[why]++;
+    (void)uv_try_write(&conn->h.stream, &buf, 1);
+    snprintf(what, sizeof(what), "shed a connection from %s (%s cap)",
+        conn->is_unix ? "the unix socket" : conn->peer, http_refusal_name(why));
+    http_server_log_refusal(conn->srv, what);
+    conn->peer[0] = '\0';
+    http_conn_close(conn);
+}
+
+/* Apply the connection caps to a new conn (peer known, not yet counted
+ * there). Returns false when it was shed. */
+static bool
+conn_admit(struct http_conn *conn)
+{
+    struct http_server *srv = conn->srv;
+    struct http_caps_now now = {
+        .total = srv->nconns - 1,
+        .user = srv->nuser,
+        .is_unix = conn->is_unix,
+    };
+    struct http_conn *victim;
+    enum http_admit v;
+    bool evict;
+
+    if (conn->is_unix) {
+        snprintf(conn->peer, sizeof(conn->peer), "uid:%lu",
+            (unsigned long)conn->uid);
+        now.exempt = conn->uid == srv->exempt_uid[0] ||
+                     conn->uid == srv->exempt_uid[1];
+    }
+    now.peer = http_peers_count(&srv->peers, conn->peer);
+    /* Looked for only when every slot is taken. */
+    victim = srv->caps.max_conns > 0 && now.total >= srv->caps.max_conns
+                 ? conn_evictable(srv, conn)
+                 : NULL;
+    now.can_evict = victim != NULL;
+    v = http_caps_admit(&srv->caps, &now, &evict, &conn->why);
+    if (v == HTTP_ADMIT_SHED) {
+        conn_shed(conn, conn->why);
+        return false;
+    }
+    if (evict) {
+        srv->st.evicted++;
+        log_debug("conn=%lu evicted for room (no request head yet)",
+            victim->id);
+        http_conn_close(victim);
+    }
+    if (!(conn->is_unix && now.exempt))
+        http_peers_add(&srv->peers, conn->peer);
+    else
+        conn->peer[0] = '\0';
+    if (!conn->is_unix) {
+        conn->counted_user = true;
+        srv->nuser++;
+    }
+    if (v == HTTP_ADMIT_RESTRICTED) {
+        conn->restricted = true;
+        srv->nrestricted++;
+    }
+    return true;
 }
 
 void
@@ -565,6 +796,7 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
         return;
     rc = uv_accept(listener, &conn->h.stream);
     if (rc < 0) {
+        srv->st.accept_errors++;
         log_warn("cannot accept a connection: %s", uv_strerror(rc));
         http_conn_close(conn);
         return;
@@ -577,6 +809,12 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
     } else {
         conn_peer_tcp(conn);
     }
+    srv->st.accepted++;
+    if (!conn_admit(conn))
+        return;
+    /* The first request's head is due from the accept on. */
+    conn->phase = HTTP_PHASE_HEAD;
+    conn->phase_since = uv_now(srv->loop);
     http_conn_timer_restart(conn);
     conn_read_start(conn);
 }

@@ -50,11 +50,17 @@
 #include <uv.h>
 
 #include "common/sbuf.h"
+#include "scheduler/http_caps.h"
 
 #define HTTP_MAX_HEADER 16384
 #define HTTP_MAX_HEADER_STR "16384"
 #define HTTP_DEFAULT_MAX_BODY (1024 * 1024)
 #define HTTP_DEFAULT_IDLE_MS 60000
+#define HTTP_DEFAULT_HEADER_MS 10000
+#define HTTP_DEFAULT_BODY_MS 30000
+#define HTTP_DEFAULT_WRITE_MS 30000
+#define HTTP_WRITE_PROGRESS (64 * 1024)
+#define HTTP_RETRY_AFTER_S 5
 #define HTTP_LINGER_MS 2000
 #define HTTP_PIPELINE_MAX 32
 #define HTTP_WRITE_HIGH (4 * 1024 * 1024)
@@ -124,6 +130,19 @@ struct http_conn {
     uid_t uid;
     gid_t gid;
     pid_t pid;
+    char peer[HTTP_PEER_KEY_MAX]; /* counted peer key, "" when none */
+    bool counted_user;            /* in srv->nuser */
+    bool agent;                   /* carried an authenticated agent request */
+    bool restricted;              /* in the agents' reserve: agents only */
+    enum http_refusal why;        /* why restricted */
+
+    /* Deadlines: where the current request is, and since when (loop ms). */
+    enum { HTTP_PHASE_IDLE, HTTP_PHASE_HEAD, HTTP_PHASE_BODY } phase;
+    bool seen_head; /* a complete request head arrived */
+    uint64_t phase_since;
+    uint64_t active_ms;   /* last input, output or response (loop ms) */
+    uint64_t write_since; /* unsent bytes waiting since (0: none) */
+    size_t write_mark;    /* unsent bytes at write_since */
 
     /* The request being parsed. */
     struct sbuf url;
@@ -142,7 +161,6 @@ struct http_conn {
     struct http_list outq;
     size_t nout;
     size_t ndeferred;
-    size_t timer_wq; /* unsent bytes when the idle timer began */
 
     struct sbuf inbuf; /* unparsed input while paused */
     bool reading;
@@ -159,6 +177,19 @@ struct http_server {
     uv_loop_t *loop;
     size_t max_body;
     uint64_t idle_ms;
+    uint64_t header_ms;
+    uint64_t body_ms;
+    uint64_t write_ms;
+    struct http_caps_cfg caps;
+    unsigned exempt_uid[2];
+    struct http_peers peers;
+    size_t nuser;  /* TCP connections not known to be an agent's */
+    size_t nagent; /* TCP connections marked agent */
+    size_t nunix;
+    size_t nrestricted;
+    struct http_server_stats st;  /* the counters (open counts unused) */
+    uint64_t log_ms;              /* last refusal log line */
+    unsigned long long log_quiet; /* refusals not logged since */
     http_handler_fn *handler;
     http_flush_fn *flush;
     void *arg;
@@ -238,6 +269,10 @@ void http_server_handle_closed(struct http_server *srv);
  * the server closes. */
 void http_conn_mark_dirty(struct http_conn *conn);
 
+/* Log a refused or shed connection, at most one line per 10 s (the
+ * rest counted into the next line). */
+void http_server_log_refusal(struct http_server *srv, const char *what);
+
 /* --- http_conn.c --------------------------------------------------------- */
 
 /* Accept a pending connection from listener and start reading from it.
@@ -251,7 +286,8 @@ void http_conn_close(struct http_conn *conn);
 void http_conn_enqueue(struct http_conn *conn, struct http_out *out);
 /* Whether conn has enough unwritten output to stop parsing its input. */
 bool http_conn_should_pause(const struct http_conn *conn);
-/* Start the idle timeout anew (stopped while a deferred response waits). */
+/* Arm conn's timer for its nearest deadline (header, body, write or idle;
+ * none while only a deferred response waits). */
 void http_conn_timer_restart(struct http_conn *conn);
 /* Write head (and body, when not NULL); takes ownership of both, also on
  * failure. Returns 0 or a negative libuv error. */

@@ -43,6 +43,21 @@ conn_fail(struct http_conn *conn, int status, const char *code, const char *fmt,
 
 /* --- request head -------------------------------------------------------- */
 
+/* A restricted connection's request without agent credentials: 503. */
+static int
+conn_restricted_fail(struct http_conn *conn)
+{
+    char what[96];
+
+    conn->srv->st.refused[conn->why]++;
+    snprintf(what, sizeof(what), "refused a request from %s (%s cap)",
+        conn->peer[0] ? conn->peer : "?", http_refusal_name(conn->why));
+    http_server_log_refusal(conn->srv, what);
+    return conn_fail(conn, 503, "overloaded",
+        "too many connections (%s cap); retry later",
+        http_refusal_name(conn->why));
+}
+
 static int
 parser_message_begin_cb(http_parser *p)
 {
@@ -58,6 +73,12 @@ parser_message_begin_cb(http_parser *p)
     conn->content_type = NULL;
     conn->in_value = false;
     conn->expect_continue = false;
+    /* The head is due from its first byte (from the accept for the
+     * connection's first request). */
+    if (conn->phase != HTTP_PHASE_HEAD) {
+        conn->phase = HTTP_PHASE_HEAD;
+        conn->phase_since = uv_now(conn->srv->loop);
+    }
     return 0;
 }
 
@@ -126,9 +147,17 @@ parser_headers_complete_cb(http_parser *p)
         conn_header_done(conn);
         conn->in_value = false;
     }
+    conn->seen_head = true;
+    conn->phase = HTTP_PHASE_BODY;
+    conn->phase_since = uv_now(conn->srv->loop);
     if (p->method == HTTP_CONNECT)
         return conn_fail(conn, 405, "method_not_allowed",
             "method CONNECT is not supported");
+    /* A connection in the agents' reserve carries agent requests only
+     * (http_caps.h); the handler checks the credential itself. */
+    if (conn->restricted && (conn->authorization == NULL ||
+                                strncmp(conn->authorization, "Agent ", 6) != 0))
+        return conn_restricted_fail(conn);
     /* Refuse an announced oversized body before any of it is read. */
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > max)
         return conn_fail(conn, 413, "too_large",
@@ -223,10 +252,15 @@ request_queue(struct http_conn *conn, http_parser *p, struct http_out *out)
         return -1;
     }
     http_conn_enqueue(conn, out);
+    conn->phase = HTTP_PHASE_IDLE;
+    /* A connection still restricted after its request was no agent's. */
+    if (conn->restricted)
+        out->keep_alive = false;
     if (out->deferred) {
         out->state = HTTP_OUT_DEFERRED;
         conn->ndeferred++;
-        uv_timer_stop(&conn->timer);
+        /* A long poll's wait has no deadline. */
+        http_conn_timer_restart(conn);
     } else {
         out->state = HTTP_OUT_READY;
         http_conn_mark_dirty(conn);

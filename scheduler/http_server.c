@@ -54,6 +54,47 @@ http_server_nconns(const struct http_server *srv)
     return srv->nconns;
 }
 
+void
+http_server_stats(const struct http_server *srv, struct http_server_stats *st)
+{
+    *st = srv->st;
+    st->conns = srv->nconns;
+    st->conns_user = srv->nuser;
+    st->conns_agent = srv->nagent;
+    st->conns_unix = srv->nunix;
+    st->conns_restricted = srv->nrestricted;
+    st->max_conns = srv->caps.max_conns;
+    st->reserve = srv->caps.reserve;
+    st->per_peer = srv->caps.per_peer;
+}
+
+const char *
+http_deadline_name(enum http_deadline dl)
+{
+    static const char *const names[HTTP_DL_N] = { "header", "body", "write",
+        "idle" };
+
+    return dl < HTTP_DL_N ? names[dl] : "?";
+}
+
+void
+http_server_log_refusal(struct http_server *srv, const char *what)
+{
+    uint64_t now = uv_now(srv->loop);
+
+    if (srv->log_ms != 0 && now - srv->log_ms < 10000) {
+        srv->log_quiet++;
+        return;
+    }
+    if (srv->log_quiet > 0)
+        log_warn("%s (and %llu more refused or shed since the last line)", what,
+            srv->log_quiet);
+    else
+        log_warn("%s", what);
+    srv->log_ms = now;
+    srv->log_quiet = 0;
+}
+
 /* --- group commit -------------------------------------------------------- */
 
 static void
@@ -117,6 +158,30 @@ server_check_cb(uv_check_t *check)
 
 /* --- create -------------------------------------------------------------- */
 
+static uint64_t
+opt_ms(int v, uint64_t def)
+{
+    return v > 0 ? (uint64_t)v : def;
+}
+
+/* Deadlines and caps from opts (NULL: defaults, no caps). */
+static void
+http_server_limits(struct http_server *srv, const struct http_server_opts *o)
+{
+    srv->header_ms = opt_ms(o ? o->header_timeout_ms : 0,
+        HTTP_DEFAULT_HEADER_MS);
+    srv->body_ms = opt_ms(o ? o->body_timeout_ms : 0, HTTP_DEFAULT_BODY_MS);
+    srv->write_ms = opt_ms(o ? o->write_timeout_ms : 0, HTTP_DEFAULT_WRITE_MS);
+    srv->exempt_uid[0] = srv->exempt_uid[1] = 0;
+    if (o == NULL)
+        return;
+    srv->caps.max_conns = o->max_conns;
+    srv->caps.reserve = o->reserve;
+    srv->caps.per_peer = o->per_peer;
+    srv->exempt_uid[0] = o->exempt_uid[0];
+    srv->exempt_uid[1] = o->exempt_uid[1];
+}
+
 struct http_server *
 http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     http_handler_fn *handler, http_flush_fn *flush, void *arg, struct err *err)
@@ -135,6 +200,7 @@ http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     srv->idle_ms = opts && opts->idle_timeout_ms > 0
                        ? (uint64_t)opts->idle_timeout_ms
                        : HTTP_DEFAULT_IDLE_MS;
+    http_server_limits(srv, opts);
     srv->handler = handler;
     srv->flush = flush;
     srv->arg = arg;
@@ -232,7 +298,11 @@ listener_connection_cb(uv_stream_t *stream, int status)
         h.stream);
 
     if (status < 0) {
-        log_warn("cannot accept a connection: %s", uv_strerror(status));
+        /* Out of descriptors (EMFILE): libuv's reserved descriptor lets
+         * it accept and drop the connection instead of spinning. */
+        l->srv->st.accept_errors++;
+        http_server_log_refusal(l->srv, "cannot accept a connection");
+        log_debug("cannot accept a connection: %s", uv_strerror(status));
         return;
     }
     if (l->srv->closing)
@@ -438,6 +508,7 @@ http_server_close(struct http_server *srv, void (*done)(void *), void *arg)
             container_of(srv->listeners.next, struct http_listener, node));
     while (!http_list_empty(&srv->conns))
         http_conn_close(container_of(srv->conns.next, struct http_conn, node));
+    http_peers_clear(&srv->peers);
     uv_close((uv_handle_t *)&srv->check, server_check_close_cb);
     uv_close((uv_handle_t *)&srv->idle, server_idle_close_cb);
 }

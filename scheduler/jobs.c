@@ -35,6 +35,43 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
 }
 
 int
+jobs_quota(struct schedd *sd, const char *user, bool op, char *why, size_t len,
+    int64_t *retry_s)
+{
+    int64_t now = timeid_mono_ms();
+    struct quota_user *qu;
+    enum quota_verdict v;
+    char subject[128];
+    cJSON *detail;
+    int rc, k;
+
+    v = quota_check(&sd->quota, &sd->quota_cfg, user, op,
+        quota_queued(&sd->jobs, user), now, why, len, retry_s, &qu);
+    if (v == QUOTA_OK)
+        return 0;
+    k = v == QUOTA_QUEUED ? 0 : 1;
+    if (qu != NULL && qu->last_event_ms[k] != 0 &&
+        now - qu->last_event_ms[k] < 10000) {
+        qu->quiet[k]++;
+        return -EBUSY;
+    }
+    detail = cJSON_CreateObject();
+    jsonx_add_str(detail, "user", user);
+    jsonx_add_str(detail, "limit", v == QUOTA_QUEUED ? "queued" : "rate");
+    jsonx_add_str(detail, "reason", why);
+    if (qu != NULL) {
+        cJSON_AddNumberToObject(detail, "refused_since_last_event",
+            (double)qu->quiet[k]);
+        qu->last_event_ms[k] = now;
+        qu->quiet[k] = 0;
+    }
+    snprintf(subject, sizeof(subject), "user/%s", user);
+    log_notice("submission of %s refused: %s", user, why);
+    rc = schedd_event(sd, user, subject, "submit_refused", detail);
+    return rc < 0 ? rc : -EBUSY;
+}
+
+int
 jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
     const char *user, bool read_all, struct err *err)
 {

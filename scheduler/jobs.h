@@ -20,6 +20,14 @@
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
 
+/* The per-user submission limits (quota.h) for one submission of user:
+ * 0, or -EBUSY with why (the limit and the user's count) and *retry_s for
+ * the 429. A refusal is a `submit_refused` event on subject user/<name>,
+ * at most one per user and limit per 10 s (the detail counts the ones
+ * left out). */
+int jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
+    size_t len, int64_t *retry_s);
+
 /*
  * Resolve where attempt 1 of a new job of spec resumes from, for a
  * submitter user (read_all, an operator: may read every job):

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <uv.h>
 
@@ -133,6 +134,36 @@ static const struct config_key lockstepd_keys[] = {
         "failed try)" },
     { "event_retention_days", CONFIG_INT, "30", 0, 36500,
         "events older than this are deleted (0: kept forever)" },
+    { "http_header_timeout_ms", CONFIG_INT, "10000", 100, 600000,
+        "a request head must be complete this long after its first byte" },
+    { "http_body_timeout_ms", CONFIG_INT, "30000", 100, 3600000,
+        "a request body must be complete this long after its head" },
+    { "http_write_timeout_ms", CONFIG_INT, "30000", 100, 3600000,
+        "a client must take 64 KiB of a response (or all of it) within "
+        "this long" },
+    { "http_idle_timeout_ms", CONFIG_INT, "60000", 100, 3600000,
+        "an idle keep-alive connection is closed after this long" },
+    { "max_connections", CONFIG_INT, "0", 0, 1000000,
+        "API connections in all (0: from RLIMIT_NOFILE, leaving room for "
+        "the database, logs and webhooks)" },
+    { "agent_reserved_connections", CONFIG_INT, "0", 0, 1000000,
+        "of max_connections, kept for agents and the Unix socket (0: a "
+        "quarter)" },
+    { "max_connections_per_peer", CONFIG_INT, "256", 0, 1000000,
+        "user connections from one TCP address or one uid on the Unix "
+        "socket (0: no cap)" },
+    { "user_max_queued_jobs", CONFIG_INT, "1000", 0, 100000000,
+        "queued (PENDING or held) jobs one user may have (0: no limit)" },
+    { "user_submit_rate", CONFIG_INT, "50", 0, 1000000,
+        "submissions per second per user, on average (0: no limit)" },
+    { "user_submit_burst", CONFIG_INT, "200", 1, 1000000,
+        "submissions one user may make at once" },
+    { "operator_max_queued_jobs", CONFIG_INT, "0", 0, 100000000,
+        "user_max_queued_jobs for operators (0: no limit)" },
+    { "operator_submit_rate", CONFIG_INT, "0", 0, 1000000,
+        "user_submit_rate for operators (0: no limit)" },
+    { "operator_submit_burst", CONFIG_INT, "200", 1, 1000000,
+        "user_submit_burst for operators" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
 
@@ -244,6 +275,66 @@ conf_observe(const struct config *cfg, struct schedd_opts *o, struct err *err)
     return 0;
 }
 
+/* Raise the soft descriptor limit to the hard one; the limit in effect. */
+static size_t
+nofile_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1048576)
+        return 1048576;
+    return (size_t)rl.rlim_cur;
+}
+
+/* The connection deadlines and caps (docs/operations.md "Connection
+ * limits"). Connections may use what the descriptor limit leaves after a
+ * headroom of a quarter (at least 256, or half of a small limit) for the
+ * database, log files, webhooks and the agents' own needs. */
+static int
+conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
+{
+    struct schedd_http_limits *h = &o->http;
+    size_t nofile = nofile_limit(), room, head;
+
+    h->header_timeout_ms = (int)config_int(cfg, "http_header_timeout_ms");
+    h->body_timeout_ms = (int)config_int(cfg, "http_body_timeout_ms");
+    h->write_timeout_ms = (int)config_int(cfg, "http_write_timeout_ms");
+    h->idle_timeout_ms = (int)config_int(cfg, "http_idle_timeout_ms");
+    head = nofile / 4 > 256 ? nofile / 4 : 256;
+    room = nofile > 2 * head ? nofile - head : nofile / 2;
+    h->max_conns = (size_t)config_int(cfg, "max_connections");
+    if (h->max_conns == 0 || h->max_conns > room) {
+        if (h->max_conns > room)
+            log_warn("max_connections %zu is above what %zu descriptors "
+                     "allow; using %zu",
+                h->max_conns, nofile, room);
+        h->max_conns = room;
+    }
+    h->reserve = (size_t)config_int(cfg, "agent_reserved_connections");
+    if (h->reserve == 0)
+        h->reserve = h->max_conns / 4 > 0 ? h->max_conns / 4 : 1;
+    if (h->reserve >= h->max_conns)
+        return err_set(err, -EINVAL,
+            "agent_reserved_connections (%zu) must be below "
+            "max_connections (%zu)",
+            h->reserve, h->max_conns);
+    h->per_peer = (size_t)config_int(cfg, "max_connections_per_peer");
+    o->quota.user.max_queued = (int)config_int(cfg, "user_max_queued_jobs");
+    o->quota.user.submit_rate = (int)config_int(cfg, "user_submit_rate");
+    o->quota.user.submit_burst = (int)config_int(cfg, "user_submit_burst");
+    o->quota.op.max_queued = (int)config_int(cfg, "operator_max_queued_jobs");
+    o->quota.op.submit_rate = (int)config_int(cfg, "operator_submit_rate");
+    o->quota.op.submit_burst = (int)config_int(cfg, "operator_submit_burst");
+    return 0;
+}
+
 /* The node health policy's keys (health.h). */
 static void
 conf_health(const struct config *cfg, struct health_config *h)
@@ -334,7 +425,8 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "blame_hardware_signals: '%s' is not a signal "
             "(a name such as SIGBUS or BUS, or a number 1..63)",
             bad);
-    if ((rc = conf_observe(cfg, o, err)) < 0)
+    if ((rc = conf_observe(cfg, o, err)) < 0 ||
+        (rc = conf_limits(cfg, o, err)) < 0)
         return rc;
     conf_health(cfg, &o->health);
     o->sched_policy = config_str(cfg, "sched_policy");

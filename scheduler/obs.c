@@ -359,6 +359,8 @@ obs_runtime(struct obs *obs, struct schedd *sd, struct sbuf *out)
 {
     struct metrics_label v[] = { { "version", LOCKSTEP_VERSION },
         { NULL, NULL } };
+    struct metrics_label lq[] = { { "limit", "queued" }, { NULL, NULL } };
+    struct metrics_label lr[] = { { "limit", "rate" }, { NULL, NULL } };
 
     metrics_family(out, "lockstep_build_info", "gauge",
         "the scheduler's version (always 1)");
@@ -387,6 +389,12 @@ obs_runtime(struct obs *obs, struct schedd *sd, struct sbuf *out)
         "requests refused for want of the operator role (403; each is an "
         "event)",
         (double)obs->refused);
+    metrics_family(out, "lockstep_submissions_refused_total", "counter",
+        "job submissions refused with 429 by a per-user limit");
+    metrics_sample(out, "lockstep_submissions_refused_total", lq,
+        (double)sd->quota.refused_queued);
+    metrics_sample(out, "lockstep_submissions_refused_total", lr,
+        (double)sd->quota.refused_rate);
     obs_one(out, "lockstep_events_pruned_total", "counter",
         "events deleted by event_retention_days since start-up",
         (double)obs->pruned);

@@ -482,6 +482,7 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->straggler_windows = opts->straggler_windows;
     sd->policy = opts->policy;
     sd->health = opts->health;
+    sd->quota_cfg = opts->quota;
     sd->started_ms = timeid_now_ms();
     if (opts->alert_webhook_url && opts->alert_webhook_url[0])
         sd->alert_url = xstrdup(opts->alert_webhook_url);
@@ -578,6 +579,7 @@ schedd_destroy(struct schedd *sd)
         free(sd->operators[i]);
     free(sd->operators);
     portpool_release(&sd->ports);
+    quota_release(&sd->quota);
     free(sd->state_dir);
     free(sd->alert_url);
     if (sd->secret)

@@ -45,6 +45,7 @@
 #include "scheduler/node.h"
 #include "scheduler/policy.h"
 #include "scheduler/portpool.h"
+#include "scheduler/quota.h"
 
 struct db;
 struct logstore;
@@ -57,6 +58,18 @@ struct webhook;
 #define SCHEDD_ACTOR "scheduler"
 
 /* What main reads from the configuration (docs/config.md). */
+/* The HTTP server's deadlines and connection caps, passed on by api.c
+ * (http.h; docs/operations.md "Connection limits"). */
+struct schedd_http_limits {
+    int header_timeout_ms;
+    int body_timeout_ms;
+    int write_timeout_ms;
+    int idle_timeout_ms;
+    size_t max_conns; /* resolved against RLIMIT_NOFILE by main */
+    size_t reserve;
+    size_t per_peer;
+};
+
 struct schedd_opts {
     const char *listen_host; /* NULL or "": no TCP */
     int listen_port;
@@ -87,6 +100,8 @@ struct schedd_opts {
     int event_retention_days; /* 0: keep events forever */
     bool metrics_token_required;
     struct health_config health;
+    struct quota_config quota;      /* per-user submission limits */
+    struct schedd_http_limits http; /* deadlines and caps (api.c) */
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -144,6 +159,8 @@ struct schedd {
     struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
     int lock_fd;                     /* flock on state_dir/lockstepd.lock */
     struct health_config health;     /* node health policy (health.h) */
+    struct quota_config quota_cfg;   /* per-user submission limits */
+    struct quota quota;              /* their state (quota.h) */
 
     struct db *db;
     struct logstore *logs;

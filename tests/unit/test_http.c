@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,6 +37,9 @@
 
 #define MAX_BODY 4096
 #define IDLE_MS 1000
+#define HEADER_MS 2500
+#define BODY_MS 2500
+#define WRITE_MS 2000
 
 static uv_loop_t loop;
 static struct http_server *srv;
@@ -1009,6 +1013,99 @@ test_rude_peers(void)
     is_int(wait_nconns(1), 1, "rude peers cost only themselves");
 }
 
+/* Send s one byte every 300 ms (more often than the idle timeout) until
+ * the server closes; the milliseconds from t0 to the close, or -1. */
+static double
+trickle_until_closed(struct client *c, const char *s, double t0)
+{
+    struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+    char buf[4096];
+    size_t i = 0, n = strlen(s);
+
+    while (now_ms() - t0 < 8000) {
+        if (poll(&pfd, 1, 300) > 0) {
+            ssize_t r = read(c->fd, buf, sizeof(buf));
+
+            if (r <= 0)
+                return now_ms() - t0;
+            continue; /* an answer (none expected) */
+        }
+        if (send(c->fd, s + i % n, 1, MSG_NOSIGNAL) < 0)
+            return now_ms() - t0;
+        i++;
+    }
+    return -1;
+}
+
+static void
+test_deadlines(void)
+{
+    struct client c;
+    double t0, dt;
+
+    /* A head trickled faster than the idle timeout: the header deadline
+     * ends it. */
+    if (client_open(&c, false)) {
+        t0 = now_ms();
+        dt = trickle_until_closed(&c,
+            "GET /x HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaa", t0);
+        ok(dt >= HEADER_MS - 100 && dt < HEADER_MS + 1500,
+            "a trickled head is cut off after about %d ms (%.0f ms)", HEADER_MS,
+            dt);
+        client_close(&c);
+    }
+    /* A body trickled faster than the idle timeout: the body deadline. */
+    if (client_open(&c, false)) {
+        client_sends(&c, "POST /echo HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Length: 1000\r\n\r\n");
+        t0 = now_ms();
+        dt = trickle_until_closed(&c, "abcdefghij", t0);
+        ok(dt >= BODY_MS - 100 && dt < BODY_MS + 1500,
+            "a trickled body is cut off after about %d ms (%.0f ms)", BODY_MS,
+            dt);
+        client_close(&c);
+    }
+    /* A long poll's wait is none of these: answered after 4 s, longer
+     * than the idle and header timeouts. */
+    if (client_open(&c, false)) {
+        client_sends(&c, "GET /defer?ms=4000 HTTP/1.1\r\nHost: x\r\n\r\n");
+        is_int(client_read(&c, 1), 1, "a 4 s long poll is answered");
+        ok(c.n == 1 && c.r[0].status == 200 && body_true(&c.r[0], "deferred"),
+            "with its deferred answer");
+        client_close(&c);
+    }
+    /* A reader that takes nothing of an 8 MiB response: the write
+     * deadline ends it (the kernel's buffers take only part of it). */
+    if (client_open(&c, false)) {
+        char buf[65536];
+        size_t got = 0;
+        ssize_t r;
+        int rcv = 65536;
+
+        setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+        client_sends(&c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+        usleep((WRITE_MS + 1500) * 1000);
+        while ((r = read(c.fd, buf, sizeof(buf))) > 0)
+            got += (size_t)r;
+        ok(r == 0 && got < 8u << 20,
+            "a reader that stalls is cut off after the write deadline "
+            "(%zu of %u bytes)",
+            got, 8u << 20);
+        client_close(&c);
+    }
+    /* A complete request in time, then the connection idles: idle
+     * timeout as before. */
+    if (client_open(&c, false)) {
+        client_sends(&c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+        client_read(&c, 1);
+        t0 = now_ms();
+        ok(client_eof(&c), "idle after a request: closed");
+        dt = now_ms() - t0;
+        ok(dt < IDLE_MS + 1000, "after the idle timeout (%.0f ms)", dt);
+        client_close(&c);
+    }
+}
+
 static void *
 client_main(void *arg)
 {
@@ -1023,6 +1120,7 @@ client_main(void *arg)
     test_flush_failure();
     test_unix();
     test_rude_peers();
+    test_deadlines();
 
     /* Leave a pending deferred response for http_server_close. */
     if (client_open(&hold, true)) {
@@ -1162,7 +1260,10 @@ int
 main(void)
 {
     struct http_server_opts opts = { .max_body = MAX_BODY,
-        .idle_timeout_ms = IDLE_MS };
+        .idle_timeout_ms = IDLE_MS,
+        .header_timeout_ms = HEADER_MS,
+        .body_timeout_ms = BODY_MS,
+        .write_timeout_ms = WRITE_MS };
     struct err err;
     char path2[300];
     struct stat st;

@@ -1,0 +1,72 @@
+/*
+ * quota.h - per-user submission limits, pure
+ *
+ * Two limits on POST /v1/jobs, each for users and (separately) for
+ * operators, 0 meaning none: how many queued jobs (PENDING or held; a
+ * RESTARTING job is counted too when held) a user may have, and how many
+ * submissions per second (a token bucket per user: `rate` per second,
+ * `burst` at once). A refusal is 429 with a message naming the limit and
+ * the user's current count; nothing already accepted is touched.
+ *
+ * The per-user buckets live in a small table that forgets users whose
+ * bucket has refilled (an idle user costs nothing).
+ */
+#ifndef SCHEDULER_QUOTA_H
+#define SCHEDULER_QUOTA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tbucket.h"
+
+struct job_table;
+
+struct quota_limits {
+    int max_queued;  /* 0: none */
+    int submit_rate; /* per second; 0: none */
+    int submit_burst;
+};
+
+struct quota_config {
+    struct quota_limits user;
+    struct quota_limits op; /* operators */
+};
+
+struct quota_user {
+    char *name;
+    struct tbucket bucket;
+    /* By verdict - 1 (QUOTA_QUEUED, QUOTA_RATE): */
+    int64_t last_event_ms[2]; /* the last refusal event written */
+    uint64_t quiet[2];        /* refusals since, without an event */
+};
+
+struct quota {
+    struct quota_user *users;
+    size_t n, cap;
+    uint64_t refused_queued; /* 429s for the queued-jobs limit */
+    uint64_t refused_rate;   /* 429s for the submission rate */
+};
+
+enum quota_verdict {
+    QUOTA_OK,
+    QUOTA_QUEUED, /* over the queued-jobs limit */
+    QUOTA_RATE,   /* over the submission rate */
+};
+
+/* user's queued jobs in t: PENDING, or held. */
+size_t quota_queued(const struct job_table *t, const char *user);
+
+/* Judge one submission of user (queued: quota_queued's count) at now_ms.
+ * On a refusal, msg gets the reason ("user alice has 5 queued jobs; the
+ * limit is 5") and *retry_s the seconds to wait (>= 1); the table entry
+ * of the user in *qu (NULL when none) is for the caller's rate limit on
+ * events. A refused submission consumes no token. */
+enum quota_verdict quota_check(struct quota *q, const struct quota_config *cfg,
+    const char *user, bool op, size_t queued, int64_t now_ms, char *msg,
+    size_t len, int64_t *retry_s, struct quota_user **qu);
+
+/* Free the table. */
+void quota_release(struct quota *q);
+
+#endif
