@@ -461,6 +461,10 @@ bool cli_submit_ckpt_warning(const struct proto_job_spec *spec,
  * -EINVAL with why (empty on entry) saying what was expected. */
 int cli_parse_since(const char *s, int64_t now_ms, int64_t *out,
     struct sbuf *why);
+/* A duration as a person gives it ("90s", "15m", "2h", "3d", "1w", or
+ * several: "1d12h"; token --ttl, --retry-for): its milliseconds, or -1
+ * when s is not one. */
+int64_t cli_parse_duration(const char *s);
 
 /* ---- the list of commands (cmd_help.c) --------------------------------- */
 

@@ -956,6 +956,10 @@ test_since(void)
     is_int(v, now - 36 * 3600000LL, "is 36 h back");
     is_int(cli_parse_since("1w", now, &v, &why), 0, "1w");
     is_int(v, now - 7 * 86400000LL, "is 7 days back");
+    is_int((int)(cli_parse_duration("30d") / 1000), 30 * 86400, "duration 30d");
+    is_int((int)cli_parse_duration("1m30s"), 90000, "duration 1m30s");
+    is_int((int)cli_parse_duration("soon"), -1, "not a duration");
+    is_int((int)cli_parse_duration("5"), -1, "a number without a unit");
     is_int(cli_parse_since("100000w", now, &v, &why), -EINVAL,
         "more than a century back is refused");
 
