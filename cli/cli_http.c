@@ -10,6 +10,7 @@
  */
 #include "cli/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -236,8 +237,8 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
             "answer HTTP (%s)",
             cli->server, cli_server_from(cli), cause);
     }
-    /* For a connection that never happened the OS reason ("No such file
-     * or directory", "Connection refused") says more than curl's text,
+    /* For a connection that never happened the OS reason ("no such file
+     * or directory", "connection refused") says more than curl's text,
      * which talks of "localhost port 80" for a Unix socket. */
     if (oserr != 0 &&
         (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
@@ -246,11 +247,19 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
         cc != CURLE_OPERATION_TIMEDOUT)
         return err_set(err, -EIO, "cannot reach scheduler at %s: %s",
             cli->server, cause);
-    cli->hint = CLI_HINT_UNREACHABLE;
+    cli->unreachable = true;
+    /* A refused connection or a timeout is most likely a scheduler that
+     * is down (one line: docs/operations.md "Scheduler outages"); no
+     * socket file, a name that does not resolve or the default address
+     * are more likely the wrong place, so the hint follows. */
+    if (oserr != ECONNREFUSED && cc != CURLE_OPERATION_TIMEDOUT)
+        cli->hint = CLI_HINT_UNREACHABLE;
     return err_set(err,
         cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED,
-        "cannot reach scheduler at %s (%s): %s", cli->server,
-        cli_server_from(cli), cause);
+        "scheduler unreachable at %s (%s): %c%s; running jobs are not "
+        "affected",
+        cli->server, cli_server_from(cli), tolower((unsigned char)cause[0]),
+        cause[0] ? cause + 1 : "");
 }
 
 int
@@ -316,6 +325,7 @@ cli_http(struct cli *cli, const char *method, const char *path,
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         cli->hint = NULL;
+        cli->unreachable = false;
     }
     /* The handle keeps pointers to these until the next reset. */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
