@@ -233,6 +233,8 @@ struct cli {
     bool json;         /* --json, before or after the command */
     bool unreachable;  /* the last request could not connect (a failing
                         * command then exits CLI_EXIT_UNREACHABLE) */
+    char *failure;     /* the whole text of the last request's failure to
+                        * get a reply (err may hold it cut short), or NULL */
     CURL *curl;        /* created on first use, reused */
     char *base_url;    /* "http://localhost" for a socket */
 };
@@ -284,7 +286,10 @@ void cli_resp_release(struct cli_resp *resp);
 const char *cli_resp_header(const struct cli_resp *resp, const char *name);
 
 enum cli_http_flags {
-    CLI_HTTP_QUIET = (1 << 0), /* do not print errors; see err */
+    CLI_HTTP_QUIET = (1 << 0),      /* do not print errors; see err */
+    CLI_HTTP_QUIET_DOWN = (1 << 1), /* do not print a failure to reach the
+                                     * scheduler (the caller waits it out:
+                                     * cli_outage_wait); an error reply is */
 };
 
 /* Send one request to the scheduler. path starts with "/v1/"; body is

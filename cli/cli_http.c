@@ -61,8 +61,10 @@ cli_release(struct cli *cli)
     if (cli->curl)
         curl_easy_cleanup(cli->curl);
     free(cli->base_url);
+    free(cli->failure);
     cli->curl = NULL;
     cli->base_url = NULL;
+    cli->failure = NULL;
 }
 
 static CURL *
@@ -254,12 +256,16 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
      * are more likely the wrong place, so the hint follows. */
     if (oserr != ECONNREFUSED && cc != CURLE_OPERATION_TIMEDOUT)
         cli->hint = CLI_HINT_UNREACHABLE;
-    return err_set(err,
-        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED,
-        "scheduler unreachable at %s (%s): %c%s; running jobs are not "
-        "affected",
+    /* Whole in cli->failure: a long address would cut err's copy short
+     * of what matters most, that running jobs are not affected. */
+    free(cli->failure);
+    cli->failure = xasprintf("scheduler unreachable at %s (%s): %c%s; "
+                             "running jobs are not affected",
         cli->server, cli_server_from(cli), tolower((unsigned char)cause[0]),
         cause[0] ? cause + 1 : "");
+    return err_set(err,
+        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED, "%s",
+        cli->failure);
 }
 
 int
@@ -318,9 +324,11 @@ cli_http(struct cli *cli, const char *method, const char *path,
     cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+        free(cli->failure);
+        cli->failure = NULL;
         rc = cli_http_failed(cli, cc, (int)oserr, errbuf, err);
-        if (!(flags & CLI_HTTP_QUIET))
-            cli_warn(cli, "%s", err->msg);
+        if (!(flags & (CLI_HTTP_QUIET | CLI_HTTP_QUIET_DOWN)))
+            cli_warn(cli, "%s", cli->failure ? cli->failure : err->msg);
         resp->status = 0;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);

@@ -69,6 +69,15 @@ logs_retry(struct logs *L, int rc, const struct err *err)
     return cli_outage_wait(L->cli, &L->outage, rc, &L->resp, err);
 }
 
+/* A request that failed for good: say why (whole), exit 1 (3 when the
+ * scheduler could not be reached: main.c). */
+static int
+logs_failed(struct logs *L, const struct err *err)
+{
+    return cli_fail(L->cli, "%s",
+        L->resp.status == 0 && L->cli->failure ? L->cli->failure : err->msg);
+}
+
 static int
 get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
 {
@@ -256,7 +265,7 @@ logs_follow(struct logs *L, bool pinned)
              * said nothing so far. */
             while ((n = drain(L, &L->ranks[i], &err)) < 0 && n != -ENOENT) {
                 if (!logs_retry(L, (int)n, &err))
-                    return cli_fail(L->cli, "%s", err.msg);
+                    return logs_failed(L, &err);
             }
             if (n > 0)
                 got += n;
@@ -270,7 +279,7 @@ logs_follow(struct logs *L, bool pinned)
         rc = get_job(L, CLI_HTTP_QUIET, &v, &err);
         if (rc < 0) {
             if (!logs_retry(L, rc, &err))
-                return cli_fail(L->cli, "%s", err.msg);
+                return logs_failed(L, &err);
             continue;
         }
         cli_outage_over(L->cli, &L->outage);
@@ -330,7 +339,7 @@ wait_first_attempt(struct logs *L, struct job_view *v)
         cli_sleep_ms(CLI_LOGS_POLL_MS);
         rc = get_job(L, CLI_HTTP_QUIET, v, &err);
         if (rc < 0 && !logs_retry(L, rc, &err))
-            return cli_fail(L->cli, "%s", err.msg);
+            return logs_failed(L, &err);
     }
 }
 

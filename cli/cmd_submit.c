@@ -434,7 +434,7 @@ submit_wait(struct cli *cli, int64_t id, bool json, int64_t retry_ms)
         if (rc < 0) {
             if (!cli_outage_wait(cli, &outage, rc, &resp, &err)) {
                 cli_warn(cli, "stopped waiting for job %lld: %s", (long long)id,
-                    err.msg);
+                    resp.status == 0 && cli->failure ? cli->failure : err.msg);
                 break;
             }
             continue;
@@ -489,8 +489,8 @@ submit_post(struct cli *cli, const struct cli_submit_opts *opts,
     int rc;
 
     for (;;) {
-        rc = cli_call(cli, "POST", "/v1/jobs", body, CLI_HTTP_QUIET, resp, job,
-            &err);
+        rc = cli_call(cli, "POST", "/v1/jobs", body,
+            opts->wait ? CLI_HTTP_QUIET_DOWN : 0, resp, job, &err);
         if (rc == 0) {
             cli_outage_over(cli, &outage);
             return 0;
@@ -499,8 +499,10 @@ submit_post(struct cli *cli, const struct cli_submit_opts *opts,
             !cli_outage_wait(cli, &outage, rc, resp, &err))
             break;
     }
-    if (outage.down_since == 0)
-        cli_warn(cli, "%s", err.msg);
+    /* An error reply was printed whole by cli_call; a failure to reach
+     * the scheduler is said here unless the outage was waited out. */
+    if (opts->wait && resp->status == 0 && outage.down_since == 0)
+        cli_warn(cli, "%s", cli->failure ? cli->failure : err.msg);
     return rc;
 }
 
