@@ -38,6 +38,8 @@ enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,
     CLI_EXIT_USAGE = 2,
+    CLI_EXIT_UNREACHABLE = 3,   /* the scheduler could not be reached (its
+                                 * last request got no connection) */
     CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C ended `submit --wait` */
 };
 
@@ -229,6 +231,10 @@ struct cli {
                         * point the CLI elsewhere), then cleared */
     const char *token; /* bearer token or NULL; borrowed */
     bool json;         /* --json, before or after the command */
+    bool unreachable;  /* the last request could not connect (a failing
+                        * command then exits CLI_EXIT_UNREACHABLE) */
+    char *failure;     /* the whole text of the last request's failure to
+                        * get a reply (err may hold it cut short), or NULL */
     CURL *curl;        /* created on first use, reused */
     char *base_url;    /* "http://localhost" for a socket */
 };
@@ -280,7 +286,10 @@ void cli_resp_release(struct cli_resp *resp);
 const char *cli_resp_header(const struct cli_resp *resp, const char *name);
 
 enum cli_http_flags {
-    CLI_HTTP_QUIET = (1 << 0), /* do not print errors; see err */
+    CLI_HTTP_QUIET = (1 << 0),      /* do not print errors; see err */
+    CLI_HTTP_QUIET_DOWN = (1 << 1), /* do not print a failure to reach the
+                                     * scheduler (the caller waits it out:
+                                     * cli_outage_wait); an error reply is */
 };
 
 /* Send one request to the scheduler. path starts with "/v1/"; body is
@@ -421,11 +430,50 @@ void cli_progress_release(struct cli_progress *p);
 void cli_progress_update(struct cli_progress *p, const cJSON *job,
     struct sbuf *out);
 
+/* ---- outages (cli_outage.c) --------------------------------------------- */
+
+/* How long `submit --wait` and `logs --follow` wait out a scheduler that
+ * cannot be reached (or answers 5xx) before giving up, unless
+ * --retry-for says otherwise: 5 minutes, what a restart, an upgrade or a
+ * reboot of the scheduler's machine takes; longer wants a person. */
+#define CLI_RETRY_DEFAULT_MS 300000
+/* How often they try again meanwhile. */
+#define CLI_RETRY_POLL_MS 1000
+
+/* What to do after a failed poll: it is an answer (a 4xx, not lockstep:
+ * FINAL), the outage begins (FIRST: say so once), goes on (RETRY), or
+ * has lasted retry_ms (GIVE_UP; at once when retry_ms is 0). Pure. */
+enum cli_outage_step {
+    CLI_OUTAGE_FINAL,
+    CLI_OUTAGE_FIRST,
+    CLI_OUTAGE_RETRY,
+    CLI_OUTAGE_GIVE_UP,
+};
+enum cli_outage_step cli_outage_decide(int rc, long status, int64_t down_since,
+    int64_t now, int64_t retry_ms);
+
+/* An outage being waited out. */
+struct cli_outage {
+    int64_t retry_ms;   /* --retry-for; -1: CLI_RETRY_DEFAULT_MS */
+    int64_t down_since; /* monotonic ms of its first failure, or 0 */
+};
+/* --retry-for's value ("5m", "1h", "0") into *ms; -EINVAL with why. */
+int cli_set_retry_for(const char *value, int64_t *ms, struct sbuf *why);
+/* After a request failed with rc (resp, err): says the outage once,
+ * sleeps CLI_RETRY_POLL_MS and returns true to try again, or returns
+ * false (an answer that is final, or the bound reached: said). */
+bool cli_outage_wait(struct cli *cli, struct cli_outage *o, int rc,
+    const struct cli_resp *resp, const struct err *err);
+/* After a request succeeded: if an outage was being waited out, say that
+ * it is over and forget it. */
+void cli_outage_over(struct cli *cli, struct cli_outage *o);
+
 /* ---- submit's argument parsing, apart for unit tests (cmd_submit.c) ----- */
 
 struct cli_submit_opts {
     struct proto_job_spec spec;
-    char *export; /* --export, NULL: ALL (cli_env.h) */
+    char *export;         /* --export, NULL: ALL (cli_env.h) */
+    int64_t retry_for_ms; /* --retry-for; -1: CLI_RETRY_DEFAULT_MS */
     bool wait;
     bool json;
     bool help;
@@ -461,6 +509,10 @@ bool cli_submit_ckpt_warning(const struct proto_job_spec *spec,
  * -EINVAL with why (empty on entry) saying what was expected. */
 int cli_parse_since(const char *s, int64_t now_ms, int64_t *out,
     struct sbuf *why);
+/* A duration as a person gives it ("90s", "15m", "2h", "3d", "1w", or
+ * several: "1d12h"; token --ttl, --retry-for): its milliseconds, or -1
+ * when s is not one. */
+int64_t cli_parse_duration(const char *s);
 
 /* ---- the list of commands (cmd_help.c) --------------------------------- */
 

@@ -10,6 +10,7 @@
  */
 #include "cli/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,8 +61,10 @@ cli_release(struct cli *cli)
     if (cli->curl)
         curl_easy_cleanup(cli->curl);
     free(cli->base_url);
+    free(cli->failure);
     cli->curl = NULL;
     cli->base_url = NULL;
+    cli->failure = NULL;
 }
 
 static CURL *
@@ -236,8 +239,8 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
             "answer HTTP (%s)",
             cli->server, cli_server_from(cli), cause);
     }
-    /* For a connection that never happened the OS reason ("No such file
-     * or directory", "Connection refused") says more than curl's text,
+    /* For a connection that never happened the OS reason ("no such file
+     * or directory", "connection refused") says more than curl's text,
      * which talks of "localhost port 80" for a Unix socket. */
     if (oserr != 0 &&
         (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
@@ -246,11 +249,23 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
         cc != CURLE_OPERATION_TIMEDOUT)
         return err_set(err, -EIO, "cannot reach scheduler at %s: %s",
             cli->server, cause);
-    cli->hint = CLI_HINT_UNREACHABLE;
+    cli->unreachable = true;
+    /* A refused connection or a timeout is most likely a scheduler that
+     * is down (one line: docs/operations.md "Scheduler outages"); no
+     * socket file, a name that does not resolve or the default address
+     * are more likely the wrong place, so the hint follows. */
+    if (oserr != ECONNREFUSED && cc != CURLE_OPERATION_TIMEDOUT)
+        cli->hint = CLI_HINT_UNREACHABLE;
+    /* Whole in cli->failure: a long address would cut err's copy short
+     * of what matters most, that running jobs are not affected. */
+    free(cli->failure);
+    cli->failure = xasprintf("scheduler unreachable at %s (%s): %c%s; "
+                             "running jobs are not affected",
+        cli->server, cli_server_from(cli), tolower((unsigned char)cause[0]),
+        cause[0] ? cause + 1 : "");
     return err_set(err,
-        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED,
-        "cannot reach scheduler at %s (%s): %s", cli->server,
-        cli_server_from(cli), cause);
+        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED, "%s",
+        cli->failure);
 }
 
 int
@@ -309,13 +324,16 @@ cli_http(struct cli *cli, const char *method, const char *path,
     cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+        free(cli->failure);
+        cli->failure = NULL;
         rc = cli_http_failed(cli, cc, (int)oserr, errbuf, err);
-        if (!(flags & CLI_HTTP_QUIET))
-            cli_warn(cli, "%s", err->msg);
+        if (!(flags & (CLI_HTTP_QUIET | CLI_HTTP_QUIET_DOWN)))
+            cli_warn(cli, "%s", cli->failure ? cli->failure : err->msg);
         resp->status = 0;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         cli->hint = NULL;
+        cli->unreachable = false;
     }
     /* The handle keeps pointers to these until the next reset. */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);

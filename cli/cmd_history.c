@@ -109,6 +109,12 @@ since_time(const char *s)
     return -1;
 }
 
+int64_t
+cli_parse_duration(const char *s)
+{
+    return since_duration(s);
+}
+
 int
 cli_parse_since(const char *s, int64_t now_ms, int64_t *out, struct sbuf *why)
 {

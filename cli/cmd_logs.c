@@ -14,7 +14,10 @@
  * if the job SUCCEEDED (else its state and reason go to stderr). While
  * the job has not started it says so on stderr, with why it pends. Without
  * --attempt it starts at the latest attempt and, when the job restarts,
- * moves on to the next attempt after draining the current one.
+ * moves on to the next attempt after draining the current one. While
+ * the scheduler cannot be reached (or answers 5xx) --follow keeps trying
+ * for --retry-for (cli_outage.c; 5 minutes by default) and resumes from
+ * each rank's offset, so no output is printed twice or lost.
  *
  * --json prints one JSON object per line of output instead:
  * {"rank":R,"attempt":A,"stream":"out","text":"the line, without its
@@ -30,7 +33,6 @@
 #include "common/xalloc.h"
 
 #define CLI_LOGS_POLL_MS 300
-#define CLI_LOGS_OUTAGE_MS 300000
 
 struct rank_log {
     int64_t rank;
@@ -49,7 +51,7 @@ struct logs {
     struct rank_log *ranks;
     size_t nranks;
     struct cli_resp resp;
-    int64_t down_since; /* monotonic ms of the first failure, or 0 */
+    struct cli_outage outage; /* --retry-for, and the outage waited out */
 };
 
 struct job_view {
@@ -59,27 +61,21 @@ struct job_view {
     int64_t world;    /* nodes × ranks_per_node */
 };
 
-/* An outage or a 5xx is worth waiting out while following (the scheduler
- * comes back in seconds after a restart); anything else is final. Returns
- * true to retry. */
+/* A failed request (rc, err): wait out an outage within --retry-for
+ * (cli_outage.c) and return true to repeat it; false when it is final. */
 static bool
 logs_retry(struct logs *L, int rc, const struct err *err)
 {
-    int64_t now = timeid_mono_ms();
+    return cli_outage_wait(L->cli, &L->outage, rc, &L->resp, err);
+}
 
-    /* A 4xx is final, and so is a server that is not lockstep; a broken
-     * connection (-EIO with no status) is an outage. */
-    if ((rc == -EIO && L->resp.status >= 400 && L->resp.status < 500) ||
-        rc == -EPROTO)
-        return false;
-    if (L->down_since == 0) {
-        L->down_since = now;
-        cli_warn(L->cli, "%s; retrying", err->msg);
-    } else if (now - L->down_since > CLI_LOGS_OUTAGE_MS) {
-        return false;
-    }
-    cli_sleep_ms(1000);
-    return true;
+/* A request that failed for good: say why (whole), exit 1 (3 when the
+ * scheduler could not be reached: main.c). */
+static int
+logs_failed(struct logs *L, const struct err *err)
+{
+    return cli_fail(L->cli, "%s",
+        L->resp.status == 0 && L->cli->failure ? L->cli->failure : err->msg);
 }
 
 static int
@@ -178,7 +174,7 @@ fetch(struct logs *L, struct rank_log *r, struct err *err)
     free(path);
     if (rc < 0)
         return rc == -EIO && L->resp.status == 404 ? -ENOENT : rc;
-    L->down_since = 0;
+    cli_outage_over(L->cli, &L->outage);
     emit(L, r, L->resp.body.buf, L->resp.body.len);
     r->offset += (int64_t)L->resp.body.len;
     size = cli_resp_header(&L->resp, "X-Lockstep-Log-Size");
@@ -269,7 +265,7 @@ logs_follow(struct logs *L, bool pinned)
              * said nothing so far. */
             while ((n = drain(L, &L->ranks[i], &err)) < 0 && n != -ENOENT) {
                 if (!logs_retry(L, (int)n, &err))
-                    return cli_fail(L->cli, "%s", err.msg);
+                    return logs_failed(L, &err);
             }
             if (n > 0)
                 got += n;
@@ -283,10 +279,10 @@ logs_follow(struct logs *L, bool pinned)
         rc = get_job(L, CLI_HTTP_QUIET, &v, &err);
         if (rc < 0) {
             if (!logs_retry(L, rc, &err))
-                return cli_fail(L->cli, "%s", err.msg);
+                return logs_failed(L, &err);
             continue;
         }
-        L->down_since = 0;
+        cli_outage_over(L->cli, &L->outage);
         if (pinned && v.attempt > L->attempt) {
             /* The attempt asked for is over and drained. */
             break;
@@ -343,22 +339,31 @@ wait_first_attempt(struct logs *L, struct job_view *v)
         cli_sleep_ms(CLI_LOGS_POLL_MS);
         rc = get_job(L, CLI_HTTP_QUIET, v, &err);
         if (rc < 0 && !logs_retry(L, rc, &err))
-            return cli_fail(L->cli, "%s", err.msg);
+            return logs_failed(L, &err);
     }
 }
 
 struct logs_opts {
-    int64_t rank;       /* -1: every rank */
-    int64_t attempt;    /* 0: the latest, and on through restarts */
-    const char *stream; /* "out" or "err" (static) */
+    int64_t rank;         /* -1: every rank */
+    int64_t attempt;      /* 0: the latest, and on through restarts */
+    const char *stream;   /* "out" or "err" (static) */
+    int64_t retry_for_ms; /* --retry-for; -1: CLI_RETRY_DEFAULT_MS */
     bool follow;
 };
+
+static int
+set_retry_for(void *opts, const char *value, struct sbuf *why)
+{
+    return cli_set_retry_for(value, &((struct logs_opts *)opts)->retry_for_ms,
+        why);
+}
 
 static const struct cli_opt logs_opts[] = {
     CLI_OPT_INT("rank", struct logs_opts, rank, 0, INT32_MAX),
     CLI_OPT_INT("attempt", struct logs_opts, attempt, 1, INT32_MAX),
     CLI_OPT_WORD("stream", struct logs_opts, stream, "out", "err"),
     CLI_OPT_FLAG_LETTER("follow", 'f', struct logs_opts, follow),
+    CLI_OPT_CALL("retry-for", STR, set_retry_for),
     CLI_OPT_END,
 };
 
@@ -374,9 +379,13 @@ logs_pick_attempt(struct logs *L, const struct logs_opts *o, const char *job,
     struct err err;
     int rc;
 
-    rc = get_job(L, CLI_HTTP_QUIET, v, &err);
+    /* Following, an outage at the start is waited out too. */
+    while ((rc = get_job(L, CLI_HTTP_QUIET, v, &err)) < 0 && o->follow &&
+           logs_retry(L, rc, &err))
+        ;
     if (rc < 0)
         return cli_fail_about(L->cli, "job", job, rc, &err);
+    cli_outage_over(L->cli, &L->outage);
     if (o->rank >= v->world)
         return cli_fail(L->cli, "job %lld has ranks 0 to %lld",
             (long long)L->id, (long long)v->world - 1);
@@ -415,7 +424,7 @@ logs_init_ranks(struct logs *L, int64_t rank, int64_t world)
 static int
 cmd_logs(int argc, char **argv, struct cli *cli)
 {
-    struct logs_opts o = { .rank = -1, .stream = "out" };
+    struct logs_opts o = { .rank = -1, .stream = "out", .retry_for_ms = -1 };
     struct logs L = { .cli = cli };
     struct cli_args args;
     struct job_view v;
@@ -426,6 +435,7 @@ cmd_logs(int argc, char **argv, struct cli *cli)
     if (cli_parse_job_id(cli, args.argv[0], &L.id) != 0)
         return CLI_EXIT_USAGE;
     L.stream = o.stream;
+    L.outage.retry_ms = o.retry_for_ms;
     L.json = cli->json;
     cli_resp_init(&L.resp);
     status = logs_pick_attempt(&L, &o, args.argv[0], &v);
@@ -445,7 +455,7 @@ const struct cli_cmd cli_cmd_logs = {
     .summary = "print a job's output",
     .usage =
         "usage: lockstep logs JOB [--rank R] [--attempt N] [--stream out|err]\n"
-        "                         [--follow] [--json]\n"
+        "                         [--follow [--retry-for D]] [--json]\n"
         "\n"
         "  --rank R          only rank R (default: every rank, each line\n"
         "                    prefixed with [rank N])\n"
@@ -456,6 +466,10 @@ const struct cli_cmd cli_cmd_logs = {
         "                    it SUCCEEDED, 1 if it FAILED or was CANCELLED\n"
         "                    (with --attempt N: 0 once attempt N is over\n"
         "                    and the job goes on)\n"
+        "  --retry-for D     following: wait out a scheduler that cannot be\n"
+        "                    reached for up to D (30s, 5m, 1h; default 5m;\n"
+        "                    0: give up at once), then resume where it was\n"
+        "                    (no line printed twice or skipped)\n"
         "  --json            one JSON object per line of output:\n"
         "                    {\"rank\", \"attempt\", \"stream\", \"text\"}\n",
     .opts = logs_opts,

@@ -13,9 +13,11 @@
  * Without --wait it says how to follow the job. --wait polls the job
  * until it reaches a final state, telling each change on stderr
  * (cli_progress.c); Ctrl-C ends the wait, not the job, and says how to
- * cancel it (exit 130). It outlives a scheduler restart: while the
+ * cancel it (exit 130). It outlives a scheduler outage: while the
  * scheduler cannot be reached (or answers 5xx) it keeps trying for
- * CLI_WAIT_OUTAGE_MS before giving up.
+ * --retry-for (cli_outage.c; 5 minutes by default) before giving up, and
+ * with --wait the submission itself is tried again while the connection
+ * is refused.
  */
 #include "cli/cli.h"
 
@@ -35,7 +37,6 @@
 
 #define CLI_WAIT_MIN_MS 250
 #define CLI_WAIT_MAX_MS 1000
-#define CLI_WAIT_OUTAGE_MS 300000
 
 extern char **environ;
 
@@ -204,6 +205,13 @@ set_resume_from(void *opts, const char *value, struct sbuf *why)
 #define SPEC_INT(name, field, min, max)                                        \
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
+static int
+set_retry_for(void *opts, const char *value, struct sbuf *why)
+{
+    return cli_set_retry_for(value,
+        &((struct cli_submit_opts *)opts)->retry_for_ms, why);
+}
+
 static const struct cli_opt submit_opts[] = {
     CLI_OPT_CALL("name", STR, set_name),
     SPEC_INT("nodes", nodes, 1, PROTO_NODES_MAX),
@@ -224,6 +232,7 @@ static const struct cli_opt submit_opts[] = {
     CLI_OPT_CALL("checkpoint-every", STR, set_checkpoint_every),
     CLI_OPT_CALL("resume-from", STR, set_resume_from),
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
+    CLI_OPT_CALL("retry-for", STR, set_retry_for),
     CLI_OPT_FLAG("wait-for-nodes", struct cli_submit_opts, spec.wait_for_nodes),
     CLI_OPT_END,
 };
@@ -262,6 +271,7 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     int rc;
 
     memset(opts, 0, sizeof(*opts));
+    opts->retry_for_ms = -1;
     proto_job_spec_init(&opts->spec);
     sbuf_init(&why);
     rc = cli_parse_opts(&cli_cmd_submit, argc, argv, opts, &args, &why);
@@ -312,33 +322,6 @@ wait_catch_sigint(int64_t id, struct sigaction *old)
     sa.sa_handler = wait_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, old);
-}
-
-/* One poll failed with rc: a 4xx ends the wait (the job is gone, or not
- * ours; *down_since untouched, returns false); an outage or a 5xx may
- * pass (the scheduler restarts in seconds), so it is waited out for
- * CLI_WAIT_OUTAGE_MS, saying so once. Returns true to poll again. */
-static bool
-wait_retry(struct cli *cli, int64_t id, int rc, const struct cli_resp *resp,
-    const struct err *err, int64_t *down_since)
-{
-    int64_t now = timeid_mono_ms();
-
-    if ((rc == -EIO && resp->status >= 400 && resp->status < 500) ||
-        rc == -EPROTO) {
-        cli_warn(cli, "%s", err->msg);
-        return false;
-    }
-    if (*down_since == 0) {
-        *down_since = now;
-        cli_warn(cli, "%s; still waiting for job %lld", err->msg,
-            (long long)id);
-    } else if (now - *down_since > CLI_WAIT_OUTAGE_MS) {
-        cli_warn(cli, "giving up on job %lld: %s", (long long)id, err->msg);
-        return false;
-    }
-    cli_sleep_ms(CLI_WAIT_MAX_MS);
-    return true;
 }
 
 /* The outcome of a final job, on stdout: the --json reply, or one line
@@ -426,14 +409,15 @@ cli_submit_ckpt_warning(const struct proto_job_spec *spec, struct sbuf *out)
 
 /* Poll the job until it is final. Returns the exit status. */
 static int
-submit_wait(struct cli *cli, int64_t id, bool json)
+submit_wait(struct cli *cli, int64_t id, bool json, int64_t retry_ms)
 {
     char *path = xasprintf("/v1/jobs/%lld", (long long)id);
     struct cli_progress prog;
     struct sigaction old_sigint;
     struct cli_resp resp;
     struct sbuf lines;
-    int64_t interval = CLI_WAIT_MIN_MS, down_since = 0;
+    struct cli_outage outage = { .retry_ms = retry_ms };
+    int64_t interval = CLI_WAIT_MIN_MS;
     int status = CLI_EXIT_FAIL;
 
     cli_resp_init(&resp);
@@ -448,11 +432,14 @@ submit_wait(struct cli *cli, int64_t id, bool json)
         rc = cli_call(cli, "GET", path, NULL, CLI_HTTP_QUIET, &resp, &job,
             &err);
         if (rc < 0) {
-            if (!wait_retry(cli, id, rc, &resp, &err, &down_since))
+            if (!cli_outage_wait(cli, &outage, rc, &resp, &err)) {
+                cli_warn(cli, "stopped waiting for job %lld: %s", (long long)id,
+                    resp.status == 0 && cli->failure ? cli->failure : err.msg);
                 break;
+            }
             continue;
         }
-        down_since = 0;
+        cli_outage_over(cli, &outage);
         sbuf_reset(&lines);
         cli_progress_update(&prog, job, &lines);
         if (!json && lines.len > 0) {
@@ -490,6 +477,35 @@ submit_warn_ckpt(struct cli *cli, const struct proto_job_spec *spec)
     sbuf_release(&msg);
 }
 
+/* POST the job. With --wait, a connection that was refused (nothing was
+ * sent, so nothing can be submitted twice) is tried again within
+ * --retry-for; any other failure is final. */
+static int
+submit_post(struct cli *cli, const struct cli_submit_opts *opts,
+    const cJSON *body, struct cli_resp *resp, cJSON **job)
+{
+    struct cli_outage outage = { .retry_ms = opts->retry_for_ms };
+    struct err err;
+    int rc;
+
+    for (;;) {
+        rc = cli_call(cli, "POST", "/v1/jobs", body,
+            opts->wait ? CLI_HTTP_QUIET_DOWN : 0, resp, job, &err);
+        if (rc == 0) {
+            cli_outage_over(cli, &outage);
+            return 0;
+        }
+        if (!opts->wait || rc != -ECONNREFUSED ||
+            !cli_outage_wait(cli, &outage, rc, resp, &err))
+            break;
+    }
+    /* An error reply was printed whole by cli_call; a failure to reach
+     * the scheduler is said here unless the outage was waited out. */
+    if (opts->wait && resp->status == 0 && outage.down_since == 0)
+        cli_warn(cli, "%s", cli->failure ? cli->failure : err.msg);
+    return rc;
+}
+
 static int
 cmd_submit(int argc, char **argv, struct cli *cli)
 {
@@ -517,7 +533,7 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         goto out;
     }
     body = proto_job_spec_to_json(&opts.spec);
-    if (cli_call(cli, "POST", "/v1/jobs", body, 0, &resp, &job, NULL) < 0)
+    if (submit_post(cli, &opts, body, &resp, &job) < 0)
         goto out;
     id = cli_jint(job, "id", 0);
     if (id <= 0) {
@@ -544,7 +560,7 @@ cmd_submit(int argc, char **argv, struct cli *cli)
      * job failed); that it was submitted is news for the terminal. */
     if (!json)
         fprintf(stderr, "submitted job %lld\n", (long long)id);
-    status = submit_wait(cli, id, json);
+    status = submit_wait(cli, id, json, opts.retry_for_ms);
 out:
     cJSON_Delete(job);
     cJSON_Delete(body);
@@ -601,6 +617,9 @@ const struct cli_cmd cli_cmd_submit = {
         "                        restarting and why) on stderr (not with\n"
         "                        --json); exit 0 only if it SUCCEEDED (Ctrl-C\n"
         "                        ends the wait, not the job: exit 130)\n"
+        "  --retry-for D         with --wait: wait out a scheduler that cannot\n"
+        "                        be reached for up to D (30s, 5m, 1h; default\n"
+        "                        5m; 0: give up at once), then resume\n"
         "  --wait-for-nodes      queue the job even if the cluster's nodes\n"
         "                        could never hold it (it waits for more to\n"
         "                        join); without it such a job is refused\n"

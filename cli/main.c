@@ -160,6 +160,9 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
     /* Each command parses from its own name, with getopt fully reset. */
     optind = 0;
     rc = cmd->fn(argc, argv, &cli);
+    /* A failure because the scheduler is down has its own status. */
+    if (rc == CLI_EXIT_FAIL && cli.unreachable)
+        rc = CLI_EXIT_UNREACHABLE;
 
     cli_release(&cli);
     curl_global_cleanup();

@@ -119,3 +119,20 @@ cred_equal(const char *a, const char *b)
         return false;
     return CRYPTO_memcmp(a, b, la) == 0;
 }
+
+enum cred_token_state
+cred_token_state(int64_t expires_ms, int64_t revoked_ms, int64_t now_ms)
+{
+    if (revoked_ms > 0)
+        return CRED_TOKEN_REVOKED;
+    if (expires_ms > 0 && now_ms >= expires_ms)
+        return CRED_TOKEN_EXPIRED;
+    return CRED_TOKEN_VALID;
+}
+
+bool
+cred_token_touch_due(int64_t last_used_ms, int64_t now_ms)
+{
+    return last_used_ms <= 0 || now_ms - last_used_ms >= CRED_TOKEN_TOUCH_MS ||
+           now_ms < last_used_ms;
+}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -34,5 +35,22 @@ char *cred_token_new(void);
 
 /* Constant-time string equality (length leaks, content does not). */
 bool cred_equal(const char *a, const char *b);
+
+/* A bearer token's standing at now_ms (docs/api.md "Tokens and
+ * identity"): revoked wins over expired; expires_ms 0 never expires,
+ * and a token is expired from its expiry on (now_ms >= expires_ms). */
+enum cred_token_state {
+    CRED_TOKEN_VALID,
+    CRED_TOKEN_EXPIRED,
+    CRED_TOKEN_REVOKED,
+};
+enum cred_token_state cred_token_state(int64_t expires_ms, int64_t revoked_ms,
+    int64_t now_ms);
+
+/* How often a token's last-used time is written at most. */
+#define CRED_TOKEN_TOUCH_MS 60000
+/* Whether a token last recorded as used at last_used_ms (0: never) needs
+ * its last-used time written at now_ms: at most once a minute. */
+bool cred_token_touch_due(int64_t last_used_ms, int64_t now_ms);
 
 #endif

@@ -45,6 +45,8 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/events", api_events_list, 0 },
     { "GET", "/v1/whoami", api_whoami_get, 0 },
     { "POST", "/v1/tokens", api_tokens_create, API_OPERATOR },
+    { "GET", "/v1/tokens", api_tokens_list, 0 },
+    { "POST", "/v1/tokens/{}/revoke", api_tokens_revoke, 0 },
     { "POST", "/v1/jobs", api_jobs_submit, 0 },
     { "GET", "/v1/jobs", api_jobs_list, 0 },
     { "GET", "/v1/history", api_jobs_history, 0 },

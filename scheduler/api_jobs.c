@@ -10,12 +10,34 @@
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "scheduler/api_obs.h"
 #include "scheduler/api_view.h"
 #include "scheduler/cadences.h"
 #include "scheduler/db.h"
 #include "scheduler/jobs.h"
 #include "scheduler/planned.h"
 #include "scheduler/stats.h"
+
+/* Priority above the default (0) needs the operator role; lowering one's
+ * own is anyone's (docs/api.md "Visibility and permissions"). A refusal
+ * is a request_refused event. */
+static int
+check_priority(struct schedd *sd, const struct api_req *r,
+    const struct proto_job_spec *spec, struct err *err)
+{
+    char why[160];
+    int rc;
+
+    if (spec->priority <= 0 || r->who.operator)
+        return 0;
+    snprintf(why, sizeof(why),
+        "priority %d is above the default (0): raising a job's priority "
+        "needs the operator role",
+        spec->priority);
+    if ((rc = api_obs_refused_why(sd, r, why)) < 0)
+        return rc;
+    return err_set(err, -EPERM, "%s", why);
+}
 
 int
 api_jobs_submit(struct schedd *sd, const struct api_req *r,
@@ -40,7 +62,8 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
+    if ((rc = check_priority(sd, r, &spec, err)) == 0)
+        rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
     if (rc == 0 && (rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
         rc = jobs_submit(sd, r->who.user, &spec, &job);
     proto_job_spec_release(&spec);

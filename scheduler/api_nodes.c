@@ -54,14 +54,17 @@ node_find(struct schedd *sd, const struct api_req *r, struct node **out,
     return 0;
 }
 
+/* The node's full view; its events as r may see them (docs/api.md). */
 static int
-reply_node(struct schedd *sd, const struct node *node, struct http_resp *resp)
+reply_node(struct schedd *sd, const struct api_req *r, const struct node *node,
+    struct http_resp *resp)
 {
     cJSON *o;
     int rc = api_view_node_full(sd, node, &o);
 
     if (rc < 0)
         return rc;
+    api_req_events_redact(r, cJSON_GetObjectItemCaseSensitive(o, "events"));
     http_resp_json(resp, 200, o);
     return 0;
 }
@@ -75,7 +78,7 @@ api_nodes_get(struct schedd *sd, const struct api_req *r,
 
     if ((rc = node_find(sd, r, &node, err)) < 0)
         return rc;
-    return reply_node(sd, node, resp);
+    return reply_node(sd, r, node, resp);
 }
 
 /* Parse {"version":1,"reason":"...","evict":false}; *reason: caller
@@ -127,7 +130,7 @@ node_set_cordon(struct schedd *sd, const struct api_req *r,
     free(reason);
     if (rc < 0)
         return rc;
-    return reply_node(sd, node, resp);
+    return reply_node(sd, r, node, resp);
 }
 
 int
@@ -186,7 +189,7 @@ api_nodes_drain(struct schedd *sd, const struct api_req *r,
     free(finding);
     if (rc < 0)
         return rc;
-    return reply_node(sd, node, resp);
+    return reply_node(sd, r, node, resp);
 }
 
 int
@@ -208,7 +211,7 @@ api_nodes_health_ack(struct schedd *sd, const struct api_req *r,
     free(finding);
     if (rc < 0)
         return rc;
-    return reply_node(sd, node, resp);
+    return reply_node(sd, r, node, resp);
 }
 
 /* No body, or {"version":1,"force":true|false}. */

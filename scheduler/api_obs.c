@@ -110,9 +110,8 @@ api_metrics_get(struct schedd *sd, const struct api_req *r,
 struct events_walk {
     const struct api_req *r;
     cJSON *arr;
-    int64_t last_id; /* the newest id looked at, seen or not */
-    int64_t job_id;  /* the last job looked up, and its verdict */
-    bool job_ok;
+    int64_t last_id;          /* the newest id looked at, seen or not */
+    struct api_req_seen seen; /* the last job looked up, its verdict */
 };
 
 /* Whether the requester may see an event of subject: node events are
@@ -122,7 +121,6 @@ static bool
 events_visible(struct events_walk *w, const char *subject)
 {
     const struct api_req *r = w->r;
-    struct job *job = NULL;
     long long id;
 
     if (r->who.operator|| strncmp(subject, "node/", 5) == 0)
@@ -130,24 +128,23 @@ events_visible(struct events_walk *w, const char *subject)
     if (sscanf(subject, "job/%lld", &id) != 1)
         return strncmp(subject, "user/", 5) == 0 &&
                strcmp(subject + 5, r->who.user) == 0;
-    if (id != w->job_id) {
-        w->job_id = id;
-        w->job_ok = db_job_get(r->api->sd->db, id, &job) == 0 &&
-                    api_req_may_see(r, job->user);
-        job_destroy(job);
-    }
-    return w->job_ok;
+    return api_req_may_see_job(r, &w->seen, id);
 }
 
 static int
 events_row(const struct db_event *ev, void *arg)
 {
     struct events_walk *w = arg;
+    cJSON *o;
 
     if (ev->id > w->last_id)
         w->last_id = ev->id;
-    if (events_visible(w, ev->subject))
-        cJSON_AddItemToArray(w->arr, api_req_event_json(ev));
+    if (!events_visible(w, ev->subject))
+        return 0;
+    /* A node's events show other users' jobs without their evidence. */
+    o = api_req_event_json(ev);
+    api_req_event_redact(w->r, &w->seen, o);
+    cJSON_AddItemToArray(w->arr, o);
     return 0;
 }
 
@@ -218,6 +215,13 @@ api_events_list(struct schedd *sd, const struct api_req *r,
 int
 api_obs_refused(struct schedd *sd, const struct api_req *r)
 {
+    return api_obs_refused_why(sd, r, "this needs the operator role");
+}
+
+int
+api_obs_refused_why(struct schedd *sd, const struct api_req *r,
+    const char *reason)
+{
     const char *path = r->http->path;
     char subject[320];
     cJSON *detail = cJSON_CreateObject();
@@ -232,7 +236,7 @@ api_obs_refused(struct schedd *sd, const struct api_req *r)
     jsonx_add_str(detail, "method", r->http->method);
     jsonx_add_str(detail, "path", path);
     jsonx_add_str(detail, "user", r->who.user);
-    jsonx_add_str(detail, "reason", "this needs the operator role");
+    jsonx_add_str(detail, "reason", reason);
     obs_refused(sd->obs);
     return schedd_event(sd, r->who.user, subject, "request_refused", detail);
 }

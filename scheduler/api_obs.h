@@ -17,5 +17,8 @@ api_handler_fn api_events_list;
  * record it as a request_refused event (who, method, path) and count it.
  * Returns 0 or the negative errno of the failed write. */
 int api_obs_refused(struct schedd *sd, const struct api_req *r);
+/* The same for any other refusal, with its reason (a sentence). */
+int api_obs_refused_why(struct schedd *sd, const struct api_req *r,
+    const char *reason);
 
 #endif

@@ -272,3 +272,75 @@ api_req_events(struct schedd *sd, const char *subject, int limit, int *rc)
     *rc = db_events_foreach(sd->db, subject, limit, event_add, arr);
     return arr;
 }
+
+bool
+api_req_may_see_job(const struct api_req *r, struct api_req_seen *seen,
+    int64_t id)
+{
+    struct job *job = NULL;
+
+    if (r->who.operator)
+        return true;
+    if (seen->job_id != id) {
+        seen->job_id = id;
+        seen->ok = db_job_get(r->api->sd->db, id, &job) == 0 &&
+                   api_req_may_see(r, job->user);
+        job_destroy(job);
+    }
+    return seen->ok;
+}
+
+/* Remove keys from o when it names a job r may not see; whether it did. */
+static bool
+redact_if_other(const struct api_req *r, struct api_req_seen *seen, cJSON *o,
+    const char *const *keys)
+{
+    cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+    bool removed = false;
+
+    if (!cJSON_IsNumber(job) ||
+        api_req_may_see_job(r, seen, (int64_t)job->valuedouble))
+        return false;
+    for (size_t i = 0; keys[i]; i++) {
+        if (cJSON_HasObjectItem(o, keys[i])) {
+            cJSON_DeleteItemFromObjectCaseSensitive(o, keys[i]);
+            removed = true;
+        }
+    }
+    return removed;
+}
+
+void
+api_req_event_redact(const struct api_req *r, struct api_req_seen *seen,
+    cJSON *ev)
+{
+    static const char *const top[] = { "evidence", "reason", NULL };
+    static const char *const entry[] = { "evidence", NULL };
+    cJSON *detail = cJSON_GetObjectItemCaseSensitive(ev, "detail");
+    cJSON *arr, *e;
+    bool removed;
+
+    if (r->who.operator|| !cJSON_IsObject(detail))
+        return;
+    removed = redact_if_other(r, seen, detail, top);
+    arr = cJSON_GetObjectItemCaseSensitive(detail, "evidence");
+    if (cJSON_IsArray(arr)) {
+        cJSON_ArrayForEach(e, arr) {
+            if (cJSON_IsObject(e) && redact_if_other(r, seen, e, entry))
+                removed = true;
+        }
+    }
+    if (removed)
+        cJSON_AddBoolToObject(detail, "redacted", true);
+}
+
+void
+api_req_events_redact(const struct api_req *r, cJSON *arr)
+{
+    struct api_req_seen seen = { 0, false };
+    cJSON *ev;
+
+    cJSON_ArrayForEach(ev, arr) {
+        api_req_event_redact(r, &seen, ev);
+    }
+}

@@ -104,4 +104,24 @@ cJSON *api_req_event_json(const struct db_event *ev);
 cJSON *api_req_events(struct schedd *sd, const char *subject, int limit,
     int *rc);
 
+/* Whose jobs the requester may see, remembered across one reply's events
+ * (a job looked up once). */
+struct api_req_seen {
+    int64_t job_id;
+    bool ok;
+};
+/* Whether r may see job id's details (operators, its owner; a job that is
+ * gone: operators only). */
+bool api_req_may_see_job(const struct api_req *r, struct api_req_seen *seen,
+    int64_t id);
+/* Remove from a node event's JSON (api_req_event_json) what belongs to a
+ * job r may not see (docs/api.md "Visibility"): the "evidence" and
+ * "reason" of an event that names such a "job", and the "evidence" of
+ * each such entry of an "evidence" array; "redacted": true is added where
+ * anything was removed. Operators see everything. */
+void api_req_event_redact(const struct api_req *r, struct api_req_seen *seen,
+    cJSON *ev);
+/* api_req_event_redact on every event of arr. */
+void api_req_events_redact(const struct api_req *r, cJSON *arr);
+
 #endif

@@ -13,5 +13,9 @@
 api_handler_fn api_health_get;
 api_handler_fn api_whoami_get;
 api_handler_fn api_tokens_create;
+/* GET /v1/tokens[?user=U]: a user's own, an operator's everyone's. */
+api_handler_fn api_tokens_list;
+/* POST /v1/tokens/ID/revoke: the owner's or an operator's. */
+api_handler_fn api_tokens_revoke;
 
 #endif

@@ -50,14 +50,64 @@ auth_scheme(const char *header, const char *scheme)
     return header;
 }
 
+/* Whether token t may be used at now; an expired or revoked one is
+ * -EACCES naming it. */
+static int
+token_usable(const struct db_token *t, int64_t now, struct err *err)
+{
+    switch (cred_token_state(t->expires_ms, t->revoked_ms, now)) {
+    case CRED_TOKEN_REVOKED:
+        return err_set(err, -EACCES,
+            "token %lld (%s..., user %s) was revoked; ask an operator for "
+            "a new one",
+            (long long)t->id, t->prefix, t->user);
+    case CRED_TOKEN_EXPIRED:
+        return err_set(err, -EACCES,
+            "token %lld (%s..., user %s) expired %lld s ago; ask an "
+            "operator for a new one",
+            (long long)t->id, t->prefix, t->user,
+            (long long)((now - t->expires_ms) / 1000));
+    case CRED_TOKEN_VALID:
+        break;
+    }
+    return 0;
+}
+
+/* The user of a bearer token: valid, not expired, not revoked; its
+ * last-used time written at most once a minute (cred.h). */
+static int
+auth_bearer(struct schedd *sd, const char *token, struct auth_ident *who,
+    struct err *err)
+{
+    char hash[CRED_HEX_LEN + 1];
+    int64_t now = timeid_now_ms();
+    struct db_token t;
+    int rc;
+
+    cred_sha256_hex(token, hash);
+    rc = db_token_find(sd->db, hash, &t);
+    if (rc == -ENOENT)
+        return err_set(err, -EACCES, "unknown token");
+    if (rc < 0)
+        return err_set(err, rc, "cannot look up the token");
+    if ((rc = token_usable(&t, now, err)) == 0 &&
+        cred_token_touch_due(t.last_used_ms, now))
+        rc = schedd_db_check(sd, db_token_used(sd->db, t.id, now));
+    if (rc == 0) {
+        snprintf(who->user, sizeof(who->user), "%s", t.user);
+        who->operator= strcmp(t.role, "operator") == 0 ||
+            schedd_is_operator_name(sd, t.user);
+        who->token_id = t.id;
+    }
+    db_token_release(&t);
+    return rc;
+}
+
 int
 auth_user(struct schedd *sd, const struct http_req *req, struct auth_ident *who,
     struct err *err)
 {
-    char hash[CRED_HEX_LEN + 1];
-    char *user = NULL, *role = NULL;
     const char *token;
-    int rc;
 
     memset(who, 0, sizeof(*who));
     if (req->is_unix) {
@@ -70,18 +120,7 @@ auth_user(struct schedd *sd, const struct http_req *req, struct auth_ident *who,
     if (token == NULL || *token == '\0')
         return err_set(err, -EACCES,
             "this endpoint needs 'Authorization: Bearer <token>'");
-    cred_sha256_hex(token, hash);
-    rc = db_token_lookup(sd->db, hash, &user, &role);
-    if (rc == -ENOENT)
-        return err_set(err, -EACCES, "unknown token");
-    if (rc < 0)
-        return err_set(err, rc, "cannot look up the token");
-    snprintf(who->user, sizeof(who->user), "%s", user);
-    who->operator= strcmp(role, "operator") == 0 ||
-        schedd_is_operator_name(sd, user);
-    free(user);
-    free(role);
-    return 0;
+    return auth_bearer(sd, token, who, err);
 }
 
 int
@@ -116,11 +155,19 @@ auth_agent(struct schedd *sd, const struct http_req *req,
 }
 
 int
-auth_token_create(struct schedd *sd, const char *user, const char *role,
-    const char *actor, char **token, struct err *err)
+auth_token_create(struct schedd *sd, const struct auth_token_new *n,
+    char **token, int64_t *id, struct err *err)
 {
-    char hash[CRED_HEX_LEN + 1];
+    char hash[CRED_HEX_LEN + 1], prefix[AUTH_TOKEN_PREFIX_LEN + 1];
     char subject[AUTH_USER_MAX + 8];
+    int64_t now = timeid_now_ms();
+    struct db_token t = { .user = (char *)n->user,
+        .role = (char *)n->role,
+        .created_by = (char *)n->actor,
+        .created_ms = now,
+        .hash = hash,
+        .prefix = prefix,
+        .expires_ms = n->ttl_ms > 0 ? now + n->ttl_ms : 0 };
     cJSON *detail;
     int rc;
 
@@ -128,13 +175,15 @@ auth_token_create(struct schedd *sd, const char *user, const char *role,
     if (*token == NULL)
         return err_set(err, -EIO, "cannot generate a token");
     cred_sha256_hex(*token, hash);
-    rc = schedd_db_check(sd,
-        db_token_insert(sd->db, hash, user, role, timeid_now_ms()));
+    snprintf(prefix, sizeof(prefix), "%s", *token);
+    rc = schedd_db_check(sd, db_token_add(sd->db, &t, id));
     if (rc == 0) {
-        snprintf(subject, sizeof(subject), "user/%s", user);
+        snprintf(subject, sizeof(subject), "user/%s", n->user);
         detail = cJSON_CreateObject();
-        jsonx_add_str(detail, "role", role);
-        rc = schedd_event(sd, actor, subject, "token_created", detail);
+        jsonx_add_int(detail, "id", *id);
+        jsonx_add_str(detail, "role", n->role);
+        jsonx_add_int(detail, "expires_ms", t.expires_ms);
+        rc = schedd_event(sd, n->actor, subject, "token_created", detail);
     }
     if (rc < 0) {
         explicit_bzero(*token, strlen(*token));
@@ -142,6 +191,39 @@ auth_token_create(struct schedd *sd, const char *user, const char *role,
         *token = NULL;
         return rc;
     }
-    log_info("token created user=%s role=%s by=%s", user, role, actor);
+    log_info("token %lld created user=%s role=%s by=%s expires_ms=%lld",
+        (long long)*id, n->user, n->role, n->actor, (long long)t.expires_ms);
     return 0;
+}
+
+int
+auth_token_revoke(struct schedd *sd, const struct auth_ident *who, int64_t id,
+    struct err *err)
+{
+    char subject[AUTH_USER_MAX + 8];
+    struct db_token t;
+    cJSON *detail;
+    int rc = db_token_get(sd->db, id, &t);
+
+    if (rc == -ENOENT)
+        return err_set(err, -ENOENT, "no token %lld", (long long)id);
+    if (rc < 0)
+        return rc;
+    if (!who->operator&& strcmp(t.user, who->user) != 0)
+        rc = err_set(err, -EPERM,
+            "token %lld belongs to another user: revoking it needs the "
+            "operator role",
+            (long long)id);
+    else if (t.revoked_ms == 0 &&
+             (rc = schedd_db_check(sd,
+                  db_token_revoke(sd->db, id, timeid_now_ms()))) == 0) {
+        snprintf(subject, sizeof(subject), "user/%s", t.user);
+        detail = cJSON_CreateObject();
+        jsonx_add_int(detail, "id", id);
+        rc = schedd_event(sd, who->user, subject, "token_revoked", detail);
+        log_info("token %lld of %s revoked by %s", (long long)id, t.user,
+            who->user);
+    }
+    db_token_release(&t);
+    return rc;
 }

@@ -6,7 +6,9 @@
  *    uid 0, the scheduler's own uid and the configured operators are
  *    operators.
  *  - TCP: "Authorization: Bearer <token>"; the token's SHA-256 is looked
- *    up in the tokens table.
+ *    up in the tokens table; an expired or revoked token is refused
+ *    (401) on its next request; its last-used time is written at most
+ *    once a minute.
  *  - Agents (either transport): "Authorization: Agent <node>:<hex
  *    HMAC-SHA256(cluster secret, node)>", compared in constant time.
  *
@@ -16,6 +18,7 @@
 #define SCHEDULER_AUTH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -31,6 +34,20 @@ struct auth_ident {
     bool operator;
     bool agent;
     char node[PROTO_NODE_NAME_MAX + 1]; /* agents: the authenticated node */
+    int64_t token_id;                   /* the bearer token's id, or 0 */
+};
+
+/* How many of a token's first characters are kept to tell it by ("lst_"
+ * and 8 hex digits: not enough to guess the rest). */
+#define AUTH_TOKEN_PREFIX_LEN 12
+
+/* A token to make: for user with role ("user" or "operator"), by actor,
+ * valid for ttl_ms (0: never expires). */
+struct auth_token_new {
+    const char *user;
+    const char *role;
+    const char *actor;
+    int64_t ttl_ms;
 };
 
 /* Identify a user (not an agent). */
@@ -39,11 +56,16 @@ int auth_user(struct schedd *sd, const struct http_req *req,
 /* Identify an agent by its Agent credential. */
 int auth_agent(struct schedd *sd, const struct http_req *req,
     struct auth_ident *who, struct err *err);
-/* A new bearer token for user with role ("user" or "operator"), created
- * by actor: only its SHA-256 is stored (event token_created). *token:
- * caller frees (after wiping it). */
-int auth_token_create(struct schedd *sd, const char *user, const char *role,
-    const char *actor, char **token, struct err *err);
+/* A new bearer token as n says: only its SHA-256 and its first
+ * AUTH_TOKEN_PREFIX_LEN characters are stored (event token_created).
+ * *token: caller frees (after wiping it); *id: its number. */
+int auth_token_create(struct schedd *sd, const struct auth_token_new *n,
+    char **token, int64_t *id, struct err *err);
+/* Revoke token id: its owner or an operator (-EPERM otherwise, -ENOENT
+ * unknown); revoking a revoked one changes nothing (event
+ * token_revoked). It fails from the next request on. */
+int auth_token_revoke(struct schedd *sd, const struct auth_ident *who,
+    int64_t id, struct err *err);
 /* The user name of uid into buf ("uid<N>" when it has none). */
 void auth_uid_name(uid_t uid, char *buf, size_t len);
 

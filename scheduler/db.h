@@ -429,10 +429,43 @@ int db_attempts_count_by_state(struct db *db, db_count_fn *fn, void *arg);
 
 /* ---- tokens ------------------------------------------------------------- */
 
+/* A bearer token's row (the secret itself is never stored: hash is its
+ * SHA-256). Times in epoch ms; expires_ms 0: never; revoked_ms 0: not
+ * revoked; last_used_ms 0: not used (written at most once a minute). */
+struct db_token {
+    int64_t id;
+    char *hash;
+    char *user;
+    char *role;
+    char *prefix;
+    char *created_by;
+    int64_t created_ms;
+    int64_t expires_ms;
+    int64_t revoked_ms;
+    int64_t last_used_ms;
+};
+typedef int db_token_fn(const struct db_token *t, void *arg);
+
+/* A token that never expires (numbered as db_token_add does). */
 int db_token_insert(struct db *db, const char *hash, const char *user,
     const char *role, int64_t created_ms);
 /* -ENOENT when unknown. *user and *role: caller frees. */
 int db_token_lookup(struct db *db, const char *hash, char **user, char **role);
+/* A new token (t's id, revoked and last-used ignored): *id its number, the
+ * next after the highest. -EEXIST: that hash is there. */
+int db_token_add(struct db *db, const struct db_token *t, int64_t *id);
+/* By hash; -ENOENT when unknown. *t: db_token_release. */
+int db_token_find(struct db *db, const char *hash, struct db_token *t);
+/* By id; -ENOENT when unknown. *t: db_token_release. */
+int db_token_get(struct db *db, int64_t id, struct db_token *t);
+void db_token_release(struct db_token *t);
+/* Every token of user (NULL: everyone's), by id. */
+int db_tokens_foreach(struct db *db, const char *user, db_token_fn *fn,
+    void *arg);
+/* Set its last-used time. */
+int db_token_used(struct db *db, int64_t id, int64_t now_ms);
+/* Revoke it at now_ms (a revoked one keeps its first time). */
+int db_token_revoke(struct db *db, int64_t id, int64_t now_ms);
 
 /* ---- migrations (db_migrate.c; used by db_open) ------------------------- */
 

@@ -134,6 +134,12 @@ struct db {
     struct sqlite3_stmt *events_subject;
     struct sqlite3_stmt *token_insert;
     struct sqlite3_stmt *token_lookup;
+    struct sqlite3_stmt *token_add;
+    struct sqlite3_stmt *token_find;
+    struct sqlite3_stmt *token_get;
+    struct sqlite3_stmt *tokens_list;
+    struct sqlite3_stmt *token_used;
+    struct sqlite3_stmt *token_revoke;
     struct sqlite3_stmt *events_recent;
     struct sqlite3_stmt *events_after;
     struct sqlite3_stmt *events_prune;

@@ -115,6 +115,50 @@ test_options(void)
 }
 
 /* --wait-for-nodes: a spec field the scheduler accepts; not --wait. */
+/* --retry-for and what a failed poll during an outage leads to. */
+static void
+test_outage(void)
+{
+    char **argv = ARGV("--wait", "--retry-for", "90s", "true");
+    char **bad = ARGV("--retry-for", "soon", "true");
+    char **zero = ARGV("--retry-for", "0", "true");
+    struct cli_submit_opts o;
+    struct err e;
+
+    is_int(parse(ARGC(ARGV("true")), ARGV("true"), &o, &e), 0, "no option");
+    is_int((int)o.retry_for_ms, -1, "--retry-for: the default");
+    cli_submit_opts_release(&o);
+    is_int(
+        parse(ARGC(ARGV("--wait", "--retry-for", "90s", "true")), argv, &o, &e),
+        0, "--retry-for 90s parses");
+    is_int((int)o.retry_for_ms, 90000, "as 90 s");
+    cli_submit_opts_release(&o);
+    is_int(parse(ARGC(ARGV("--retry-for", "0", "true")), zero, &o, &e), 0,
+        "--retry-for 0 parses");
+    is_int((int)o.retry_for_ms, 0, "as 0");
+    cli_submit_opts_release(&o);
+    is_int(parse(ARGC(ARGV("--retry-for", "soon", "true")), bad, &o, &e),
+        -EINVAL, "--retry-for soon is refused");
+    ok(strstr(e.msg, "invalid --retry-for 'soon'") != NULL, "naming it: %s",
+        e.msg);
+    cli_submit_opts_release(&o);
+
+    is_int(cli_outage_decide(-EIO, 404, 0, 100, 5000), CLI_OUTAGE_FINAL,
+        "a 4xx is an answer");
+    is_int(cli_outage_decide(-EPROTO, 200, 0, 100, 5000), CLI_OUTAGE_FINAL,
+        "a server that is not lockstep is final");
+    is_int(cli_outage_decide(-ECONNREFUSED, 0, 0, 100, 5000), CLI_OUTAGE_FIRST,
+        "a refused connection starts an outage");
+    is_int(cli_outage_decide(-EIO, 503, 0, 100, 5000), CLI_OUTAGE_FIRST,
+        "so does a 503");
+    is_int(cli_outage_decide(-ECONNREFUSED, 0, 100, 5099, 5000),
+        CLI_OUTAGE_RETRY, "within the bound: retry");
+    is_int(cli_outage_decide(-ECONNREFUSED, 0, 100, 5100, 5000),
+        CLI_OUTAGE_GIVE_UP, "at the bound: give up");
+    is_int(cli_outage_decide(-ECONNREFUSED, 0, 0, 100, 0), CLI_OUTAGE_GIVE_UP,
+        "--retry-for 0: give up at once");
+}
+
 static void
 test_wait_for_nodes(void)
 {
@@ -956,6 +1000,10 @@ test_since(void)
     is_int(v, now - 36 * 3600000LL, "is 36 h back");
     is_int(cli_parse_since("1w", now, &v, &why), 0, "1w");
     is_int(v, now - 7 * 86400000LL, "is 7 days back");
+    is_int((int)(cli_parse_duration("30d") / 1000), 30 * 86400, "duration 30d");
+    is_int((int)cli_parse_duration("1m30s"), 90000, "duration 1m30s");
+    is_int((int)cli_parse_duration("soon"), -1, "not a duration");
+    is_int((int)cli_parse_duration("5"), -1, "a number without a unit");
     is_int(cli_parse_since("100000w", now, &v, &why), -EINVAL,
         "more than a century back is refused");
 
@@ -1054,6 +1102,7 @@ main(void)
     test_export();
     test_export_limits();
     test_wait_for_nodes();
+    test_outage();
     test_resume_from();
     test_ckpt_warning();
     test_relative_paths();

@@ -655,6 +655,69 @@ test_events_query(void)
     db_close(db);
 }
 
+static int
+token_count(const struct db_token *t, void *arg)
+{
+    (void)t;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Tokens with an id, prefix, expiry, revocation and last-used time. */
+static void
+test_tokens(void)
+{
+    struct db *db = open_checked("open for tokens");
+    struct db_token t = { .hash = "h1",
+        .user = "alice",
+        .role = "user",
+        .prefix = "lst_0123",
+        .created_by = "root",
+        .created_ms = 10,
+        .expires_ms = 1000 };
+    struct db_token got;
+    int64_t id1 = 0, id2 = 0;
+    int n = 0, before = 0;
+
+    if (db == NULL)
+        return;
+    /* The database may hold tokens of the tests before. */
+    is_int(db_tokens_foreach(db, NULL, token_count, &before), 0, "count");
+    is_int(db_token_add(db, &t, &id1), 0, "add a token");
+    t.hash = "h2";
+    t.user = "tok-bob";
+    t.expires_ms = 0;
+    is_int(db_token_add(db, &t, &id2), 0, "add another");
+    ok(id1 > 0 && id2 == id1 + 1, "numbered in order");
+    is_int(db_token_add(db, &t, &id2), -EEXIST, "the same hash twice");
+    is_int(db_token_insert(db, "h3", "tok-carol", "user", 11), 0,
+        "the plain insert numbers too");
+    is_int(db_token_find(db, "h3", &got), 0, "find it");
+    is_int((int)got.id, (int)id2 + 1, "as the next");
+    ok(got.expires_ms == 0 && got.revoked_ms == 0, "never expires");
+    db_token_release(&got);
+    is_int(db_token_find(db, "h1", &got), 0, "find by hash");
+    ok(got.id == id1 && strcmp(got.user, "alice") == 0 &&
+            strcmp(got.prefix, "lst_0123") == 0 && got.expires_ms == 1000 &&
+            got.last_used_ms == 0 && strcmp(got.created_by, "root") == 0,
+        "every field back");
+    db_token_release(&got);
+    is_int(db_token_used(db, id1, 500), 0, "used");
+    is_int(db_token_revoke(db, id1, 600), 0, "revoke");
+    is_int(db_token_revoke(db, id1, 700), 0, "revoke again");
+    is_int(db_token_get(db, id1, &got), 0, "get by id");
+    ok(got.last_used_ms == 500 && got.revoked_ms == 600,
+        "last used kept; the first revocation kept");
+    db_token_release(&got);
+    is_int(db_token_get(db, 99, &got), -ENOENT, "unknown id");
+    is_int(db_tokens_foreach(db, NULL, token_count, &n), 0, "every token");
+    is_int(n, before + 3, "three more");
+    n = 0;
+    is_int(db_tokens_foreach(db, "tok-bob", token_count, &n), 0, "bob's");
+    is_int(n, 1, "one");
+    db_close(db);
+}
+
 /* The alert queue: oldest first, retries kept, ids never reused. */
 static void
 test_alerts(void)
@@ -964,6 +1027,7 @@ main(void)
     test_walks();
     test_events_query();
     test_alerts();
+    test_tokens();
     test_rank_stats();
     test_rank_sections();
     test_history_and_remove();
