@@ -82,7 +82,10 @@ def running_ms(api, jid, timeout):
     """Wall ms at which the job's first attempt had every rank running."""
     end = time.time() + timeout
     while time.time() < end:
-        j = api.job(jid)
+        try:
+            j = api.job(jid)
+        except RuntimeError:  # the scheduler did not answer: keep trying
+            continue
         a = j.get("attempts") or []
         if a and a[0].get("running_ms", 0) > 0:
             return a[0]["running_ms"]
