@@ -1,0 +1,230 @@
+"""scale.py - the measuring half of bench/scale.sh (docs/scale.md).
+
+Talks to lockstepd over its Unix socket (the caller's uid: an operator)
+with one keep-alive connection; reads /proc for CPU and RSS. Subcommands
+print one line of `key=value` figures each:
+
+  submit SOCK COUNT SPEC_JSON    submit COUNT jobs, print rate and ids file
+  dispatch SOCK COUNT            COUNT 1-node jobs one after the other:
+                                 submit -> all ranks running, p50/p99
+  sweep SOCK COUNT               COUNT 1-node jobs at once -> all SUCCEEDED
+  gang SOCK NODES RPN            one NODES x RPN job: submit -> RUNNING
+  idle SOCK PID SECONDS          CPU% and RSS of PID over SECONDS, loop lag
+  wait-up SOCK N SECONDS         until N nodes are UP
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+
+
+class UnixConn(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=120)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(120)
+        self.sock.connect(self.path)
+
+
+class Api:
+    def __init__(self, sock):
+        self.sock = sock
+        self.c = UnixConn(sock)
+
+    def req(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        hdrs = {"Content-Type": "application/json"} if data else {}
+        for _ in range(3):
+            try:
+                self.c.request(method, path, body=data, headers=hdrs)
+                r = self.c.getresponse()
+                text = r.read()
+                if path == "/metrics":
+                    return r.status, text.decode()
+                return r.status, json.loads(text) if text else None
+            except (http.client.HTTPException, OSError):
+                self.c.close()
+                self.c = UnixConn(self.sock)
+        raise RuntimeError("%s %s failed" % (method, path))
+
+    def submit(self, spec):
+        st, j = self.req("POST", "/v1/jobs", spec)
+        if st != 201:
+            raise RuntimeError("submit: %s %s" % (st, j))
+        return j["id"]
+
+    def job(self, jid):
+        return self.req("GET", "/v1/jobs/%d" % jid)[1]
+
+
+def spec(nodes=1, rpn=1, **kw):
+    s = {"version": 1, "argv": ["sim"], "nodes": nodes,
+         "ranks_per_node": rpn, "max_restarts": 0}
+    s.update(kw)
+    return s
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p / 100))] if v else 0
+
+
+def now_ms():
+    return time.time() * 1000
+
+
+def running_ms(api, jid, timeout):
+    """Wall ms at which the job's first attempt had every rank running."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            j = api.job(jid)
+        except RuntimeError:  # the scheduler did not answer: keep trying
+            continue
+        a = j.get("attempts") or []
+        if a and a[0].get("running_ms", 0) > 0:
+            return a[0]["running_ms"]
+        if j["state"] in ("FAILED", "CANCELLED"):
+            return None
+        time.sleep(0.005)
+    return None
+
+
+def cmd_dispatch(api, count):
+    lat = []
+    for _ in range(count):
+        t0 = now_ms()
+        jid = api.submit(spec())
+        r = running_ms(api, jid, 30)
+        if r is not None:
+            lat.append(r - t0)
+    print("dispatch_p50_ms=%.1f dispatch_p99_ms=%.1f dispatch_n=%d"
+          % (pct(lat, 50), pct(lat, 99), len(lat)))
+
+
+def count_state(api, state):
+    st, j = api.req("GET", "/v1/jobs?all=1&state=%s&limit=100000" % state)
+    return len(j)
+
+
+def cmd_sweep(api, count):
+    before = count_state(api, "SUCCEEDED") + count_state(api, "FAILED")
+    t0 = time.time()
+    for _ in range(count):
+        api.submit(spec())
+    t_sub = time.time() - t0
+    while count_state(api, "SUCCEEDED") + count_state(api, "FAILED") \
+            < before + count:
+        if time.time() - t0 > 600:
+            print("sweep_timeout=1")
+            return
+        time.sleep(0.2)
+    print("sweep_submit_s=%.2f sweep_total_s=%.2f sweep_jobs_per_s=%.0f"
+          % (t_sub, time.time() - t0, count / (time.time() - t0)))
+
+
+def cmd_gang(api, nodes, rpn):
+    t0 = now_ms()
+    jid = api.submit(spec(nodes, rpn))
+    r = running_ms(api, jid, 300)
+    print("gang_nodes=%d gang_ranks=%d gang_running_ms=%s"
+          % (nodes, nodes * rpn, "%.0f" % (r - t0) if r else "timeout"))
+
+
+def cmd_submit(api, count, spec_json):
+    s = json.loads(spec_json)
+    t0 = time.time()
+    for _ in range(count):
+        api.submit(s)
+    dt = time.time() - t0
+    print("submitted=%d submit_per_s=%.0f" % (count, count / dt))
+
+
+def proc_cpu(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0
+
+
+def lag_hist(api):
+    """The loop-lag histogram's cumulative buckets: {le: count}."""
+    st, text = api.req("GET", "/metrics")
+    b = {}
+    for line in text.splitlines():
+        if line.startswith("lockstep_loop_lag_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            b[float("inf") if le == "+Inf" else float(le)] = \
+                float(line.rsplit(" ", 1)[1])
+    return b
+
+
+def lag_p99(h0, h1):
+    d = {k: h1[k] - h0.get(k, 0) for k in h1}
+    total = d.get(float("inf"), 0)
+    if total <= 0:
+        return 0
+    for le in sorted(d):
+        if d[le] >= 0.99 * total:
+            return le * 1000
+    return float("inf")
+
+
+def cmd_idle(api, pid, secs):
+    h0 = lag_hist(api)
+    c0, t0 = proc_cpu(pid), time.time()
+    time.sleep(secs)
+    c1, t1 = proc_cpu(pid), time.time()
+    h1 = lag_hist(api)
+    print("cpu_pct=%.1f rss_mb=%.1f loop_lag_p99_le_ms=%g"
+          % (100 * (c1 - c0) / (t1 - t0), proc_rss_mb(pid), lag_p99(h0, h1)))
+
+
+def cmd_wait_up(api, n, secs):
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        st, j = api.req("GET", "/v1/nodes")
+        up = sum(1 for x in j if x["state"] == "UP")
+        if up >= n:
+            print("nodes_up=%d up_after_s=%.1f" % (up, time.time() - t0))
+            return 0
+        time.sleep(0.5)
+    print("nodes_up=%d up_after_s=timeout" % up)
+    return 1
+
+
+def main(argv):
+    cmd, api = argv[1], Api(argv[2])
+    a = argv[3:]
+    if cmd == "dispatch":
+        cmd_dispatch(api, int(a[0]))
+    elif cmd == "sweep":
+        cmd_sweep(api, int(a[0]))
+    elif cmd == "gang":
+        cmd_gang(api, int(a[0]), int(a[1]))
+    elif cmd == "submit":
+        cmd_submit(api, int(a[0]), a[1])
+    elif cmd == "idle":
+        cmd_idle(api, int(a[0]), float(a[1]))
+    elif cmd == "wait-up":
+        return cmd_wait_up(api, int(a[0]), float(a[1]))
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
