@@ -265,7 +265,11 @@ sim_apply(struct sim_node *n, const struct proto_work *w)
     return changed;
 }
 
-/* Ranks whose time is up exit; true when one did. */
+static void sim_log_ship(struct sim_node *n, struct sim_job *j,
+    struct sim_rank *r, int64_t mono);
+
+/* Ranks whose time is up exit, their last lines shipped as they do; true
+ * when one did. */
 static bool
 sim_node_step(struct sim_node *n, int64_t mono)
 {
@@ -279,7 +283,11 @@ sim_node_step(struct sim_node *n, int64_t mono)
 
             if (r->end_ms != 0 || mono < r->due_mono)
                 continue;
+            if (r->log_inflight)
+                continue; /* its last lines go first, as an agent's do */
             r->end_ms = timeid_now_ms();
+            if (n->s->o.log_rate > 0)
+                sim_log_ship(n, j, r, mono);
             n->s->st.ended++;
             n->s->st.failed += r->exit_code != 0;
             changed = true;
