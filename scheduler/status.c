@@ -35,6 +35,7 @@
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/nodes_health.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
@@ -431,5 +432,6 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
     reply->gen = node->gen;
     /* The agent renews every supervisor's lease to now + lease_ms. */
     reply->lease_ms = sd->lease_ms;
+    nodes_witness_reply(sd, node, reply);
     return 0;
 }
