@@ -102,7 +102,8 @@ struct agentd {
     int64_t health_timeout_ms;
     int64_t health_kill_grace_ms;
     char *auth_header; /* "Authorization: Agent <node>:<mac>" */
-    char witness_key[CRED_HEX_LEN + 1]; /* common/witness.h */
+    /* the witness key (common/witness.h) */
+    char witness_key[CRED_HEX_LEN + 1];
     char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */

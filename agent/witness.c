@@ -192,8 +192,7 @@ witness_bad(struct witness *w, const struct sockaddr *sa, int rc)
             return;
     if (w->nbadmac < WITNESS_BADMAC_PEERS)
         snprintf(w->badmac[w->nbadmac++], sizeof(w->badmac[0]), "%s", peer);
-    log_warn("witness message from %s dropped: %s (logged once per peer)",
-        peer,
+    log_warn("witness message from %s dropped: %s (logged once per peer)", peer,
         rc == -EBADMSG ? "bad MAC (another cluster secret?)" : "malformed");
 }
 
@@ -209,8 +208,8 @@ witness_answer(struct witness *w, const struct witness_query *q,
     snprintf(a.node, sizeof(a.node), "%s", w->ad->node);
     if (w->last_ok > 0)
         a.age_ms = timeid_mono_ms() - w->last_ok;
-    b = uv_buf_init(buf, (unsigned)witness_answer_encode(w->ad->witness_key,
-                             &a, buf));
+    b = uv_buf_init(buf,
+        (unsigned)witness_answer_encode(w->ad->witness_key, &a, buf));
     rc = uv_udp_try_send(&w->udp, &b, 1, sa);
     if (rc < 0)
         log_debug("witness: cannot answer %s: %s", q->node, uv_strerror(rc));
@@ -258,8 +257,7 @@ witness_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     if (n <= 0 || sa == NULL || w->closing)
         return;
     if (n > 7 && buf->base[5] == 'Q') {
-        rc = witness_query_decode(w->ad->witness_key, buf->base, (size_t)n,
-            &q);
+        rc = witness_query_decode(w->ad->witness_key, buf->base, (size_t)n, &q);
         if (rc == 0)
             witness_answer(w, &q, sa);
     } else {
@@ -296,8 +294,8 @@ witness_round_end(struct witness *w)
         if (w->extending != 1)
             log_notice("scheduler unreachable for %lld ms and for %zu of %zu "
                        "witnesses too: extending %zu leases",
-                (long long)(timeid_mono_ms() - w->last_ok), nstale,
-                w->npeers, n);
+                (long long)(timeid_mono_ms() - w->last_ok), nstale, w->npeers,
+                n);
         w->extending = 1;
         return;
     }
@@ -403,8 +401,7 @@ witness_create(struct agentd *ad, struct err *err)
     w->udp.data = w;
     uv_ip4_addr("0.0.0.0", ad->witness_port, &sa);
     if ((rc = uv_udp_bind(&w->udp, (struct sockaddr *)&sa, 0)) < 0 ||
-        (rc = uv_udp_getsockname(&w->udp, (struct sockaddr *)&ss, &len)) <
-            0 ||
+        (rc = uv_udp_getsockname(&w->udp, (struct sockaddr *)&ss, &len)) < 0 ||
         (rc = uv_udp_recv_start(&w->udp, witness_alloc_cb, witness_recv_cb)) <
             0) {
         err_set(err, rc, "cannot bind witness_port %d (UDP): %s",

@@ -401,7 +401,8 @@ struct proto_node_report {
     struct proto_job_status *jobs;
     size_t njobs;
     struct proto_health *health; /* NULL: the agent sent none */
-    int witness_port; /* its witness UDP port; 0: it answers none */
+    /* its witness UDP port; 0: it answers none */
+    int witness_port;
 };
 
 int proto_node_report_from_json(const cJSON *json,

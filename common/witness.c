@@ -36,8 +36,7 @@ witness_seal(const char *key, char *buf, size_t len)
 }
 
 size_t
-witness_query_encode(const char *key, const struct witness_query *q,
-    char *buf)
+witness_query_encode(const char *key, const struct witness_query *q, char *buf)
 {
     int n = snprintf(buf, WITNESS_MSG_MAX, "LSW1 Q %s %016" PRIx64, q->node,
         q->nonce);
@@ -184,9 +183,8 @@ witness_before(const char *self, const char *self_rack,
 }
 
 size_t
-witness_pick(const char *self, const char *self_rack,
-    const char *const *names, const char *const *racks, size_t n,
-    size_t *out)
+witness_pick(const char *self, const char *self_rack, const char *const *names,
+    const char *const *racks, size_t n, size_t *out)
 {
     size_t k = 0;
 

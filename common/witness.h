@@ -73,8 +73,7 @@ size_t witness_majority(size_t n);
  * out; returns how many.
  */
 size_t witness_pick(const char *self, const char *self_rack,
-    const char *const *names, const char *const *racks, size_t n,
-    size_t *out);
+    const char *const *names, const char *const *racks, size_t n, size_t *out);
 
 /* ---- the agent's rule ---------------------------------------------------- */
 

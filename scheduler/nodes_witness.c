@@ -22,8 +22,7 @@ nodes_witness_rack(const struct node *node)
 }
 
 size_t
-nodes_witness_set(struct schedd *sd, const struct node *node,
-    struct node **out)
+nodes_witness_set(struct schedd *sd, const struct node *node, struct node **out)
 {
     size_t n = node_table_count(&sd->nodes), k = 0, idx[WITNESS_MAX];
     struct node **all = xcalloc(n + 1, sizeof(*all));
@@ -83,9 +82,8 @@ nodes_witness_continuous(struct schedd *sd, struct node *const *w, size_t k,
     size_t n = 0;
 
     for (size_t i = 0; i < k; i++)
-        if (w[i] != NULL &&
-            witness_contact_continuous(&w[i]->contact, mono, sd->lease_ms,
-                sd->node_timeout_ms))
+        if (w[i] != NULL && witness_contact_continuous(&w[i]->contact, mono,
+                                sd->lease_ms, sd->node_timeout_ms))
             n++;
     return n;
 }

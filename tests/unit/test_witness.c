@@ -91,8 +91,7 @@ test_agent_rule(void)
     ok(witness_answer_stale(&a, 10000, 1000, 500),
         "a witness that lost it when we did: stale");
     a.age_ms = 8600;
-    ok(witness_answer_stale(&a, 10000, 1000, 500),
-        "within the slack: stale");
+    ok(witness_answer_stale(&a, 10000, 1000, 500), "within the slack: stale");
     a.age_ms = 8400;
     ok(!witness_answer_stale(&a, 10000, 1000, 500),
         "one that reached it after us: fresh");
