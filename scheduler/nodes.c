@@ -104,14 +104,9 @@ nodes_report(struct schedd *sd, const struct proto_node_report *rep,
     int rc;
 
     *fresh_agent = false;
-    if (node == NULL) {
-        rc = nodes_register(sd, rep, now, out);
-        if (rc == 0)
-            (*out)->witness_port = rep->witness_port;
-        return rc;
-    }
+    if (node == NULL)
+        return nodes_register(sd, rep, now, out);
     *out = node;
-    node->witness_port = rep->witness_port;
     changed = nodes_update_resources(node, rep);
     if (strcmp(node->agent_id, rep->agent_id) != 0) {
         free(node->agent_id);

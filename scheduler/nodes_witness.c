@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "scheduler/db.h"
 #include "scheduler/node.h"
 #include "scheduler/schedd.h"
 
@@ -46,7 +47,19 @@ nodes_witness_set(struct schedd *sd, const struct node *node, struct node **out)
     return k;
 }
 
-void
+/* Whether the k nodes w are, in order, the set last sent to node. */
+static bool
+nodes_witness_same(const struct node *node, struct node *const *w, size_t k)
+{
+    if (k != node->nwit_sent)
+        return false;
+    for (size_t i = 0; i < k; i++)
+        if (strcmp(node->wit_sent[i], w[i]->name) != 0)
+            return false;
+    return true;
+}
+
+int
 nodes_witness_reply(struct schedd *sd, struct node *node,
     struct proto_status_reply *reply)
 {
@@ -55,17 +68,30 @@ nodes_witness_reply(struct schedd *sd, struct node *node,
 
     reply->has_witnesses = true;
     reply->nwitnesses = k;
-    for (size_t i = 0; i < node->nwit_sent; i++)
-        free(node->wit_sent[i]);
-    node->nwit_sent = k;
     for (size_t i = 0; i < k; i++) {
         struct proto_witness *pw = &reply->witnesses[i];
 
         snprintf(pw->node, sizeof(pw->node), "%s", w[i]->name);
         snprintf(pw->addr, sizeof(pw->addr), "%s", w[i]->addr);
         pw->port = w[i]->witness_port;
-        node->wit_sent[i] = xstrdup(w[i]->name);
     }
+    if (nodes_witness_same(node, w, k))
+        return 0;
+    for (size_t i = 0; i < node->nwit_sent; i++)
+        free(node->wit_sent[i]);
+    node->nwit_sent = k;
+    for (size_t i = 0; i < k; i++)
+        node->wit_sent[i] = xstrdup(w[i]->name);
+    return schedd_db_check(sd, db_node_witness(sd->db, node));
+}
+
+int
+nodes_witness_port(struct schedd *sd, struct node *node, int port)
+{
+    if (port == node->witness_port)
+        return 0;
+    node->witness_port = port;
+    return schedd_db_check(sd, db_node_witness(sd->db, node));
 }
 
 void

@@ -25,9 +25,14 @@ struct schedd;
 size_t nodes_witness_set(struct schedd *sd, const struct node *node,
     struct node **out);
 
-/* Fill reply's witnesses with W(node) and remember them as sent. */
-void nodes_witness_reply(struct schedd *sd, struct node *node,
+/* Fill reply's witnesses with W(node) and remember them as sent (in the
+ * database too, when they changed). 0 or a negative errno (recorded). */
+int nodes_witness_reply(struct schedd *sd, struct node *node,
     struct proto_status_reply *reply);
+
+/* The node's agent answers witness queries on port (0: none): kept, in
+ * the database too. 0 or a negative errno (recorded). */
+int nodes_witness_port(struct schedd *sd, struct node *node, int port);
 
 /* A status from node arrived (monotonic now): its contact goes on, or
  * starts anew after a gap over lease_ms. */

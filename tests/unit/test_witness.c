@@ -4,8 +4,10 @@
 #include "common/witness.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/jsonx.h"
 #include "tests/tap.h"
 
 static void
@@ -134,6 +136,45 @@ test_scheduler_rule(void)
         "the silence covers an extension and its lease");
 }
 
+static void
+test_reply(void)
+{
+    struct proto_status_reply r = { .heartbeat_ms = 1000,
+        .gen = 7,
+        .lease_ms = 5000,
+        .has_witnesses = true,
+        .nwitnesses = 2 };
+    struct proto_status_reply back = { 0 };
+    struct err err = { 0 };
+    cJSON *json, *bad;
+
+    snprintf(r.witnesses[0].node, sizeof(r.witnesses[0].node), "n2");
+    snprintf(r.witnesses[0].addr, sizeof(r.witnesses[0].addr), "10.0.0.2");
+    r.witnesses[0].port = 7471;
+    snprintf(r.witnesses[1].node, sizeof(r.witnesses[1].node), "n3");
+    snprintf(r.witnesses[1].addr, sizeof(r.witnesses[1].addr), "10.0.0.3");
+    json = proto_status_reply_to_json(&r);
+    is_int(proto_status_reply_from_json(json, &back, &err), 0,
+        "a reply with witnesses round-trips");
+    ok(back.has_witnesses && back.nwitnesses == 2, "both witnesses");
+    is_str(back.witnesses[1].addr, "10.0.0.3", "their addresses");
+    ok(back.witnesses[0].port == 7471 && back.witnesses[1].port == 0,
+        "their ports (0: unknown)");
+    bad = cJSON_GetObjectItem(json, "witnesses");
+    for (int i = 0; i < 4; i++)
+        cJSON_AddItemToArray(bad,
+            cJSON_Duplicate(cJSON_GetArrayItem(bad, 0), 1));
+    memset(&back, 0, sizeof(back));
+    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL,
+        "more than 5 witnesses: refused");
+    cJSON_DeleteItemFromObject(json, "witnesses");
+    memset(&back, 0, sizeof(back));
+    ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
+            !back.has_witnesses,
+        "no witnesses (an older scheduler): none sent");
+    cJSON_Delete(json);
+}
+
 int
 main(void)
 {
@@ -142,5 +183,6 @@ main(void)
     test_pick();
     test_agent_rule();
     test_scheduler_rule();
+    test_reply();
     return done_testing();
 }
