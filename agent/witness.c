@@ -48,6 +48,7 @@ struct witness {
 
     int64_t last_ok; /* monotonic send time of the last success; 0 never */
     int64_t interval_ms;
+    int64_t lease_ms; /* the last lease the scheduler granted; 0 none */
     struct witness_peer peers[WITNESS_MAX];
     size_t npeers;
     char *file;
@@ -100,7 +101,9 @@ witness_save(struct witness *w)
         free(tmp);
         return;
     }
-    fprintf(f, "last_ok %" PRId64 "\n", w->last_ok);
+    fprintf(f,
+        "last_ok %" PRId64 " interval_ms %" PRId64 " lease_ms %" PRId64 "\n",
+        w->last_ok, w->interval_ms, w->lease_ms);
     for (size_t i = 0; i < w->npeers; i++)
         fprintf(f, "%s %s %d\n", w->peers[i].pw.node, w->peers[i].pw.addr,
             w->peers[i].pw.port);
@@ -113,16 +116,20 @@ static void
 witness_load(struct witness *w)
 {
     FILE *f = fopen(w->file, "r");
-    long long ok = 0;
+    long long ok = 0, interval = 0, lease = 0;
     char node[PROTO_NODE_NAME_MAX + 1], addr[256];
     int port;
 
     if (f == NULL)
         return;
     /* A time from before this boot (or none) means nothing here. */
-    if (fscanf(f, "last_ok %lld\n", &ok) == 1 && ok > 0 &&
-        ok <= timeid_mono_ms())
+    if (fscanf(f, "last_ok %lld interval_ms %lld lease_ms %lld\n", &ok,
+            &interval, &lease) == 3 &&
+        ok > 0 && ok <= timeid_mono_ms() && interval > 0 && lease > 0) {
         w->last_ok = ok;
+        w->interval_ms = interval;
+        w->lease_ms = lease;
+    }
     while (w->npeers < WITNESS_MAX &&
            fscanf(f, "%64s %255s %d\n", node, addr, &port) == 3) {
         struct witness_peer *p = &w->peers[w->npeers++];
@@ -277,7 +284,7 @@ static void
 witness_round_end(struct witness *w)
 {
     size_t nstale = 0, nfresh = 0;
-    int64_t lease = proc_lease_ms(w->ad->procs);
+    int64_t lease = w->lease_ms;
 
     w->round_open = false;
     for (size_t i = 0; i < w->npeers; i++) {
@@ -288,7 +295,7 @@ witness_round_end(struct witness *w)
         else
             nfresh++;
     }
-    if (witness_may_extend(w->npeers, nstale, nfresh)) {
+    if (lease > 0 && witness_may_extend(w->npeers, nstale, nfresh)) {
         size_t n = proc_lease_extend(w->ad->procs, w->round_start + lease);
 
         if (w->extending != 1)
@@ -378,6 +385,7 @@ witness_status_ok(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
     w->round_open = false;
     if (sent_mono_ms > w->last_ok)
         w->last_ok = sent_mono_ms;
+    w->lease_ms = reply->lease_ms;
     if (reply->has_witnesses)
         changed = witness_set_update(w, reply);
     (void)changed;
@@ -412,8 +420,9 @@ witness_create(struct agentd *ad, struct err *err)
     }
     w->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     witness_load(w);
-    uv_timer_start(&w->timer, witness_timer_cb, WITNESS_TICK_DEFAULT_MS,
-        WITNESS_TICK_DEFAULT_MS);
+    /* Soon: an agent restarted during an outage must extend the leases
+     * it re-adopted before they run out. */
+    uv_timer_start(&w->timer, witness_timer_cb, 100, (uint64_t)w->interval_ms);
     log_info("witness queries answered on UDP port %d", w->port);
     return w;
 }
