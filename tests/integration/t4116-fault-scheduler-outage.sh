@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 fault_cluster 2
-TRAIN=(--steps 90 --ckpt-every 10 --step-time 0.15)
+TRAIN=(--steps 160 --ckpt-every 20 --step-time 0.15)
 # Over six leases (LEASE_MS=1500).
 OUTAGE_S=10
 
@@ -40,7 +40,7 @@ test_reference_run
 
 test_expect_success 'a 2 x 2 DDP job runs' '
     ddp_running 2 outage -- "${TRAIN[@]}" &&
-    wait_for 90 "ckpt_complete outage 10" &&
+    wait_for 90 "ckpt_complete outage 20" &&
     job_pids $(cat job) | sort >pids.before &&
     test $(wc -l <pids.before) -ge 4
 '

@@ -58,7 +58,7 @@ test_expect_success 'SIGKILL lockstepd and cut n3 off; every rank outlives four 
 '
 
 test_expect_success 'lockstepd returns; n3 is still cut off: its ranks are fenced' '
-    start_scheduler && date +%s%3N >back_at &&
+    date +%s%3N >back_at && start_scheduler &&
     wait_for 10 "all_dead pids.n3" && date +%s%3N >n3_dead_at &&
     echo "n3 ranks dead $(( $(cat n3_dead_at) - $(cat back_at) )) ms after the return" &&
     grep -q "\"fenced\": *true" agent-n3/state/jobs/$(cat job).1/status.json
