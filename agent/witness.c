@@ -148,7 +148,7 @@ witness_load(struct witness *w)
 }
 
 /* Replace the set with the reply's, when it differs. */
-static bool
+static void
 witness_set_update(struct witness *w, const struct proto_status_reply *r)
 {
     bool same = r->nwitnesses == w->npeers;
@@ -157,7 +157,7 @@ witness_set_update(struct witness *w, const struct proto_status_reply *r)
         same = memcmp(&r->witnesses[i], &w->peers[i].pw,
                    sizeof(r->witnesses[i])) == 0;
     if (same)
-        return false;
+        return;
     memset(w->peers, 0, sizeof(w->peers));
     w->npeers = r->nwitnesses;
     for (size_t i = 0; i < w->npeers; i++) {
@@ -166,7 +166,6 @@ witness_set_update(struct witness *w, const struct proto_status_reply *r)
     }
     log_info("witnesses: %zu", w->npeers);
     w->round_open = false;
-    return true;
 }
 
 /* ---- answering ----------------------------------------------------------- */
@@ -371,8 +370,6 @@ void
 witness_status_ok(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
     const struct proto_status_reply *reply)
 {
-    bool changed = false;
-
     if (w == NULL)
         return;
     if (interval_ms != w->interval_ms) {
@@ -387,8 +384,7 @@ witness_status_ok(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
         w->last_ok = sent_mono_ms;
     w->lease_ms = reply->lease_ms;
     if (reply->has_witnesses)
-        changed = witness_set_update(w, reply);
-    (void)changed;
+        witness_set_update(w, reply);
     witness_save(w);
 }
 
