@@ -233,7 +233,7 @@ witness_heard(struct witness *w, const struct witness_answer *a)
         struct witness_peer *p = &w->peers[i];
 
         if (strcmp(p->pw.node, a->node) != 0 || p->nonce != a->nonce ||
-            p->answered)
+            p->answered || witness_answer_unknown(a))
             continue;
         p->answered = true;
         p->stale = witness_answer_stale(a, now, w->last_ok,

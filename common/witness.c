@@ -213,8 +213,14 @@ witness_answer_stale(const struct witness_answer *a, int64_t recv_mono,
     int64_t my_last_ok, int64_t slack_ms)
 {
     if (a->age_ms < 0)
-        return true;
+        return false;
     return recv_mono - a->age_ms <= my_last_ok + slack_ms;
+}
+
+bool
+witness_answer_unknown(const struct witness_answer *a)
+{
+    return a->age_ms < 0;
 }
 
 bool

@@ -79,9 +79,14 @@ size_t witness_pick(const char *self, const char *self_rack,
 
 /* Whether an answer received at recv_mono says its agent lost the
  * scheduler no later than slack_ms after we did (my_last_ok, monotonic;
- * its last success is recv_mono - age_ms, or never). */
+ * its last success is recv_mono - age_ms). An agent that has not reached
+ * the scheduler since it started and kept no earlier time (age -1) knows
+ * nothing of what its predecessor did: its answer is neither stale nor
+ * fresh (witness_answer_unknown), and counts for no majority. */
 bool witness_answer_stale(const struct witness_answer *a, int64_t recv_mono,
     int64_t my_last_ok, int64_t slack_ms);
+/* Whether the answer says nothing (age -1). */
+bool witness_answer_unknown(const struct witness_answer *a);
 /* Whether a round may extend the leases: nw witnesses, of which nstale
  * answered stale and nfresh answered that they reached the scheduler
  * since. False when nw is 0. */

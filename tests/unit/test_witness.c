@@ -98,7 +98,9 @@ test_agent_rule(void)
     ok(!witness_answer_stale(&a, 10000, 1000, 500),
         "one that reached it after us: fresh");
     a.age_ms = -1;
-    ok(witness_answer_stale(&a, 10000, 1000, 500), "never reached it: stale");
+    ok(!witness_answer_stale(&a, 10000, 1000, 500) &&
+            witness_answer_unknown(&a),
+        "never reached it since its start: unknown, not stale");
 
     ok(!witness_may_extend(0, 0, 0), "no witnesses: fence");
     ok(witness_may_extend(1, 1, 0), "the one witness lost it too: extend");
