@@ -20,6 +20,7 @@
 #include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/curlx.h"
+#include "common/witness.h"
 #include "common/xalloc.h"
 #include "version.h"
 
@@ -40,6 +41,9 @@ const struct config_key agentd_config_keys[] = {
     { "log_dir", CONFIG_STR, "", 0, 0,
         "rank output (default: state_dir/logs)" },
     CONFIG_KEY_CLUSTER_SECRET_FILE,
+    { "witness_port", CONFIG_INT, "7471", 0, 65535,
+        "UDP port answering the witness queries of other agents (0: any "
+        "free port)" },
     { "kill_grace_ms", CONFIG_INT, "10000", 0, 3600000,
         "SIGTERM to SIGKILL grace when tearing ranks down" },
     { "run_as_submitter", CONFIG_BOOL, "true", 0, 0,
@@ -213,6 +217,7 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     ad->log_dir = s[0] != '\0' ? xstrdup(s)
                                : xasprintf("%s/logs", ad->state_dir);
     ad->kill_grace_ms = config_int(cfg, "kill_grace_ms");
+    ad->witness_port = (int)config_int(cfg, "witness_port");
     ad->run_as_submitter = config_bool(cfg, "run_as_submitter");
     ad->pmix_on = config_bool(cfg, "pmix");
     s = config_str(cfg, "supervisor");
@@ -239,6 +244,7 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     if (rc < 0)
         goto fail;
     cred_agent_mac(secret, secret_len, ad->node, mac);
+    witness_key(secret, secret_len, ad->witness_key);
     explicit_bzero(secret, secret_len);
     free(secret);
     ad->auth_header = xasprintf("Authorization: Agent %s:%s", ad->node, mac);

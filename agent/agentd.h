@@ -35,6 +35,8 @@
  *                      stack dumps; status.json and re-adoption; the
  *                      directory of a new attempt
  *   proc               the table of held jobs (proc.h: its public surface)
+ *   witness            answers witness queries (UDP); asks W(N) while
+ *                      the scheduler is unreachable and extends leases
  *   report             status and work with the scheduler
  *   main               lockstep-agent
  *
@@ -57,6 +59,7 @@
 #include <uv.h>
 
 #include "common/config.h"
+#include "common/cred.h"
 #include "common/err.h"
 #include "common/proto.h"
 
@@ -66,6 +69,7 @@ struct pmixsrv;
 struct proc_table;
 struct report;
 struct logship;
+struct witness;
 
 struct agentd {
     uv_loop_t *loop;
@@ -77,6 +81,7 @@ struct agentd {
     char *state_dir;
     char *log_dir; /* never empty: defaults to state_dir/logs */
     int64_t kill_grace_ms;
+    int witness_port; /* UDP; 0: any free port */
     bool run_as_submitter;
     char *supervisor; /* lockstep-supervisor executable */
     bool pmix_on;     /* host a PMIx server (when built with one) */
@@ -97,12 +102,15 @@ struct agentd {
     int64_t health_timeout_ms;
     int64_t health_kill_grace_ms;
     char *auth_header; /* "Authorization: Agent <node>:<mac>" */
+    /* the witness key (common/witness.h) */
+    char witness_key[CRED_HEX_LEN + 1];
     char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */
     struct pmixsrv *pmixsrv; /* NULL: no PMIx server */
     struct curlx *curlx;
     struct proc_table *procs;
+    struct witness *witness;
     struct report *report;
     struct logship *logship;
     struct health *health;

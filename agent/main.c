@@ -32,6 +32,7 @@
 #include "agent/pmixsrv.h"
 #include "agent/proc.h"
 #include "agent/report.h"
+#include "agent/witness.h"
 #include "common/config.h"
 #include "common/curlx.h"
 #include "common/log.h"
@@ -83,6 +84,7 @@ agentd_stop(struct agentd_main *m)
     /* The reverse of the creation: the table takes the ranks' output out
      * of the log shipper before the shipper goes. */
     report_destroy(ad->report);
+    witness_destroy(ad->witness);
     health_destroy(ad->health);
     proc_destroy(ad->procs);
     logship_destroy(ad->logship);
@@ -92,6 +94,7 @@ agentd_stop(struct agentd_main *m)
     /* Last: the table's hooks are gone, no namespace is in use by it. */
     pmixsrv_destroy(ad->pmixsrv);
     ad->report = NULL;
+    ad->witness = NULL;
     ad->health = NULL;
     ad->procs = NULL;
     ad->logship = NULL;
@@ -268,6 +271,9 @@ agentd_subsystems_create(struct agentd *ad, struct err *err)
         return -1;
     ad->health = health_create(ad, err);
     if (ad->health == NULL)
+        return -1;
+    ad->witness = witness_create(ad, err);
+    if (ad->witness == NULL)
         return -1;
     ad->report = report_create(ad, err);
     if (ad->report == NULL)

@@ -589,6 +589,26 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
         proc_notify(pt);
 }
 
+size_t
+proc_lease_extend(struct proc_table *pt, int64_t deadline_mono_ms)
+{
+    struct proc_job *job;
+    size_t n = 0;
+    int rc;
+
+    for (job = pt->jobs; job != NULL; job = job->next) {
+        if (!proc_job_supervised(job))
+            continue;
+        rc = supfile_lease_write(job->dir, deadline_mono_ms);
+        if (rc < 0)
+            log_error("job=%lld attempt=%d cannot extend lease in '%s': %s",
+                (long long)job->job, job->attempt, job->dir, strerror(-rc));
+        else
+            n++;
+    }
+    return n;
+}
+
 static void
 proc_table_free(void *arg)
 {

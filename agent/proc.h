@@ -115,6 +115,13 @@ uint64_t proc_fill_report(struct proc_table *pt, struct proto_node_report *rep);
 void proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms);
 
+/*
+ * No status got through, but the node's witnesses say the scheduler is
+ * down for them too (witness.h): every live supervisor's lease becomes
+ * deadline_mono_ms (monotonic). Returns how many leases were written.
+ */
+size_t proc_lease_extend(struct proc_table *pt, int64_t deadline_mono_ms);
+
 /* The last lease the scheduler granted (PROC_LEASE_DEFAULT_MS before). */
 int64_t proc_lease_ms(const struct proc_table *pt);
 /* Whether any held job still has a supervisor that holds a lease. */

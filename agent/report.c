@@ -30,6 +30,7 @@
 #include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/proc.h"
+#include "agent/witness.h"
 #include "common/curlx.h"
 #include "common/jsonx.h"
 #include "common/log.h"
@@ -304,6 +305,8 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
      * heartbeat later) is not overridden by the timer set above. */
     proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
         reply.lease_ms);
+    witness_status_ok(rp->ad->witness, rp->status_sent_ms,
+        report_status_interval(rp), &reply);
 }
 
 /* Whether the output of every rank that ended lately is shipped. */
@@ -360,6 +363,7 @@ report_status_send(struct report *rp)
     rep.addr = ad->addr;
     rep.res = ad->res;
     rep.gen = rp->applied_gen;
+    rep.witness_port = witness_port(ad->witness);
     rp->status_sent_ms = timeid_mono_ms();
     rp->status_seq = proc_fill_report(ad->procs, &rep);
     rep.health = health_fill(ad->health);

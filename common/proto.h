@@ -401,6 +401,8 @@ struct proto_node_report {
     struct proto_job_status *jobs;
     size_t njobs;
     struct proto_health *health; /* NULL: the agent sent none */
+    /* its witness UDP port; 0: it answers none */
+    int witness_port;
 };
 
 int proto_node_report_from_json(const cJSON *json,
@@ -416,10 +418,25 @@ void proto_node_report_release(struct proto_node_report *rep);
 #define PROTO_HEARTBEAT_MIN_MS 100
 #define PROTO_HEARTBEAT_MAX_MS 60000
 
+/* A witness of the node (common/witness.h): its agent's address and
+ * witness port (0: not known yet, it has not reported since the
+ * scheduler started). */
+#define PROTO_WITNESSES_MAX 5
+struct proto_witness {
+    char node[PROTO_NODE_NAME_MAX + 1];
+    char addr[256];
+    int port;
+};
+
 struct proto_status_reply {
     int64_t heartbeat_ms; /* the status interval to keep */
     uint64_t gen;         /* the node's desired-state generation */
     int64_t lease_ms;     /* every supervisor's lease, from the send */
+    /* W(N); has_witnesses false: the scheduler sent none (an older one:
+     * the agent keeps what it had) */
+    bool has_witnesses;
+    struct proto_witness witnesses[PROTO_WITNESSES_MAX];
+    size_t nwitnesses;
 };
 
 /* Includes "version". */

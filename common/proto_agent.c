@@ -9,6 +9,7 @@
 #include "proto_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -447,7 +448,7 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
 {
     static const char *const keys[] = { "version", "node", "register",
         "agent_id", "addr", "cpus", "memory_mb", "gpus", "labels", "gen",
-        "jobs", "health", NULL };
+        "jobs", "health", "witness_port", NULL };
     struct proto_resources *res = &rep->res;
     const cJSON *jobs, *item;
     int64_t gen = 0;
@@ -469,7 +470,9 @@ proto_node_report_from_json(const cJSON *json, struct proto_node_report *rep,
              PROTO_GPUS_MAX - 1, &res->gpus, &res->ngpus, err)) ||
         (rc = proto_kv_from_json(json, "labels", PROTO_LABELS_MAX, false, 256,
              &res->labels, &res->nlabels, err)) ||
-        (rc = jsonx_get_int(json, "gen", false, 0, INT64_MAX, &gen, err)))
+        (rc = jsonx_get_int(json, "gen", false, 0, INT64_MAX, &gen, err)) ||
+        (rc = proto_get_int(json, "witness_port", false, 0, 65535,
+             &rep->witness_port, err)))
         goto fail;
     rep->gen = (uint64_t)gen;
     if (!proto_valid_name(rep->node, PROTO_NODE_NAME_MAX)) {
@@ -530,6 +533,8 @@ proto_node_report_to_json(const struct proto_node_report *rep)
     jsonx_add_int_array(o, "gpus", rep->res.gpus, rep->res.ngpus);
     proto_kv_to_json(o, "labels", rep->res.labels, rep->res.nlabels);
     jsonx_add_int(o, "gen", (int64_t)rep->gen);
+    if (rep->witness_port > 0)
+        jsonx_add_int(o, "witness_port", rep->witness_port);
     jobs = cJSON_AddArrayToObject(o, "jobs");
     for (size_t i = 0; i < rep->njobs; i++) {
         const struct proto_job_status *j = &rep->jobs[i];
@@ -561,7 +566,58 @@ proto_status_reply_to_json(const struct proto_status_reply *r)
     jsonx_add_int(o, "heartbeat_ms", r->heartbeat_ms);
     jsonx_add_int(o, "gen", (int64_t)r->gen);
     jsonx_add_int(o, "lease_ms", r->lease_ms);
+    if (r->has_witnesses) {
+        cJSON *ws = cJSON_AddArrayToObject(o, "witnesses");
+
+        for (size_t i = 0; i < r->nwitnesses; i++) {
+            cJSON *w = cJSON_CreateObject();
+
+            jsonx_add_str(w, "node", r->witnesses[i].node);
+            jsonx_add_str(w, "addr", r->witnesses[i].addr);
+            jsonx_add_int(w, "port", r->witnesses[i].port);
+            cJSON_AddItemToArray(ws, w);
+        }
+    }
     return o;
+}
+
+/* The status reply's "witnesses", when present. */
+static int
+witnesses_from_json(const cJSON *json, struct proto_status_reply *r,
+    struct err *err)
+{
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(json, "witnesses");
+    const cJSON *w;
+    int rc;
+
+    if (ws == NULL)
+        return 0;
+    if (!cJSON_IsArray(ws) || cJSON_GetArraySize(ws) > PROTO_WITNESSES_MAX)
+        return err_set(err, -EINVAL,
+            "field 'witnesses': must be an array of at most %d",
+            PROTO_WITNESSES_MAX);
+    r->has_witnesses = true;
+    cJSON_ArrayForEach(w, ws) {
+        struct proto_witness *pw = &r->witnesses[r->nwitnesses];
+        char *node = NULL, *addr = NULL;
+
+        if ((rc = jsonx_get_str(w, "node", true, PROTO_NODE_NAME_MAX, &node,
+                 err)) < 0 ||
+            (rc = jsonx_get_str(w, "addr", true, sizeof(pw->addr) - 1, &addr,
+                 err)) < 0 ||
+            (rc = proto_get_int(w, "port", true, 0, 65535, &pw->port, err)) <
+                0) {
+            free(node);
+            free(addr);
+            return rc;
+        }
+        snprintf(pw->node, sizeof(pw->node), "%s", node);
+        snprintf(pw->addr, sizeof(pw->addr), "%s", addr);
+        free(node);
+        free(addr);
+        r->nwitnesses++;
+    }
+    return 0;
 }
 
 int
@@ -575,7 +631,8 @@ proto_status_reply_from_json(const cJSON *json, struct proto_status_reply *r,
              PROTO_HEARTBEAT_MAX_MS, &r->heartbeat_ms, err)) < 0 ||
         (rc = jsonx_get_int(json, "gen", true, 0, INT64_MAX, &gen, err)) < 0 ||
         (rc = jsonx_get_int(json, "lease_ms", false, PROTO_LEASE_MIN_MS,
-             PROTO_LEASE_MAX_MS, &r->lease_ms, err)) < 0)
+             PROTO_LEASE_MAX_MS, &r->lease_ms, err)) < 0 ||
+        (rc = witnesses_from_json(json, r, err)) < 0)
         return rc;
     r->gen = (uint64_t)gen;
     return 0;

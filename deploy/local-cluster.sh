@@ -391,6 +391,9 @@ cpus = $cpus
 labels = rack=r$i
 state_dir = $d/state
 cluster_secret_file = $dir/cluster.secret
+# Witness queries (docs/fault-tolerance.md "Scheduler outages"): every
+# agent of this machine on a free UDP port of its own.
+witness_port = 0
 # Every rank runs as the user who started the cluster.
 run_as_submitter = false
 log_level = info

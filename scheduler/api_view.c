@@ -412,6 +412,7 @@ api_view_node(const struct node *node)
     int *free_gpus = xcalloc(node->ngpus + 1, sizeof(*free_gpus));
     size_t nfree = node_free_gpus(node, free_gpus);
     char buf[800];
+    cJSON *ws;
 
     jsonx_add_str(o, "name", node->name);
     jsonx_add_str(o, "state", node_state_str(node->state));
@@ -432,6 +433,11 @@ api_view_node(const struct node *node)
     jsonx_add_int(o, "cordoned_at_ms", node->cordon_at_ms);
     cJSON_AddBoolToObject(o, "drain", node->cordoned && node->drain);
     cJSON_AddItemToObject(o, "health", api_view_health_summary(node));
+    ws = cJSON_AddArrayToObject(o, "witnesses");
+    for (size_t i = 0; i < node->nwit_sent; i++)
+        cJSON_AddItemToArray(ws, cJSON_CreateString(node->wit_sent[i]));
+    cJSON_AddBoolToObject(o, "lost_jobs_wait",
+        node->lost && node->lost_waiting);
     free(free_gpus);
     return o;
 }

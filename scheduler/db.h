@@ -65,6 +65,9 @@ int db_node_insert(struct db *db, const struct node *node);
 /* Everything but last_seen_ms. */
 int db_node_update(struct db *db, const struct node *node);
 int db_node_touch(struct db *db, const char *name, int64_t last_seen_ms);
+/* The witness set last sent to the node and its agent's witness port
+ * (scheduler/nodes_witness.h). */
+int db_node_witness(struct db *db, const struct node *node);
 /* Forget a node (an operator removed it): its row stays, for the
  * placements that name it, but is never loaded again; a node of that
  * name that registers later (db_node_insert) takes it over. */

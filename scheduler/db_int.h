@@ -58,6 +58,7 @@ struct db {
     struct sqlite3_stmt *node_insert;
     struct sqlite3_stmt *node_update;
     struct sqlite3_stmt *node_touch;
+    struct sqlite3_stmt *node_witness;
     struct sqlite3_stmt *node_remove;
     struct sqlite3_stmt *nodes_all;
     /* db_job.c */

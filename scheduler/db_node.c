@@ -17,10 +17,12 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sqlite3.h>
 
 #include "common/log.h"
+#include "common/sbuf.h"
 #include "common/xalloc.h"
 
 static const char sql_node_insert[] =
@@ -96,6 +98,24 @@ db_node_touch(struct db *db, const char *name, int64_t last_seen_ms)
         DB_INT(last_seen_ms));
 }
 
+static const char sql_node_witness[] =
+    "UPDATE nodes SET witnesses = ?2, witness_port = ?3 WHERE name = ?1";
+
+int
+db_node_witness(struct db *db, const struct node *node)
+{
+    struct sbuf b;
+    int rc;
+
+    sbuf_init(&b);
+    for (size_t i = 0; i < node->nwit_sent; i++)
+        sbuf_addf(&b, "%s%s", i ? "," : "", node->wit_sent[i]);
+    rc = DB_WRITE(db, db->node_witness, "node witness", DB_TEXT(node->name),
+        DB_TEXT(b.len ? b.buf : ""), DB_INT(node->witness_port));
+    sbuf_release(&b);
+    return rc;
+}
+
 static const char sql_node_remove[] =
     "UPDATE nodes SET state = 'REMOVED' WHERE name = ?1";
 
@@ -109,7 +129,8 @@ static const char sql_nodes_all[] =
     "SELECT name, state, reason, cordoned, addr, cpus, memory_mb, gpus, "
     "labels, agent_id, registered_ms, last_seen_ms, unhealthy, "
     "health_reason, cordon_by, cordon_at_ms, drain, has_health, boot_id, "
-    "health_wait FROM nodes WHERE state != 'REMOVED' ORDER BY name";
+    "health_wait, witnesses, witness_port FROM nodes "
+    "WHERE state != 'REMOVED' ORDER BY name";
 
 /* Replace *field, a string node_create set, with column i. */
 static void
@@ -117,6 +138,22 @@ node_col_str(sqlite3_stmt *st, int i, char **field)
 {
     free(*field);
     *field = db_col_strdup(st, i);
+}
+
+/* The witness set last sent to node, from its comma list. */
+static void
+node_witnesses_col(struct node *node, const char *list)
+{
+    const char *p = list;
+
+    while (p && *p && node->nwit_sent < WITNESS_MAX) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+        if (n > 0)
+            node->wit_sent[node->nwit_sent++] = xstrndup(p, n);
+        p = comma ? comma + 1 : NULL;
+    }
 }
 
 /* A node from a row of sql_nodes_all, added to the table (arg). */
@@ -157,6 +194,8 @@ node_row(sqlite3_stmt *st, void *arg)
         node_destroy(node);
         return -EIO;
     }
+    node_witnesses_col(node, db_col_text(st, 20));
+    node->witness_port = sqlite3_column_int(st, 21);
     node->state = node_state_compute(node);
     node_table_add(arg, node);
     return 0;
@@ -172,6 +211,7 @@ const struct db_stmt_def db_node_stmts[] = {
     DB_STMT(node_insert),
     DB_STMT(node_update),
     DB_STMT(node_touch),
+    DB_STMT(node_witness),
     DB_STMT(node_remove),
     DB_STMT(nodes_all),
     DB_STMT_END,

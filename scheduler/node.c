@@ -70,6 +70,8 @@ node_destroy(struct node *node)
     free(node->addr);
     free(node->agent_id);
     free(node->removing_by);
+    for (size_t i = 0; i < node->nwit_sent; i++)
+        free(node->wit_sent[i]);
     free(node->gpus);
     proto_kv_array_free(node->labels, node->nlabels);
     free(node->holds);

@@ -28,6 +28,7 @@
 
 #include "common/itab.h"
 #include "common/proto.h"
+#include "common/witness.h"
 
 struct health;
 struct placement;
@@ -77,6 +78,16 @@ struct node {
     bool reconciled;            /* agent report compared since load */
     bool agent_gone;            /* its long poll's connection closed and
                                  * nothing was heard since */
+
+    /* Witnesses (nodes_witness.h): its agent's witness port (0: not
+     * reported since the scheduler started), its contact with the
+     * scheduler, the witness set last sent to it, and whether it is lost
+     * with its jobs waiting for the witnesses (logged once). */
+    int witness_port;
+    struct witness_contact contact;
+    char *wit_sent[WITNESS_MAX];
+    size_t nwit_sent;
+    bool lost_waiting;
 
     uint64_t gen;       /* desired-state generation */
     uint64_t agent_gen; /* generation its agent last reported */

@@ -17,6 +17,7 @@
 #include "scheduler/db.h"
 #include "scheduler/event.h"
 #include "scheduler/failure.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/planned.h"
 #include "scheduler/recovery.h"
 
@@ -146,10 +147,14 @@ nodes_seen(struct schedd *sd, struct node *node, int64_t now)
 
     node->last_seen_ms = now;
     node->last_seen_mono = timeid_mono_ms();
+    nodes_witness_seen(sd, node, node->last_seen_mono);
     nodes_heard(sd, node);
     if (!node->lost)
         return 0;
     node->lost = false;
+    if (node->lost_waiting)
+        log_notice("node=%s is back; its jobs go on", node->name);
+    node->lost_waiting = false;
     return event_node(sd, node, &c);
 }
 
@@ -229,7 +234,8 @@ nodes_release(struct schedd *sd, struct placement *p)
     return rc;
 }
 
-/* The node has been silent too long: LOST, its attempts fail. */
+/* The node has been silent too long: LOST. Its attempts fail once
+ * nodes_replace_lost allows it (nodes_tick). */
 static int
 nodes_lost(struct schedd *sd, struct node *node)
 {
@@ -239,10 +245,39 @@ nodes_lost(struct schedd *sd, struct node *node)
 
     snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
     node->lost = true;
+    node->lost_waiting = false;
     c.why = why;
     rc = event_node(sd, node, &c);
     if (rc == 0)
         rc = alerts_node_lost(sd, node, why);
+    schedd_sched_trigger(sd);
+    return rc;
+}
+
+/* The lost node's attempts fail and everything it held is released, once
+ * its witnesses allow it (nodes_witness.h); until then they wait, and the
+ * first wait is logged and recorded as an event. */
+static int
+nodes_replace_lost(struct schedd *sd, struct node *node, int64_t mono)
+{
+    char subject[PROTO_NODE_NAME_MAX + 8], why[200];
+    int rc = 0;
+
+    if (!nodes_witness_may_replace(sd, node, mono, why, sizeof(why))) {
+        cJSON *d;
+
+        if (node->lost_waiting)
+            return 0;
+        node->lost_waiting = true;
+        log_notice("node=%s lost; its jobs are not replaced yet: %s",
+            node->name, why);
+        d = cJSON_CreateObject();
+        jsonx_add_str(d, "why", why);
+        return schedd_event(sd, "scheduler",
+            schedd_subject_node(subject, sizeof(subject), node->name),
+            "node_lost_jobs_wait", d);
+    }
+    node->lost_waiting = false;
     for (size_t i = 0; i < node->nholds && rc == 0; i++) {
         struct placement *p = node->holds[i];
 
@@ -253,10 +288,12 @@ nodes_lost(struct schedd *sd, struct node *node)
     /*
      * Release everything the node held. Its agent cannot say so, but it
      * need not: every supervisor there renews its lease only through a
-     * status exchange, and lease_ms < node_timeout_ms (main.c refuses
-     * anything else), so by now each one has SIGKILLed its ranks. The
-     * next attempt of those jobs may therefore start at once, and still
-     * never overlaps the ranks it replaces.
+     * status exchange or with its witnesses' word, lease_ms <
+     * node_timeout_ms (main.c refuses anything else), and the witnesses'
+     * gate has passed, so by now each one has SIGKILLed its ranks
+     * (docs/fault-tolerance.md "Scheduler outages"). The next attempt of
+     * those jobs may therefore start at once, and still never overlaps
+     * the ranks it replaces.
      */
     while (rc == 0 && node->nholds > 0)
         rc = nodes_release(sd, node->holds[0]);
@@ -302,12 +339,18 @@ nodes_tick(struct schedd *sd, int64_t mono)
                 return rc;
             continue;
         }
-        if (node->lost ||
-            mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
+        if (node->lost) {
+            if (node->nholds > 0 &&
+                (rc = nodes_replace_lost(sd, node, mono)) < 0)
+                return rc;
+            continue;
+        }
+        if (mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
             continue;
         log_notice("node=%s lost: no status for %d ms", node->name,
             sd->node_timeout_ms);
-        if ((rc = nodes_lost(sd, node)) < 0)
+        if ((rc = nodes_lost(sd, node)) < 0 ||
+            (rc = nodes_replace_lost(sd, node, mono)) < 0)
             return rc;
     }
     return 0;

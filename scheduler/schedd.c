@@ -162,9 +162,10 @@ bool
 schedd_node_silent(const struct schedd *sd, const struct node *node,
     int64_t mono)
 {
-    return !node->lost &&
-           (node->agent_gone ||
-               mono - node->last_seen_mono > 2 * (int64_t)sd->heartbeat_ms);
+    if (node->lost)
+        return node->nholds > 0;
+    return node->agent_gone ||
+           mono - node->last_seen_mono > 2 * (int64_t)sd->heartbeat_ms;
 }
 
 /* ---- the live attempts -------------------------------------------------- */

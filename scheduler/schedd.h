@@ -255,9 +255,10 @@ struct job *schedd_attempt_job(struct schedd *sd, const struct attempt *a);
  * tearing down), else NULL. */
 struct attempt *schedd_job_latest(struct schedd *sd, const struct job *job);
 
-/* Whether node (not LOST yet) has gone silent: its agent's connection
- * closed, or no status for two heartbeats. What its ranks' peers do
- * meanwhile is no evidence of their own. */
+/* Whether node has gone silent: its agent's connection closed, or no
+ * status for two heartbeats, and it is not LOST yet or LOST with its jobs
+ * still waiting for its witnesses (nodes_witness.h). What its ranks'
+ * peers do meanwhile is no evidence of their own. */
 bool schedd_node_silent(const struct schedd *sd, const struct node *node,
     int64_t mono);
 

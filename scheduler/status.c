@@ -36,6 +36,7 @@
 #include "scheduler/failure.h"
 #include "scheduler/nodes.h"
 #include "scheduler/nodes_health.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/planned.h"
 #include "scheduler/rankstats.h"
 #include "scheduler/recovery.h"
@@ -411,6 +412,7 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
     int rc;
 
     if ((rc = nodes_report(sd, rep, now, &node, &fresh_agent)) < 0 ||
+        (rc = nodes_witness_port(sd, node, rep->witness_port)) < 0 ||
         (rc = nodes_seen(sd, node, now)) < 0 ||
         (rc = status_reconcile(sd, node, rep, fresh_agent)) < 0 ||
         (rc = nodes_health_report(sd, node, rep->agent_id, rep->health, now)) <
@@ -431,5 +433,5 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
     reply->gen = node->gen;
     /* The agent renews every supervisor's lease to now + lease_ms. */
     reply->lease_ms = sd->lease_ms;
-    return 0;
+    return nodes_witness_reply(sd, node, reply);
 }

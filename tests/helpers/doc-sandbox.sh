@@ -57,7 +57,7 @@ daemon_argv() {
     lockstep-agent)
         argv+=(-o state_dir="$ROOT/var/lib/lockstep-agent"
             -o cluster_secret_file="$ROOT/etc/lockstep/cluster.secret"
-            -o kill_grace_ms=3000)
+            -o kill_grace_ms=3000 -o witness_port=0)
         ;;
     esac
     argv+=("$@")

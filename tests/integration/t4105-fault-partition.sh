@@ -43,6 +43,7 @@ test_expect_success '(a) cut n2 off: its ranks die by lease, the job moves' '
     wait_for 10 "job_gone $(cat job_a) n2" && date +%s%3N >dead_at &&
     echo "ranks on n2 dead $(( $(cat dead_at) - $(cat cut_at) )) ms after the cut" &&
     wait_for 15 "test \$(node_state n2) = LOST" &&
+    wait_for 20 "test \$(job_json $(cat job_a) \"len(j[\\\"attempts\\\"])\") = 2" &&
     wait_for 20 "test \$(job_json $(cat job_a) \"j[\\\"attempts\\\"][-1][\\\"state\\\"]\") = RUNNING" &&
     test "$(job_json $(cat job_a) "len(j[\"attempts\"])")" = 2 &&
     ! job_json $(cat job_a) "[n[\"node\"] for n in j[\"attempts\"][1][\"nodes\"]]" | grep -q n2

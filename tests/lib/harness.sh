@@ -283,6 +283,7 @@ start_agent() {
         -o kmsg_path="$d/kmsg" -o nvidia_smi="$SRC_DIR/deploy/fake-nvidia-smi" \
         -o health_interval_ms="${HEALTH_INTERVAL_MS:-30000}" \
         -o health_checks="${HEALTH_CHECKS-disk,gpu,kmsg,memory}" \
+        -o witness_port=0 \
         "$@" >>"$d/log" 2>&1 &
     AGENT_PID[$name]=$!
 }

@@ -1,0 +1,262 @@
+/*
+ * witness.c - witnesses: messages, the choice of a witness set, the rules
+ *
+ * Messages are one line of text, fields separated by one space, the MAC
+ * last over everything before it:
+ *
+ *   LSW1 Q <node> <nonce:16 hex> <mac:64 hex>
+ *   LSW1 A <node> <nonce:16 hex> <age_ms> <mac:64 hex>
+ */
+#include "common/witness.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WITNESS_KEY_LABEL "lockstep witness v1"
+
+void
+witness_key(const char *secret, size_t secret_len, char *key)
+{
+    cred_agent_mac(secret, secret_len, WITNESS_KEY_LABEL, key);
+}
+
+/* Append " <mac of buf[0..len)>" to buf; returns the new length. */
+static size_t
+witness_seal(const char *key, char *buf, size_t len)
+{
+    char mac[CRED_HEX_LEN + 1];
+
+    buf[len] = '\0';
+    cred_agent_mac(key, strlen(key), buf, mac);
+    len += (size_t)snprintf(buf + len, WITNESS_MSG_MAX - len, " %s", mac);
+    return len;
+}
+
+size_t
+witness_query_encode(const char *key, const struct witness_query *q, char *buf)
+{
+    int n = snprintf(buf, WITNESS_MSG_MAX, "LSW1 Q %s %016" PRIx64, q->node,
+        q->nonce);
+
+    return witness_seal(key, buf, (size_t)n);
+}
+
+size_t
+witness_answer_encode(const char *key, const struct witness_answer *a,
+    char *buf)
+{
+    int n = snprintf(buf, WITNESS_MSG_MAX, "LSW1 A %s %016" PRIx64 " %" PRId64,
+        a->node, a->nonce, a->age_ms);
+
+    return witness_seal(key, buf, (size_t)n);
+}
+
+/* Copy len bytes of buf to text (NUL-terminated), check the MAC at its
+ * end and cut it off. */
+static int
+witness_open(const char *key, const char *buf, size_t len, char *text)
+{
+    char mac[CRED_HEX_LEN + 1];
+    char *sp;
+
+    if (len < 8 || len >= WITNESS_MSG_MAX)
+        return -EINVAL;
+    memcpy(text, buf, len);
+    text[len] = '\0';
+    if (strlen(text) != len || strncmp(text, "LSW1 ", 5) != 0)
+        return -EINVAL;
+    sp = strrchr(text, ' ');
+    if (sp == NULL || strlen(sp + 1) != CRED_HEX_LEN)
+        return -EINVAL;
+    *sp = '\0';
+    cred_agent_mac(key, strlen(key), text, mac);
+    if (!cred_equal(mac, sp + 1))
+        return -EBADMSG;
+    return 0;
+}
+
+/* Parse a node name and a hex nonce from s (after "LSW1 X "); *end is
+ * what follows. */
+static int
+witness_parse_head(char *s, char *node, uint64_t *nonce, char **end)
+{
+    char *sp = strchr(s, ' ');
+    size_t n;
+
+    if (sp == NULL)
+        return -EINVAL;
+    n = (size_t)(sp - s);
+    if (n == 0 || n > PROTO_NODE_NAME_MAX)
+        return -EINVAL;
+    memcpy(node, s, n);
+    node[n] = '\0';
+    errno = 0;
+    *nonce = strtoull(sp + 1, end, 16);
+    if (errno != 0 || *end != sp + 17)
+        return -EINVAL;
+    return 0;
+}
+
+int
+witness_query_decode(const char *key, const char *buf, size_t len,
+    struct witness_query *q)
+{
+    char text[WITNESS_MSG_MAX];
+    char *end;
+    int rc;
+
+    if ((rc = witness_open(key, buf, len, text)) < 0)
+        return rc;
+    if (strncmp(text + 5, "Q ", 2) != 0)
+        return -EINVAL;
+    if ((rc = witness_parse_head(text + 7, q->node, &q->nonce, &end)) < 0)
+        return rc;
+    return *end == '\0' ? 0 : -EINVAL;
+}
+
+int
+witness_answer_decode(const char *key, const char *buf, size_t len,
+    struct witness_answer *a)
+{
+    char text[WITNESS_MSG_MAX];
+    char *end;
+    long long age;
+    int rc;
+
+    if ((rc = witness_open(key, buf, len, text)) < 0)
+        return rc;
+    if (strncmp(text + 5, "A ", 2) != 0)
+        return -EINVAL;
+    if ((rc = witness_parse_head(text + 7, a->node, &a->nonce, &end)) < 0)
+        return rc;
+    if (*end != ' ')
+        return -EINVAL;
+    errno = 0;
+    age = strtoll(end + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || age < -1)
+        return -EINVAL;
+    a->age_ms = age;
+    return 0;
+}
+
+size_t
+witness_majority(size_t n)
+{
+    return n / 2 + 1;
+}
+
+/* FNV-1a over a, a 0 byte, b. */
+static uint64_t
+witness_hash(const char *a, const char *b)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (const char *p = a; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h *= 1099511628211ULL;
+    for (const char *p = b; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/* Whether candidate i should come before j for self. */
+static bool
+witness_before(const char *self, const char *self_rack,
+    const char *const *names, const char *const *racks, size_t i, size_t j)
+{
+    bool oi = self_rack == NULL || racks[i] == NULL ||
+              strcmp(self_rack, racks[i]) != 0;
+    bool oj = self_rack == NULL || racks[j] == NULL ||
+              strcmp(self_rack, racks[j]) != 0;
+    uint64_t hi, hj;
+
+    if (oi != oj)
+        return oi;
+    hi = witness_hash(self, names[i]);
+    hj = witness_hash(self, names[j]);
+    if (hi != hj)
+        return hi < hj;
+    return strcmp(names[i], names[j]) < 0;
+}
+
+size_t
+witness_pick(const char *self, const char *self_rack, const char *const *names,
+    const char *const *racks, size_t n, size_t *out)
+{
+    size_t k = 0;
+
+    /* Insertion into the WITNESS_MAX best so far. */
+    for (size_t i = 0; i < n; i++) {
+        size_t pos;
+
+        if (strcmp(names[i], self) == 0)
+            continue;
+        pos = k;
+        while (pos > 0 &&
+               witness_before(self, self_rack, names, racks, i, out[pos - 1]))
+            pos--;
+        if (pos >= WITNESS_MAX)
+            continue;
+        if (k < WITNESS_MAX)
+            k++;
+        memmove(&out[pos + 1], &out[pos], (k - 1 - pos) * sizeof(out[0]));
+        out[pos] = i;
+    }
+    return k;
+}
+
+bool
+witness_answer_stale(const struct witness_answer *a, int64_t recv_mono,
+    int64_t my_last_ok, int64_t slack_ms)
+{
+    if (a->age_ms < 0)
+        return false;
+    return recv_mono - a->age_ms <= my_last_ok + slack_ms;
+}
+
+bool
+witness_answer_unknown(const struct witness_answer *a)
+{
+    return a->age_ms < 0;
+}
+
+bool
+witness_may_extend(size_t nw, size_t nstale, size_t nfresh)
+{
+    return nw > 0 && nfresh == 0 && nstale >= witness_majority(nw);
+}
+
+void
+witness_contact_seen(struct witness_contact *c, int64_t now, int64_t gap_ms)
+{
+    if (c->since_mono == 0 || now - c->last_mono > gap_ms)
+        c->since_mono = now;
+    c->last_mono = now;
+}
+
+bool
+witness_contact_continuous(const struct witness_contact *c, int64_t now,
+    int64_t gap_ms, int64_t window_ms)
+{
+    return c->since_mono != 0 && now - c->last_mono <= gap_ms &&
+           now - c->since_mono >= window_ms;
+}
+
+bool
+witness_may_replace(size_t nw, size_t ncont)
+{
+    return nw == 0 || ncont >= witness_majority(nw);
+}
+
+int64_t
+witness_silence_ms(int64_t lease_ms, int64_t heartbeat_ms)
+{
+    /* The last extension: up to one status interval plus the slack after
+     * the node's last success, plus a gap the scheduler still counts as
+     * contact (lease_ms); then that lease, and 500 ms for the exchange
+     * and the supervisor's check. */
+    return heartbeat_ms + WITNESS_SLACK_MS + 2 * lease_ms + 500;
+}

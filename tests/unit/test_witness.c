@@ -1,0 +1,190 @@
+/*
+ * test_witness.c - witnesses: messages, the choice of W(N), both rules
+ */
+#include "common/witness.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/jsonx.h"
+#include "tests/tap.h"
+
+static void
+test_messages(void)
+{
+    char key[CRED_HEX_LEN + 1], other[CRED_HEX_LEN + 1];
+    char buf[WITNESS_MSG_MAX];
+    struct witness_query q = { .node = "n1", .nonce = 0x0123456789abcdefULL };
+    struct witness_query q2;
+    struct witness_answer a = { .node = "n2", .nonce = 42, .age_ms = 1234 };
+    struct witness_answer a2;
+    size_t len;
+
+    witness_key("secret-secret-secret", 20, key);
+    witness_key("another-secret-here", 19, other);
+    ok(strcmp(key, other) != 0, "another secret, another key");
+
+    len = witness_query_encode(key, &q, buf);
+    is_int(witness_query_decode(key, buf, len, &q2), 0, "a query decodes");
+    is_str(q2.node, "n1", "its node");
+    ok(q2.nonce == q.nonce, "its nonce");
+    is_int(witness_query_decode(other, buf, len, &q2), -EBADMSG,
+        "a query under another key: bad MAC");
+    is_int(witness_answer_decode(key, buf, len, &a2), -EINVAL,
+        "a query is no answer");
+    buf[9] = buf[9] == 'x' ? 'y' : 'x';
+    is_int(witness_query_decode(key, buf, len, &q2), -EBADMSG,
+        "a changed query: bad MAC");
+
+    len = witness_answer_encode(key, &a, buf);
+    is_int(witness_answer_decode(key, buf, len, &a2), 0, "an answer decodes");
+    is_str(a2.node, "n2", "its node");
+    ok(a2.nonce == 42 && a2.age_ms == 1234, "its nonce and age");
+    a.age_ms = -1;
+    len = witness_answer_encode(key, &a, buf);
+    ok(witness_answer_decode(key, buf, len, &a2) == 0 && a2.age_ms == -1,
+        "age -1: never reached the scheduler");
+    is_int(witness_answer_decode(key, "LSW1 A x", 8, &a2), -EINVAL,
+        "garbage is malformed");
+    is_int(witness_answer_decode(key, buf, len - 1, &a2), -EINVAL,
+        "a cut message is malformed");
+}
+
+static void
+test_pick(void)
+{
+    const char *names[] = { "a", "b", "c", "d", "e", "f", "g", "h" };
+    const char *racks[] = { "r1", "r1", "r1", "r2", "r2", "r3", NULL, "r1" };
+    size_t out[WITNESS_MAX], out2[WITNESS_MAX], k, k2;
+    bool other_first = true, seen_same = false;
+
+    k = witness_pick("a", "r1", names, racks, 8, out);
+    is_int((int)k, WITNESS_MAX, "at most WITNESS_MAX witnesses");
+    for (size_t i = 0; i < k; i++) {
+        bool same = racks[out[i]] && strcmp(racks[out[i]], "r1") == 0;
+
+        ok(out[i] != 0, "never itself");
+        if (same)
+            seen_same = true;
+        else if (seen_same)
+            other_first = false;
+    }
+    ok(other_first, "nodes of other racks come first");
+    k2 = witness_pick("a", "r1", names, racks, 8, out2);
+    ok(k == k2 && memcmp(out, out2, k * sizeof(out[0])) == 0,
+        "the choice depends only on the names");
+    is_int((int)witness_pick("a", NULL, names, racks, 1, out), 0,
+        "a one-node cluster: no witnesses");
+    is_int((int)witness_pick("a", NULL, names, racks, 3, out), 2,
+        "three nodes: the two others");
+}
+
+static void
+test_agent_rule(void)
+{
+    struct witness_answer a = { .node = "w", .age_ms = 0 };
+
+    is_int((int)witness_majority(1), 1, "majority of 1");
+    is_int((int)witness_majority(2), 2, "majority of 2");
+    is_int((int)witness_majority(5), 3, "majority of 5");
+    /* We last reached the scheduler at 1000. */
+    a.age_ms = 9000;
+    ok(witness_answer_stale(&a, 10000, 1000, 500),
+        "a witness that lost it when we did: stale");
+    a.age_ms = 8600;
+    ok(witness_answer_stale(&a, 10000, 1000, 500), "within the slack: stale");
+    a.age_ms = 8400;
+    ok(!witness_answer_stale(&a, 10000, 1000, 500),
+        "one that reached it after us: fresh");
+    a.age_ms = -1;
+    ok(!witness_answer_stale(&a, 10000, 1000, 500) &&
+            witness_answer_unknown(&a),
+        "never reached it since its start: unknown, not stale");
+
+    ok(!witness_may_extend(0, 0, 0), "no witnesses: fence");
+    ok(witness_may_extend(1, 1, 0), "the one witness lost it too: extend");
+    ok(!witness_may_extend(2, 1, 0), "one of two: no majority");
+    ok(witness_may_extend(5, 3, 0), "three of five: extend");
+    ok(!witness_may_extend(5, 4, 1), "one reaches it: fence");
+    ok(!witness_may_extend(5, 2, 0), "two of five: fence");
+}
+
+static void
+test_scheduler_rule(void)
+{
+    struct witness_contact c = { 0 };
+
+    ok(!witness_contact_continuous(&c, 1000, 500, 0), "no contact yet");
+    witness_contact_seen(&c, 1000, 500);
+    witness_contact_seen(&c, 1400, 500);
+    witness_contact_seen(&c, 1800, 500);
+    ok(witness_contact_continuous(&c, 1800, 500, 800), "800 ms continuous");
+    ok(!witness_contact_continuous(&c, 1800, 500, 801), "not 801");
+    ok(!witness_contact_continuous(&c, 2400, 500, 800),
+        "silent over the gap now: not continuous");
+    witness_contact_seen(&c, 2400, 500);
+    ok(c.since_mono == 2400, "a gap over lease_ms starts it anew");
+    ok(!witness_contact_continuous(&c, 2500, 500, 800), "so not long enough");
+    witness_contact_seen(&c, 2900, 500);
+    witness_contact_seen(&c, 3300, 500);
+    ok(witness_contact_continuous(&c, 3300, 500, 800), "until it is again");
+
+    ok(witness_may_replace(0, 0), "no witnesses: replace (as before)");
+    ok(!witness_may_replace(1, 0), "the one witness not continuous: wait");
+    ok(witness_may_replace(3, 2), "two of three: replace");
+    ok(!witness_may_replace(4, 2), "two of four: wait");
+    ok(witness_silence_ms(1500, 300) > 2 * 1500 + 300,
+        "the silence covers an extension and its lease");
+}
+
+static void
+test_reply(void)
+{
+    struct proto_status_reply r = { .heartbeat_ms = 1000,
+        .gen = 7,
+        .lease_ms = 5000,
+        .has_witnesses = true,
+        .nwitnesses = 2 };
+    struct proto_status_reply back = { 0 };
+    struct err err = { 0 };
+    cJSON *json, *bad;
+
+    snprintf(r.witnesses[0].node, sizeof(r.witnesses[0].node), "n2");
+    snprintf(r.witnesses[0].addr, sizeof(r.witnesses[0].addr), "10.0.0.2");
+    r.witnesses[0].port = 7471;
+    snprintf(r.witnesses[1].node, sizeof(r.witnesses[1].node), "n3");
+    snprintf(r.witnesses[1].addr, sizeof(r.witnesses[1].addr), "10.0.0.3");
+    json = proto_status_reply_to_json(&r);
+    is_int(proto_status_reply_from_json(json, &back, &err), 0,
+        "a reply with witnesses round-trips");
+    ok(back.has_witnesses && back.nwitnesses == 2, "both witnesses");
+    is_str(back.witnesses[1].addr, "10.0.0.3", "their addresses");
+    ok(back.witnesses[0].port == 7471 && back.witnesses[1].port == 0,
+        "their ports (0: unknown)");
+    bad = cJSON_GetObjectItem(json, "witnesses");
+    for (int i = 0; i < 4; i++)
+        cJSON_AddItemToArray(bad,
+            cJSON_Duplicate(cJSON_GetArrayItem(bad, 0), 1));
+    memset(&back, 0, sizeof(back));
+    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL,
+        "more than 5 witnesses: refused");
+    cJSON_DeleteItemFromObject(json, "witnesses");
+    memset(&back, 0, sizeof(back));
+    ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
+            !back.has_witnesses,
+        "no witnesses (an older scheduler): none sent");
+    cJSON_Delete(json);
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    test_messages();
+    test_pick();
+    test_agent_rule();
+    test_scheduler_rule();
+    test_reply();
+    return done_testing();
+}
