@@ -1,4 +1,4 @@
--- 0012-witnesses.sql - the witnesses of nodes (docs/fault-tolerance.md
+-- 0013-witnesses.sql - the witnesses of nodes (docs/fault-tolerance.md
 -- "Scheduler outages")
 --
 -- Forward-only: 0001 to 0011 are released and never edited.
