@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""bench-conns.py - how many idle connections lockstepd holds, and its RSS
+"""conns.py - how many idle connections lockstepd holds, and its RSS
 per connection.
 
-Usage: tools/bench-conns.py BUILD_DIR [N]
+Usage: bench/conns.py BUILD_DIR [N]
 
 Starts build/scheduler/lockstepd on loopback in a temporary directory
 (long deadlines, max_connections from the descriptor limit), opens N
