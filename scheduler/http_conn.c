@@ -169,6 +169,7 @@ conn_destroy(struct http_conn *conn)
     sbuf_release(&conn->hval);
     sbuf_release(&conn->body);
     sbuf_release(&conn->inbuf);
+    http_tls_conn_free(conn);
     free(conn->authorization);
     free(conn->content_type);
     free(conn);
@@ -320,7 +321,14 @@ conn_shutdown(struct http_conn *conn)
         return;
     conn->shut = true;
     conn->close_after = true;
-    rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream, conn_shutdown_cb);
+    /* A TLS peer learns from close_notify that the reply is complete;
+     * it leaves before the stream's shutdown, which waits for every
+     * queued write. */
+    http_tls_close_notify(conn);
+    rc = http_tls_flush(conn);
+    if (rc == 0)
+        rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream,
+            conn_shutdown_cb);
     if (rc < 0) {
         log_debug("conn=%lu cannot shut down: %s", conn->id, uv_strerror(rc));
         http_conn_close(conn);
@@ -364,6 +372,104 @@ conn_eof(struct http_conn *conn)
         conn_shutdown(conn);
 }
 
+/* Plain HTTP sent to a TLS listener: a plain 400 that says so, and a
+ * close after it. */
+static void
+conn_not_tls(struct http_conn *conn, bool plain)
+{
+    static const char body[] =
+        "{\"error\":{\"code\":\"tls_required\",\"message\":\"this port "
+        "speaks TLS (HTTPS): use an https:// URL\"}}\n";
+    char what[128], *head;
+
+    conn->srv->st.tls_plain++;
+    snprintf(what, sizeof(what), "%s from %s on the TLS port: %s",
+        plain ? "plain HTTP" : "no TLS", conn->peer[0] ? conn->peer : "?",
+        plain ? "answered 400 tls_required" : "closed");
+    http_server_log_tls(conn->srv, what);
+    conn->close_after = true;
+    if (!plain) {
+        http_conn_close(conn);
+        return;
+    }
+    head = xasprintf("HTTP/1.1 400 Bad Request\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n"
+                     "Connection: close\r\n"
+                     "\r\n%s",
+        sizeof(body) - 1, body);
+    if (http_conn_write_raw(conn, head, strlen(head), NULL, 0) < 0) {
+        http_conn_close(conn);
+        return;
+    }
+    conn_shutdown(conn);
+}
+
+/* A TLS error ends conn: the alert OpenSSL made (if any) goes out first,
+ * so that the peer learns why. */
+static void
+conn_tls_failed(struct http_conn *conn, const char *why)
+{
+    char what[320];
+
+    conn->srv->st.tls_failures++;
+    snprintf(what, sizeof(what), "TLS %s with %s failed: %s",
+        conn->tls_up ? "session" : "handshake",
+        conn->peer[0] ? conn->peer : "an agent", why);
+    http_server_log_tls(conn->srv, what);
+    http_tls_flush_now(conn);
+    http_conn_close(conn);
+}
+
+/* Decrypt what a TLS connection has buffered and parse it, until the
+ * parser pauses (the rest waits, encrypted, in the SSL object's input),
+ * the last request was read, or more input is needed; then send what the
+ * SSL object produced (handshake messages, session tickets). */
+static void
+conn_tls_pump(struct http_conn *conn)
+{
+    char why[128];
+    ssize_t n;
+
+    while (!conn->closing && !conn->paused && !conn->close_after) {
+        n = http_tls_read(conn, conn->srv->rbuf, sizeof(conn->srv->rbuf), why,
+            sizeof(why));
+        if (n > 0) {
+            http_conn_parse(conn, conn->srv->rbuf, (size_t)n);
+            continue;
+        }
+        if (n == HTTP_TLS_CLOSED) {
+            /* close_notify: the peer sends no more, as at end of file. */
+            conn_eof(conn);
+            return;
+        }
+        if (n < 0) {
+            conn_tls_failed(conn, why);
+            return;
+        }
+        break;
+    }
+    if (!conn->closing && !conn->shut && http_tls_flush(conn) < 0)
+        http_conn_close(conn);
+}
+
+/* Input that arrived on conn. */
+static void
+conn_input(struct http_conn *conn, const char *data, size_t len)
+{
+    bool plain;
+
+    if (conn->ssl == NULL) {
+        http_conn_parse(conn, data, len);
+        return;
+    }
+    if (http_tls_feed(conn, data, len, &plain) == HTTP_TLS_NOT_TLS) {
+        conn_not_tls(conn, plain);
+        return;
+    }
+    conn_tls_pump(conn);
+}
+
 static void
 conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
@@ -383,7 +489,7 @@ conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     /* After the last request, input is read only to notice the close. */
     if (!conn->close_after)
-        http_conn_parse(conn, buf->base, (size_t)nread);
+        conn_input(conn, buf->base, (size_t)nread);
     /* Input alone moves no deadline but the idle one (a trickle of bytes
      * does not extend the head's). */
     http_conn_timer_restart(conn);
@@ -430,6 +536,9 @@ conn_resume(struct http_conn *conn)
     if (!conn->close_after)
         http_conn_parse(conn, buf, len);
     free(buf);
+    /* TLS input that arrived with it and was not yet decrypted. */
+    if (conn->ssl != NULL && !conn->closing)
+        conn_tls_pump(conn);
     if (!conn->closing && !conn->paused)
         conn_read_start(conn);
     /* The deadlines apply again (or still do, paused anew). */
@@ -463,6 +572,24 @@ conn_write_cb(uv_write_t *req, int status)
 
 int
 http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
+    size_t blen)
+{
+    int rc;
+
+    if (conn->ssl == NULL)
+        return http_conn_write_raw(conn, head, hlen, body, blen);
+    /* Encrypted at once: the plaintext is freed here and the stream's
+     * write queue holds the ciphertext (the backpressure's measure). */
+    rc = http_tls_write(conn, head, hlen);
+    if (rc == 0 && body != NULL && blen > 0)
+        rc = http_tls_write(conn, body, blen);
+    free(head);
+    free(body);
+    return rc < 0 ? rc : http_tls_flush(conn);
+}
+
+int
+http_conn_write_raw(struct http_conn *conn, char *head, size_t hlen, char *body,
     size_t blen)
 {
     struct http_write *w = xmalloc(sizeof(*w));
@@ -724,7 +851,9 @@ conn_shed(struct http_conn *conn, enum http_refusal why)
     char what[96];
 
     conn->srv->st.shed[why]++;
-    (void)uv_try_write(&conn->h.stream, &buf, 1);
+    /* Over TLS there is no session yet to carry the reply. */
+    if (conn->srv->tls == NULL || conn->is_unix)
+        (void)uv_try_write(&conn->h.stream, &buf, 1);
     snprintf(what, sizeof(what), "shed a connection from %s (%s cap)",
         conn->is_unix ? "the unix socket" : conn->peer, http_refusal_name(why));
     http_server_log_refusal(conn->srv, what);
@@ -812,6 +941,10 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
     srv->st.accepted++;
     if (!conn_admit(conn))
         return;
+    if (!is_unix && srv->tls != NULL && http_tls_conn_open(conn) < 0) {
+        http_conn_close(conn);
+        return;
+    }
     /* The first request's head is due from the accept on. */
     conn->phase = HTTP_PHASE_HEAD;
     conn->phase_since = uv_now(srv->loop);
