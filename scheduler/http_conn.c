@@ -312,8 +312,8 @@ conn_shutdown_cb(uv_shutdown_t *req, int status)
     conn_read_start(conn);
 }
 
-static void
-conn_shutdown(struct http_conn *conn)
+void
+http_conn_shutdown(struct http_conn *conn)
 {
     int rc;
 
@@ -369,56 +369,7 @@ conn_eof(struct http_conn *conn)
     if (!http_list_empty(&conn->outq))
         conn_out(conn, conn->outq.prev)->keep_alive = false;
     else
-        conn_shutdown(conn);
-}
-
-/* Plain HTTP sent to a TLS listener: a plain 400 that says so, and a
- * close after it. */
-static void
-conn_not_tls(struct http_conn *conn, bool plain)
-{
-    static const char body[] =
-        "{\"error\":{\"code\":\"tls_required\",\"message\":\"this port "
-        "speaks TLS (HTTPS): use an https:// URL\"}}\n";
-    char what[128], *head;
-
-    conn->srv->st.tls_plain++;
-    snprintf(what, sizeof(what), "%s from %s on the TLS port: %s",
-        plain ? "plain HTTP" : "no TLS", conn->peer[0] ? conn->peer : "?",
-        plain ? "answered 400 tls_required" : "closed");
-    http_server_log_tls(conn->srv, what);
-    conn->close_after = true;
-    if (!plain) {
-        http_conn_close(conn);
-        return;
-    }
-    head = xasprintf("HTTP/1.1 400 Bad Request\r\n"
-                     "Content-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n"
-                     "Connection: close\r\n"
-                     "\r\n%s",
-        sizeof(body) - 1, body);
-    if (http_conn_write_raw(conn, head, strlen(head), NULL, 0) < 0) {
-        http_conn_close(conn);
-        return;
-    }
-    conn_shutdown(conn);
-}
-
-/* A TLS error ends conn: the alert OpenSSL made (if any) goes out first,
- * so that the peer learns why. */
-static void
-conn_tls_failed(struct http_conn *conn, const char *why)
-{
-    char what[320];
-
-    conn->srv->st.tls_failures++;
-    snprintf(what, sizeof(what), "TLS %s with %s failed: %s",
-        conn->tls_up ? "session" : "handshake",
-        conn->peer[0] ? conn->peer : "an agent", why);
-    http_server_log_tls(conn->srv, what);
-    http_tls_flush_now(conn);
-    http_conn_close(conn);
+        http_conn_shutdown(conn);
 }
 
 /* Decrypt what a TLS connection has buffered and parse it, until the
@@ -444,7 +395,7 @@ conn_tls_pump(struct http_conn *conn)
             return;
         }
         if (n < 0) {
-            conn_tls_failed(conn, why);
+            http_tls_failed(conn, why);
             return;
         }
         break;
@@ -464,7 +415,7 @@ conn_input(struct http_conn *conn, const char *data, size_t len)
         return;
     }
     if (http_tls_feed(conn, data, len, &plain) == HTTP_TLS_NOT_TLS) {
-        conn_not_tls(conn, plain);
+        http_tls_not_tls(conn, plain);
         return;
     }
     conn_tls_pump(conn);
@@ -683,7 +634,7 @@ conn_write_ready(struct http_conn *conn)
         if (!keep) {
             /* The last response: nothing was parsed after it. */
             assert(http_list_empty(&conn->outq));
-            conn_shutdown(conn);
+            http_conn_shutdown(conn);
             return;
         }
         /* Idle time counts from the last response, not the request. */

@@ -335,6 +335,10 @@ void http_conn_reject(struct http_conn *conn, int status, const char *code,
 void http_conn_flushed(struct http_conn *conn, int flush_rc);
 /* Stop reading (idempotent). */
 void http_conn_read_stop(struct http_conn *conn);
+/* No more requests: send close_notify (TLS), shut the sending side down
+ * once every queued write went out, then read and discard until the peer
+ * closes or HTTP_LINGER_MS pass. Idempotent. */
+void http_conn_shutdown(struct http_conn *conn);
 
 /* --- http_parse.c -------------------------------------------------------- */
 
@@ -383,6 +387,13 @@ int http_tls_flush(struct http_conn *conn);
 /* Send what is encrypted without queueing (uv_try_write: an alert before
  * the connection closes); best effort. */
 void http_tls_flush_now(struct http_conn *conn);
+/* The first input of a TLS connection was no TLS: answer plain HTTP
+ * (plain) with a plain 400 tls_required and a shutdown, anything else
+ * with a close. Counted and logged. */
+void http_tls_not_tls(struct http_conn *conn, bool plain);
+/* A TLS error (why) ends conn; the alert OpenSSL made, if any, goes out
+ * first. Counted and logged. */
+void http_tls_failed(struct http_conn *conn, const char *why);
 
 /* --- http_url.c ---------------------------------------------------------- */
 

@@ -41,8 +41,7 @@
 /* The first byte of a TLS record that carries a handshake message. */
 #define TLS_RECORD_HANDSHAKE 0x16
 
-/* --- errors ----------------------------------------------------------------
- */
+/* --- errors --------------------------------------------------------------- */
 
 /* The reason of OpenSSL's first error in buf ("wrong version number"),
  * or dflt when the queue is empty; the queue is emptied. The first error
@@ -68,8 +67,7 @@ tls_reason(char *buf, size_t len, const char *dflt)
     return buf;
 }
 
-/* --- credentials -----------------------------------------------------------
- */
+/* --- credentials ---------------------------------------------------------- */
 
 /* path is a readable regular file; private (no access for others) when
  * secret. what names it in errors ("TLS key"). */
@@ -310,8 +308,7 @@ http_server_tls_load(struct http_server *srv, const char *cert, const char *key,
     return 0;
 }
 
-/* --- connections -----------------------------------------------------------
- */
+/* --- connections ---------------------------------------------------------- */
 
 int
 http_tls_conn_open(struct http_conn *conn)
@@ -475,4 +472,55 @@ http_tls_flush_now(struct http_conn *conn)
     if (conn->h.stream.write_queue_size == 0)
         (void)uv_try_write(&conn->h.stream, &b, 1);
     free(buf);
+}
+
+/* --- failures ------------------------------------------------------------- */
+
+/* Plain HTTP sent to a TLS listener: a plain 400 that says so, and a
+ * close after it. */
+void
+http_tls_not_tls(struct http_conn *conn, bool plain)
+{
+    static const char body[] =
+        "{\"error\":{\"code\":\"tls_required\",\"message\":\"this port "
+        "speaks TLS (HTTPS): use an https:// URL\"}}\n";
+    char what[128], *head;
+
+    conn->srv->st.tls_plain++;
+    snprintf(what, sizeof(what), "%s from %s on the TLS port: %s",
+        plain ? "plain HTTP" : "no TLS", conn->peer[0] ? conn->peer : "?",
+        plain ? "answered 400 tls_required" : "closed");
+    http_server_log_tls(conn->srv, what);
+    conn->close_after = true;
+    if (!plain) {
+        http_conn_close(conn);
+        return;
+    }
+    head = xasprintf("HTTP/1.1 400 Bad Request\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n"
+                     "Connection: close\r\n"
+                     "\r\n%s",
+        sizeof(body) - 1, body);
+    if (http_conn_write_raw(conn, head, strlen(head), NULL, 0) < 0) {
+        http_conn_close(conn);
+        return;
+    }
+    http_conn_shutdown(conn);
+}
+
+/* A TLS error ends conn: the alert OpenSSL made (if any) goes out first,
+ * so that the peer learns why. */
+void
+http_tls_failed(struct http_conn *conn, const char *why)
+{
+    char what[320];
+
+    conn->srv->st.tls_failures++;
+    snprintf(what, sizeof(what), "TLS %s with %s failed: %s",
+        conn->tls_up ? "session" : "handshake",
+        conn->peer[0] ? conn->peer : "an agent", why);
+    http_server_log_tls(conn->srv, what);
+    http_tls_flush_now(conn);
+    http_conn_close(conn);
 }
