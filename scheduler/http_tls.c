@@ -254,6 +254,8 @@ tls_ctx_create(const char *cert, const char *key, const char *ca,
         SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_alpn_select_cb(ctx, tls_alpn_cb, NULL);
+    /* A TLS 1.3 client resumes with one ticket; OpenSSL sends two. */
+    SSL_CTX_set_num_tickets(ctx, 1);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
         rc = err_set(err, -EINVAL, "cannot load TLS certificate '%s': %s", cert,
             tls_reason(buf, sizeof(buf), "no PEM certificate in it"));
