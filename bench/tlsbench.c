@@ -32,8 +32,8 @@
 
 enum mode { MODE_KEEPALIVE, MODE_NEW, MODE_RESUMED, MODE_N };
 
-static const char *const mode_names[MODE_N] = { "keep-alive",
-    "new connection", "new, TLS resumed" };
+static const char *const mode_names[MODE_N] = { "keep-alive", "new connection",
+    "new, TLS resumed" };
 
 struct target {
     const char *url; /* base URL */
@@ -86,8 +86,8 @@ cpu_us(long pid)
 /* n requests to t in mode; wall and server CPU microseconds per request.
  * False when a request failed. */
 static bool
-run(const struct opts *o, const struct target *t, enum mode mode,
-    double *wall, double *cpu)
+run(const struct opts *o, const struct target *t, enum mode mode, double *wall,
+    double *cpu)
 {
     char url[512], errbuf[CURL_ERROR_SIZE] = "";
     CURL *c = curl_easy_init();
@@ -232,8 +232,8 @@ main(int argc, char **argv)
         o.path, o.n, o.rounds);
     printf("# wall: the client's time per request; server CPU: lockstepd's "
            "loop thread per request\n");
-    printf("%-18s %10s %10s %7s   %10s %10s %7s\n", "", "wall us", "",
-        "", "server", "CPU us", "");
+    printf("%-18s %10s %10s %7s   %10s %10s %7s\n", "", "wall us", "", "",
+        "server", "CPU us", "");
     printf("%-18s %10s %10s %7s   %10s %10s %7s\n", "connection", "plain",
         "tls", "ratio", "plain", "tls", "ratio");
     for (int m = 0; m < MODE_N; m++) {
