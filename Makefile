@@ -12,11 +12,13 @@ CLUSTER ?= .local-cluster
 # libpmix-dev: the agent's PMIx server; openmpi-bin, libopenmpi-dev and
 # python3-mpi4py: the MPI programs t2006 starts without mpirun;
 # prometheus: promtool and a real Prometheus that t1010 checks and
-# scrapes /metrics with.
+# scrapes /metrics with; libssl-dev: the scheduler's TLS; openssl: the
+# command deploy/tls-certs.sh makes certificates with (the local cluster,
+# the tests).
 PACKAGES := build-essential meson ninja-build pkg-config python3 \
 	libuv1-dev libsqlite3-dev libcurl4-openssl-dev libcjson-dev \
 	libhttp-parser-dev libssl-dev libpmix-dev \
-	sqlite3 curl procps python3-torch python3-numpy python3-pytest \
+	sqlite3 curl openssl procps python3-torch python3-numpy python3-pytest \
 	openmpi-bin libopenmpi-dev python3-mpi4py prometheus
 
 .PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean

@@ -25,8 +25,13 @@
 #include "version.h"
 
 const struct config_key agentd_config_keys[] = {
-    { "server", CONFIG_STR, "http://127.0.0.1:7300", 0, 0,
-        "scheduler URL, or an absolute Unix socket path" },
+    { "server", CONFIG_STR, "https://127.0.0.1:7300", 0, 0,
+        "scheduler URL (https://, or http:// to a scheduler with tls = "
+        "off), or an absolute Unix socket path" },
+    { "server_ca", CONFIG_STR, "", 0, 0,
+        "the CA certificate (PEM) an https:// server's certificate must "
+        "chain to: the scheduler's tls_ca (\"\": the system's trust "
+        "store)" },
     { "node_name", CONFIG_STR, "", 0, 0,
         "the node's name (default: host name)" },
     { "addr", CONFIG_STR, "", 0, 0,
@@ -112,6 +117,22 @@ agentd_hostname(void)
     return xstrdup(buf);
 }
 
+/* server_ca: a readable file, absolute (the agent runs from /). */
+static int
+agentd_server_ca(struct agentd *ad, const char *path, struct err *err)
+{
+    if (path[0] == '\0')
+        return 0;
+    if (path[0] != '/')
+        return err_set(err, -EINVAL, "server_ca '%s': must be an absolute path",
+            path);
+    if (access(path, R_OK) < 0)
+        return err_set(err, -errno, "server_ca '%s': cannot read it: %s", path,
+            strerror(errno));
+    ad->server_ca = xstrdup(path);
+    return 0;
+}
+
 /* An executable the agent starts: absolute, and executable. */
 static int
 agentd_exe_check(const char *key, const char *path, struct err *err)
@@ -189,6 +210,8 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     ad->server = xstrdup(config_str(cfg, "server"));
     if ((rc = curlx_check_server(ad->server, err)) < 0)
         goto fail;
+    if ((rc = agentd_server_ca(ad, config_str(cfg, "server_ca"), err)) < 0)
+        goto fail;
 
     s = config_str(cfg, "node_name");
     ad->node = s[0] != '\0' ? xstrdup(s) : agentd_hostname();
@@ -260,6 +283,8 @@ void
 agentd_settings_release(struct agentd *ad)
 {
     free(ad->server);
+    free(ad->server_ca);
+    ad->server_ca = NULL;
     free(ad->node);
     free(ad->addr);
     free(ad->state_dir);

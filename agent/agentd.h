@@ -76,7 +76,8 @@ struct agentd {
 
     /* settings (owned) */
     char *server;
-    char *node; /* node_name */
+    char *server_ca; /* PEM CA for an https:// server; NULL: the system's */
+    char *node;      /* node_name */
     char *addr;
     char *state_dir;
     char *log_dir; /* never empty: defaults to state_dir/logs */

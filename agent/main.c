@@ -263,6 +263,7 @@ agentd_subsystems_create(struct agentd *ad, struct err *err)
     if (ad->curlx == NULL)
         return -1;
     curlx_set_header(ad->curlx, ad->auth_header);
+    curlx_set_ca(ad->curlx, ad->server_ca);
     ad->logship = logship_create(ad, err);
     if (ad->logship == NULL)
         return -1;

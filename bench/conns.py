@@ -60,7 +60,7 @@ def main():
     p = subprocess.Popen([
         os.path.join(build, "scheduler", "lockstepd"),
         "-o", "listen=127.0.0.1:0", "-o", "port_file=" + port_file,
-        "-o", "socket=" + sock, "-o", "state_dir=" + d + "/state",
+        "-o", "tls=off", "-o", "socket=" + sock, "-o", "state_dir=" + d + "/state",
         "-o", "cluster_secret_file=" + secret, "-o", "log_level=warn",
         "-o", "http_header_timeout_ms=600000",
         "-o", "http_idle_timeout_ms=600000",

@@ -54,6 +54,7 @@
 
 struct sim_opts {
     const char *server;
+    const char *ca; /* CA file for an https:// server, or NULL */
     const char *secret_file;
     int nodes;
     int first; /* the first node's number */
@@ -633,6 +634,7 @@ sim_node_init(struct sim *s, struct sim_node *n, int num, struct err *err)
     cred_agent_mac(s->secret, s->secret_len, n->name, mac);
     hdr = xasprintf("Authorization: Agent %s:%s", n->name, mac);
     curlx_set_header(n->cx, hdr);
+    curlx_set_ca(n->cx, s->o.ca);
     free(hdr);
     uv_timer_init(s->loop, &n->status_timer);
     uv_timer_init(s->loop, &n->work_timer);
@@ -691,6 +693,8 @@ sim_usage(FILE *f)
     fprintf(f,
         "usage: lockstep-sim --server URL --cluster-secret-file FILE "
         "[OPTION]...\n"
+        "  --ca FILE           CA of an https:// server (default: the "
+        "system's)\n"
         "  --nodes N           simulated agents (default 10)\n"
         "  --first K           number of the first node (default 1)\n"
         "  --prefix P          node names P<number> (default sim)\n"
@@ -725,6 +729,7 @@ sim_parse(int argc, char **argv, struct sim_opts *o)
     static const struct option longs[] = {
         { "server", 1, 0, 's' },
         { "cluster-secret-file", 1, 0, 'k' },
+        { "ca", 1, 0, 'a' },
         { "nodes", 1, 0, 'n' },
         { "first", 1, 0, 'F' },
         { "prefix", 1, 0, 'p' },
@@ -758,6 +763,9 @@ sim_parse(int argc, char **argv, struct sim_opts *o)
             break;
         case 'k':
             o->secret_file = optarg;
+            break;
+        case 'a':
+            o->ca = optarg;
             break;
         case 'n':
             o->nodes = (int)sim_num(optarg, "--nodes");

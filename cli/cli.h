@@ -227,16 +227,18 @@ struct cli {
                                         * errors: "--server",
                                         * "LOCKSTEP_SERVER" or NULL (the
                                         * default) */
-    const char *hint;  /* static; said after the next warning (how to
-                        * point the CLI elsewhere), then cleared */
-    const char *token; /* bearer token or NULL; borrowed */
-    bool json;         /* --json, before or after the command */
-    bool unreachable;  /* the last request could not connect (a failing
-                        * command then exits CLI_EXIT_UNREACHABLE) */
-    char *failure;     /* the whole text of the last request's failure to
-                        * get a reply (err may hold it cut short), or NULL */
-    CURL *curl;        /* created on first use, reused */
-    char *base_url;    /* "http://localhost" for a socket */
+    const char *hint;    /* static; said after the next warning (how to
+                          * point the CLI elsewhere), then cleared */
+    const char *token;   /* bearer token or NULL; borrowed */
+    const char *ca;      /* CA file for https:// or NULL; borrowed */
+    const char *ca_from; /* "--ca" or "LOCKSTEP_CA", for errors */
+    bool json;           /* --json, before or after the command */
+    bool unreachable;    /* the last request could not connect (a failing
+                          * command then exits CLI_EXIT_UNREACHABLE) */
+    char *failure;       /* the whole text of the last request's failure to
+                          * get a reply (err may hold it cut short), or NULL */
+    CURL *curl;          /* created on first use, reused */
+    char *base_url;      /* "http://localhost" for a socket */
 };
 
 /* Set up from the server and token (borrowed; must outlive cli). Checks

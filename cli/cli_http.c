@@ -222,6 +222,38 @@ cli_server_from(const struct cli *cli)
     return "from LOCKSTEP_SERVER";
 }
 
+/* How to give the CLI the CA, after a certificate it could not verify. */
+#define CLI_HINT_CA                                                            \
+    "give the CLI the CA that signed the scheduler's certificate (the "        \
+    "scheduler's tls_ca) with LOCKSTEP_CA=FILE or --ca FILE; for a local "     \
+    "cluster, run '. DIR/env'"
+#define CLI_HINT_TLS                                                           \
+    "a scheduler with tls = off speaks plain HTTP: use its http:// URL, or "   \
+    "a Unix socket"
+
+/* A TLS failure (cc is one) as a message in err; sets cli->hint. Returns
+ * -EPROTO. */
+static int
+cli_tls_failed(struct cli *cli, CURLcode cc, const char *cause, struct err *err)
+{
+    if (cc == CURLE_SSL_CACERT_BADFILE) {
+        cli->hint = NULL;
+        return err_set(err, -EPROTO, "cannot use the CA file '%s' (%s): %s",
+            cli->ca ? cli->ca : "(the system's)",
+            cli->ca_from ? cli->ca_from : "LOCKSTEP_CA", cause);
+    }
+    if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+        cli->hint = CLI_HINT_CA;
+        return err_set(err, -EPROTO,
+            "cannot verify the scheduler at %s: its TLS certificate was "
+            "refused (%s)",
+            cli->server, cause);
+    }
+    cli->hint = CLI_HINT_TLS;
+    return err_set(err, -EPROTO, "TLS with the scheduler at %s failed: %s",
+        cli->server, cause);
+}
+
 /* The error of a request that got no HTTP reply: cc and the OS errno.
  * A peer that answered in something other than HTTP is not a lockstep
  * scheduler; for one that could not be reached, say where we looked and
@@ -232,6 +264,9 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
 {
     const char *cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
 
+    if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CONNECT_ERROR ||
+        cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM)
+        return cli_tls_failed(cli, cc, cause, err);
     if (cc == CURLE_WEIRD_SERVER_REPLY || cc == CURLE_UNSUPPORTED_PROTOCOL) {
         cli->hint = CLI_HINT_SERVER;
         return err_set(err, -EPROTO,
@@ -298,6 +333,8 @@ cli_http(struct cli *cli, const char *method, const char *path,
     curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
     if (cli->server[0] == '/')
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, cli->server);
+    else if (cli->ca != NULL)
+        curl_easy_setopt(c, CURLOPT_CAINFO, cli->ca);
 
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     /* Bodies are small; a 100-continue round trip would only add latency. */

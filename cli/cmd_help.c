@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char main_usage[] =
-    "usage: lockstep [--server URL|PATH] [--token TOKEN] [--json] COMMAND "
-    "[ARGS]\n"
+    "usage: lockstep [--server URL|PATH] [--token TOKEN] [--ca FILE] [--json]\n"
+    "                COMMAND [ARGS]\n"
     "       lockstep --version\n";
 
 const struct cli_cmd *
@@ -45,6 +45,9 @@ cli_print_main_help(const struct cli_cmd *const *cmds, FILE *out)
           "                     else " CLI_DEFAULT_SERVER ")\n"
           "  --token TOKEN      bearer token for TCP (default "
           "$LOCKSTEP_TOKEN)\n"
+          "  --ca FILE          the CA certificate an https:// scheduler's\n"
+          "                     certificate must chain to (default\n"
+          "                     $LOCKSTEP_CA, else the system's trust store)\n"
           "  --json             print API replies unchanged\n"
           "  --version          print the version\n"
           "\n"

@@ -48,6 +48,8 @@ struct globals {
     const char *server;
     const char *server_from; /* "--server", "LOCKSTEP_SERVER" or NULL */
     const char *token;
+    const char *ca;
+    const char *ca_from; /* "--ca" or "LOCKSTEP_CA" */
     bool json;
 };
 
@@ -57,10 +59,11 @@ struct globals {
 static int
 parse_globals(int argc, char **argv, struct globals *g)
 {
-    enum { OPT_SERVER = 256, OPT_TOKEN, OPT_JSON, OPT_VERSION };
+    enum { OPT_SERVER = 256, OPT_TOKEN, OPT_CA, OPT_JSON, OPT_VERSION };
     static const struct option opts[] = {
         { "server", required_argument, NULL, OPT_SERVER },
         { "token", required_argument, NULL, OPT_TOKEN },
+        { "ca", required_argument, NULL, OPT_CA },
         { "json", no_argument, NULL, OPT_JSON },
         { "version", no_argument, NULL, OPT_VERSION },
         { "help", no_argument, NULL, 'h' },
@@ -77,6 +80,10 @@ parse_globals(int argc, char **argv, struct globals *g)
             break;
         case OPT_TOKEN:
             g->token = optarg;
+            break;
+        case OPT_CA:
+            g->ca = optarg;
+            g->ca_from = "--ca";
             break;
         case OPT_JSON:
             g->json = true;
@@ -153,6 +160,8 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     cli.server_from = from;
+    cli.ca = g->ca != NULL && g->ca[0] != '\0' ? g->ca : NULL;
+    cli.ca_from = g->ca_from;
     cli.cmd = cmd;
     cli.cmds = cmds;
     cli.json = g->json;
@@ -174,7 +183,9 @@ main(int argc, char **argv)
 {
     struct globals g = { .server = getenv("LOCKSTEP_SERVER"),
         .server_from = "LOCKSTEP_SERVER",
-        .token = getenv("LOCKSTEP_TOKEN") };
+        .token = getenv("LOCKSTEP_TOKEN"),
+        .ca = getenv("LOCKSTEP_CA"),
+        .ca_from = "LOCKSTEP_CA" };
     const struct cli_cmd *cmd;
     int rc;
 

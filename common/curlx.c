@@ -63,6 +63,7 @@ struct curlx {
     char *base_url;          /* "http://localhost" for a Unix socket */
     char *unix_path;         /* NULL for a URL */
     char *header;            /* extra header line, may be NULL */
+    char *ca;                /* CA file for https://, NULL: the system's */
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
     int open_handles; /* handles whose close callback is due */
@@ -81,6 +82,7 @@ curlx_unref(struct curlx *cx)
     if (--cx->open_handles > 0)
         return;
     free(cx->base_url);
+    free(cx->ca);
     free(cx->unix_path);
     free(cx->header);
     free(cx);
@@ -176,6 +178,12 @@ curlx_rc_from_curl(CURLcode code)
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
         return -ECONNRESET;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+        return -EPROTO;
     default:
         return -EIO;
     }
@@ -192,6 +200,12 @@ curlx_req_deliver(struct curlx_req *req, int rc)
                        &status) != CURLE_OK)
         rc = -EIO;
     LIST_REMOVE(req, link);
+    /* A TLS failure's cause is curl's text ("SSL certificate problem:
+     * unable to get local issuer certificate"): the body carries it. */
+    if (rc == -EPROTO) {
+        sbuf_reset(&req->resp);
+        sbuf_addstr(&req->resp, req->errbuf[0] ? req->errbuf : "TLS failed");
+    }
     req->cb(rc, rc == 0 ? status : 0, &req->resp, req->arg);
     curlx_req_free(req);
 }
@@ -411,7 +425,7 @@ curlx_check_server(const char *server, struct err *err)
             return 0;
     }
     return err_set(err, -EINVAL,
-        "server '%s': must be an http:// URL "
+        "server '%s': must be an http:// or https:// URL "
         "without a path, or an absolute Unix socket path",
         server != NULL ? server : "");
 }
@@ -470,6 +484,13 @@ curlx_set_header(struct curlx *cx, const char *line)
     cx->header = line != NULL ? xstrdup(line) : NULL;
 }
 
+void
+curlx_set_ca(struct curlx *cx, const char *path)
+{
+    free(cx->ca);
+    cx->ca = path != NULL && path[0] != '\0' ? xstrdup(path) : NULL;
+}
+
 /* The options every request gets; curl copies string options. */
 static void
 curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
@@ -492,6 +513,10 @@ curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
     if (timeout_ms > 0)
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* https:// is verified (curl's default: the peer's certificate and
+     * its name), against our CA when one is set. */
+    if (cx->ca != NULL)
+        curl_easy_setopt(easy, CURLOPT_CAINFO, cx->ca);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
 }
 
@@ -579,6 +604,10 @@ curlx_error_text(int rc, long http_status, const struct sbuf *body, char *out,
     const cJSON *e, *code, *msg;
     cJSON *root = NULL;
 
+    if (rc == -EPROTO && body != NULL && body->len > 0) {
+        snprintf(out, len, "TLS: %s", body->buf);
+        return;
+    }
     if (rc < 0) {
         snprintf(out, len, "%s", uv_strerror(rc));
         return;

@@ -30,10 +30,13 @@ struct curlx_req;
  * Completion of one request. rc is 0 when an HTTP response arrived (of any
  * status), otherwise a negative errno: -ECONNREFUSED, -ETIMEDOUT,
  * -EHOSTUNREACH, -ECONNRESET (the connection broke mid-request, e.g. a
- * restarted server), -ECANCELED (curlx_cancel) or -EIO for any other
- * transport failure. http_status is 0 unless rc is 0. body holds the response
- * body (NUL-terminated; borrowed, valid until the callback returns). The
- * request is freed after the callback returns.
+ * restarted server), -EPROTO (TLS failed: the server's certificate is not
+ * trusted or does not name it, or the server does not speak TLS),
+ * -ECANCELED (curlx_cancel) or -EIO for any other transport failure.
+ * http_status is 0 unless rc is 0. body holds the response body, or for
+ * -EPROTO curl's description of the failure (NUL-terminated; borrowed,
+ * valid until the callback returns). The request is freed after the
+ * callback returns.
  */
 typedef void (*curlx_done_fn)(int rc, long http_status, const struct sbuf *body,
     void *arg);
@@ -59,6 +62,10 @@ void curlx_destroy(struct curlx *cx);
 /* Header line sent with every request, e.g. "Authorization: Agent n1:ab..".
  * Copied. */
 void curlx_set_header(struct curlx *cx, const char *line);
+/* The PEM CA file that an https:// server's certificate must chain to
+ * (NULL or "": the system's trust store). Copied; for requests started
+ * after. */
+void curlx_set_ca(struct curlx *cx, const char *path);
 
 /*
  * Starts a request: method "GET" or "POST"; path begins with '/'; body
@@ -74,7 +81,8 @@ struct curlx_req *curlx_request(struct curlx *cx, const char *method,
     long timeout_ms, curlx_done_fn cb, void *arg);
 
 /* A one-line description of a failed request for the log: the transport
- * error (rc < 0), "HTTP 401 unauthorized: <message>" from an error body
+ * error (rc < 0; "TLS: <curl's words>" for -EPROTO), "HTTP 401
+ * unauthorized: <message>" from an error body
  * {"error": {"code", "message"}}, else "HTTP <status>". */
 void curlx_error_text(int rc, long http_status, const struct sbuf *body,
     char *out, size_t len);

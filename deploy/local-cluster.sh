@@ -31,14 +31,22 @@
 #
 # Layout under DIR:
 #   cluster.secret                      shared agent secret (mode 0600)
+#   tls/{ca.pem,ca.key,server.pem,server.key}
+#                                       the cluster's own CA and the
+#                                       scheduler's certificate for
+#                                       127.0.0.1 and localhost
+#                                       (deploy/tls-certs.sh)
 #   env                                 `. DIR/env` points the CLI here
 #   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
 #   agents/node<i>/{agent.conf,state/,shm/,pid,log,kmsg,nvidia-smi}
 #
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
-# scheduler/port) and on scheduler/lockstepd.sock; the agents use the
-# socket. Nothing is shared between directories, so several clusters can
-# run at once. `up` is idempotent: it starts only what is not running (a
+# scheduler/port), speaking TLS with the certificate in tls/, and on
+# scheduler/lockstepd.sock. The agents connect over TLS to
+# https://127.0.0.1:<port>, trusting tls/ca.pem, as on a real cluster; the
+# CLI of `. DIR/env` uses the socket (LOCKSTEP_URL and LOCKSTEP_CA are
+# there for https://). Nothing is shared between directories, so several
+# clusters can run at once. `up` is idempotent: it starts only what is not running (a
 # daemon counts as running when its pid file names a live process that
 # runs our binary with our config file) and keeps existing config files;
 # remove DIR to start afresh. `down` cancels the jobs still running (so
@@ -176,6 +184,9 @@ fi
 sdir=$dir/scheduler
 sock=$sdir/lockstepd.sock
 sconf=$sdir/lockstepd.conf
+tls=$dir/tls
+# Installed beside this script (share/lockstep/ or deploy/).
+tls_certs=$(dirname "${BASH_SOURCE[0]}")/tls-certs.sh
 
 # sun_path holds 108 bytes including the terminating NUL.
 sock_len=$(printf %s "$sock" | wc -c)
@@ -365,6 +376,7 @@ write_scheduler_conf() {
 # (written by deploy/local-cluster.sh; kept across runs of 'up')
 listen = 127.0.0.1:0
 port_file = $sdir/port
+$(write_tls_conf)
 socket = $sock
 state_dir = $sdir/state
 cluster_secret_file = $dir/cluster.secret
@@ -375,13 +387,27 @@ EOF
     mv "$sconf.tmp" "$sconf"
 }
 
+# The scheduler's TLS settings (also added to a config file written
+# before there were any).
+write_tls_conf() {
+    cat <<EOF
+# TLS on the TCP port, with the cluster's own CA (tls/)
+tls_cert = $tls/server.pem
+tls_key = $tls/server.key
+tls_ca = $tls/ca.pem
+EOF
+}
+
 write_agent_conf() {
     local i=$1 d=$2 ids=none
     [ "$gpus" -gt 0 ] && ids=0-$((gpus - 1))
     cat >"$d/agent.conf.tmp" <<EOF
 # lockstep-agent node$i of the local cluster in $dir
 # (written by deploy/local-cluster.sh; kept across runs of 'up')
-server = $sock
+# The scheduler is https://127.0.0.1:<its port>, trusted through the
+# cluster's CA: both are given when 'up' starts the agent (-o server=...
+# -o server_ca=$tls/ca.pem), since the port is chosen when the scheduler
+# starts.
 node_name = node$i
 addr = 127.0.0.1
 gpus = $ids
@@ -409,9 +435,14 @@ EOF
     touch "$d/kmsg"
 }
 
-# agent_args I: prints the -o arguments of node<I>'s agent, one a line.
+# agent_args I [PORT]: prints the -o arguments of node<I>'s agent, one a
+# line: the scheduler's URL on PORT (when given) and its CA, then the
+# --agent-opt settings.
 agent_args() {
     local a
+    if [ -n "${2:-}" ]; then
+        printf '%s\n' -o "server=https://127.0.0.1:$2" -o "server_ca=$tls/ca.pem"
+    fi
     for a in "${agent_opts[@]}"; do
         printf '%s\n' "$a"
     done
@@ -423,7 +454,8 @@ write_env() {
     {
         echo "# . this file to point the lockstep CLI at the local cluster in $dir"
         printf 'export LOCKSTEP_SERVER=%q\n' "$sock"
-        printf 'export LOCKSTEP_URL=%q\n' "http://127.0.0.1:$port"
+        printf 'export LOCKSTEP_URL=%q\n' "https://127.0.0.1:$port"
+        printf 'export LOCKSTEP_CA=%q\n' "$tls/ca.pem"
         # shellcheck disable=SC2016 # $PATH is for whoever sources the file
         printf 'export PATH=%q:"$PATH"\n' "${cli%/*}"
     } >"$dir/env.tmp"
@@ -466,7 +498,12 @@ cluster_up() {
             tr -d ' \n' >"$dir/cluster.secret")
     fi
     chmod 600 "$dir/cluster.secret"
+    if [ ! -s "$tls/server.pem" ] || [ ! -s "$tls/server.key" ]; then
+        "$tls_certs" "$tls" 127.0.0.1 localhost >/dev/null ||
+            die "cannot make the TLS certificate in $tls"
+    fi
     [ -f "$sconf" ] || write_scheduler_conf
+    grep -q '^tls' "$sconf" || write_tls_conf >>"$sconf"
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
         mkdir -p "$d/state"
@@ -511,6 +548,14 @@ cluster_up() {
 
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
+        if pid=$(running "$d/pid" "$d/agent.conf") &&
+            ! tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null |
+            grep -qxF "server=https://127.0.0.1:$port"; then
+            # It talks to the port a scheduler had before: a restarted
+            # agent adopts its running ranks (docs/fault-tolerance.md).
+            echo "node$i agent (pid $pid) talks to another port; restarting it"
+            stop "node$i agent" "$d" "$d/agent.conf"
+        fi
         if pid=$(running "$d/pid" "$d/agent.conf"); then
             echo "node$i agent already running (pid $pid)"
         else
@@ -519,7 +564,7 @@ cluster_up() {
             # each agent's own (README "Running an MPI program"); the
             # ranks inherit these from the agent.
             mkdir -p "$d/shm"
-            mapfile -t args < <(agent_args "$i")
+            mapfile -t args < <(agent_args "$i" "$port")
             OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
                 OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory="$d/shm" \
                 start "node$i agent" "$agentd" "$d/agent.conf" "$d" "${args[@]}"
@@ -550,7 +595,7 @@ cluster_up() {
     done
 
     write_env "$port"
-    echo "cluster up: $n node(s), scheduler on $sock and http://127.0.0.1:$port"
+    echo "cluster up: $n node(s), scheduler on $sock and https://127.0.0.1:$port"
     echo "use it with: . $dir/env"
 }
 
@@ -603,7 +648,7 @@ cluster_status() {
     [ -s "$sdir/port" ] && port=$(<"$sdir/port")
     if pid=$(running "$sdir/pid" "$sconf"); then
         printf '%-12s pid %-8s running  %s%s\n' scheduler "$pid" "$sock" \
-            "${port:+  http://127.0.0.1:$port}"
+            "${port:+  https://127.0.0.1:$port}"
     else
         printf '%-12s %-12s stopped\n' scheduler -
         all=1

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -23,6 +24,10 @@
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
 #include "scheduler/obs.h"
+
+/* A certificate that expires sooner than this is warned about at each
+ * load. */
+#define API_TLS_RENEW_DAYS 30
 
 enum api_route_flags {
     API_PUBLIC = (1 << 0),    /* no credential */
@@ -269,6 +274,68 @@ opt_set(const char *s)
     return s && s[0];
 }
 
+/* Log what a loaded certificate is, and warn when it expires soon. */
+static void
+api_tls_log(const struct api *api, const struct http_tls_info *info,
+    const char *what)
+{
+    time_t now = time(NULL), at = (time_t)info->not_after;
+    char when[32];
+    struct tm tm;
+
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&at, &tm));
+    log_notice("%s TLS certificate '%s': %s (%s), valid until %s", what,
+        api->tls_cert, info->subject, info->names[0] ? info->names : "no names",
+        when);
+    if (at - now < API_TLS_RENEW_DAYS * 86400)
+        log_warn("TLS certificate '%s' expires on %s, in %lld days: renew it "
+                 "and reload (docs/operations.md \"TLS\")",
+            api->tls_cert, when, (long long)((at - now) / 86400));
+}
+
+void
+api_tls_reload(struct api *api)
+{
+    struct http_tls_info info;
+    struct err err;
+
+    if (api->tls_cert == NULL)
+        return;
+    err_clear(&err);
+    if (http_server_tls_load(api->http, api->tls_cert, api->tls_key,
+            api->tls_ca, &info, &err) < 0) {
+        log_error("cannot reload TLS: %s; keeping the certificate loaded "
+                  "before",
+            err.msg);
+        return;
+    }
+    api_tls_log(api, &info, "reloaded");
+}
+
+/* TLS on the TCP listener as opts say (before it listens). */
+static int
+api_tls_start(struct api *api, const struct schedd_opts *opts, struct err *err)
+{
+    struct http_tls_info info;
+    int rc;
+
+    if (!opts->tls) {
+        log_warn("tls = off: the TCP API on %s:%d speaks plain HTTP, and "
+                 "tokens and agent credentials cross the network in clear "
+                 "(docs/operations.md \"TLS\")",
+            opts->listen_host, opts->listen_port);
+        return 0;
+    }
+    api->tls_cert = xstrdup(opts->tls_cert);
+    api->tls_key = xstrdup(opts->tls_key);
+    api->tls_ca = opt_set(opts->tls_ca) ? xstrdup(opts->tls_ca) : NULL;
+    rc = http_server_tls_load(api->http, api->tls_cert, api->tls_key,
+        api->tls_ca, &info, err);
+    if (rc == 0)
+        api_tls_log(api, &info, "loaded");
+    return rc;
+}
+
 static int
 api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
 {
@@ -278,6 +345,8 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
         (rc = http_server_listen_unix(api->http, opts->socket_path, err)) < 0)
         return rc;
     if (opt_set(opts->listen_host)) {
+        if ((rc = api_tls_start(api, opts, err)) < 0)
+            return rc;
         rc = http_server_listen_tcp(api->http, opts->listen_host,
             opts->listen_port, &bound, err);
         if (rc < 0)
@@ -286,8 +355,11 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
     }
-    log_notice("lockstepd started: tcp=%s:%d socket=%s state_dir=%s",
+    log_notice("lockstepd started: tcp=%s:%d%s socket=%s state_dir=%s",
         opt_set(opts->listen_host) ? opts->listen_host : "-", bound,
+        !opt_set(opts->listen_host) ? ""
+        : api->tls_cert             ? " (tls)"
+                                    : " (plain)",
         opt_set(opts->socket_path) ? opts->socket_path : "-",
         api->sd->state_dir);
     return 0;
@@ -304,6 +376,9 @@ api_free(struct api *api)
     }
     free(api->waiters);
     api_coll_release(api);
+    free(api->tls_cert);
+    free(api->tls_key);
+    free(api->tls_ca);
     free(api);
 }
 

@@ -30,5 +30,9 @@ struct api *api_create(struct schedd *sd, const struct schedd_opts *opts,
  * done(arg) runs once everything is closed (never synchronously), and the
  * api is freed then. */
 void api_close(struct api *api, void (*done)(void *), void *arg);
+/* Load the TLS certificate and key again from their files (a rotation;
+ * on SIGHUP). Connections accepted from now on use them; on failure the
+ * old ones stay (logged either way). No-op without TLS. */
+void api_tls_reload(struct api *api);
 
 #endif

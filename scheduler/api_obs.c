@@ -30,6 +30,7 @@ http_samples(struct sbuf *out, const char *name, const char *label,
 
 static void api_obs_http_errors(struct sbuf *out,
     const struct http_server_stats *st);
+static void api_obs_tls(struct sbuf *out, const struct http_server_stats *st);
 
 /* The HTTP server's connections, caps and refusals. */
 static void
@@ -69,6 +70,29 @@ api_obs_http(struct sbuf *out, const struct http_server *srv)
     api_obs_http_errors(out, &st);
 }
 
+/* The TLS listener's handshakes, failures and certificate (with TLS). */
+static void
+api_obs_tls(struct sbuf *out, const struct http_server_stats *st)
+{
+    static const char *const kinds[] = { "tls", "plain_http" };
+    unsigned long long v[2] = { st->tls_failures, st->tls_plain };
+
+    if (!st->tls)
+        return;
+    metrics_family(out, "lockstep_tls_handshakes_total", "counter",
+        "TLS handshakes completed on the TCP listener");
+    metrics_sample(out, "lockstep_tls_handshakes_total", NULL,
+        (double)st->tls_handshakes);
+    metrics_family(out, "lockstep_tls_failures_total", "counter",
+        "TCP connections ended by a TLS error (a failed handshake, a bad "
+        "record) or for not speaking TLS (plain HTTP: a 400)");
+    http_samples(out, "lockstep_tls_failures_total", "kind", kinds, v, 2);
+    metrics_family(out, "lockstep_tls_certificate_expiry_seconds", "gauge",
+        "when the TLS certificate loaded last expires (Unix time)");
+    metrics_sample(out, "lockstep_tls_certificate_expiry_seconds", NULL,
+        (double)st->tls_not_after);
+}
+
 /* The HTTP server's evictions, accept errors and deadlines missed. */
 static void
 api_obs_http_errors(struct sbuf *out, const struct http_server_stats *st)
@@ -88,6 +112,7 @@ api_obs_http_errors(struct sbuf *out, const struct http_server_stats *st)
         "connections closed for a missed deadline");
     http_samples(out, "lockstep_http_timeouts_total", "deadline", deadlines,
         st->timeouts, HTTP_DL_N);
+    api_obs_tls(out, st);
 }
 
 int

@@ -43,6 +43,8 @@ struct api {
     struct coll_table *colls;
     /* The relayed PMIx direct modex requests (api_modex.h). */
     struct modex_table *modex;
+    /* The TCP listener's TLS credentials (NULL: plain), for reloads. */
+    char *tls_cert, *tls_key, *tls_ca;
 };
 
 struct api_req {

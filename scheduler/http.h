@@ -37,6 +37,15 @@
  * connection that carried an authenticated agent request with
  * http_conn_mark_agent(), which exempts it from the user budget.
  *
+ * TLS (http_tls.c): after http_server_tls_load(), every TCP connection
+ * speaks TLS 1.2 or later; Unix socket connections never do. The
+ * handshake is part of the first request's head, so the header deadline
+ * covers it; the caps count a connection from its accept, handshake or
+ * not. A TLS error (a failed handshake, a bad record) closes only its
+ * connection; plain HTTP sent to a TLS listener is answered with a plain
+ * 400 `tls_required` and a close. A connection shed at accept is closed
+ * without the 503 (there is no TLS session to carry it).
+ *
  * Threading: everything runs on the loop thread.
  */
 #ifndef SCHEDULER_HTTP_H
@@ -44,6 +53,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -126,6 +136,11 @@ struct http_server_stats {
     unsigned long long evicted;    /* a head-less connection closed for room */
     unsigned long long accept_errors;
     unsigned long long timeouts[HTTP_DL_N];
+    unsigned long long tls_handshakes; /* completed */
+    unsigned long long tls_failures;   /* TLS errors, handshake or later */
+    unsigned long long tls_plain;      /* plain HTTP on a TLS listener */
+    bool tls;                          /* TCP connections speak TLS */
+    int64_t tls_not_after;             /* the certificate's expiry (Unix s) */
 };
 
 /* Returns NULL with err set on failure. The handler and flush callbacks are
@@ -143,6 +158,33 @@ int http_server_listen_tcp(struct http_server *srv, const char *host, int port,
  * live one, answering connect(), is an error), mode 0666 (identity comes
  * from SO_PEERCRED, so anyone may connect). */
 int http_server_listen_unix(struct http_server *srv, const char *path,
+    struct err *err);
+
+/* What a TLS certificate says, for the log and metrics. */
+struct http_tls_info {
+    char subject[256]; /* "CN=sched.example.org" */
+    char names[256];   /* "DNS:sched.example.org, IP:10.0.0.1" */
+    int64_t not_after; /* expiry, Unix seconds */
+};
+
+/* Check TLS credentials without using them: the PEM certificate chain
+ * file cert (the server's certificate first, then any intermediates),
+ * the PEM private key file key (which must belong to the certificate and
+ * must not be accessible to other users, like the cluster secret) and,
+ * unless ca is NULL or "", that the certificate chains to a CA
+ * certificate in the PEM file ca (what the clients are told to trust) as
+ * a TLS server certificate. The certificate must be valid now. Fills
+ * info when not NULL. Returns 0, or a negative errno with err naming the
+ * file and the cause. */
+int http_tls_check(const char *cert, const char *key, const char *ca,
+    struct http_tls_info *info, struct err *err);
+
+/* Serve TLS with these credentials (checked as by http_tls_check) on
+ * every TCP connection accepted from now on; connections already open
+ * keep the credentials they began with. Called again, it replaces them
+ * (a certificate rotation); on failure nothing changes. */
+int http_server_tls_load(struct http_server *srv, const char *cert,
+    const char *key, const char *ca, struct http_tls_info *info,
     struct err *err);
 
 /* Stop accepting, cancel deferred responses (their cancel_fn runs), close

@@ -8,7 +8,8 @@
  *   - At most max_conns connections in all. A new one beyond that evicts
  *     the oldest TCP connection that has not yet sent a complete request
  *     head and is not an agent's (the caller finds it); with none to evict
- *     it is shed at once (a fixed 503 and a close).
+ *     it is shed at once (a fixed 503 and a close; over TLS only the
+ *     close, as no session carries the 503).
  *   - `reserve` of those are kept for the agent path: user TCP connections
  *     (not yet known to be an agent's) beyond max_conns - reserve are
  *     accepted restricted, and a restricted connection may only carry

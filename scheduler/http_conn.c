@@ -169,6 +169,7 @@ conn_destroy(struct http_conn *conn)
     sbuf_release(&conn->hval);
     sbuf_release(&conn->body);
     sbuf_release(&conn->inbuf);
+    http_tls_conn_free(conn);
     free(conn->authorization);
     free(conn->content_type);
     free(conn);
@@ -311,8 +312,8 @@ conn_shutdown_cb(uv_shutdown_t *req, int status)
     conn_read_start(conn);
 }
 
-static void
-conn_shutdown(struct http_conn *conn)
+void
+http_conn_shutdown(struct http_conn *conn)
 {
     int rc;
 
@@ -320,7 +321,14 @@ conn_shutdown(struct http_conn *conn)
         return;
     conn->shut = true;
     conn->close_after = true;
-    rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream, conn_shutdown_cb);
+    /* A TLS peer learns from close_notify that the reply is complete;
+     * it leaves before the stream's shutdown, which waits for every
+     * queued write. */
+    http_tls_close_notify(conn);
+    rc = http_tls_flush(conn);
+    if (rc == 0)
+        rc = uv_shutdown(&conn->shutdown_req, &conn->h.stream,
+            conn_shutdown_cb);
     if (rc < 0) {
         log_debug("conn=%lu cannot shut down: %s", conn->id, uv_strerror(rc));
         http_conn_close(conn);
@@ -361,7 +369,56 @@ conn_eof(struct http_conn *conn)
     if (!http_list_empty(&conn->outq))
         conn_out(conn, conn->outq.prev)->keep_alive = false;
     else
-        conn_shutdown(conn);
+        http_conn_shutdown(conn);
+}
+
+/* Decrypt what a TLS connection has buffered and parse it, until the
+ * parser pauses (the rest waits, encrypted, in the SSL object's input),
+ * the last request was read, or more input is needed; then send what the
+ * SSL object produced (handshake messages, session tickets). */
+static void
+conn_tls_pump(struct http_conn *conn)
+{
+    char why[128];
+    ssize_t n;
+
+    while (!conn->closing && !conn->paused && !conn->close_after) {
+        n = http_tls_read(conn, conn->srv->rbuf, sizeof(conn->srv->rbuf), why,
+            sizeof(why));
+        if (n > 0) {
+            http_conn_parse(conn, conn->srv->rbuf, (size_t)n);
+            continue;
+        }
+        if (n == HTTP_TLS_CLOSED) {
+            /* close_notify: the peer sends no more, as at end of file. */
+            conn_eof(conn);
+            return;
+        }
+        if (n < 0) {
+            http_tls_failed(conn, why);
+            return;
+        }
+        break;
+    }
+    if (!conn->closing && !conn->shut && http_tls_flush(conn) < 0)
+        http_conn_close(conn);
+}
+
+/* Input that arrived on conn. */
+static void
+conn_input(struct http_conn *conn, const char *data, size_t len)
+{
+    bool plain;
+
+    if (conn->ssl == NULL) {
+        http_conn_parse(conn, data, len);
+        return;
+    }
+    if (http_tls_feed(conn, data, len, &plain) == HTTP_TLS_NOT_TLS) {
+        http_tls_not_tls(conn, plain);
+        return;
+    }
+    conn_tls_pump(conn);
 }
 
 static void
@@ -383,7 +440,7 @@ conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
     /* After the last request, input is read only to notice the close. */
     if (!conn->close_after)
-        http_conn_parse(conn, buf->base, (size_t)nread);
+        conn_input(conn, buf->base, (size_t)nread);
     /* Input alone moves no deadline but the idle one (a trickle of bytes
      * does not extend the head's). */
     http_conn_timer_restart(conn);
@@ -430,6 +487,9 @@ conn_resume(struct http_conn *conn)
     if (!conn->close_after)
         http_conn_parse(conn, buf, len);
     free(buf);
+    /* TLS input that arrived with it and was not yet decrypted. */
+    if (conn->ssl != NULL && !conn->closing)
+        conn_tls_pump(conn);
     if (!conn->closing && !conn->paused)
         conn_read_start(conn);
     /* The deadlines apply again (or still do, paused anew). */
@@ -463,6 +523,24 @@ conn_write_cb(uv_write_t *req, int status)
 
 int
 http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
+    size_t blen)
+{
+    int rc;
+
+    if (conn->ssl == NULL)
+        return http_conn_write_raw(conn, head, hlen, body, blen);
+    /* Encrypted at once: the plaintext is freed here and the stream's
+     * write queue holds the ciphertext (the backpressure's measure). */
+    rc = http_tls_write(conn, head, hlen);
+    if (rc == 0 && body != NULL && blen > 0)
+        rc = http_tls_write(conn, body, blen);
+    free(head);
+    free(body);
+    return rc < 0 ? rc : http_tls_flush(conn);
+}
+
+int
+http_conn_write_raw(struct http_conn *conn, char *head, size_t hlen, char *body,
     size_t blen)
 {
     struct http_write *w = xmalloc(sizeof(*w));
@@ -556,7 +634,7 @@ conn_write_ready(struct http_conn *conn)
         if (!keep) {
             /* The last response: nothing was parsed after it. */
             assert(http_list_empty(&conn->outq));
-            conn_shutdown(conn);
+            http_conn_shutdown(conn);
             return;
         }
         /* Idle time counts from the last response, not the request. */
@@ -724,7 +802,9 @@ conn_shed(struct http_conn *conn, enum http_refusal why)
     char what[96];
 
     conn->srv->st.shed[why]++;
-    (void)uv_try_write(&conn->h.stream, &buf, 1);
+    /* Over TLS there is no session yet to carry the reply. */
+    if (conn->srv->tls == NULL || conn->is_unix)
+        (void)uv_try_write(&conn->h.stream, &buf, 1);
     snprintf(what, sizeof(what), "shed a connection from %s (%s cap)",
         conn->is_unix ? "the unix socket" : conn->peer, http_refusal_name(why));
     http_server_log_refusal(conn->srv, what);
@@ -812,6 +892,10 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
     srv->st.accepted++;
     if (!conn_admit(conn))
         return;
+    if (!is_unix && srv->tls != NULL && http_tls_conn_open(conn) < 0) {
+        http_conn_close(conn);
+        return;
+    }
     /* The first request's head is due from the accept on. */
     conn->phase = HTTP_PHASE_HEAD;
     conn->phase_since = uv_now(srv->loop);

@@ -30,10 +30,20 @@
  * cancels its deferred responses and calls uv_close(); callbacks on the
  * stack check `closing` and return.
  *
+ * TLS sits between the stream and the parser: a TLS connection's input
+ * goes into its SSL object's memory BIO, SSL_read() turns it into the
+ * plaintext the parser sees (decrypting no further while the parser is
+ * paused, so the ciphertext waits in the BIO), and everything written
+ * (responses, handshake messages, alerts, close_notify) is encrypted at
+ * once and queued on the stream as ciphertext. The stream's write queue
+ * therefore measures a TLS connection's unsent output exactly as a plain
+ * one's, and the backpressure and write deadline need no change.
+ *
  * The files: http_server.c (the server, its listeners and the group
  * commit), http_conn.c (one connection's I/O and lifetime), http_parse.c
  * (http_parser callbacks and limits), http_resp.c (responses and deferred
- * responses), http_url.c (path decoding and query strings).
+ * responses), http_tls.c (OpenSSL over memory BIOs), http_url.c (path
+ * decoding and query strings).
  *
  * Threading: everything runs on the loop thread.
  */
@@ -42,11 +52,14 @@
 
 #include "scheduler/http.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <http_parser.h>
+#include <openssl/ssl.h>
 #include <uv.h>
 
 #include "common/sbuf.h"
@@ -66,6 +79,12 @@
 #define HTTP_WRITE_HIGH (4 * 1024 * 1024)
 #define HTTP_READ_BUF (64 * 1024)
 #define HTTP_BACKLOG 511
+
+/* A log line that repeats at most once per 10 s; the rest are counted. */
+struct http_ratelog {
+    uint64_t ms;              /* the last line (loop ms; 0: none yet) */
+    unsigned long long quiet; /* lines not logged since */
+};
 
 /* A minimal intrusive circular list. A node that is in no list points to
  * itself, so removing it again is harmless. */
@@ -136,6 +155,10 @@ struct http_conn {
     bool restricted;              /* in the agents' reserve: agents only */
     enum http_refusal why;        /* why restricted */
 
+    SSL *ssl;      /* TLS over memory BIOs, or NULL (plain HTTP) */
+    bool tls_seen; /* the first input byte was looked at */
+    bool tls_up;   /* the handshake completed */
+
     /* Deadlines: where the current request is, and since when (loop ms). */
     enum { HTTP_PHASE_IDLE, HTTP_PHASE_HEAD, HTTP_PHASE_BODY } phase;
     bool seen_head; /* a complete request head arrived */
@@ -188,8 +211,9 @@ struct http_server {
     size_t nunix;
     size_t nrestricted;
     struct http_server_stats st;  /* the counters (open counts unused) */
-    uint64_t log_ms;              /* last refusal log line */
-    unsigned long long log_quiet; /* refusals not logged since */
+    struct http_ratelog refusals; /* the refusal log lines */
+    struct http_ratelog tls_log;  /* the TLS failure log lines */
+    SSL_CTX *tls;                 /* TLS on TCP connections, or NULL */
     http_handler_fn *handler;
     http_flush_fn *flush;
     void *arg;
@@ -269,9 +293,12 @@ void http_server_handle_closed(struct http_server *srv);
  * the server closes. */
 void http_conn_mark_dirty(struct http_conn *conn);
 
-/* Log a refused or shed connection, at most one line per 10 s (the
- * rest counted into the next line). */
+/* Log a refused or shed connection (warn), at most one line per 10 s
+ * (the rest counted into the next line). */
 void http_server_log_refusal(struct http_server *srv, const char *what);
+/* Log a TLS failure of a connection (notice), rate-limited the same
+ * way. */
+void http_server_log_tls(struct http_server *srv, const char *what);
 
 /* --- http_conn.c --------------------------------------------------------- */
 
@@ -289,10 +316,15 @@ bool http_conn_should_pause(const struct http_conn *conn);
 /* Arm conn's timer for its nearest deadline (header, body, write or idle;
  * none while only a deferred response waits). */
 void http_conn_timer_restart(struct http_conn *conn);
-/* Write head (and body, when not NULL); takes ownership of both, also on
- * failure. Returns 0 or a negative libuv error. */
+/* Write head (and body, when not NULL), encrypted on a TLS connection;
+ * takes ownership of both, also on failure. Returns 0 or a negative
+ * errno (libuv's, or -EPROTO from TLS). */
 int http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
     size_t blen);
+/* The same, as it is on the wire (ciphertext, or a plain reply to a
+ * client that does not speak TLS). */
+int http_conn_write_raw(struct http_conn *conn, char *head, size_t hlen,
+    char *body, size_t blen);
 /* Queue an error response the server makes itself (a malformed request, a
  * limit) and close the connection after it. */
 void http_conn_reject(struct http_conn *conn, int status, const char *code,
@@ -303,6 +335,10 @@ void http_conn_reject(struct http_conn *conn, int status, const char *code,
 void http_conn_flushed(struct http_conn *conn, int flush_rc);
 /* Stop reading (idempotent). */
 void http_conn_read_stop(struct http_conn *conn);
+/* No more requests: send close_notify (TLS), shut the sending side down
+ * once every queued write went out, then read and discard until the peer
+ * closes or HTTP_LINGER_MS pass. Idempotent. */
+void http_conn_shutdown(struct http_conn *conn);
 
 /* --- http_parse.c -------------------------------------------------------- */
 
@@ -318,6 +354,46 @@ void http_conn_parse(struct http_conn *conn, const char *data, size_t len);
 struct http_out *http_out_create(struct http_conn *conn, char *what);
 /* Free out (not queued anywhere); accepts NULL. */
 void http_out_destroy(struct http_out *out);
+
+/* --- http_tls.c ---------------------------------------------------------- */
+
+/* The first input of a TLS connection is not a TLS record. */
+#define HTTP_TLS_NOT_TLS (-EPROTONOSUPPORT)
+/* The peer sent close_notify. */
+#define HTTP_TLS_CLOSED (-ENOTCONN)
+
+/* Give conn (TCP, accepted on a server with TLS) its SSL object. Returns
+ * 0 or -EPROTO (logged). */
+int http_tls_conn_open(struct http_conn *conn);
+/* Free conn's SSL object; accepts a conn without one. */
+void http_tls_conn_free(struct http_conn *conn);
+/* Hand ciphertext that arrived to conn's SSL object. Returns 0, or
+ * HTTP_TLS_NOT_TLS when it is the first input and no TLS record (*plain
+ * says whether it looks like a plain HTTP request). */
+int http_tls_feed(struct http_conn *conn, const char *data, size_t len,
+    bool *plain);
+/* Decrypt into buf (advancing the handshake as needed). Returns the
+ * plaintext length, 0 when more input is needed, HTTP_TLS_CLOSED, or
+ * -EPROTO with why (a person's words: "tlsv1 alert unknown ca") set. */
+ssize_t http_tls_read(struct http_conn *conn, char *buf, size_t len, char *why,
+    size_t whylen);
+/* Encrypt len bytes (len > 0) for sending. Returns 0 or -EPROTO. */
+int http_tls_write(struct http_conn *conn, const char *data, size_t len);
+/* Queue close_notify (once the handshake completed; else nothing). */
+void http_tls_close_notify(struct http_conn *conn);
+/* Write what the SSL object has encrypted (records, handshake messages,
+ * alerts) to the stream. Returns 0 or a negative libuv error. */
+int http_tls_flush(struct http_conn *conn);
+/* Send what is encrypted without queueing (uv_try_write: an alert before
+ * the connection closes); best effort. */
+void http_tls_flush_now(struct http_conn *conn);
+/* The first input of a TLS connection was no TLS: answer plain HTTP
+ * (plain) with a plain 400 tls_required and a shutdown, anything else
+ * with a close. Counted and logged. */
+void http_tls_not_tls(struct http_conn *conn, bool plain);
+/* A TLS error (why) ends conn; the alert OpenSSL made, if any, goes out
+ * first. Counted and logged. */
+void http_tls_failed(struct http_conn *conn, const char *why);
 
 /* --- http_url.c ---------------------------------------------------------- */
 

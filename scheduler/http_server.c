@@ -43,6 +43,7 @@ http_server_handle_closed(struct http_server *srv)
         return;
     done = srv->done;
     arg = srv->done_arg;
+    SSL_CTX_free(srv->tls);
     free(srv);
     if (done)
         done(arg);
@@ -77,22 +78,50 @@ http_deadline_name(enum http_deadline dl)
     return dl < HTTP_DL_N ? names[dl] : "?";
 }
 
-void
-http_server_log_refusal(struct http_server *srv, const char *what)
+/* Whether a line of rl may be logged now; if so, *quiet receives how many
+ * were not since the last. */
+static bool
+ratelog_due(struct http_server *srv, struct http_ratelog *rl,
+    unsigned long long *quiet)
 {
     uint64_t now = uv_now(srv->loop);
 
-    if (srv->log_ms != 0 && now - srv->log_ms < 10000) {
-        srv->log_quiet++;
-        return;
+    if (rl->ms != 0 && now - rl->ms < 10000) {
+        rl->quiet++;
+        return false;
     }
-    if (srv->log_quiet > 0)
+    *quiet = rl->quiet;
+    rl->ms = now;
+    rl->quiet = 0;
+    return true;
+}
+
+void
+http_server_log_refusal(struct http_server *srv, const char *what)
+{
+    unsigned long long quiet;
+
+    if (!ratelog_due(srv, &srv->refusals, &quiet))
+        return;
+    if (quiet > 0)
         log_warn("%s (and %llu more refused or shed since the last line)", what,
-            srv->log_quiet);
+            quiet);
     else
         log_warn("%s", what);
-    srv->log_ms = now;
-    srv->log_quiet = 0;
+}
+
+void
+http_server_log_tls(struct http_server *srv, const char *what)
+{
+    unsigned long long quiet;
+
+    if (!ratelog_due(srv, &srv->tls_log, &quiet))
+        return;
+    if (quiet > 0)
+        log_notice("%s (and %llu more TLS failures since the last line)", what,
+            quiet);
+    else
+        log_notice("%s", what);
 }
 
 /* --- group commit -------------------------------------------------------- */

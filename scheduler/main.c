@@ -2,12 +2,13 @@
  * main.c - lockstepd: configuration, start-up and orderly shutdown
  *
  * Reads the configuration (docs/config.md: -c FILE, then -o key=value
- * overrides), checks it completely (including the cluster secret) before
- * anything starts, and exits 78 (EX_CONFIG) on any configuration error so
- * systemd does not restart-loop on it. Then it creates the scheduler,
- * starts listening and runs the loop until SIGTERM or SIGINT, when it
- * stops accepting, commits, closes every handle and requires
- * uv_loop_close() == 0.
+ * overrides), checks it completely (including the cluster secret and the
+ * TLS certificate) before anything starts, and exits 78 (EX_CONFIG) on any
+ * configuration error so systemd does not restart-loop on it. Then it
+ * creates the scheduler, starts listening and runs the loop until SIGTERM
+ * or SIGINT, when it stops accepting, commits, closes every handle and
+ * requires uv_loop_close() == 0. SIGHUP loads the TLS certificate and key
+ * again (a rotation without a restart).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api.h"
+#include "scheduler/http.h"
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
@@ -40,6 +42,18 @@ static const struct config_key lockstepd_keys[] = {
     { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0,
         "TCP address for the API (host:port; port 0 picks one; empty "
         "disables TCP)" },
+    { "tls", CONFIG_BOOL, "on", 0, 0,
+        "TLS on the TCP listener, with tls_cert and tls_key (off: plain "
+        "HTTP, with a warning at start-up; the Unix socket never uses TLS)" },
+    { "tls_cert", CONFIG_STR, "", 0, 0,
+        "the TCP listener's certificate chain (PEM: its certificate first, "
+        "then any intermediates)" },
+    { "tls_key", CONFIG_STR, "", 0, 0,
+        "the certificate's private key (PEM; not accessible to other "
+        "users)" },
+    { "tls_ca", CONFIG_STR, "", 0, 0,
+        "the CA certificate(s) clients trust (LOCKSTEP_CA, the agents' "
+        "server_ca): tls_cert must chain to it (\"\": not checked)" },
     { "socket", CONFIG_STR, "/run/lockstep/lockstepd.sock", 0, 0,
         "Unix socket for local clients (empty disables it)" },
     { "port_file", CONFIG_STR, "", 0, 0,
@@ -171,6 +185,7 @@ struct lockstepd {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    uv_signal_t sighup;
     struct schedd *sd;
     struct recovery *recovery;
     struct pass *pass;
@@ -335,6 +350,26 @@ conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
     return 0;
 }
 
+/* TLS on the TCP listener: on unless switched off, and then with
+ * credentials that load and check (the same as at start and reload). */
+static int
+conf_tls(const struct config *cfg, struct schedd_opts *o, struct err *err)
+{
+    o->tls = config_bool(cfg, "tls");
+    o->tls_cert = config_str(cfg, "tls_cert");
+    o->tls_key = config_str(cfg, "tls_key");
+    o->tls_ca = config_str(cfg, "tls_ca");
+    if (o->listen_host[0] == '\0' || !o->tls)
+        return 0;
+    if (o->tls_cert[0] == '\0' || o->tls_key[0] == '\0')
+        return err_set(err, -EINVAL,
+            "listen = %s needs tls_cert and tls_key, since tls is on (the "
+            "default): make a certificate (docs/operations.md \"TLS\"), or "
+            "set tls = off for plain HTTP on TCP",
+            config_str(cfg, "listen"));
+    return http_tls_check(o->tls_cert, o->tls_key, o->tls_ca, NULL, err);
+}
+
 /* The node health policy's keys (health.h). */
 static void
 conf_health(const struct config *cfg, struct health_config *h)
@@ -439,6 +474,8 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
         &secret_len, err);
     if (rc < 0)
         return rc;
+    if ((rc = conf_tls(cfg, o, err)) < 0)
+        return rc;
     o->secret = c->secret;
     o->secret_len = secret_len;
     return 0;
@@ -461,6 +498,7 @@ lockstepd_shutdown(struct lockstepd *d)
     d->stopping = true;
     uv_close((uv_handle_t *)&d->sigterm, signal_closed_cb);
     uv_close((uv_handle_t *)&d->sigint, signal_closed_cb);
+    uv_close((uv_handle_t *)&d->sighup, signal_closed_cb);
     tick_destroy(d->tick);
     d->tick = NULL;
     webhook_destroy(d->webhook);
@@ -473,6 +511,17 @@ lockstepd_shutdown(struct lockstepd *d)
     if (d->api)
         api_close(d->api, NULL, NULL);
     d->api = NULL;
+}
+
+/* SIGHUP: load the TLS certificate again (a rotation). */
+static void
+sighup_cb(uv_signal_t *s, int signum)
+{
+    struct lockstepd *d = s->data;
+
+    (void)signum;
+    if (d->api != NULL && !d->stopping)
+        api_tls_reload(d->api);
 }
 
 static void
@@ -604,10 +653,13 @@ lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
     }
     uv_signal_init(&d->loop, &d->sigterm);
     uv_signal_init(&d->loop, &d->sigint);
+    uv_signal_init(&d->loop, &d->sighup);
     d->sigterm.data = d;
     d->sigint.data = d;
+    d->sighup.data = d;
     if ((rc = uv_signal_start(&d->sigterm, signal_cb, SIGTERM)) < 0 ||
-        (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0)
+        (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0 ||
+        (rc = uv_signal_start(&d->sighup, sighup_cb, SIGHUP)) < 0)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
     if (lockstepd_start(d, conf, &err) < 0) {
         log_error("%s", err.msg);

@@ -74,7 +74,11 @@ struct schedd_opts {
     const char *listen_host; /* NULL or "": no TCP */
     int listen_port;
     const char *socket_path; /* NULL or "": no Unix socket */
-    const char *port_file;   /* NULL or "" */
+    bool tls;                /* TLS on the TCP listener (else plain) */
+    const char *tls_cert;    /* PEM chain, key and the clients' CA */
+    const char *tls_key;
+    const char *tls_ca;    /* "": not checked */
+    const char *port_file; /* NULL or "" */
     const char *state_dir;
     const char *secret; /* cluster secret bytes */
     size_t secret_len;

@@ -9,7 +9,8 @@
 # What stands in for what (t0004 also rewrites the document's text: paths
 # under /usr/local, /etc/lockstep, /var/lib/lockstep*, /run/lockstep and
 # /var/backups move under ROOT; sched.example.org:7300 and 0.0.0.0:7300
-# become 127.0.0.1:PORT; `meson setup` and `ninja` of the release build
+# become 127.0.0.1:PORT, and sched.example.org elsewhere (a name in the
+# TLS certificate) 127.0.0.1; `meson setup` and `ninja` of the release build
 # are skipped, the suite built the tree; `meson install -C build`
 # installs this build into ROOT):
 #   - the installed binaries come first on PATH; lockstepd and
@@ -23,7 +24,8 @@
 #     installed unit's ExecStartPre= and ExecStart= lines (paths moved into
 #     ROOT) as the test's user, create its StateDirectory= and
 #     RuntimeDirectory=, and wait until the daemon answers (the scheduler
-#     on its socket, an agent's node UP); daemon-reload does nothing;
+#     on its socket, an agent's node UP); reload sends SIGHUP, as the
+#     unit's ExecReload= does; daemon-reload does nothing;
 #   - systemd-sysusers works on ROOT (--root), or, without systemd, the
 #     sysusers.d lines are added to ROOT/etc/passwd and group;
 #   - chgrp/chown to the lockstep user or group use its id from ROOT's
@@ -148,12 +150,21 @@ unit_stop() {
     rm -f "$UNITS/$name.pid"
 }
 
+unit_reload() {
+    local name=${1%.service}
+    grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$(unit_file "$name")" ||
+        { echo "$name: no ExecReload= that sends SIGHUP" >&2; return 1; }
+    [ -s "$UNITS/$name.pid" ] || { echo "$name is not running" >&2; return 1; }
+    kill -HUP "$(<"$UNITS/$name.pid")"
+}
+
 systemctl() {
     case $1 in
     daemon-reload) return 0 ;;
     start) unit_start "$2" ;;
     stop) unit_stop "$2" ;;
     restart) unit_stop "$2" && unit_start "$2" ;;
+    reload) unit_reload "$2" ;;
     enable)
         [ "$2" = --now ] || { unit_file "$2" >/dev/null; return; }
         unit_start "$3"

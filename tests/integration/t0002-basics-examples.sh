@@ -18,9 +18,37 @@ doc_keys() { # SECTION: the keys of one table in docs/config.md
         "$SRC_DIR/docs/config.md" | sed 's/^| `\([a-z_]*\)`.*/\1/' | sort -u
 }
 
+# The example's defaults listen on TCP with TLS: the certificate is the
+# operator's to make, as the secret is.
 test_expect_success 'lockstepd.conf passes --check-config' '
+    tls_certs &&
     $LOCKSTEPD -c $EX/lockstepd.conf -o cluster_secret_file=$CLUSTER_SECRET \
-        --check-config | grep -qx "configuration OK"
+        -o tls_cert=$TLS_DIR/server.pem -o tls_key=$TLS_DIR/server.key \
+        -o tls_ca=$TLS_DIR/ca.pem --check-config | grep -qx "configuration OK"
+'
+
+test_expect_success 'TLS is on by default: no certificate, no start' '
+    $LOCKSTEPD -c $EX/lockstepd.conf -o cluster_secret_file=$CLUSTER_SECRET \
+        --check-config 2>err; rc=$?; cat err &&
+    test $rc = 78 && grep -q "needs tls_cert and tls_key" err &&
+    grep -q "tls = off" err &&
+    $LOCKSTEPD -c $EX/lockstepd.conf -o cluster_secret_file=$CLUSTER_SECRET \
+        -o tls=off --check-config | grep -qx "configuration OK" &&
+    $LOCKSTEPD -c $EX/lockstepd.conf -o cluster_secret_file=$CLUSTER_SECRET \
+        -o listen= --check-config | grep -qx "configuration OK"
+'
+
+test_expect_success 'a TLS key others can read, or from another CA, is refused' '
+    cp $TLS_DIR/server.key open.key && chmod 644 open.key &&
+    $LOCKSTEPD -o cluster_secret_file=$CLUSTER_SECRET \
+        -o tls_cert=$TLS_DIR/server.pem -o tls_key=open.key \
+        --check-config 2>err; rc=$?; cat err &&
+    test $rc = 78 && grep -q "chmod 600" err &&
+    "$SRC_DIR/deploy/tls-certs.sh" other 127.0.0.1 >/dev/null &&
+    $LOCKSTEPD -o cluster_secret_file=$CLUSTER_SECRET \
+        -o tls_cert=$TLS_DIR/server.pem -o tls_key=$TLS_DIR/server.key \
+        -o tls_ca=other/ca.pem --check-config 2>err; rc=$?; cat err &&
+    test $rc = 78 && grep -q "does not verify against the CA" err
 '
 
 test_expect_success 'lockstep-agent.conf passes --check-config' '

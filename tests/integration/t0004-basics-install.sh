@@ -7,8 +7,10 @@
 # /usr/bin/python3 imports it. Then every `sh` block of
 # docs/operations.md runs, in order, in a sandbox under the DESTDIR
 # (tests/helpers/doc-sandbox.sh says what stands in for what): install,
-# a scheduler and an agent started from the installed units, tokens, a
-# job, cordon, upgrade, backup and restore while running, monitoring.
+# a scheduler (serving TLS with a certificate of the cluster's own CA)
+# and an agent (over https://) started from the installed units, tokens,
+# a job, a certificate rotation, cordon, upgrade, backup and restore
+# while running, monitoring.
 . "$(dirname "$0")/../lib/harness.sh"
 
 ROOT=$TEST_DIR/root
@@ -31,6 +33,7 @@ test_expect_success 'meson install --destdir installs the tree' '
     test -f "$UNITDIR/lockstepd.service" &&
     test -f "$UNITDIR/lockstep-agent.service" &&
     test -f "$ROOT$PREFIX/lib/sysusers.d/lockstep.conf" &&
+    test -x "$ROOT$PREFIX/share/lockstep/tls-certs.sh" &&
     for d in README.md config.md api.md architecture.md cadence.md \
         fault-tolerance.md operations.md examples/lockstepd.conf \
         examples/lockstep-agent.conf; do
@@ -78,8 +81,12 @@ test_expect_success '/usr/bin/python3 imports the installed SDK from its own pat
 '
 
 test_expect_success 'the installed example configs pass --check-config' '
+    "$ROOT$PREFIX/share/lockstep/tls-certs.sh" "$TEST_DIR/tls" 127.0.0.1 \
+        >/dev/null &&
     "$ROOT$PREFIX/bin/lockstepd" -c "$DOCDIR/examples/lockstepd.conf" \
-        -o cluster_secret_file="$CLUSTER_SECRET" --check-config |
+        -o cluster_secret_file="$CLUSTER_SECRET" \
+        -o tls_cert="$TEST_DIR/tls/server.pem" \
+        -o tls_key="$TEST_DIR/tls/server.key" --check-config |
         grep -qx "configuration OK" &&
     "$ROOT$PREFIX/bin/lockstep-agent" -c "$DOCDIR/examples/lockstep-agent.conf" \
         -o cluster_secret_file="$CLUSTER_SECRET" --check-config |
@@ -108,7 +115,8 @@ sandbox_text() {
         -e 's#^ninja -C build$#: the suite built the tree#' \
         -e "s#^meson install -C build\$#meson install -C \"\$BUILD_DIR\" --no-rebuild --quiet --destdir \"\$ROOT\"#" \
         -e "s#(^|[^A-Za-z0-9_.-])/(usr/local|etc/lockstep|var/lib/lockstep|run/lockstep|var/backups)#\\1$ROOT/\\2#g" \
-        -e "s#(sched\\.example\\.org|0\\.0\\.0\\.0):7300#127.0.0.1:$PORT#g"
+        -e "s#(sched\\.example\\.org|0\\.0\\.0\\.0):7300#127.0.0.1:$PORT#g" \
+        -e "s#sched\\.example\\.org#127.0.0.1#g"
 }
 
 "$PY" "$SRC_DIR/tests/helpers/doc-blocks.py" "$SRC_DIR/docs/operations.md" sh |
@@ -134,6 +142,9 @@ done
 test_expect_success 'the sandbox ran what the document promises' '
     . "$SRC_DIR/tests/helpers/doc-sandbox.sh" &&
     grep -q "^lockstep:" "$ROOT/etc/passwd" &&
+    grep -q "server=https://127.0.0.1:$PORT" "$UNITS/lockstep-agent.log" &&
+    grep -q "lockstepd started: tcp=127.0.0.1:$PORT (tls)" "$UNITS/lockstepd.log" &&
+    grep -q "reloaded TLS certificate" "$UNITS/lockstepd.log" &&
     test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 600 &&
     command lockstep jobs --all --json | jget "[j[0][\"name\"], j[0][\"state\"]]" |
         grep -qF "[\"smoke\", \"SUCCEEDED\"]" &&

@@ -189,18 +189,36 @@ CLUSTER_SECRET=$TEST_DIR/cluster.secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$CLUSTER_SECRET"
 chmod 600 "$CLUSTER_SECRET"
 
+# tls_certs: a CA and a certificate for 127.0.0.1 and localhost in
+# $TEST_DIR/tls (deploy/tls-certs.sh; made once, kept after).
+TLS_DIR=$TEST_DIR/tls
+tls_certs() {
+    [ -s "$TLS_DIR/server.pem" ] ||
+        "$SRC_DIR/deploy/tls-certs.sh" "$TLS_DIR" 127.0.0.1 localhost >/dev/null
+}
+
 # start_scheduler [-o key=value]...: start lockstepd (again, after a kill,
-# on the same state and the same TCP port).
+# on the same state and the same TCP port). Its TCP listener speaks plain
+# HTTP (tls = off: the suite's curl calls and its speed want it), unless
+# SCHED_TLS is set: then TLS with tls_certs' certificate, LOCKSTEP_URL is
+# https:// and LOCKSTEP_CA names the CA.
 start_scheduler() {
     local d=$TEST_DIR/sched listen
+    local -a tls=(-o tls=off)
     mkdir -p "$d/state"
     if [ -s "$d/port" ]; then
         listen=127.0.0.1:$(cat "$d/port")
     else
         listen=127.0.0.1:0
     fi
+    if [ -n "${SCHED_TLS:-}" ]; then
+        tls_certs || return 1
+        tls=(-o tls=on -o tls_cert="$TLS_DIR/server.pem"
+            -o tls_key="$TLS_DIR/server.key" -o tls_ca="$TLS_DIR/ca.pem")
+        export LOCKSTEP_CA=$TLS_DIR/ca.pem
+    fi
     rm -f "$d/port"
-    "$LOCKSTEPD" -o listen="$listen" -o port_file="$d/port" \
+    "$LOCKSTEPD" -o listen="$listen" -o port_file="$d/port" "${tls[@]}" \
         -o socket="$d/sock" -o state_dir="$d/state" \
         -o cluster_secret_file="$CLUSTER_SECRET" \
         -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
@@ -215,7 +233,7 @@ start_scheduler() {
         tail -n 20 "$d/log" >&2
         return 1
     fi
-    LOCKSTEP_URL=http://127.0.0.1:$(cat "$d/port")
+    LOCKSTEP_URL=http${SCHED_TLS:+s}://127.0.0.1:$(cat "$d/port")
     export LOCKSTEP_URL
 }
 
