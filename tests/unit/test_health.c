@@ -3,7 +3,7 @@
  * check's header, a check's output, result changes) and for lockstep-
  * check's built-ins disk, memory, nic and pcie on trees made here. The
  * disk check's results of every kind of probe (a hung mount among them)
- * come from hc_disk_results; a real hung mount is t4119's (FUSE).
+ * come from hc_disk_results; a real hung mount is t4127's (FUSE).
  */
 #include <errno.h>
 #include <fcntl.h>

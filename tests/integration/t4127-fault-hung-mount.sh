@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4119: a hung mount and a check stuck in the kernel (issue 9), with a
+# t4127: a hung mount and a check stuck in the kernel (issue 9), with a
 # real stuck statfs. tests/helpers/hung-fuse.py serves a FUSE file system
 # whose statfs requests it reads and never answers: the caller waits in the
 # kernel, and once SIGKILLed stays there in state D, as on a hard NFS mount
@@ -19,10 +19,10 @@
 # itself: past its deadline it survives SIGTERM and SIGKILL, is HUNG
 # check.hung (state D) and is not started again while it is stuck. Healing
 # the mount ends both stuck processes: both checks run and pass again.
-if [ -z "${LOCKSTEP_T4119_NS:-}" ]; then
+if [ -z "${LOCKSTEP_T4127_NS:-}" ]; then
     if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && unshare -m true 2>/dev/null
     then
-        LOCKSTEP_T4119_NS=1 exec unshare -m --propagation private \
+        LOCKSTEP_T4127_NS=1 exec unshare -m --propagation private \
             bash "$0" "$@"
     fi
     echo "ok 1 # SKIP needs root, /dev/fuse and unshare -m (a FUSE mount whose statfs hangs)"
