@@ -252,8 +252,7 @@ hc_disk_memory_save(const char *dir, const struct hc_disk_memory *m)
 /* The child: stat and statfs, the answer to the parent, and out. Its
  * stdio goes to /dev/null, so that a stuck probe holds no pipe of the
  * agent's open. */
-static void __attribute__((noreturn))
-hc_disk_child(const char *path, int wfd)
+static void __attribute__((noreturn)) hc_disk_child(const char *path, int wfd)
 {
     struct hc_disk_answer a;
     struct stat st;
@@ -364,8 +363,8 @@ hc_disk_wait(struct hc_disk_probe *p, int *fds, int n, int64_t deadline)
 /* The probes past the deadline: SIGKILL; those still there after a while
  * are stuck (remembered in m). */
 static void
-hc_disk_kill(const struct hc_disk_opts *o, struct hc_disk_probe *p,
-    int *fds, int n, struct hc_disk_memory *m)
+hc_disk_kill(const struct hc_disk_opts *o, struct hc_disk_probe *p, int *fds,
+    int n, struct hc_disk_memory *m)
 {
     int64_t wait_ms = o->mount_timeout_ms / 2 < HC_DISK_KILL_WAIT_MS
                           ? o->mount_timeout_ms / 2
@@ -430,8 +429,8 @@ hc_disk_probe_all(const struct hc_disk_opts *o, struct hc_disk_probe *p,
             p[i].pid = m->v[k].pid;
             p[i].state = procfs_state(p[i].pid);
             p[i].stuck_ms = hc_wall_ms() - m->v[k].since_ms;
-            if (procfs_read(p[i].pid, "wchan", sizeof(p[i].wchan) - 1,
-                    &wchan, &len) == 0)
+            if (procfs_read(p[i].pid, "wchan", sizeof(p[i].wchan) - 1, &wchan,
+                    &len) == 0)
                 snprintf(p[i].wchan, sizeof(p[i].wchan), "%s", wchan);
             free(wchan);
             continue;

@@ -46,9 +46,9 @@ struct hc_disk_probe {
     int err; /* errno, HC_DISK_ERROR */
     dev_t dev;
     struct statfs sfs;
-    int pid;        /* the child, HC_DISK_STUCK and HC_DISK_STILL */
-    char state;     /* its state letter ('\0' unknown) */
-    char wchan[64]; /* where it waits in the kernel ("" unknown) */
+    int pid;          /* the child, HC_DISK_STUCK and HC_DISK_STILL */
+    char state;       /* its state letter ('\0' unknown) */
+    char wchan[64];   /* where it waits in the kernel ("" unknown) */
     int64_t stuck_ms; /* HC_DISK_STILL: how long since it was left behind */
 };
 

@@ -568,10 +568,10 @@ health_builtin_args(const struct agentd *ad, const char *name,
          * is the disk check's finding (HUNG disk.hung on that mount), not
          * the whole check's TIMEOUT. */
         health_arg(av, xstrdup("--mount-timeout-ms"));
-        health_arg(av, xasprintf("%lld",
-                           (long long)(ad->health_timeout_ms / 2 > 10
-                                           ? ad->health_timeout_ms / 2
-                                           : 10)));
+        health_arg(av,
+            xasprintf("%lld", (long long)(ad->health_timeout_ms / 2 > 10
+                                              ? ad->health_timeout_ms / 2
+                                              : 10)));
         health_arg(av, xstrdup("--state-dir"));
         health_arg(av, xasprintf("%s/health", ad->state_dir));
     } else if (strcmp(name, "gpu") == 0) {

@@ -7,11 +7,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,7 +346,7 @@ test_disk_results(void)
            "rpc_wait_bit_killable)") != NULL,
         "disk: a probe stuck in the kernel (%s)", res_evidence(out, 4));
     ok(strstr(res_evidence(out, 5), "pid 4243, state ?, wchan ?") != NULL &&
-           strstr(res_evidence(out, 5), "for 125 s; not probed again") != NULL,
+            strstr(res_evidence(out, 5), "for 125 s; not probed again") != NULL,
         "disk: an earlier run's probe still stuck (%s)", res_evidence(out, 5));
     cJSON_Delete(out);
 }
@@ -373,12 +373,12 @@ test_disk_stuck(void)
     while (procfs_state(pid) == '\0')
         usleep(1000);
     snprintf(line, sizeof(line), "%d %llu %lld %s\n1 1 0 %s\n", pid,
-        (unsigned long long)procfs_start_time(pid), (long long)hc_wall_ms() - 3000,
-        tmp, "/other");
+        (unsigned long long)procfs_start_time(pid),
+        (long long)hc_wall_ms() - 3000, tmp, "/other");
     put("diskstate/disk-stuck", line);
     run(hc_disk_run, &out, "--mount", tmp, "--state-dir", dir, NULL);
     ok(strncmp(res_str(out, 0), "HUNG disk.hung mount:/", 22) == 0 &&
-           strstr(res_evidence(out, 0), "of an earlier run") != NULL,
+            strstr(res_evidence(out, 0), "of an earlier run") != NULL,
         "disk: an earlier run's probe still there: HUNG, not probed (%s)",
         res_evidence(out, 0));
     cJSON_Delete(out);
@@ -394,7 +394,7 @@ test_disk_stuck(void)
         got[n] = '\0';
         /* pid 1's start time is not 1: that line was not a probe. */
         ok(n > 0 && strncmp(got, line, n) == 0 && got[n - 1] == '\n' &&
-               strchr(got, '\n') == got + n - 1,
+                strchr(got, '\n') == got + n - 1,
             "disk: the memory keeps only what still exists (%s)", got);
     }
     kill(pid, SIGKILL);
@@ -405,8 +405,8 @@ test_disk_stuck(void)
     cJSON_Delete(out);
     ok(access(file, F_OK) < 0 && errno == ENOENT,
         "disk: nothing stuck, no memory file");
-    is_int(run(hc_disk_run, &out, "--mount", tmp, "--mount-timeout-ms", "5",
-               NULL),
+    is_int(
+        run(hc_disk_run, &out, "--mount", tmp, "--mount-timeout-ms", "5", NULL),
         HC_USAGE, "disk: --mount-timeout-ms under 10");
     cJSON_Delete(out);
 }
