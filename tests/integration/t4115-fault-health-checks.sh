@@ -16,6 +16,11 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 INTERVAL_MS=2000
+# The site check's own interval (its header below): "within one check
+# interval" is this one, plus slack for the run, the report, the
+# scheduler and the CLI polling it (3.5 s: measured 0.8 to 1.9 s under
+# ASan with a load average of 20 on 2 cores, so not tighter).
+SITE_INTERVAL_MS=500
 HOLDDOWN_MS=2000
 TRAIN=(--steps 40 --ckpt-every 10 --step-time 0.15)
 
@@ -26,7 +31,7 @@ for k in 1 2 3; do
     mkdir -p "$d/site"
     cat >"$d/site/switch" <<EOF
 #!/bin/sh
-# lockstep: interval=500ms timeout=5s
+# lockstep: interval=${SITE_INTERVAL_MS}ms timeout=5s
 cat "$d/switch" 2>/dev/null || echo '{"status":"PASS","code":"site.switch"}'
 EOF
     cat >"$d/nvidia-smi" <<EOF
@@ -126,7 +131,7 @@ test_expect_success 'a failing check excludes its node within one interval' '
     t0=$(date +%s%3N) &&
     wait_for 10 "node_is $v UNHEALTHY" &&
     t1=$(date +%s%3N) && echo "excluded after $((t1 - t0)) ms" &&
-    test $((t1 - t0)) -lt $((INTERVAL_MS + 2000)) &&
+    test $((t1 - t0)) -lt $((SITE_INTERVAL_MS + 3500)) &&
     node_field $v "j[\"reason\"]" | grep -q site.fan_failed &&
     db_events node/$v | grep -qx "scheduler node_excluded"
 '
