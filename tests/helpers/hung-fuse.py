@@ -12,8 +12,10 @@ request_wait_answer), and the caller stays in state D, as on an NFS mount
 whose server is gone. That is the real thing the agent's checks must survive
 (a stuck process it cannot kill), with no NFS server and no network.
 
-SIGUSR1 heals it: the held requests and every later one are answered (an
-empty file system of 1 GiB). SIGTERM unmounts it (lazily) and exits; any
+Every statfs request it holds adds a line to MOUNTPOINT.held (once it is
+there, the caller is past the point where a signal could take the request
+back). SIGUSR1 heals it: the held requests and every later one are
+answered (an empty file system of 1 GiB). SIGTERM unmounts it (lazily) and exits; any
 exit closes /dev/fuse, which aborts the connection and ends every waiting
 request with ENOTCONN, so nothing stays stuck past this process. Writes
 "ready" to MOUNTPOINT.ready once mounted.
@@ -108,6 +110,8 @@ def serve(fd):
                 reply(unique, 0, statfs_out())
             else:
                 state["held"].append(unique)
+                with open(sys.argv[1] + ".held", "a") as f:
+                    f.write("%d\n" % unique)
         elif opcode in (FUSE_FORGET, FUSE_BATCH_FORGET, FUSE_INTERRUPT,
                         FUSE_DESTROY):
             pass  # no answer expected (an interrupt is ignored: hung)

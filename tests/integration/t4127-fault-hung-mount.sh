@@ -47,17 +47,12 @@ EXTRA_PIDS+=($FUSE_PID)
 # it would die of SIGTERM and leave only its child stuck.
 cat >"$SITE/statfs" <<EOF
 #!/bin/sh
-# lockstep: interval=1s timeout=1s
+# lockstep: interval=1s timeout=2s
 echo \$\$ >>$TEST_DIR/statfs.pids
 exec stat -f --printf '{"status":"PASS","code":"site.statfs","numbers":{"blocks":%b}}\n' "$MNT"
 EOF
 chmod +x "$SITE/statfs"
 
-start_scheduler -o health_unreliable_repeats=1000
-start_agent n1 -o health_checks=disk -o health_mounts="$MNT,$TEST_DIR" \
-    -o health_interval_ms=1000 -o health_timeout_ms=4000
-start_agent n2 -o health_checks= -o health_checks_dir="$SITE" \
-    -o health_kill_grace_ms=500
 
 # codes NODE CHECK: "STATUS/code/scope" of each result of CHECK, sorted.
 codes() {
@@ -92,17 +87,25 @@ stuck_on_mount() {
     true
 }
 
-# A statfs of it waits for an answer; SIGKILLed, it stays (state D) until
-# the mount heals.
+# A statfs of it waits for an answer; once the helper holds the request,
+# SIGKILL leaves it waiting (state D) until the mount heals. Before the
+# daemons start: the only statfs of the mount is this one.
 test_expect_success 'the FUSE mount is up and its statfs hangs, unkillable' '
     wait_for 10 "test -e $MNT.ready" &&
     stat "$MNT" >/dev/null &&
     { stat -f "$MNT" >/dev/null 2>&1 & } &&
     p=$! && echo $p >probe.pid &&
-    wait_for 10 "on_fuse $p" &&
+    wait_for 20 "test -s $MNT.held" &&
+    on_fuse $p &&
     kill -9 $p &&
     wait_for 10 "stuck_on_mount | grep -qx $p"
 '
+
+start_scheduler -o health_unreliable_repeats=1000
+start_agent n1 -o health_checks=disk -o health_mounts="$MNT,$TEST_DIR" \
+    -o health_interval_ms=1000 -o health_timeout_ms=4000
+start_agent n2 -o health_checks= -o health_checks_dir="$SITE" \
+    -o health_kill_grace_ms=500
 
 test_expect_success 'disk: the hung mount is HUNG disk.hung; the other reports' '
     wait_for 20 "test -n \"\$(codes n1 disk)\"" &&
