@@ -564,6 +564,16 @@ health_builtin_args(const struct agentd *ad, const char *name,
             health_arg(av, xstrdup("--mount"));
             health_arg(av, xstrdup(ad->state_dir));
         }
+        /* Each mount's probe has half the check's deadline: a hung mount
+         * is the disk check's finding (HUNG disk.hung on that mount), not
+         * the whole check's TIMEOUT. */
+        health_arg(av, xstrdup("--mount-timeout-ms"));
+        health_arg(av,
+            xasprintf("%lld", (long long)(ad->health_timeout_ms / 2 > 10
+                                              ? ad->health_timeout_ms / 2
+                                              : 10)));
+        health_arg(av, xstrdup("--state-dir"));
+        health_arg(av, xasprintf("%s/health", ad->state_dir));
     } else if (strcmp(name, "gpu") == 0) {
         if (ad->res.ngpus == 0)
             return false;

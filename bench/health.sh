@@ -20,6 +20,11 @@
 #    time from the fault to the node UNHEALTHY, and to the job's next
 #    attempt RUNNING on the other nodes. The baseline is the check
 #    interval: detection cannot beat it (a fault waits for the next run).
+#    Each fault comes at a random point of the interval (a sleep of a
+#    random fraction of it first): a node returns UP at a run of its
+#    checks (the hold-down ends there), so without it every trial would
+#    start just after a run and measure the worst case, a whole interval
+#    plus the run.
 # 3. Stragglers: bench/straggler.sh measures detection of a rank 20%
 #    slower than its peers.
 set -u
@@ -103,6 +108,7 @@ trial() {
     wait_job_state "$id" RUNNING 60 || return 1
     n=$(ls_cli show "$id" --json | jget "len(j[\"attempts\"])")
     node=$(ls_cli show "$id" --json | jget "j[\"attempts\"][-1][\"nodes\"][1][\"node\"]")
+    sleep "$(awk -v r="$RANDOM" -v iv="$INTERVAL_MS" 'BEGIN { printf "%.3f", r / 32768 * iv / 1000 }')"
     t0=$(now_ms)
     if [ "$1" = gpu ]; then
         echo 'export FAKE_NVIDIA_SMI_SET="2:ecc.errors.uncorrected.volatile.total=1"' \
@@ -138,8 +144,10 @@ if rows:
     ex = statistics.median(r[0] for r in rows)
     rr = statistics.median(r[1] for r in rows)
     print("nvidia-smi ECC error (%d trials): excluded after %d ms (median; %.2f"
-          " intervals), job running elsewhere after %d ms (%.2f intervals)"
-          % (len(rows), ex, ex / iv, rr, rr / iv))
+          " intervals; min %d, max %d), job running elsewhere after %d ms"
+          " (%.2f intervals)"
+          % (len(rows), ex, ex / iv, min(r[0] for r in rows),
+             max(r[0] for r in rows), rr, rr / iv))
     print("  each trial (excluded, running elsewhere): %s" % rows)
 k = [l.split() for l in open(sys.argv[2]) if l.strip()]
 if k:

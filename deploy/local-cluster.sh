@@ -23,8 +23,10 @@
 # --agent-opt KEY=VALUE sets an agent setting (docs/config.md) on every
 # agent this `up` starts, --agent-opt-node I KEY=VALUE on node<I>'s only
 # (I from 1), after the config file (`lockstep-agent -o`); both repeatable.
-# Agents already running keep theirs: `down` first. For example, a node
-# whose site check fails:
+# Agents already running keep theirs: `down` first. `up` waits for every
+# node to be in service, or excluded by its own health checks once they
+# have all run (it says which and why). For example, a node whose site
+# check fails:
 #   deploy/local-cluster.sh up --dir /tmp/lc --nodes 2 \
 #       --agent-opt health_interval_ms=5000 \
 #       --agent-opt-node 2 health_checks_dir=/tmp/failing-checks
@@ -334,8 +336,11 @@ lscli() {
     "$cli" --server "$sock" "$@"
 }
 
-# nodes_ready N: prints "ready" when node1..nodeN are connected (UP, or
-# CORDONED/DRAINING by an operator's earlier decision), else the states.
+# nodes_ready N: prints "ready" when node1..nodeN are connected (UP or
+# SUSPECT, CORDONED/DRAINING by an operator's earlier decision, or
+# UNHEALTHY because its health checks, done with their first full pass,
+# exclude it: a node set up with a failing check, as in the header's
+# example), else the states.
 nodes_ready() {
     local n=$1 json
     json=$(lscli nodes --json 2>/dev/null) || return 1
@@ -344,11 +349,15 @@ nodes_ready() {
 import json, sys
 n = int(sys.argv[1])
 nodes = {x.get("name"): x for x in json.loads(sys.stdin.read())}
-ok = ("UP", "CORDONED", "DRAINING")
+ok = ("UP", "SUSPECT", "CORDONED", "DRAINING")
 missing = []
+def checked_out(x):
+    h = x.get("health") or {}
+    return (x.get("state") == "UNHEALTHY" and not h.get("waiting", True)
+            and h.get("excluding", 0) > 0)
 for i in range(1, n + 1):
     x = nodes.get("node%d" % i)
-    if x is None or x.get("state") not in ok:
+    if x is None or (x.get("state") not in ok and not checked_out(x)):
         missing.append("node%d=%s" % (i, x.get("state") if x else "unregistered"))
     elif x.get("state") != "UP":
         print("note: node%d is %s: %s" % (i, x["state"], x.get("reason", "")),
@@ -358,7 +367,7 @@ print("ready" if not missing else " ".join(missing))
     else
         # No python3: read the CLI's own table.
         lscli nodes 2>/dev/null | awk -v n="$n" '
-            NR > 1 && $1 ~ /^node[0-9]+$/ && ($2 == "UP" || $2 == "CORDONED" || $2 == "DRAINING") {
+            NR > 1 && $1 ~ /^node[0-9]+$/ && ($2 == "UP" || $2 == "SUSPECT" || $2 == "CORDONED" || $2 == "DRAINING") {
                 i = substr($1, 5) + 0
                 if (i >= 1 && i <= n) up++
             }

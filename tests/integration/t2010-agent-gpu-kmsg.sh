@@ -6,7 +6,10 @@
 # and code and no broken one is a PASS, a hung nvidia-smi is killed at the
 # check's own deadline (with what it started); a healthy boot gives no
 # finding, an unknown line one, XID 79 a FAIL, and a second run of the same
-# boot (an agent restart) re-raises nothing new.
+# boot (an agent restart) re-raises nothing new. Then the same with a real
+# agent and scheduler: an agent whose kernel log holds one unknown line is
+# killed (-9) and started again on the same state directory, and the
+# scheduler records no new finding and no new occurrence.
 . "$(dirname "$0")/../lib/harness.sh"
 
 CHECK=$BUILD_DIR/agent/lockstep-check
@@ -165,6 +168,54 @@ test_expect_success 'kmsg: the same line again (other numbers) counts up the sam
 test_expect_success 'kmsg: a new boot id starts the cursor and findings afresh' '
     cp "$FIX/healthy-boot.txt" log && echo 3f1c-boot-2 >boot &&
     kmsg && test "$(findings)" = 0 && test "$(field kmsg.scan records)" = 218
+'
+
+# The agent's kmsg check alone, every second, over a log of its own.
+AGENT_KMSG=(-o health_checks=kmsg -o kmsg_path="$TEST_DIR/agentlog"
+    -o kmsg_allowlist="$SRC_DIR/agent/kmsg-allowlist.txt"
+    -o kmsg_baseline="$TEST_DIR/baseline.txt" -o health_interval_ms=1000)
+
+# unknown_finding: "open count consecutive first_ms" of every kmsg.unknown
+# finding the scheduler has of n1, one a line.
+unknown_finding() {
+    ls_cli node n1 --json |
+        jget "\"\\n\".join(\"%s %d %d %d\" % (f[\"open\"], f[\"count\"], f[\"consecutive\"], f[\"first_ms\"]) for f in j[\"findings\"] if f[\"code\"] == \"kmsg.unknown\")"
+}
+# new_runs T: the highest run of n1's kmsg check among results made after
+# T (ms): the restarted agent's runs, counted from 1 again.
+new_runs() {
+    ls_cli node n1 --json |
+        jget "max([r[\"run\"] for c in j[\"checks\"] if c[\"check\"] == \"kmsg\" for r in c[\"results\"] if r[\"at_ms\"] > $1] or [0])"
+}
+
+# health_soft_repeats=2: a WARN raised again by one more run would
+# exclude the node, so a restart that re-raised would show in its state.
+test_expect_success 'agent: an unknown kernel line opens one finding, SUSPECT' '
+    cp "$FIX/healthy-boot.txt" agentlog &&
+    echo "3,218,9000000000,-;foo_drv 0000:18:00.0: widget 7 stalled" >>agentlog &&
+    start_scheduler -o health_soft_repeats=2 &&
+    start_agent n1 "${AGENT_KMSG[@]}" &&
+    wait_for 30 "test \"\$(node_state n1)\" = SUSPECT" &&
+    wait_for 10 "test \$(new_runs 0) -ge 2" &&
+    unknown_finding >before && cat before &&
+    test "$(wc -l <before)" = 1 && grep -q "^True 1 1 " before &&
+    db_events node/n1 | grep -c "health_finding" >events.before &&
+    test "$(cat events.before)" = 1
+'
+
+test_expect_success 'agent: killed and restarted in the same boot, it re-raises nothing' '
+    kill_agent n1 && t=$(date +%s%3N) &&
+    start_agent n1 "${AGENT_KMSG[@]}" &&
+    wait_for 30 "test \$(new_runs $t) -ge 3" &&
+    grep -c "health check=kmsg run=1 status=WARN code=kmsg.unknown " agent-n1/log >runs1 &&
+    test "$(cat runs1)" = 2 &&
+    unknown_finding >after && cat after &&
+    test "$(cat after)" = "$(cat before)" &&
+    test "$(node_state n1)" = SUSPECT &&
+    test "$(db_events node/n1 | grep -c "health_finding")" = "$(cat events.before)" &&
+    ls_cli node n1 --json |
+        jget "[r[\"numbers\"][\"new\"] for c in j[\"checks\"] if c[\"check\"] == \"kmsg\" for r in c[\"results\"] if r[\"code\"] == \"kmsg.unknown\"][0]" >new &&
+    test "$(cat new)" = 0
 '
 
 test_done

@@ -1,20 +1,27 @@
 /*
  * test_health.c - unit tests for the health runner's pure parts (a site
  * check's header, a check's output, result changes) and for lockstep-
- * check's built-ins disk, memory, nic and pcie on trees made here.
+ * check's built-ins disk, memory, nic and pcie on trees made here. The
+ * disk check's results of every kind of probe (a hung mount among them)
+ * come from hc_disk_results; a real hung mount is t4127's (FUSE).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/hc.h"
+#include "agent/hc_disk.h"
+#include "agent/hc_res.h"
 #include "agent/health_parse.h"
 #include "agent/mkdirp.h"
+#include "agent/procfs.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
 #include "tests/testdir.h"
@@ -260,6 +267,150 @@ test_disk(void)
     cJSON_Delete(out);
 }
 
+/* "STATUS code scope" of every result, joined by "; ". */
+static const char *
+res_all(const cJSON *out)
+{
+    static char all[2048];
+    size_t len = 0;
+
+    all[0] = '\0';
+    for (int i = 0; i < cJSON_GetArraySize(out); i++)
+        len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s",
+            i > 0 ? "; " : "", res_str(out, i));
+    return all;
+}
+
+static const char *
+res_evidence(const cJSON *out, int i)
+{
+    const cJSON *r = cJSON_GetArrayItem(out, i);
+
+    return r != NULL ? cJSON_GetObjectItem(r, "evidence")->valuestring : "";
+}
+
+/* Every outcome of a mount's probe, as hc_disk_results turns it into a
+ * result: one per mount, in order, the hung ones among the others. */
+static void
+test_disk_results(void)
+{
+    struct hc_disk_opts o = { .warn_pct = 90,
+        .fail_pct = 97,
+        .min_free_mb = 64,
+        .mount_timeout_ms = 2500 };
+    struct hc_disk_probe p[7];
+    cJSON *out = cJSON_CreateArray();
+
+    memset(p, 0, sizeof(p));
+    p[0].path = "/a";
+    p[0].outcome = HC_DISK_OK;
+    p[0].dev = 1;
+    p[0].sfs.f_blocks = 1000;
+    p[0].sfs.f_bfree = 500;
+    p[0].sfs.f_bavail = 500;
+    p[0].sfs.f_bsize = 1 << 20;
+    p[0].sfs.f_files = 100;
+    p[0].sfs.f_ffree = 99;
+    p[1] = p[0]; /* the same file system: left out */
+    p[1].path = "/a/b";
+    p[2] = p[0];
+    p[2].path = "/full";
+    p[2].dev = 2;
+    p[2].sfs.f_bfree = p[2].sfs.f_bavail = 10; /* 99% used */
+    p[3].path = "/gone";
+    p[3].outcome = HC_DISK_ERROR;
+    p[3].err = ENOENT;
+    p[4].path = "/nfs/slow";
+    p[4].outcome = HC_DISK_KILLED;
+    p[5].path = "/nfs/stuck";
+    p[5].outcome = HC_DISK_STUCK;
+    p[5].pid = 4242;
+    p[5].state = 'D';
+    snprintf(p[5].wchan, sizeof(p[5].wchan), "rpc_wait_bit_killable");
+    p[6].path = "/nfs/still";
+    p[6].outcome = HC_DISK_STILL;
+    p[6].pid = 4243;
+    p[6].stuck_ms = 125000;
+    hc_disk_results(&o, p, 7, out);
+    is_str(res_all(out),
+        "PASS disk.ok mount:/a; FAIL disk.full mount:/full; "
+        "FAIL disk.unavailable mount:/gone; HUNG disk.hung mount:/nfs/slow; "
+        "HUNG disk.hung mount:/nfs/stuck; HUNG disk.hung mount:/nfs/still",
+        "disk: one result per file system; every hung mount is HUNG "
+        "disk.hung on its own scope, beside the others");
+    ok(strstr(res_evidence(out, 3), "within 2500 ms; its probe was killed") !=
+            NULL,
+        "disk: a probe killed at the deadline (%s)", res_evidence(out, 3));
+    ok(strstr(res_evidence(out, 4),
+           "(pid 4242) survived SIGKILL (state D, wchan "
+           "rpc_wait_bit_killable)") != NULL,
+        "disk: a probe stuck in the kernel (%s)", res_evidence(out, 4));
+    ok(strstr(res_evidence(out, 5), "pid 4243, state ?, wchan ?") != NULL &&
+            strstr(res_evidence(out, 5), "for 125 s; not probed again") != NULL,
+        "disk: an earlier run's probe still stuck (%s)", res_evidence(out, 5));
+    cJSON_Delete(out);
+}
+
+/* The memory of stuck probes (--state-dir): a mount whose earlier probe
+ * still exists is HUNG without a new probe; once it is gone, probed. A
+ * sleeping child of this test stands for the stuck probe (its identity,
+ * pid and start time, is all the memory keeps). */
+static void
+test_disk_stuck(void)
+{
+    char dir[8192], file[8300], line[8400];
+    cJSON *out;
+    int pid;
+
+    snprintf(dir, sizeof(dir), "%s/diskstate", tmp);
+    mkdirp(dir, 0755);
+    snprintf(file, sizeof(file), "%s/disk-stuck", dir);
+    pid = fork();
+    if (pid == 0) {
+        pause();
+        _exit(0);
+    }
+    while (procfs_state(pid) == '\0')
+        usleep(1000);
+    snprintf(line, sizeof(line), "%d %llu %lld %s\n1 1 0 %s\n", pid,
+        (unsigned long long)procfs_start_time(pid),
+        (long long)hc_wall_ms() - 3000, tmp, "/other");
+    put("diskstate/disk-stuck", line);
+    run(hc_disk_run, &out, "--mount", tmp, "--state-dir", dir, NULL);
+    ok(strncmp(res_str(out, 0), "HUNG disk.hung mount:/", 22) == 0 &&
+            strstr(res_evidence(out, 0), "of an earlier run") != NULL,
+        "disk: an earlier run's probe still there: HUNG, not probed (%s)",
+        res_evidence(out, 0));
+    cJSON_Delete(out);
+    {
+        FILE *f = fopen(file, "r");
+        char got[8400] = "";
+        size_t n = 0;
+
+        if (f != NULL) {
+            n = fread(got, 1, sizeof(got) - 1, f);
+            fclose(f);
+        }
+        got[n] = '\0';
+        /* pid 1's start time is not 1: that line was not a probe. */
+        ok(n > 0 && strncmp(got, line, n) == 0 && got[n - 1] == '\n' &&
+                strchr(got, '\n') == got + n - 1,
+            "disk: the memory keeps only what still exists (%s)", got);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    run(hc_disk_run, &out, "--mount", tmp, "--state-dir", dir, NULL);
+    ok(strncmp(res_str(out, 0), "PASS disk.ok mount:/", 20) == 0,
+        "disk: once it is gone, probed again (%s)", res_str(out, 0));
+    cJSON_Delete(out);
+    ok(access(file, F_OK) < 0 && errno == ENOENT,
+        "disk: nothing stuck, no memory file");
+    is_int(
+        run(hc_disk_run, &out, "--mount", tmp, "--mount-timeout-ms", "5", NULL),
+        HC_USAGE, "disk: --mount-timeout-ms under 10");
+    cJSON_Delete(out);
+}
+
 static void
 test_nic_pcie(void)
 {
@@ -335,6 +486,8 @@ main(void)
     test_differ();
     test_memory();
     test_disk();
+    test_disk_results();
+    test_disk_stuck();
     test_nic_pcie();
     test_rmtree(tmp);
     return done_testing();
