@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "common/jsonx.h"
-#include "scheduler/api_obs.h"
 #include "scheduler/api_view.h"
 #include "scheduler/cadences.h"
 #include "scheduler/db.h"
@@ -20,23 +19,17 @@
 
 /* Priority above the default (0) needs the operator role; lowering one's
  * own is anyone's (docs/api.md "Visibility and permissions"). A refusal
- * is a request_refused event. */
+ * is a request_refused event (api.c records every 403). */
 static int
-check_priority(struct schedd *sd, const struct api_req *r,
-    const struct proto_job_spec *spec, struct err *err)
+check_priority(const struct api_req *r, const struct proto_job_spec *spec,
+    struct err *err)
 {
-    char why[160];
-    int rc;
-
     if (spec->priority <= 0 || r->who.operator)
         return 0;
-    snprintf(why, sizeof(why),
+    return err_set(err, -EPERM,
         "priority %d is above the default (0): raising a job's priority "
         "needs the operator role",
         spec->priority);
-    if ((rc = api_obs_refused_why(sd, r, why)) < 0)
-        return rc;
-    return err_set(err, -EPERM, "%s", why);
 }
 
 int
@@ -62,7 +55,7 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if ((rc = check_priority(sd, r, &spec, err)) == 0)
+    if ((rc = check_priority(r, &spec, err)) == 0)
         rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
     if (rc == 0 && (rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
         rc = jobs_submit(sd, r->who.user, &spec, &job);
