@@ -267,12 +267,11 @@ auth_agent_fresh(struct schedd *sd, const struct cred_agent_cred *c,
     if (who->skew_ms > win || who->skew_ms < -win) {
         who->refused = REFUSAL_CLOCK_SKEW;
         return err_set(err, -EACCES,
-            "the clock of node '%s' is %.1f s %s the scheduler's (%s, "
-            "%lld ms); agent requests must be within %d s of it: fix the "
-            "node's clock (NTP)",
+            "the clock of node '%s' is %.1f s %s the scheduler's (%s); the "
+            "limit is %d s: fix the node's clock (NTP)",
             c->node, (double)llabs(who->skew_ms) / 1000.0,
             who->skew_ms > 0 ? "ahead of" : "behind",
-            timeid_fmt(now, when, sizeof(when)), (long long)now, win / 1000);
+            timeid_fmt(now, when, sizeof(when)), win / 1000);
     }
     /* The MAC covers the nonce: it names the request. */
     cred_from_hex(c->mac, key, sizeof(key));
