@@ -229,7 +229,7 @@ refusal_subject(const struct api_req *r, char *subject, size_t slen,
     const struct auth_ident *who = &r->who;
 
     if (who->node[0])
-        snprintf(actor, alen, "agent:%s", who->node);
+        snprintf(actor, alen, "agent/%s", who->node);
     else
         snprintf(actor, alen, "%s", who->user[0] ? who->user : "anonymous");
     if (r->arg && strncmp(path, "/v1/nodes/", 10) == 0 && who->user[0])

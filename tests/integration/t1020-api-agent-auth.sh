@@ -109,7 +109,7 @@ test_expect_success 'agent refusals are events with the node and the reason' '
     grep -q replay codes && grep -q clock_skew codes && grep -q bad_mac codes &&
     grep -q legacy_credential codes &&
     jget "any(110000 < e[\"detail\"][\"skew_ms\"] <= 120000 for e in j[\"events\"] if e[\"detail\"][\"code\"] == \"clock_skew\")" <ev.json | grep -qx True &&
-    jget "[e[\"actor\"] for e in j[\"events\"] if e[\"subject\"] == \"agent/n2\"]" <ev.json | grep -q "agent:n2" &&
+    jget "[e[\"actor\"] for e in j[\"events\"] if e[\"subject\"] == \"agent/n2\"]" <ev.json | grep -q "agent/n2" &&
     events request_refused | jget "[e[\"detail\"][\"code\"] for e in j[\"events\"] if e[\"subject\"] == \"agent/n2\"]" | grep -q forbidden
 '
 
