@@ -134,7 +134,10 @@ done
 test_expect_success 'the sandbox ran what the document promises' '
     . "$SRC_DIR/tests/helpers/doc-sandbox.sh" &&
     grep -q "^lockstep:" "$ROOT/etc/passwd" &&
-    test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 600 &&
+    test "$(stat -c %a "$ROOT/etc/lockstep/node.key")" = 600 &&
+    test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 640 &&
+    ! test -e "$ROOT/etc/lockstep/cluster.secret.previous" &&
+    grep -q "^node = $(hostname)$" "$ROOT/etc/lockstep/node.key" &&
     command lockstep jobs --all --json | jget "[j[0][\"name\"], j[0][\"state\"]]" |
         grep -qF "[\"smoke\", \"SUCCEEDED\"]" &&
     test "$(command lockstep nodes --json | jget "[n[\"state\"] for n in j]")" = "[\"UP\"]" &&
