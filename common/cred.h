@@ -84,7 +84,8 @@ struct cred_agent_cred {
 };
 
 /* Parse s: 0; -EPROTO for the static form of before ("<node>:<mac>", its
- * node in c->node and mac in c->mac); -EINVAL for anything else. */
+ * node in c->node and mac in c->mac); -EINVAL for anything else (c->node
+ * then holds the node named when that part is a valid name, else ""). */
 int cred_agent_parse(const char *s, struct cred_agent_cred *c);
 
 /* A node's key file (lockstepd --derive-node-key; docs/operations.md

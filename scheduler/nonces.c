@@ -70,7 +70,7 @@ nonces_expire(struct nonces *n, int64_t now_ms)
 {
     struct itab_link *l;
 
-    while ((l = n->tab.head) != NULL && nonce_of(l)->expires_ms <= now_ms) {
+    while ((l = n->tab.head) != NULL && nonce_of(l)->expires_ms < now_ms) {
         itab_remove(&n->tab, l);
         free(nonce_of(l));
     }

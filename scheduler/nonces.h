@@ -31,8 +31,9 @@ struct nonces {
 void nonces_init(struct nonces *n, size_t max);
 void nonces_release(struct nonces *n);
 
-/* Remember key (NONCES_KEY_LEN bytes) until expires_ms (wall clock),
- * forgetting first what expired by now_ms. Returns 0, -EEXIST when key is
+/* Remember key (NONCES_KEY_LEN bytes) until expires_ms (wall clock) and
+ * at it (the window check accepts a time at its edge), forgetting first
+ * what expired before now_ms. Returns 0, -EEXIST when key is
  * remembered already (a replay), -ENOSPC when the table is full. */
 int nonces_add(struct nonces *n, const unsigned char *key, int64_t expires_ms,
     int64_t now_ms);

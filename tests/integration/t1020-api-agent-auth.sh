@@ -194,4 +194,8 @@ test_expect_success 'with agent_auth_legacy the static credential is accepted (a
     grep -q "static credential (agent_auth_legacy)" "$TEST_DIR/sched/log"
 '
 
+test_expect_success 'the scheduler stops cleanly (nothing leaked under ASan)' '
+    stop_scheduler
+'
+
 test_done

@@ -105,7 +105,7 @@ test_expect_success 'a SIGHUP that finds a bad secret file keeps the secrets in 
 test_expect_success 'the job is cancelled; the agents stop cleanly' '
     ls_cli cancel $(cat job) &&
     wait_job_state $(cat job) CANCELLED 30 &&
-    stop_agent n1 && stop_agent n2
+    stop_agent n1 && stop_agent n2 && stop_scheduler
 '
 
 test_done
