@@ -218,23 +218,26 @@ api_events_list(struct schedd *sd, const struct api_req *r,
     return 0;
 }
 
-/* Subject and actor of a refusal's event: the node or job aimed at, else
- * the agent's node (agent/<node>) or the user (user/<name>); anonymous
- * refusals (no or an unknown credential) are auth/anonymous. */
+/* Subject and actor of a refusal's event: for a 403 (why at or above
+ * REFUSAL_OPERATOR: the caller is known) the node or job aimed at; else
+ * the agent's node (agent/<node>), the user (user/<name>; for a 401, the
+ * user of the token refused) or, for no or an unknown credential,
+ * auth/anonymous. */
 static void
-refusal_subject(const struct api_req *r, char *subject, size_t slen,
-    char *actor, size_t alen)
+refusal_subject(const struct api_req *r, enum refusal_reason why, char *subject,
+    size_t slen, char *actor, size_t alen)
 {
     const char *path = r->http->path;
     const struct auth_ident *who = &r->who;
+    bool aimed = why >= REFUSAL_OPERATOR && r->arg && who->user[0];
 
     if (who->node[0])
         snprintf(actor, alen, "agent/%s", who->node);
     else
         snprintf(actor, alen, "%s", who->user[0] ? who->user : "anonymous");
-    if (r->arg && strncmp(path, "/v1/nodes/", 10) == 0 && who->user[0])
+    if (aimed && strncmp(path, "/v1/nodes/", 10) == 0)
         schedd_subject_node(subject, slen, r->arg);
-    else if (r->arg && strncmp(path, "/v1/jobs/", 9) == 0 && who->user[0])
+    else if (aimed && strncmp(path, "/v1/jobs/", 9) == 0)
         snprintf(subject, slen, "job/%s", r->arg);
     else if (who->node[0])
         snprintf(subject, slen, "agent/%s", who->node);
@@ -254,7 +257,7 @@ api_obs_refusal(struct schedd *sd, const struct api_req *r,
     uint64_t quiet = 0, unrecorded = 0;
     cJSON *detail;
 
-    refusal_subject(r, subject, sizeof(subject), actor, sizeof(actor));
+    refusal_subject(r, why, subject, sizeof(subject), actor, sizeof(actor));
     /* A 403's sentence is stable (it names the job or the setting); a
      * 401's may carry times, which would make every key new. */
     snprintf(key, sizeof(key), "%s|%.100s|%.80s|%s %.100s|%s|%.60s", kind,
@@ -268,7 +271,7 @@ api_obs_refusal(struct schedd *sd, const struct api_req *r,
     jsonx_add_str(detail, "path", r->http->path);
     if (r->who.node[0])
         jsonx_add_str(detail, "node", r->who.node);
-    else
+    else if (r->who.user[0])
         jsonx_add_str(detail, "user", r->who.user);
     if (r->who.token_id > 0)
         jsonx_add_int(detail, "token", r->who.token_id);
