@@ -4,7 +4,8 @@
  * The table below is docs/config.md's lockstep-agent section; every check
  * a value needs happens here, before the loop starts, so `--check-config`
  * catches everything a start would trip over (including an unreadable
- * cluster secret) and the running agent never meets a bad setting.
+ * node key or cluster secret) and the running agent never meets a bad
+ * setting.
  */
 #include "agent/agentd.h"
 
@@ -13,14 +14,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "agent/procfs.h"
 #include "agent/resources.h"
 #include "agent/supfile.h"
 #include "common/cred.h"
 #include "common/curlx.h"
-#include "common/witness.h"
+#include "common/timeid.h"
 #include "common/xalloc.h"
 #include "version.h"
 
@@ -45,6 +49,9 @@ const struct config_key agentd_config_keys[] = {
     { "state_dir", CONFIG_STR, "/var/lib/lockstep-agent", 0, 0, "agent state" },
     { "log_dir", CONFIG_STR, "", 0, 0,
         "rank output (default: state_dir/logs)" },
+    { "node_key_file", CONFIG_STR, "", 0, 0,
+        "this node's key (lockstepd --derive-node-key); when set, the "
+        "cluster secret is not read" },
     CONFIG_KEY_CLUSTER_SECRET_FILE,
     { "witness_port", CONFIG_INT, "7471", 0, 65535,
         "UDP port answering the witness queries of other agents (0: any "
@@ -197,14 +204,93 @@ agentd_health_load(struct agentd *ad, const struct config *cfg, struct err *err)
     return rc;
 }
 
+/* The identity of path's file now (-errno when it cannot be stat'ed). */
+static int
+agentd_filestamp(const char *path, struct agentd_filestamp *st)
+{
+    struct stat sb;
+
+    if (stat(path, &sb) < 0)
+        return -errno;
+    st->ino = (long long)sb.st_ino;
+    st->size = (long long)sb.st_size;
+    st->mtime_ns = (long long)sb.st_mtim.tv_sec * 1000000000LL +
+                   sb.st_mtim.tv_nsec;
+    return 0;
+}
+
+/* Read ad's key file into kf (and its stamp, taken before the read, so a
+ * change during it is seen next time): the node key file, which must be
+ * this node's, or the cluster secret, from which this node's key file is
+ * derived and which is then wiped. */
+static int
+agentd_key_read(const struct agentd *ad, struct cred_node_keyfile *kf,
+    struct agentd_filestamp *stamp, struct err *err)
+{
+    char *secret = NULL;
+    size_t secret_len = 0;
+    int rc;
+
+    if ((rc = agentd_filestamp(ad->key_file, stamp)) < 0)
+        memset(stamp, 0, sizeof(*stamp));
+    if (!ad->key_from_secret) {
+        if ((rc = cred_node_keyfile_read(ad->key_file, kf, err)) < 0)
+            return rc;
+        if (strcmp(kf->node, ad->node) != 0) {
+            rc = err_set(err, -EINVAL,
+                "node key file '%s' is the key of node '%s', not of '%s' "
+                "(this agent's node_name)",
+                ad->key_file, kf->node, ad->node);
+            explicit_bzero(kf, sizeof(*kf));
+        }
+        return rc;
+    }
+    rc = cred_read_secret(ad->key_file, &secret, &secret_len, err);
+    if (rc < 0)
+        return rc;
+    cred_node_keyfile_derive(secret, secret_len, NULL, 0, ad->node, kf);
+    explicit_bzero(secret, secret_len);
+    free(secret);
+    return 0;
+}
+
+int
+agentd_key_refresh(struct agentd *ad, struct err *err)
+{
+    struct agentd_filestamp now, st;
+    struct cred_node_keyfile kf;
+    bool changed;
+    int rc;
+
+    if (agentd_filestamp(ad->key_file, &now) == 0 &&
+        memcmp(&now, &ad->key_stamp, sizeof(now)) == 0)
+        return 0;
+    if ((rc = agentd_key_read(ad, &kf, &st, err)) < 0)
+        return rc;
+    changed = CRYPTO_memcmp(kf.key, ad->key.key, sizeof(kf.key)) != 0 ||
+              strcmp(kf.witness_key, ad->key.witness_key) != 0 ||
+              strcmp(kf.witness_prev, ad->key.witness_prev) != 0;
+    ad->key = kf;
+    ad->key_stamp = st;
+    explicit_bzero(&kf, sizeof(kf));
+    return changed ? 1 : 0;
+}
+
+char *
+agentd_sign(const char *method, const char *path, const char *body, size_t len,
+    void *arg)
+{
+    const struct agentd *ad = arg;
+
+    return cred_agent_sign(ad->key.key, ad->node, method, path, body, len,
+        timeid_now_ms());
+}
+
 int
 agentd_settings_load(struct agentd *ad, const struct config *cfg,
     struct err *err)
 {
-    char mac[CRED_HEX_LEN + 1];
     const char *s;
-    char *secret = NULL;
-    size_t secret_len = 0;
     int rc;
 
     ad->server = xstrdup(config_str(cfg, "server"));
@@ -262,16 +348,12 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
              &ad->res.nlabels, err)) < 0)
         goto fail;
 
-    rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &secret,
-        &secret_len, err);
-    if (rc < 0)
+    s = config_str(cfg, "node_key_file");
+    ad->key_from_secret = s[0] == '\0';
+    ad->key_file = xstrdup(
+        ad->key_from_secret ? config_str(cfg, "cluster_secret_file") : s);
+    if ((rc = agentd_key_read(ad, &ad->key, &ad->key_stamp, err)) < 0)
         goto fail;
-    cred_agent_mac(secret, secret_len, ad->node, mac);
-    witness_key(secret, secret_len, ad->witness_key);
-    explicit_bzero(secret, secret_len);
-    free(secret);
-    ad->auth_header = xasprintf("Authorization: Agent %s:%s", ad->node, mac);
-    explicit_bzero(mac, sizeof(mac));
     return 0;
 
 fail:
@@ -305,11 +387,10 @@ agentd_settings_release(struct agentd *ad)
     ad->kmsg_path = ad->sysfs_root = NULL;
     ad->kmsg_allowlist = ad->kmsg_baseline = NULL;
     proto_resources_release(&ad->res);
-    if (ad->auth_header != NULL)
-        explicit_bzero(ad->auth_header, strlen(ad->auth_header));
-    free(ad->auth_header);
+    explicit_bzero(&ad->key, sizeof(ad->key));
+    free(ad->key_file);
+    ad->key_file = NULL;
     ad->server = ad->node = ad->addr = ad->state_dir = ad->log_dir = NULL;
     ad->supervisor = NULL;
-    ad->auth_header = NULL;
     memset(&ad->res, 0, sizeof(ad->res));
 }

@@ -102,9 +102,18 @@ struct agentd {
     int64_t health_interval_ms;
     int64_t health_timeout_ms;
     int64_t health_kill_grace_ms;
-    char *auth_header; /* "Authorization: Agent <node>:<mac>" */
-    /* the witness key (common/witness.h) */
-    char witness_key[CRED_HEX_LEN + 1];
+    /* The node's credential (docs/operations.md "Node keys"): its key,
+     * which signs every request (agentd_sign), and the witness keys
+     * (common/witness.h), read from key_file: node_key_file, or
+     * cluster_secret_file when key_from_secret (the transition: the key is
+     * derived and the secret forgotten). Read again when the file
+     * changes (agentd_key_refresh). */
+    struct cred_node_keyfile key;
+    char *key_file;
+    bool key_from_secret;
+    struct agentd_filestamp {
+        long long ino, size, mtime_ns;
+    } key_stamp;
     char agent_id[33]; /* random per process */
 
     /* subsystems, created by main in this order */
@@ -126,7 +135,8 @@ extern const struct config_key agentd_config_keys[];
 /*
  * Fill ad's settings from a loaded config: node name and address (host
  * name by default), resources (detected where the config says 0/auto),
- * directories, and the agent credential (reads cluster_secret_file).
+ * directories, and the agent credential (reads node_key_file, or derives
+ * it from cluster_secret_file when that is unset).
  * Errors (-EINVAL, or the errno of the secret file) come with a message
  * for a person in err; nothing is left allocated on failure.
  */
@@ -134,5 +144,17 @@ int agentd_settings_load(struct agentd *ad, const struct config *cfg,
     struct err *err);
 /* Free what agentd_settings_load allocated. Accepts a zeroed agentd. */
 void agentd_settings_release(struct agentd *ad);
+
+/* Read the key file again if it changed since it was read (a new node key
+ * installed, a rotation: docs/operations.md): 1 when the key changed, 0
+ * when nothing did, or a negative errno with err set (the key in use
+ * stays). */
+int agentd_key_refresh(struct agentd *ad, struct err *err);
+
+/* Sign one request to the scheduler (a curlx_sign_fn; arg is the agentd):
+ * "Authorization: Agent <node>:<ts_ms>:<nonce>:<mac>" under the node's
+ * key. Caller frees; NULL when the kernel's random source failed. */
+char *agentd_sign(const char *method, const char *path, const char *body,
+    size_t len, void *arg);
 
 #endif

@@ -262,7 +262,9 @@ agentd_subsystems_create(struct agentd *ad, struct err *err)
     ad->curlx = curlx_create(ad->loop, ad->server, err);
     if (ad->curlx == NULL)
         return -1;
-    curlx_set_header(ad->curlx, ad->auth_header);
+    /* Every request is signed as it starts (docs/api.md "Agent
+     * credentials"). */
+    curlx_set_signer(ad->curlx, agentd_sign, ad);
     curlx_set_ca(ad->curlx, ad->server_ca);
     ad->logship = logship_create(ad, err);
     if (ad->logship == NULL)
@@ -302,6 +304,11 @@ main(int argc, char **argv)
         return rc;
 
     log_init("lockstep-agent", level, LOG_MODE_AUTO);
+    if (ad->key_from_secret)
+        log_warn("this node holds the cluster secret ('%s'), with which it "
+                 "could speak for any node: install its own key instead "
+                 "(node_key_file; docs/operations.md \"Node keys\")",
+            ad->key_file);
     /* A write to a scheduler connection that just closed must fail with
      * EPIPE, not kill the agent. Ranks get default dispositions back:
      * libuv resets every signal in the child before exec. */

@@ -90,12 +90,35 @@ struct report {
     int64_t work_sent_ms;
     uint64_t applied_gen;
     int64_t gen_mismatch_ms; /* when a newer gen was first announced */
+
+    char key_err[200]; /* the last failure to read the key file again */
 };
 
 static void report_status_send(struct report *rp);
 static void report_work_fetch(struct report *rp);
 
 /* ---- helpers ------------------------------------------------------------ */
+
+/* Take up a key file that changed (a new node key, a rotation of the
+ * cluster secret: docs/operations.md) before the next status; a file that
+ * cannot be read leaves the key in use, said once per distinct error. */
+static void
+report_key_refresh(struct report *rp)
+{
+    struct err err;
+    int rc;
+
+    err_clear(&err);
+    rc = agentd_key_refresh(rp->ad, &err);
+    if (rc > 0)
+        log_notice("node key read again from '%s'", rp->ad->key_file);
+    if (rc >= 0) {
+        rp->key_err[0] = '\0';
+    } else if (strcmp(rp->key_err, err.msg) != 0) {
+        snprintf(rp->key_err, sizeof(rp->key_err), "%s", err.msg);
+        log_error("%s; still signing with the key read before", err.msg);
+    }
+}
 
 static void
 report_chan_timer_cb(uv_timer_t *t)
@@ -348,6 +371,7 @@ report_status_send(struct report *rp)
         return;
     }
     uv_timer_stop(&rp->status.timer);
+    report_key_refresh(rp);
     if (!report_exits_shipped(rp)) {
         logship_kick(ad->logship);
         report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);

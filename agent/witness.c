@@ -202,9 +202,12 @@ witness_bad(struct witness *w, const struct sockaddr *sa, int rc)
         rc == -EBADMSG ? "bad MAC (another cluster secret?)" : "malformed");
 }
 
+/* Answer q under key: the key its query verified with, so that during a
+ * rotation of the cluster secret an agent that still has only the
+ * previous witness key can read the answer. */
 static void
 witness_answer(struct witness *w, const struct witness_query *q,
-    const struct sockaddr *sa)
+    const char *key, const struct sockaddr *sa)
 {
     struct witness_answer a = { .nonce = q->nonce, .age_ms = -1 };
     char buf[WITNESS_MSG_MAX];
@@ -214,8 +217,7 @@ witness_answer(struct witness *w, const struct witness_query *q,
     snprintf(a.node, sizeof(a.node), "%s", w->ad->node);
     if (w->last_ok > 0)
         a.age_ms = timeid_mono_ms() - w->last_ok;
-    b = uv_buf_init(buf,
-        (unsigned)witness_answer_encode(w->ad->witness_key, &a, buf));
+    b = uv_buf_init(buf, (unsigned)witness_answer_encode(key, &a, buf));
     rc = uv_udp_try_send(&w->udp, &b, 1, sa);
     if (rc < 0)
         log_debug("witness: cannot answer %s: %s", q->node, uv_strerror(rc));
@@ -255,6 +257,8 @@ witness_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     const struct sockaddr *sa, unsigned flags)
 {
     struct witness *w = udp->data;
+    const char *key = w->ad->key.witness_key;
+    const char *prev = w->ad->key.witness_prev;
     struct witness_query q;
     struct witness_answer a;
     int rc;
@@ -262,13 +266,19 @@ witness_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     (void)flags;
     if (n <= 0 || sa == NULL || w->closing)
         return;
+    /* The current witness key, then the previous one (a rotation). */
     if (n > 7 && buf->base[5] == 'Q') {
-        rc = witness_query_decode(w->ad->witness_key, buf->base, (size_t)n, &q);
+        rc = witness_query_decode(key, buf->base, (size_t)n, &q);
+        if (rc == -EBADMSG && prev[0]) {
+            key = prev;
+            rc = witness_query_decode(key, buf->base, (size_t)n, &q);
+        }
         if (rc == 0)
-            witness_answer(w, &q, sa);
+            witness_answer(w, &q, key, sa);
     } else {
-        rc = witness_answer_decode(w->ad->witness_key, buf->base, (size_t)n,
-            &a);
+        rc = witness_answer_decode(key, buf->base, (size_t)n, &a);
+        if (rc == -EBADMSG && prev[0])
+            rc = witness_answer_decode(prev, buf->base, (size_t)n, &a);
         if (rc == 0)
             witness_heard(w, &a);
     }
@@ -343,7 +353,7 @@ witness_round_start(struct witness *w)
             continue;
         q.nonce = p->nonce;
         b = uv_buf_init(buf,
-            (unsigned)witness_query_encode(w->ad->witness_key, &q, buf));
+            (unsigned)witness_query_encode(w->ad->key.witness_key, &q, buf));
         (void)uv_udp_try_send(&w->udp, &b, 1, (struct sockaddr *)&p->sa);
     }
 }

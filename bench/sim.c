@@ -3,9 +3,10 @@
  *
  * Each simulated node speaks the real agent protocol (docs/api.md
  * "Agents' endpoints") over real HTTP to a real lockstepd, with the real
- * code of common/ (proto for every message, cred for the HMAC, curlx for
- * HTTP on the loop): it registers (POST /v1/agent/status with "register":
- * true), sends a status every heartbeat_ms (the scheduler's reply sets it;
+ * code of common/ (proto for every message, cred for each node's key and
+ * every request's MAC, curlx for HTTP on the loop): it registers (POST
+ * /v1/agent/status with "register": true), sends a status every heartbeat_ms
+ * (the scheduler's reply sets it;
  * --heartbeat-ms overrides) and at once when a rank changes, keeps a long
  * poll GET /v1/agent/work outstanding, "runs" the ranks of every launch it
  * is given (no process: a rank is RUNNING from the launch on, EXITED after
@@ -19,7 +20,7 @@
  * status reports/s, status RTT p50/p99 (ms), work replies/s, log posts/s,
  * ranks started and ended, errors, nodes registered.
  *
- * One curlx per node (the Authorization header is per node), so each node
+ * One curlx per node (each signs with its node's key), so each node
  * holds two connections (status, work) and a third while shipping logs.
  */
 #include <errno.h>
@@ -95,6 +96,7 @@ struct sim_node {
     struct sim *s;
     char name[64];
     char agent_id[33];
+    unsigned char key[CRED_KEY_LEN]; /* the node's, from the secret */
     struct curlx *cx;
     uv_timer_t status_timer;
     uv_timer_t work_timer;
@@ -618,12 +620,20 @@ sim_tick_cb(uv_timer_t *t)
     }
 }
 
+/* Sign one request of node arg, as the agent does (a curlx_sign_fn). */
+static char *
+sim_sign(const char *method, const char *path, const char *body, size_t len,
+    void *arg)
+{
+    struct sim_node *n = arg;
+
+    return cred_agent_sign(n->key, n->name, method, path, body, len,
+        timeid_now_ms());
+}
+
 static int
 sim_node_init(struct sim *s, struct sim_node *n, int num, struct err *err)
 {
-    char mac[CRED_HEX_LEN + 1];
-    char *hdr;
-
     n->s = s;
     snprintf(n->name, sizeof(n->name), "%s%d", s->o.prefix, num);
     if (timeid_random_hex(n->agent_id, 16) < 0)
@@ -631,11 +641,11 @@ sim_node_init(struct sim *s, struct sim_node *n, int num, struct err *err)
     n->cx = curlx_create(s->loop, s->o.server, err);
     if (n->cx == NULL)
         return -EINVAL;
-    cred_agent_mac(s->secret, s->secret_len, n->name, mac);
-    hdr = xasprintf("Authorization: Agent %s:%s", n->name, mac);
-    curlx_set_header(n->cx, hdr);
+    /* The simulator plays every node, so it holds the cluster secret and
+     * derives each node's key; a real agent holds only its own. */
+    cred_node_key(s->secret, s->secret_len, n->name, n->key);
+    curlx_set_signer(n->cx, sim_sign, n);
     curlx_set_ca(n->cx, s->o.ca);
-    free(hdr);
     uv_timer_init(s->loop, &n->status_timer);
     uv_timer_init(s->loop, &n->work_timer);
     n->status_timer.data = n->work_timer.data = n;

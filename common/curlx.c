@@ -64,6 +64,8 @@ struct curlx {
     char *unix_path;         /* NULL for a URL */
     char *header;            /* extra header line, may be NULL */
     char *ca;                /* CA file for https://, NULL: the system's */
+    curlx_sign_fn *sign;     /* a header line per request, may be NULL */
+    void *sign_arg;
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
     int open_handles; /* handles whose close callback is due */
@@ -491,6 +493,13 @@ curlx_set_ca(struct curlx *cx, const char *path)
     cx->ca = path != NULL && path[0] != '\0' ? xstrdup(path) : NULL;
 }
 
+void
+curlx_set_signer(struct curlx *cx, curlx_sign_fn *fn, void *arg)
+{
+    cx->sign = fn;
+    cx->sign_arg = arg;
+}
+
 /* The options every request gets; curl copies string options. */
 static void
 curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
@@ -520,19 +529,28 @@ curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
 }
 
-/* The request's header lines. Returns 0, or -ENOMEM when curl could not
- * build the list. */
+/* The request's header lines, the signer's among them (signed now, with
+ * what this request sends). Returns 0, or -ENOMEM when curl could not
+ * build the list, -EIO when the signer failed. */
 static int
-curlx_req_headers(struct curlx_req *req, const char *content_type)
+curlx_req_headers(struct curlx_req *req, const char *method, const char *path,
+    size_t len, const char *content_type)
 {
+    struct curlx *cx = req->cx;
     struct curl_slist *h;
-    char *ct;
+    char *ct, *signed_line = NULL;
 
+    if (cx->sign != NULL && (signed_line = cx->sign(method, path, req->body,
+                                 len, cx->sign_arg)) == NULL)
+        return -EIO;
     /* No "Expect: 100-continue": it would stall every POST over 1 KiB for
      * a second against a server that does not answer it. */
     h = curl_slist_append(NULL, "Expect:");
-    if (h != NULL && req->cx->header != NULL)
-        h = curl_slist_append(h, req->cx->header);
+    if (h != NULL && cx->header != NULL)
+        h = curl_slist_append(h, cx->header);
+    if (h != NULL && signed_line != NULL)
+        h = curl_slist_append(h, signed_line);
+    free(signed_line);
     if (h != NULL && content_type != NULL) {
         ct = xasprintf("Content-Type: %s", content_type);
         h = curl_slist_append(h, ct);
@@ -573,7 +591,7 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
     req->arg = arg;
     sbuf_init(&req->resp);
     curlx_req_setopts(req, path, timeout_ms);
-    if (curlx_req_headers(req, content_type) < 0) {
+    if (curlx_req_headers(req, method, path, len, content_type) < 0) {
         log_error("cannot build request headers");
         curlx_req_free(req);
         return NULL;

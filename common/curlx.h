@@ -59,13 +59,24 @@ struct curlx *curlx_create(uv_loop_t *loop, const char *server,
  */
 void curlx_destroy(struct curlx *cx);
 
-/* Header line sent with every request, e.g. "Authorization: Agent n1:ab..".
+/* Header line sent with every request, e.g. "Authorization: Bearer ..".
  * Copied. */
 void curlx_set_header(struct curlx *cx, const char *line);
 /* The PEM CA file that an https:// server's certificate must chain to
  * (NULL or "": the system's trust store). Copied; for requests started
  * after. */
 void curlx_set_ca(struct curlx *cx, const char *path);
+
+/* A header line for one request, made when it starts from what it will
+ * send (method, path with query, body of len bytes, NULL when len is 0):
+ * the agent's signed "Authorization: Agent ..." (common/cred.h). Returns
+ * the line (caller frees), or NULL when it cannot be made: the request is
+ * then not started (curlx_request returns NULL). Called on the loop
+ * thread, from inside curlx_request. */
+typedef char *curlx_sign_fn(const char *method, const char *path,
+    const char *body, size_t len, void *arg);
+/* Sign every later request with fn (NULL: stop signing). */
+void curlx_set_signer(struct curlx *cx, curlx_sign_fn *fn, void *arg);
 
 /*
  * Starts a request: method "GET" or "POST"; path begins with '/'; body

@@ -15,12 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WITNESS_KEY_LABEL "lockstep witness v1"
-
 void
 witness_key(const char *secret, size_t secret_len, char *key)
 {
-    cred_agent_mac(secret, secret_len, WITNESS_KEY_LABEL, key);
+    cred_witness_key(secret, secret_len, key);
 }
 
 /* Append " <mac of buf[0..len)>" to buf; returns the new length. */

@@ -32,7 +32,7 @@
 #       --agent-opt-node 2 health_checks_dir=/tmp/failing-checks
 #
 # Layout under DIR:
-#   cluster.secret                      shared agent secret (mode 0600)
+#   cluster.secret                      the cluster secret (mode 0600)
 #   tls/{ca.pem,ca.key,server.pem,server.key}
 #                                       the cluster's own CA and the
 #                                       scheduler's certificate for
@@ -40,7 +40,9 @@
 #                                       (deploy/tls-certs.sh)
 #   env                                 `. DIR/env` points the CLI here
 #   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
-#   agents/node<i>/{agent.conf,state/,shm/,pid,log,kmsg,nvidia-smi}
+#   agents/node<i>/{agent.conf,node.key,state/,shm/,pid,log,kmsg,nvidia-smi}
+#                                       node.key: the node's own key
+#                                       (lockstepd --derive-node-key)
 #
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port), speaking TLS with the certificate in tls/, and on
@@ -425,7 +427,9 @@ gpus = $ids
 cpus = $cpus
 labels = rack=r$i
 state_dir = $d/state
-cluster_secret_file = $dir/cluster.secret
+# The node's own key, derived from the cluster secret (docs/operations.md
+# "Node keys"): the agent never reads the secret.
+node_key_file = $d/node.key
 # Witness queries (docs/fault-tolerance.md "Scheduler outages"): every
 # agent of this machine on a free UDP port of its own.
 witness_port = 0
@@ -517,6 +521,12 @@ cluster_up() {
         d=$dir/agents/node$i
         mkdir -p "$d/state"
         [ -f "$d/agent.conf" ] || write_agent_conf "$i" "$d"
+        if [ ! -s "$d/node.key" ]; then
+            (umask 077 && "$lockstepd" -c "$sconf" \
+                --derive-node-key "node$i" >"$d/node.key.tmp") ||
+                die "cannot derive the key of node$i"
+            mv "$d/node.key.tmp" "$d/node.key"
+        fi
     done
 
     # A broken config fails here, with the daemon's own message.

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/jsonx.h"
 #include "common/log.h"
+#include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/api_agent.h"
 #include "scheduler/api_coll.h"
@@ -80,6 +82,23 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/agent/modex/reply", api_agent_modex_reply, API_AGENT },
 };
 
+void
+api_routes_dump(FILE *f)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(api_routes); i++) {
+        unsigned fl = api_routes[i].flags;
+        const char *access = fl & API_PUBLIC      ? "public"
+                             : fl & API_METRICS   ? "metrics"
+                             : fl & API_AGENT     ? "agent"
+                             : fl & API_OPERATOR  ? "operator"
+                             : fl & API_AGENT_TOO ? "user_or_agent"
+                                                  : "user";
+
+        fprintf(f, "%s %s %s\n", api_routes[i].method, api_routes[i].path,
+            access);
+    }
+}
+
 struct api_close_ctx {
     struct api *api;
     void (*done)(void *);
@@ -137,7 +156,8 @@ api_route_find(const struct http_req *req, struct http_resp *resp,
     return NULL;
 }
 
-/* Identify the requester as the route requires. */
+/* Identify the requester as the route requires; who.refused says why it
+ * failed. */
 static int
 api_authenticate(struct schedd *sd, const struct api_route *route,
     struct api_req *r, struct err *err)
@@ -158,11 +178,66 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
     else
         rc = auth_user(sd, req, &r->who, err);
     if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator) {
-        /* Every refused attempt is recorded (an event, and counted). */
-        if ((rc = api_obs_refused(sd, r)) == 0)
-            rc = err_set(err, -EPERM, "this needs the operator role");
+        r->who.refused = REFUSAL_OPERATOR;
+        rc = err_set(err, -EPERM, "this needs the operator role");
     }
     return rc;
+}
+
+/* Why a handler refused (403): the operator role, or another's object. */
+static enum refusal_reason
+api_refusal_reason(const struct err *err)
+{
+    return strstr(err->msg, "operator role") ? REFUSAL_OPERATOR
+                                             : REFUSAL_FORBIDDEN;
+}
+
+/* The reply to a failed authentication: 401 with the code of its reason
+ * (clock_skew with the scheduler's time, replay, else unauthorized), 503
+ * when the table of nonces is full; false for any other failure. */
+static bool
+api_auth_error(struct http_resp *resp, const struct api_req *r, int rc,
+    const struct err *err)
+{
+    cJSON *o, *e;
+
+    if (rc == -EAGAIN && r->who.refused == REFUSAL_REPLAY_FULL) {
+        http_resp_error(resp, 503, "unavailable", "%s", err->msg);
+        http_resp_header(resp, "Retry-After", "1");
+        return true;
+    }
+    if (rc != -EACCES || (r->who.refused != REFUSAL_CLOCK_SKEW &&
+                             r->who.refused != REFUSAL_REPLAY))
+        return false;
+    o = cJSON_CreateObject();
+    e = cJSON_AddObjectToObject(o, "error");
+    jsonx_add_str(e, "code", refusal_reason_str(r->who.refused));
+    jsonx_add_str(e, "message", err->msg);
+    if (r->who.refused == REFUSAL_CLOCK_SKEW)
+        jsonx_add_int(e, "server_time_ms", timeid_now_ms());
+    http_resp_json(resp, 401, o);
+    return true;
+}
+
+/* Record a refused request (api_obs.h): rc is the request's error, auth
+ * whether authentication failed. Returns rc, or the error of the failed
+ * write. */
+static int
+api_refused(struct schedd *sd, const struct api_req *r, bool auth, int rc,
+    const struct err *err)
+{
+    enum refusal_reason why;
+    int wrc;
+
+    if (auth && (rc == -EACCES || rc == -EPERM ||
+                    (rc == -EAGAIN && r->who.refused == REFUSAL_REPLAY_FULL)))
+        why = r->who.refused;
+    else if (!auth && rc == -EPERM)
+        why = api_refusal_reason(err);
+    else
+        return rc;
+    wrc = api_obs_refusal(sd, r, why, err->msg);
+    return wrc < 0 ? wrc : rc;
 }
 
 static void
@@ -175,6 +250,7 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     struct err err;
     char segment[256];
     uint64_t t0 = uv_hrtime();
+    bool auth = false;
     int rc;
 
     err_clear(&err);
@@ -193,15 +269,19 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     r.arg = segment[0] ? segment : NULL;
     if ((rc = api_authenticate(sd, route, &r, &err)) == 0)
         rc = route->handler(sd, &r, resp, &err);
+    else
+        auth = true;
     obs_request(sd->obs, route->method, route->path,
         (double)(uv_hrtime() - t0) / 1e9);
     if (rc == 0)
         return;
+    rc = api_refused(sd, &r, auth, rc, &err);
     /* A handler that wrote to the database and then failed leaves the
      * iteration failed (schedd_db_error); its reply is the 503. */
     if (!schedd_available(sd) && rc != -EINVAL)
         rc = -EIO;
-    api_req_error(resp, rc, &err);
+    if (!auth || !api_auth_error(resp, &r, rc, &err))
+        api_req_error(resp, rc, &err);
     if (resp->status >= 500)
         log_warn("%s %s: %s", req->method, req->path, err.msg);
     else

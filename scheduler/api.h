@@ -17,6 +17,8 @@
 #ifndef SCHEDULER_API_H
 #define SCHEDULER_API_H
 
+#include <stdio.h>
+
 #include "common/err.h"
 #include "scheduler/schedd.h"
 
@@ -34,5 +36,12 @@ void api_close(struct api *api, void (*done)(void *), void *arg);
  * on SIGHUP). Connections accepted from now on use them; on failure the
  * old ones stay (logged either way). No-op without TLS. */
 void api_tls_reload(struct api *api);
+
+/* Print the route table to f, one route a line: "METHOD PATH ACCESS",
+ * ACCESS one of public, metrics (public unless metrics_token_required),
+ * user (any user's credential), operator, agent, user_or_agent
+ * (lockstepd --dump-routes; the authorization matrix test,
+ * tests/fixtures/authz-matrix.json, is checked against it). */
+void api_routes_dump(FILE *f);
 
 #endif

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "common/jsonx.h"
-#include "scheduler/api_obs.h"
 #include "scheduler/api_view.h"
 #include "scheduler/cadences.h"
 #include "scheduler/db.h"
@@ -20,23 +19,17 @@
 
 /* Priority above the default (0) needs the operator role; lowering one's
  * own is anyone's (docs/api.md "Visibility and permissions"). A refusal
- * is a request_refused event. */
+ * is a request_refused event (api.c records every 403). */
 static int
-check_priority(struct schedd *sd, const struct api_req *r,
-    const struct proto_job_spec *spec, struct err *err)
+check_priority(const struct api_req *r, const struct proto_job_spec *spec,
+    struct err *err)
 {
-    char why[160];
-    int rc;
-
     if (spec->priority <= 0 || r->who.operator)
         return 0;
-    snprintf(why, sizeof(why),
+    return err_set(err, -EPERM,
         "priority %d is above the default (0): raising a job's priority "
         "needs the operator role",
         spec->priority);
-    if ((rc = api_obs_refused_why(sd, r, why)) < 0)
-        return rc;
-    return err_set(err, -EPERM, "%s", why);
 }
 
 int
@@ -62,7 +55,7 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     cJSON_Delete(json);
     if (rc < 0)
         return rc;
-    if ((rc = check_priority(sd, r, &spec, err)) == 0)
+    if ((rc = check_priority(r, &spec, err)) == 0)
         rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
     if (rc == 0 && (rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
         rc = jobs_submit(sd, r->who.user, &spec, &job);
@@ -321,18 +314,30 @@ commit_body(const struct api_req *r, int64_t *attempt, int64_t *step,
     return 0;
 }
 
-/* The live job id for a commit: unknown (404), not yours (403), or
- * finished (409: nothing counts any more). */
+/* The live job id for a commit of attempt: unknown (404), not yours
+ * (403), or finished (409: nothing counts any more). An agent commits
+ * only for the current attempt's nodes (403 for another node's); an
+ * attempt that is not the current one is left to the stale check. */
 static int
 commit_job(struct schedd *sd, const struct api_req *r, int64_t id,
-    struct job **out, struct err *err)
+    int64_t attempt, struct job **out, struct err *err)
 {
     struct job *stored = NULL;
+    struct attempt *a;
     int rc;
 
     *out = job_table_find(&sd->jobs, id);
+    if (*out && r->who.agent) {
+        a = schedd_job_latest(sd, *out);
+        if (a != NULL && a->num == attempt &&
+            attempt_placement_by_node(a, r->who.node) == NULL)
+            return err_set(err, -EPERM,
+                "node '%s' holds no placement of attempt %lld of job %lld",
+                r->who.node, (long long)attempt, (long long)id);
+        return 0;
+    }
     if (*out) {
-        if (!r->who.agent && !api_req_may_see(r, (*out)->user))
+        if (!api_req_may_see(r, (*out)->user))
             return err_set(err, -EPERM, "job %lld belongs to another user",
                 (long long)id);
         return 0;
@@ -361,7 +366,7 @@ api_jobs_checkpoint(struct schedd *sd, const struct api_req *r,
 
     if ((rc = api_req_job_id(r, &id, err)) < 0 ||
         (rc = commit_body(r, &attempt, &step, &rank, err)) < 0 ||
-        (rc = commit_job(sd, r, id, &live, err)) < 0)
+        (rc = commit_job(sd, r, id, attempt, &live, err)) < 0)
         return rc;
     rc = jobs_commit(sd, live, (int)attempt, (int)rank, step,
         r->who.agent ? r->who.node : r->who.user, &res, err);
@@ -421,7 +426,7 @@ api_jobs_directive(struct schedd *sd, const struct api_req *r,
 
     if ((rc = api_req_job_id(r, &id, err)) < 0 ||
         (rc = directive_body(r, &kind, err)) < 0 ||
-        (rc = commit_job(sd, r, id, &live, err)) < 0)
+        (rc = commit_job(sd, r, id, 0, &live, err)) < 0)
         return rc;
     if (live->cur == NULL || live->cur->state != PROTO_ATTEMPT_RUNNING) {
         http_resp_error(resp, 409, "not_running",

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "common/log.h"
+#include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/metrics.h"
@@ -31,6 +33,8 @@ http_samples(struct sbuf *out, const char *name, const char *label,
 static void api_obs_http_errors(struct sbuf *out,
     const struct http_server_stats *st);
 static void api_obs_tls(struct sbuf *out, const struct http_server_stats *st);
+static void api_obs_refusals(struct sbuf *out, const struct refusals *rf);
+static void api_obs_agent_auth(struct sbuf *out, const struct schedd *sd);
 
 /* The HTTP server's connections, caps and refusals. */
 static void
@@ -126,6 +130,8 @@ api_metrics_get(struct schedd *sd, const struct api_req *r,
         return rc;
     if (r->api != NULL && r->api->http != NULL)
         api_obs_http(&resp->body, r->api->http);
+    api_obs_refusals(&resp->body, &sd->refusals);
+    api_obs_agent_auth(&resp->body, sd);
     resp->status = 200;
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 0;
@@ -237,31 +243,123 @@ api_events_list(struct schedd *sd, const struct api_req *r,
     return 0;
 }
 
-int
-api_obs_refused(struct schedd *sd, const struct api_req *r)
+/* Subject and actor of a refusal's event: for a 403 (why at or above
+ * REFUSAL_OPERATOR: the caller is known) the node or job aimed at; else
+ * the agent's node (agent/<node>), the user (user/<name>; for a 401, the
+ * user of the token refused) or, for no or an unknown credential,
+ * auth/anonymous. */
+static void
+refusal_subject(const struct api_req *r, enum refusal_reason why, char *subject,
+    size_t slen, char *actor, size_t alen)
 {
-    return api_obs_refused_why(sd, r, "this needs the operator role");
+    const char *path = r->http->path;
+    const struct auth_ident *who = &r->who;
+    bool aimed = why >= REFUSAL_OPERATOR && r->arg && who->user[0];
+
+    if (who->node[0])
+        snprintf(actor, alen, "agent/%s", who->node);
+    else
+        snprintf(actor, alen, "%s", who->user[0] ? who->user : "anonymous");
+    if (aimed && strncmp(path, "/v1/nodes/", 10) == 0)
+        schedd_subject_node(subject, slen, r->arg);
+    else if (aimed && strncmp(path, "/v1/jobs/", 9) == 0)
+        snprintf(subject, slen, "job/%s", r->arg);
+    else if (who->node[0])
+        snprintf(subject, slen, "agent/%s", who->node);
+    else if (who->user[0])
+        snprintf(subject, slen, "user/%s", who->user);
+    else
+        snprintf(subject, slen, "auth/anonymous");
 }
 
 int
-api_obs_refused_why(struct schedd *sd, const struct api_req *r,
-    const char *reason)
+api_obs_refusal(struct schedd *sd, const struct api_req *r,
+    enum refusal_reason why, const char *message)
 {
-    const char *path = r->http->path;
-    char subject[320];
-    cJSON *detail = cJSON_CreateObject();
+    const char *kind = why >= REFUSAL_OPERATOR ? "request_refused"
+                                               : "auth_refused";
+    char subject[320], actor[AUTH_USER_MAX + 16], key[REFUSALS_KEY_MAX + 1];
+    uint64_t quiet = 0, unrecorded = 0;
+    cJSON *detail;
 
-    /* The node or job it was aimed at, else the user. */
-    if (r->arg && strncmp(path, "/v1/nodes/", 10) == 0)
-        schedd_subject_node(subject, sizeof(subject), r->arg);
-    else if (r->arg && strncmp(path, "/v1/jobs/", 9) == 0)
-        snprintf(subject, sizeof(subject), "job/%s", r->arg);
-    else
-        snprintf(subject, sizeof(subject), "user/%s", r->who.user);
+    refusal_subject(r, why, subject, sizeof(subject), actor, sizeof(actor));
+    /* A 403's sentence is stable (it names the job or the setting); a
+     * 401's may carry times, which would make every key new. */
+    snprintf(key, sizeof(key), "%s|%.100s|%.80s|%s %.100s|%s|%.60s", kind,
+        subject, actor, r->http->method, r->http->path, refusal_reason_str(why),
+        why >= REFUSAL_OPERATOR ? message : "");
+    if (!refusals_take(&sd->refusals, why, key, timeid_mono_ms(), &quiet,
+            &unrecorded))
+        return 0;
+    detail = cJSON_CreateObject();
     jsonx_add_str(detail, "method", r->http->method);
-    jsonx_add_str(detail, "path", path);
-    jsonx_add_str(detail, "user", r->who.user);
-    jsonx_add_str(detail, "reason", reason);
-    obs_refused(sd->obs);
-    return schedd_event(sd, r->who.user, subject, "request_refused", detail);
+    jsonx_add_str(detail, "path", r->http->path);
+    if (r->who.node[0])
+        jsonx_add_str(detail, "node", r->who.node);
+    else if (r->who.user[0])
+        jsonx_add_str(detail, "user", r->who.user);
+    if (r->who.token_id > 0)
+        jsonx_add_int(detail, "token", r->who.token_id);
+    jsonx_add_str(detail, "transport", r->http->is_unix ? "unix" : "tcp");
+    jsonx_add_str(detail, "code", refusal_reason_str(why));
+    jsonx_add_str(detail, "reason", message);
+    if (why == REFUSAL_CLOCK_SKEW)
+        jsonx_add_int(detail, "skew_ms", r->who.skew_ms);
+    jsonx_add_int(detail, "refused_since_last_event", (int64_t)quiet);
+    if (unrecorded > 0)
+        jsonx_add_int(detail, "refusals_unrecorded", (int64_t)unrecorded);
+    if (why == REFUSAL_OPERATOR)
+        obs_refused(sd->obs);
+    log_info("%s %s refused (%s) for %s: %s", r->http->method, r->http->path,
+        refusal_reason_str(why), actor, message);
+    return schedd_event(sd, actor, subject, kind, detail);
+}
+
+/* The refusals by reason, for GET /metrics. */
+static void
+api_obs_refusals(struct sbuf *out, const struct refusals *rf)
+{
+    metrics_family(out, "lockstep_requests_refused_total", "counter",
+        "requests refused (401, 403, and 503 for a full nonce table) by "
+        "reason; each is an auth_refused or request_refused event within "
+        "the rate limit");
+    for (int i = 0; i < REFUSAL_N; i++) {
+        struct metrics_label l[] = { { "reason", refusal_reason_str(i) },
+            { NULL, NULL } };
+
+        metrics_sample(out, "lockstep_requests_refused_total", l,
+            (double)rf->count[i]);
+    }
+    metrics_family(out, "lockstep_refusal_events_total", "counter",
+        "refused requests recorded as events (the rest were over the rate "
+        "limit)");
+    for (int i = 0; i < REFUSAL_N; i++) {
+        struct metrics_label l[] = { { "reason", refusal_reason_str(i) },
+            { NULL, NULL } };
+
+        metrics_sample(out, "lockstep_refusal_events_total", l,
+            (double)rf->recorded[i]);
+    }
+}
+
+/* The agents' requests by the key they were signed with, and the nonces
+ * remembered. */
+static void
+api_obs_agent_auth(struct sbuf *out, const struct schedd *sd)
+{
+    metrics_family(out, "lockstep_agent_auth_total", "counter",
+        "agent requests authenticated, by the key they were signed with "
+        "(previous: a key of the previous cluster secret; legacy: the static "
+        "credential)");
+    for (int k = 0; k < AUTH_KEY_N; k++) {
+        struct metrics_label l[] = { { "key", auth_agent_key_str(k) },
+            { NULL, NULL } };
+
+        metrics_sample(out, "lockstep_agent_auth_total", l,
+            (double)sd->agent_auth_used[k]);
+    }
+    metrics_family(out, "lockstep_agent_nonces", "gauge",
+        "agent requests remembered against replay (their window not over)");
+    metrics_sample(out, "lockstep_agent_nonces", NULL,
+        (double)nonces_count(&sd->nonces));
 }

@@ -1,6 +1,6 @@
 /*
  * api_obs.h - what on-call observes: GET /metrics, GET /v1/events, and the
- * record of refused operator-only requests
+ * record of refused requests
  */
 #ifndef SCHEDULER_API_OBS_H
 #define SCHEDULER_API_OBS_H
@@ -13,12 +13,13 @@ api_handler_fn api_metrics_get;
 /* GET /v1/events?node=&job=&kind=&since=&after=&limit= (docs/api.md). */
 api_handler_fn api_events_list;
 
-/* A request for an operator-only route by someone without the role:
- * record it as a request_refused event (who, method, path) and count it.
- * Returns 0 or the negative errno of the failed write. */
-int api_obs_refused(struct schedd *sd, const struct api_req *r);
-/* The same for any other refusal, with its reason (a sentence). */
-int api_obs_refused_why(struct schedd *sd, const struct api_req *r,
-    const char *reason);
+/* A refused request (401 or 403; 503 for a full nonce table): count it
+ * and, within the limits of refusals.h, record it as an event with the
+ * identity and the reason (docs/api.md "Refused requests"): kind
+ * auth_refused (401, 503) or request_refused (403); message is the
+ * sentence of the reply. Returns 0 or the negative errno of the failed
+ * write. */
+int api_obs_refusal(struct schedd *sd, const struct api_req *r,
+    enum refusal_reason why, const char *message);
 
 #endif

@@ -290,21 +290,53 @@ api_req_may_see_job(const struct api_req *r, struct api_req_seen *seen,
     return seen->ok;
 }
 
-/* Remove keys from o when it names a job r may not see; whether it did. */
+/* What a user sees of another user's job in an event's detail: what the
+ * queue shows of it (which job and attempt, what kind of failure, its
+ * state, step and times), never its command, environment, output or
+ * evidence (docs/api.md "Visibility and permissions"). An allow-list: a
+ * key added later is hidden until it is added here. */
+static const char *const redact_keep[] = { "job", "attempt", "kind", "status",
+    "withdrawn", "time_ms", "from", "to", "state", "step", "node", "rank",
+    "section", "windows", NULL };
+
 static bool
-redact_if_other(const struct api_req *r, struct api_req_seen *seen, cJSON *o,
-    const char *const *keys)
+redact_kept(const char *key)
 {
-    cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+    for (size_t i = 0; redact_keep[i]; i++)
+        if (strcmp(redact_keep[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* Redact o and what it holds: an object that names a job r may not see
+ * keeps only the allowed keys; anything else is walked into. Whether
+ * anything was removed. */
+static bool
+redact_walk(const struct api_req *r, struct api_req_seen *seen, cJSON *o,
+    int depth)
+{
+    cJSON *job = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "job")
+                                   : NULL;
+    cJSON *item, *next;
     bool removed = false;
 
-    if (!cJSON_IsNumber(job) ||
-        api_req_may_see_job(r, seen, (int64_t)job->valuedouble))
+    if (depth > 8)
         return false;
-    for (size_t i = 0; keys[i]; i++) {
-        if (cJSON_HasObjectItem(o, keys[i])) {
-            cJSON_DeleteItemFromObjectCaseSensitive(o, keys[i]);
-            removed = true;
+    if (cJSON_IsNumber(job) &&
+        !api_req_may_see_job(r, seen, (int64_t)job->valuedouble)) {
+        for (item = o->child; item; item = next) {
+            next = item->next;
+            if (item->string == NULL || !redact_kept(item->string)) {
+                cJSON_Delete(cJSON_DetachItemViaPointer(o, item));
+                removed = true;
+            }
+        }
+        return removed;
+    }
+    if (cJSON_IsObject(o) || cJSON_IsArray(o)) {
+        cJSON_ArrayForEach(item, o) {
+            if (redact_walk(r, seen, item, depth + 1))
+                removed = true;
         }
     }
     return removed;
@@ -314,23 +346,11 @@ void
 api_req_event_redact(const struct api_req *r, struct api_req_seen *seen,
     cJSON *ev)
 {
-    static const char *const top[] = { "evidence", "reason", NULL };
-    static const char *const entry[] = { "evidence", NULL };
     cJSON *detail = cJSON_GetObjectItemCaseSensitive(ev, "detail");
-    cJSON *arr, *e;
-    bool removed;
 
     if (r->who.operator|| !cJSON_IsObject(detail))
         return;
-    removed = redact_if_other(r, seen, detail, top);
-    arr = cJSON_GetObjectItemCaseSensitive(detail, "evidence");
-    if (cJSON_IsArray(arr)) {
-        cJSON_ArrayForEach(e, arr) {
-            if (cJSON_IsObject(e) && redact_if_other(r, seen, e, entry))
-                removed = true;
-        }
-    }
-    if (removed)
+    if (redact_walk(r, seen, detail, 0))
         cJSON_AddBoolToObject(detail, "redacted", true);
 }
 

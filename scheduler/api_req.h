@@ -116,11 +116,12 @@ struct api_req_seen {
  * gone: operators only). */
 bool api_req_may_see_job(const struct api_req *r, struct api_req_seen *seen,
     int64_t id);
-/* Remove from a node event's JSON (api_req_event_json) what belongs to a
- * job r may not see (docs/api.md "Visibility"): the "evidence" and
- * "reason" of an event that names such a "job", and the "evidence" of
- * each such entry of an "evidence" array; "redacted": true is added where
- * anything was removed. Operators see everything. */
+/* Remove from an event's JSON (api_req_event_json) what belongs to a job
+ * r may not see (docs/api.md "Visibility and permissions"): every object
+ * in its detail that names such a "job" (the detail itself, an entry of
+ * its "evidence" or "failures") keeps only the keys of an allow-list
+ * (which job, attempt, kind, status, state, step, times); "redacted":
+ * true is added where anything was removed. Operators see everything. */
 void api_req_event_redact(const struct api_req *r, struct api_req_seen *seen,
     cJSON *ev);
 /* api_req_event_redact on every event of arr. */

@@ -11,7 +11,6 @@
 #include "common/jsonx.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
-#include "scheduler/api_obs.h"
 #include "scheduler/db.h"
 #include "version.h"
 
@@ -179,10 +178,8 @@ api_tokens_revoke(struct schedd *sd, const struct api_req *r,
     if (s == NULL || *s < '0' || *s > '9' || errno != 0 || *end != '\0' ||
         id <= 0)
         return err_set(err, -ENOENT, "no token '%.40s'", s ? s : "");
+    /* A refusal (403) is recorded by api.c, as every refusal is. */
     rc = auth_token_revoke(sd, &r->who, id, err);
-    /* A refusal is recorded as the operator-only routes' are. */
-    if (rc == -EPERM && api_obs_refused_why(sd, r, err->msg) < 0)
-        rc = -EIO;
     if (rc < 0)
         return rc;
     o = cJSON_CreateObject();

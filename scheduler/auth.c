@@ -4,6 +4,11 @@
  * Nothing secret is compared with strcmp: token hashes are looked up by
  * value (the hash, not the token, is the key, so timing reveals nothing
  * useful) and agent MACs go through cred_equal().
+ *
+ * An agent request is checked in this order: the credential's form, its
+ * MAC (under the node's key of the current cluster secret, then of the
+ * previous one), then its time and its nonce. The MAC comes first so that
+ * nothing unauthenticated reaches the nonce table or hears the clock.
  */
 #include "scheduler/auth.h"
 
@@ -18,8 +23,10 @@
 #include "common/cred.h"
 #include "common/jsonx.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/proto.h"
 #include "common/timeid.h"
+#include "common/xalloc.h"
 #include "scheduler/db.h"
 
 void
@@ -53,15 +60,18 @@ auth_scheme(const char *header, const char *scheme)
 /* Whether token t may be used at now; an expired or revoked one is
  * -EACCES naming it. */
 static int
-token_usable(const struct db_token *t, int64_t now, struct err *err)
+token_usable(const struct db_token *t, int64_t now, struct auth_ident *who,
+    struct err *err)
 {
     switch (cred_token_state(t->expires_ms, t->revoked_ms, now)) {
     case CRED_TOKEN_REVOKED:
+        who->refused = REFUSAL_TOKEN_REVOKED;
         return err_set(err, -EACCES,
             "token %lld (%s..., user %s) was revoked; ask an operator for "
             "a new one",
             (long long)t->id, t->prefix, t->user);
     case CRED_TOKEN_EXPIRED:
+        who->refused = REFUSAL_TOKEN_EXPIRED;
         return err_set(err, -EACCES,
             "token %lld (%s..., user %s) expired %lld s ago; ask an "
             "operator for a new one",
@@ -86,19 +96,21 @@ auth_bearer(struct schedd *sd, const char *token, struct auth_ident *who,
 
     cred_sha256_hex(token, hash);
     rc = db_token_find(sd->db, hash, &t);
-    if (rc == -ENOENT)
+    if (rc == -ENOENT) {
+        who->refused = REFUSAL_UNKNOWN_TOKEN;
         return err_set(err, -EACCES, "unknown token");
+    }
     if (rc < 0)
         return err_set(err, rc, "cannot look up the token");
-    if ((rc = token_usable(&t, now, err)) == 0 &&
+    /* Who it claims to be: the user's record of the refusal. */
+    snprintf(who->user, sizeof(who->user), "%s", t.user);
+    who->token_id = t.id;
+    if ((rc = token_usable(&t, now, who, err)) == 0 &&
         cred_token_touch_due(t.last_used_ms, now))
         rc = schedd_db_check(sd, db_token_used(sd->db, t.id, now));
-    if (rc == 0) {
-        snprintf(who->user, sizeof(who->user), "%s", t.user);
+    if (rc == 0)
         who->operator= strcmp(t.role, "operator") == 0 ||
             schedd_is_operator_name(sd, t.user);
-        who->token_id = t.id;
-    }
     db_token_release(&t);
     return rc;
 }
@@ -117,40 +129,204 @@ auth_user(struct schedd *sd, const struct http_req *req, struct auth_ident *who,
         return 0;
     }
     token = auth_scheme(req->authorization, "Bearer");
-    if (token == NULL || *token == '\0')
+    if (token == NULL || *token == '\0') {
+        who->refused = REFUSAL_NO_CREDENTIAL;
         return err_set(err, -EACCES,
             "this endpoint needs 'Authorization: Bearer <token>'");
+    }
     return auth_bearer(sd, token, who, err);
+}
+
+static const char *const auth_key_names[] = {
+    [AUTH_KEY_CURRENT] = "current",
+    [AUTH_KEY_PREVIOUS] = "previous",
+    [AUTH_KEY_LEGACY] = "legacy",
+};
+
+const char *
+auth_agent_key_str(enum auth_agent_key k)
+{
+    return names_str(auth_key_names, AUTH_KEY_N, (int)k, "unknown");
+}
+
+/* The agent request was signed with key k: count it, and say so at most
+ * once a minute when it is not the current key (a rotation or an upgrade
+ * under way, docs/operations.md). */
+static void
+auth_agent_used(struct schedd *sd, enum auth_agent_key k, const char *node)
+{
+    int64_t now = timeid_mono_ms();
+
+    sd->agent_auth_used[k]++;
+    if (k == AUTH_KEY_CURRENT || (sd->agent_auth_logged_ms[k] != 0 &&
+                                     now - sd->agent_auth_logged_ms[k] < 60000))
+        return;
+    sd->agent_auth_logged_ms[k] = now;
+    log_notice("node %s signs with %s (%llu such requests so far)", node,
+        k == AUTH_KEY_PREVIOUS ? "a key of the previous cluster secret"
+                               : "the static credential (agent_auth_legacy)",
+        (unsigned long long)sd->agent_auth_used[k]);
+}
+
+/* The static credential of before: accepted only with agent_auth_legacy
+ * (an upgrade under way), compared in constant time. */
+static int
+auth_agent_legacy(struct schedd *sd, const struct cred_agent_cred *c,
+    struct auth_ident *who, struct err *err)
+{
+    char mac[CRED_HEX_LEN + 1];
+    bool ok = false;
+
+    if (!sd->agent_auth_legacy) {
+        who->refused = REFUSAL_LEGACY;
+        return err_set(err, -EACCES,
+            "node '%s' sent the static agent credential of before per-request "
+            "MACs: upgrade its agent (or set agent_auth_legacy = true on the "
+            "scheduler for the upgrade)",
+            c->node);
+    }
+    cred_agent_mac(sd->secret, sd->secret_len, c->node, mac);
+    ok = cred_equal(mac, c->mac);
+    if (!ok && sd->secret_prev != NULL) {
+        cred_agent_mac(sd->secret_prev, sd->secret_prev_len, c->node, mac);
+        ok = cred_equal(mac, c->mac);
+    }
+    explicit_bzero(mac, sizeof(mac));
+    if (!ok) {
+        who->refused = REFUSAL_BAD_MAC;
+        return err_set(err, -EACCES, "bad agent credential for node '%s'",
+            c->node);
+    }
+    auth_agent_used(sd, AUTH_KEY_LEGACY, c->node);
+    return 0;
+}
+
+/* Whether c's MAC is right for req under the key of secret. */
+static bool
+auth_agent_mac_ok(const char *secret, size_t len, const struct http_req *req,
+    const struct cred_agent_cred *c, const char *target)
+{
+    unsigned char key[CRED_KEY_LEN];
+    char mac[CRED_HEX_LEN + 1];
+    struct cred_agent_req r = { .node = c->node,
+        .method = req->method,
+        .target = target,
+        .body = req->body,
+        .body_len = req->body_len,
+        .ts_ms = c->ts_ms,
+        .nonce = c->nonce };
+    bool ok;
+
+    cred_node_key(secret, len, c->node, key);
+    cred_agent_req_mac(key, &r, mac);
+    ok = cred_equal(mac, c->mac);
+    explicit_bzero(key, sizeof(key));
+    return ok;
+}
+
+/* Which key signed the request, or -EACCES. */
+static int
+auth_agent_verify(struct schedd *sd, const struct http_req *req,
+    const struct cred_agent_cred *c, struct auth_ident *who, struct err *err)
+{
+    char *target = req->query && req->query[0]
+                       ? xasprintf("%s?%s", req->path, req->query)
+                       : xstrdup(req->path);
+    int rc = -EACCES;
+
+    if (auth_agent_mac_ok(sd->secret, sd->secret_len, req, c, target))
+        rc = AUTH_KEY_CURRENT;
+    else if (sd->secret_prev != NULL &&
+             auth_agent_mac_ok(sd->secret_prev, sd->secret_prev_len, req, c,
+                 target))
+        rc = AUTH_KEY_PREVIOUS;
+    free(target);
+    if (rc < 0) {
+        who->refused = REFUSAL_BAD_MAC;
+        return err_set(err, -EACCES,
+            "bad agent credential for node '%s' (signed with another node's "
+            "key, a key of a retired cluster secret, or over another "
+            "request)",
+            c->node);
+    }
+    return rc;
+}
+
+/* The request's time within the window, and the request not seen. */
+static int
+auth_agent_fresh(struct schedd *sd, const struct cred_agent_cred *c,
+    struct auth_ident *who, struct err *err)
+{
+    int64_t now = timeid_now_ms();
+    int win = sd->agent_auth_window_ms;
+    unsigned char key[NONCES_KEY_LEN];
+    char when[32];
+    int rc;
+
+    who->skew_ms = c->ts_ms - now;
+    if (who->skew_ms > win || who->skew_ms < -win) {
+        who->refused = REFUSAL_CLOCK_SKEW;
+        return err_set(err, -EACCES,
+            "the clock of node '%s' is %.1f s %s the scheduler's (%s); the "
+            "limit is %d s: fix the node's clock (NTP)",
+            c->node, (double)llabs(who->skew_ms) / 1000.0,
+            who->skew_ms > 0 ? "ahead of" : "behind",
+            timeid_fmt(now, when, sizeof(when)), win / 1000);
+    }
+    /* The MAC covers the nonce: it names the request. */
+    cred_from_hex(c->mac, key, sizeof(key));
+    rc = nonces_add(&sd->nonces, key, c->ts_ms + win, now);
+    if (rc == -EEXIST) {
+        who->refused = REFUSAL_REPLAY;
+        return err_set(err, -EACCES,
+            "replayed agent request of node '%s': this credential was used "
+            "already (each request needs a new nonce)",
+            c->node);
+    }
+    if (rc == -ENOSPC) {
+        who->refused = REFUSAL_REPLAY_FULL;
+        return err_set(err, -EAGAIN,
+            "too many agent requests within %d s (%zu remembered); retry",
+            win / 1000, nonces_count(&sd->nonces));
+    }
+    return 0;
 }
 
 int
 auth_agent(struct schedd *sd, const struct http_req *req,
     struct auth_ident *who, struct err *err)
 {
-    char mac[CRED_HEX_LEN + 1];
-    char node[PROTO_NODE_NAME_MAX + 1];
-    const char *cred, *colon;
-    size_t n;
+    struct cred_agent_cred c;
+    const char *cred;
+    int rc;
 
     memset(who, 0, sizeof(*who));
     cred = auth_scheme(req->authorization, "Agent");
-    if (cred == NULL)
+    if (cred == NULL) {
+        who->refused = REFUSAL_NO_CREDENTIAL;
         return err_set(err, -EACCES,
-            "agent endpoints need 'Authorization: Agent <node>:<mac>'");
-    colon = strchr(cred, ':');
-    n = colon ? (size_t)(colon - cred) : 0;
-    if (colon == NULL || n == 0 || n > PROTO_NODE_NAME_MAX)
-        return err_set(err, -EACCES, "malformed agent credential");
-    memcpy(node, cred, n);
-    node[n] = '\0';
-    if (!proto_valid_name(node, PROTO_NODE_NAME_MAX))
-        return err_set(err, -EACCES, "malformed agent credential");
-    cred_agent_mac(sd->secret, sd->secret_len, node, mac);
-    if (!cred_equal(mac, colon + 1))
-        return err_set(err, -EACCES, "bad agent credential for node '%s'",
-            node);
+            "agent endpoints need 'Authorization: Agent "
+            "<node>:<ts_ms>:<nonce>:<mac>'");
+    }
+    rc = cred_agent_parse(cred, &c);
+    snprintf(who->node, sizeof(who->node), "%s", c.node);
+    if (rc == -EPROTO) {
+        rc = auth_agent_legacy(sd, &c, who, err);
+    } else if (rc < 0) {
+        who->refused = REFUSAL_BAD_CREDENTIAL;
+        return err_set(err, -EACCES,
+            "malformed agent credential: expected 'Agent "
+            "<node>:<ts_ms>:<nonce>:<mac>' (docs/api.md \"Agent "
+            "credentials\")");
+    } else if ((rc = auth_agent_verify(sd, req, &c, who, err)) >= 0) {
+        enum auth_agent_key k = (enum auth_agent_key)rc;
+
+        if ((rc = auth_agent_fresh(sd, &c, who, err)) == 0)
+            auth_agent_used(sd, k, c.node);
+    }
+    if (rc < 0)
+        return rc;
     who->agent = true;
-    snprintf(who->node, sizeof(who->node), "%s", node);
     return 0;
 }
 

@@ -9,10 +9,19 @@
  *    up in the tokens table; an expired or revoked token is refused
  *    (401) on its next request; its last-used time is written at most
  *    once a minute.
- *  - Agents (either transport): "Authorization: Agent <node>:<hex
- *    HMAC-SHA256(cluster secret, node)>", compared in constant time.
+ *  - Agents (either transport): "Authorization: Agent
+ *    <node>:<ts_ms>:<nonce>:<mac>", a MAC over the request under the
+ *    node's key (common/cred.h), derived from the cluster secret or,
+ *    during a rotation, the previous one; the timestamp within
+ *    agent_auth_window_ms of the scheduler's clock; each request once
+ *    (nonces.h). The static "Agent <node>:<mac>" of before only with
+ *    agent_auth_legacy.
  *
- * Failures return -EACCES (401 unauthorized) with err saying why.
+ * Failures return -EACCES (401) with err saying why and who->refused the
+ * reason (refusals.h); -EAGAIN (503) when the table of nonces is full.
+ * After a failure, who->user and who->node hold what the credential
+ * claimed (an expired token's user, an agent's node), for the record of
+ * the refusal only.
  */
 #ifndef SCHEDULER_AUTH_H
 #define SCHEDULER_AUTH_H
@@ -24,6 +33,7 @@
 #include "common/err.h"
 #include "common/proto.h"
 #include "scheduler/http.h"
+#include "scheduler/refusals.h"
 #include "scheduler/schedd.h"
 
 #define AUTH_USER_MAX 64
@@ -35,7 +45,19 @@ struct auth_ident {
     bool agent;
     char node[PROTO_NODE_NAME_MAX + 1]; /* agents: the authenticated node */
     int64_t token_id;                   /* the bearer token's id, or 0 */
+    /* After a failure: */
+    enum refusal_reason refused;
+    int64_t skew_ms; /* REFUSAL_CLOCK_SKEW: the credential's time - ours */
 };
+
+/* Which key an agent request was signed with (counted for /metrics). */
+enum auth_agent_key {
+    AUTH_KEY_CURRENT,  /* derived from the cluster secret */
+    AUTH_KEY_PREVIOUS, /* from the previous one (a rotation) */
+    AUTH_KEY_LEGACY,   /* the static credential (agent_auth_legacy) */
+    AUTH_KEY_N,
+};
+const char *auth_agent_key_str(enum auth_agent_key k);
 
 /* How many of a token's first characters are kept to tell it by ("lst_"
  * and 8 hex digits: not enough to guess the rest). */

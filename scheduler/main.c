@@ -24,6 +24,7 @@
 #include "common/cred.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/proto.h"
 #include "common/xalloc.h"
 #include "scheduler/api.h"
 #include "scheduler/http.h"
@@ -61,6 +62,19 @@ static const struct config_key lockstepd_keys[] = {
     { "state_dir", CONFIG_STR, "/var/lib/lockstep", 0, 0,
         "holds lockstep.db and logs/" },
     CONFIG_KEY_CLUSTER_SECRET_FILE,
+    { "cluster_secret_previous_file", CONFIG_STR, "", 0, 0,
+        "during a rotation, the previous cluster secret: agents' keys "
+        "derived from it are still accepted (a missing file: none; re-read "
+        "on SIGHUP with cluster_secret_file)" },
+    { "agent_auth_window_ms", CONFIG_INT, "30000", 1000, 600000,
+        "an agent request's timestamp must be within this of the "
+        "scheduler's clock, and each is accepted once within it" },
+    { "agent_auth_legacy", CONFIG_BOOL, "false", 0, 0,
+        "also accept the static agent credential of lockstep before "
+        "per-request MACs (for an upgrade only: it can be replayed)" },
+    { "agent_nonces_max", CONFIG_INT, "262144", 1024, 16777216,
+        "agent requests remembered against replay within the window; "
+        "beyond, agent requests get 503 until some expire" },
     { "operators", CONFIG_STR, "", 0, 0,
         "comma-separated user names with the operator role" },
     CONFIG_KEY_LOG_LEVEL,
@@ -193,6 +207,7 @@ struct lockstepd {
     struct api *api;
     struct obs *obs;
     struct webhook *webhook;
+    struct lockstepd_conf *conf; /* main's; SIGHUP reads the secrets again */
     bool stopping;
 };
 
@@ -202,6 +217,8 @@ struct lockstepd_conf {
     char host[256];
     enum log_level level;
     char *secret;
+    char *secret_prev;                          /* NULL: none */
+    const char *secret_file, *secret_prev_file; /* borrowed from the config */
 };
 
 static void
@@ -209,11 +226,18 @@ usage(FILE *f)
 {
     fprintf(f,
         "usage: lockstepd [-c FILE] [-o KEY=VALUE]... [--check-config]\n"
+        "       lockstepd [-c FILE] [-o KEY=VALUE]... --derive-node-key NODE\n"
+        "       lockstepd --dump-routes\n"
         "       lockstepd --version\n"
         "\n"
         "  -c, --config FILE     read the configuration file FILE\n"
         "  -o, --option K=V      set a configuration key (after the file)\n"
         "      --check-config    check the configuration and exit\n"
+        "      --derive-node-key NODE\n"
+        "                        print the key file of agent NODE, derived\n"
+        "                        from the cluster secret(s), and exit\n"
+        "      --dump-routes     print the API's routes and who may call\n"
+        "                        them, and exit\n"
         "      --version         print the version and exit\n"
         "  -h, --help            show this help\n");
 }
@@ -383,12 +407,59 @@ conf_health(const struct config *cfg, struct health_config *h)
     h->soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
 }
 
+/* Wipe and free the secrets of c. */
+static void
+conf_secrets_free(struct lockstepd_conf *c)
+{
+    char **ss[] = { &c->secret, &c->secret_prev };
+
+    for (size_t i = 0; i < ARRAY_SIZE(ss); i++) {
+        if (*ss[i] != NULL)
+            explicit_bzero(*ss[i], strlen(*ss[i]));
+        free(*ss[i]);
+        *ss[i] = NULL;
+    }
+    c->opts.secret = c->opts.secret_prev = NULL;
+    c->opts.secret_len = c->opts.secret_prev_len = 0;
+}
+
+/* Read the cluster secret and, when its file is set and exists, the
+ * previous one (docs/operations.md "Rotating the cluster secret"). */
+static int
+conf_secrets(struct lockstepd_conf *c, struct err *err)
+{
+    struct schedd_opts *o = &c->opts;
+    int rc;
+
+    conf_secrets_free(c);
+    rc = cred_read_secret(c->secret_file, &c->secret, &o->secret_len, err);
+    if (rc == 0 && c->secret_prev_file[0] != '\0') {
+        rc = cred_read_secret(c->secret_prev_file, &c->secret_prev,
+            &o->secret_prev_len, err);
+        if (rc == -ENOENT)
+            rc = 0;
+        else if (rc == 0 && o->secret_prev_len == o->secret_len &&
+                 memcmp(c->secret, c->secret_prev, o->secret_len) == 0)
+            rc = err_set(err, -EINVAL,
+                "cluster_secret_previous_file '%s' holds the current "
+                "cluster secret: write the new secret to '%s' (docs/"
+                "operations.md \"Rotating the cluster secret\")",
+                c->secret_prev_file, c->secret_file);
+    }
+    if (rc < 0) {
+        conf_secrets_free(c);
+        return rc;
+    }
+    o->secret = c->secret;
+    o->secret_prev = c->secret_prev;
+    return 0;
+}
+
 static int
 conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
     struct schedd_opts *o = &c->opts;
     const char *sync = config_str(cfg, "db_synchronous");
-    size_t secret_len = 0;
     char bad[32];
     int rc;
 
@@ -470,15 +541,14 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "sched_policy: unknown policy '%s' "
             "(known: %s)",
             o->sched_policy, sched_policy_names());
-    rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
-        &secret_len, err);
-    if (rc < 0)
-        return rc;
     if ((rc = conf_tls(cfg, o, err)) < 0)
         return rc;
-    o->secret = c->secret;
-    o->secret_len = secret_len;
-    return 0;
+    o->agent_auth_window_ms = (int)config_int(cfg, "agent_auth_window_ms");
+    o->agent_auth_legacy = config_bool(cfg, "agent_auth_legacy");
+    o->agent_nonces_max = (size_t)config_int(cfg, "agent_nonces_max");
+    c->secret_file = config_str(cfg, "cluster_secret_file");
+    c->secret_prev_file = config_str(cfg, "cluster_secret_previous_file");
+    return conf_secrets(c, err);
 }
 
 static void
@@ -513,17 +583,6 @@ lockstepd_shutdown(struct lockstepd *d)
     d->api = NULL;
 }
 
-/* SIGHUP: load the TLS certificate again (a rotation). */
-static void
-sighup_cb(uv_signal_t *s, int signum)
-{
-    struct lockstepd *d = s->data;
-
-    (void)signum;
-    if (d->api != NULL && !d->stopping)
-        api_tls_reload(d->api);
-}
-
 static void
 signal_cb(uv_signal_t *s, int signum)
 {
@@ -531,6 +590,34 @@ signal_cb(uv_signal_t *s, int signum)
 
     log_notice("received %s; shutting down", strsignal(signum));
     lockstepd_shutdown(d);
+}
+
+/* SIGHUP: load the TLS certificate and read the cluster secrets again
+ * (rotations); whichever fails to load, the one in use stays. */
+static void
+sighup_cb(uv_signal_t *s, int signum)
+{
+    struct lockstepd *d = s->data;
+    struct lockstepd_conf *c = d->conf;
+    struct err err;
+
+    (void)signum;
+    if (d->stopping)
+        return;
+    if (d->api != NULL)
+        api_tls_reload(d->api);
+    err_clear(&err);
+    if (conf_secrets(c, &err) < 0) {
+        log_error("SIGHUP: %s; the cluster secrets in use stay", err.msg);
+        return;
+    }
+    schedd_set_secrets(d->sd, c->secret, c->opts.secret_len, c->secret_prev,
+        c->opts.secret_prev_len);
+    conf_secrets_free(c);
+    log_notice("SIGHUP: cluster secrets read again from '%s'%s%s%s",
+        c->secret_file, d->sd->secret_prev ? " and '" : "",
+        d->sd->secret_prev ? c->secret_prev_file : "",
+        d->sd->secret_prev ? "' (previous: a rotation)" : " (no previous)");
 }
 
 /* Report and close whatever is still open (a bug: every owner closes its
@@ -544,16 +631,24 @@ walk_cb(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
+/* What the command line asks for besides the configuration. */
+struct lockstepd_args {
+    bool check;
+    const char *derive_node; /* --derive-node-key NODE, or NULL */
+};
+
 /* Parse the command line: 0 to go on, else the exit status + 1 (so 0
  * stays "go on"). */
 static int
 parse_args(int argc, char **argv, const char **file, char ***overrides,
-    size_t *noverrides, bool *check)
+    size_t *noverrides, struct lockstepd_args *a)
 {
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
         { "option", required_argument, NULL, 'o' },
         { "check-config", no_argument, NULL, 'C' },
+        { "derive-node-key", required_argument, NULL, 'K' },
+        { "dump-routes", no_argument, NULL, 'R' },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -571,8 +666,21 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
             (*overrides)[(*noverrides)++] = optarg;
             break;
         case 'C':
-            *check = true;
+            a->check = true;
             break;
+        case 'K':
+            if (!proto_valid_name(optarg, PROTO_NODE_NAME_MAX)) {
+                fprintf(stderr,
+                    "lockstepd: --derive-node-key: '%s' is not a node name "
+                    "(1 to %d of [A-Za-z0-9._-])\n",
+                    optarg, PROTO_NODE_NAME_MAX);
+                return 3;
+            }
+            a->derive_node = optarg;
+            break;
+        case 'R':
+            api_routes_dump(stdout);
+            return 1;
         case 'V':
             printf("lockstepd %s\n", LOCKSTEP_VERSION);
             return 1;
@@ -589,6 +697,24 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
         usage(stderr);
         return 3;
     }
+    return 0;
+}
+
+/* Print the key file of node (docs/operations.md "Node keys"). */
+static int
+derive_node_key(const struct lockstepd_conf *conf, const char *node)
+{
+    const struct schedd_opts *o = &conf->opts;
+    struct cred_node_keyfile kf;
+    char *text;
+
+    cred_node_keyfile_derive(o->secret, o->secret_len, o->secret_prev,
+        o->secret_prev_len, node, &kf);
+    text = cred_node_keyfile_format(&kf);
+    fputs(text, stdout);
+    explicit_bzero(text, strlen(text));
+    explicit_bzero(&kf, sizeof(kf));
+    free(text);
     return 0;
 }
 
@@ -637,7 +763,7 @@ lockstepd_start(struct lockstepd *d, const struct lockstepd_conf *conf,
 
 /* Run the daemon until it is told to stop. Returns the exit status. */
 static int
-lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
+lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
 {
     struct err err;
     int status = 0, rc;
@@ -646,6 +772,8 @@ lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
     if ((rc = uv_loop_init(&d->loop)) < 0)
         fatalx("cannot create the event loop: %s", uv_strerror(rc));
     d->sd = schedd_create(&d->loop, &conf->opts, &err);
+    /* The context keeps its copy; SIGHUP reads the files again. */
+    conf_secrets_free(conf);
     if (d->sd == NULL) {
         log_error("%s", err.msg);
         uv_loop_close(&d->loop);
@@ -657,6 +785,7 @@ lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
     d->sigterm.data = d;
     d->sigint.data = d;
     d->sighup.data = d;
+    d->conf = conf;
     if ((rc = uv_signal_start(&d->sigterm, signal_cb, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0 ||
         (rc = uv_signal_start(&d->sighup, sighup_cb, SIGHUP)) < 0)
@@ -691,13 +820,13 @@ main(int argc, char **argv)
     const char *file = NULL;
     char **overrides = NULL;
     size_t noverrides = 0;
-    bool check = false;
+    struct lockstepd_args args = { false, NULL };
     int status;
 
     memset(&d, 0, sizeof(d));
     memset(&conf, 0, sizeof(conf));
     err_clear(&err);
-    status = parse_args(argc, argv, &file, &overrides, &noverrides, &check);
+    status = parse_args(argc, argv, &file, &overrides, &noverrides, &args);
     if (status != 0) {
         free(overrides);
         return status - 1;
@@ -706,7 +835,9 @@ main(int argc, char **argv)
     if (load_config(cfg, file, overrides, noverrides, &conf, &err) < 0) {
         fprintf(stderr, "lockstepd: %s\n", err.msg);
         status = EX_CONFIG;
-    } else if (check) {
+    } else if (args.derive_node) {
+        status = derive_node_key(&conf, args.derive_node);
+    } else if (args.check) {
         printf("configuration OK\n");
     } else {
         log_init("lockstepd", conf.level, LOG_MODE_AUTO);
@@ -714,10 +845,7 @@ main(int argc, char **argv)
         status = lockstepd_run(&d, &conf);
     }
     free(overrides);
-    if (conf.secret) {
-        explicit_bzero(conf.secret, strlen(conf.secret));
-        free(conf.secret);
-    }
+    conf_secrets_free(&conf);
     config_destroy(cfg);
     return status;
 }

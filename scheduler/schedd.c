@@ -470,8 +470,14 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
 {
     sd->lock_fd = -1;
     sd->state_dir = xstrdup(opts->state_dir);
-    sd->secret = xstrndup(opts->secret, opts->secret_len);
-    sd->secret_len = opts->secret_len;
+    schedd_set_secrets(sd, opts->secret, opts->secret_len, opts->secret_prev,
+        opts->secret_prev_len);
+    sd->agent_auth_window_ms = opts->agent_auth_window_ms > 0
+                                   ? opts->agent_auth_window_ms
+                                   : 30000;
+    sd->agent_auth_legacy = opts->agent_auth_legacy;
+    nonces_init(&sd->nonces, opts->agent_nonces_max);
+    refusals_init(&sd->refusals);
     sd->self_uid = geteuid();
     sd->heartbeat_ms = opts->heartbeat_ms;
     sd->node_timeout_ms = opts->node_timeout_ms;
@@ -583,8 +589,28 @@ schedd_destroy(struct schedd *sd)
     quota_release(&sd->quota);
     free(sd->state_dir);
     free(sd->alert_url);
-    if (sd->secret)
-        explicit_bzero(sd->secret, sd->secret_len);
-    free(sd->secret);
+    schedd_set_secrets(sd, NULL, 0, NULL, 0);
+    nonces_release(&sd->nonces);
+    refusals_release(&sd->refusals);
     free(sd);
+}
+
+/* Wipe and free *s; copy new (len bytes; NULL: none) into it. */
+static void
+schedd_secret_replace(char **s, size_t *slen, const char *new, size_t len)
+{
+    if (*s != NULL)
+        explicit_bzero(*s, *slen);
+    free(*s);
+    *s = new != NULL ? xstrndup(new, len) : NULL;
+    *slen = new != NULL ? len : 0;
+}
+
+void
+schedd_set_secrets(struct schedd *sd, const char *secret, size_t len,
+    const char *prev, size_t prev_len)
+{
+    schedd_secret_replace(&sd->secret, &sd->secret_len, secret, len);
+    schedd_secret_replace(&sd->secret_prev, &sd->secret_prev_len, prev,
+        prev_len);
 }

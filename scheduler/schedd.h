@@ -43,9 +43,11 @@
 #include "scheduler/job.h"
 #include "scheduler/metrics.h"
 #include "scheduler/node.h"
+#include "scheduler/nonces.h"
 #include "scheduler/policy.h"
 #include "scheduler/portpool.h"
 #include "scheduler/quota.h"
+#include "scheduler/refusals.h"
 
 struct db;
 struct logstore;
@@ -82,7 +84,12 @@ struct schedd_opts {
     const char *state_dir;
     const char *secret; /* cluster secret bytes */
     size_t secret_len;
-    const char *operators; /* comma-separated names */
+    const char *secret_prev; /* the previous one (a rotation), or NULL */
+    size_t secret_prev_len;
+    int agent_auth_window_ms; /* agent request timestamps: now ± this */
+    bool agent_auth_legacy;   /* accept the static credential of before */
+    size_t agent_nonces_max;  /* nonces.h; 0: the default */
+    const char *operators;    /* comma-separated names */
     int heartbeat_ms;
     int node_timeout_ms;
     size_t max_body;
@@ -138,6 +145,10 @@ struct schedd {
     char *state_dir;
     char *secret;
     size_t secret_len;
+    char *secret_prev; /* NULL: no rotation under way */
+    size_t secret_prev_len;
+    int agent_auth_window_ms;
+    bool agent_auth_legacy;
     char **operators;
     size_t noperators;
     uid_t self_uid;
@@ -165,6 +176,10 @@ struct schedd {
     struct health_config health;     /* node health policy (health.h) */
     struct quota_config quota_cfg;   /* per-user submission limits */
     struct quota quota;              /* their state (quota.h) */
+    struct nonces nonces;            /* agent requests seen (auth.c) */
+    struct refusals refusals;        /* refused requests (api_obs.c) */
+    uint64_t agent_auth_used[3];     /* by enum auth_agent_key (auth.h) */
+    int64_t agent_auth_logged_ms[3]; /* its last log line (monotonic) */
 
     struct db *db;
     struct logstore *logs;
@@ -242,6 +257,11 @@ int schedd_event(struct schedd *sd, const char *actor, const char *subject,
 /* "job/<id>" and "node/<name>" into buf, for events. */
 const char *schedd_subject_job(char *buf, size_t len, int64_t id);
 const char *schedd_subject_node(char *buf, size_t len, const char *name);
+
+/* Replace the cluster secrets (SIGHUP: docs/operations.md "Rotating the
+ * cluster secret"): copied; prev NULL when none. */
+void schedd_set_secrets(struct schedd *sd, const char *secret, size_t len,
+    const char *prev, size_t prev_len);
 
 /* Whether user is an operator by name (the operators list). */
 bool schedd_is_operator_name(const struct schedd *sd, const char *user);

@@ -31,7 +31,10 @@
 #   - chgrp/chown to the lockstep user or group use its id from ROOT's
 #     /etc/group and /etc/passwd (as root; as another user they only check
 #     that it exists);
-#   - scp HOST:PATH DEST copies PATH: the scheduler machine is this one;
+#   - scp HOST:PATH DEST copies PATH, and ssh HOST CMD... runs CMD here:
+#     the scheduler machine is this one;
+#   - systemctl reload sends SIGHUP to a unit that has an ExecReload= line
+#     and waits for lockstepd to log that it read its secrets again;
 #   - systemd-analyze verify checks the installed units with their paths
 #     moved into ROOT; without systemd-analyze it says so and succeeds.
 
@@ -151,16 +154,27 @@ unit_stop() {
 }
 
 unit_reload() {
-    local name=${1%.service}
-    grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$(unit_file "$name")" ||
+    local name=${1%.service} f n i
+    f=$(unit_file "$name") || return 1
+    grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$f" ||
         { echo "$name: no ExecReload= that sends SIGHUP" >&2; return 1; }
     [ -s "$UNITS/$name.pid" ] || { echo "$name is not running" >&2; return 1; }
-    kill -HUP "$(<"$UNITS/$name.pid")"
+    n=$(grep -c 'SIGHUP: ' "$UNITS/$name.log" || true)
+    kill -HUP "$(<"$UNITS/$name.pid")" || return 1
+    [ "$name" = lockstepd ] || return 0
+    for ((i = 0; i < 100; i++)); do
+        [ "$(grep -c 'SIGHUP: ' "$UNITS/$name.log" || true)" -gt "$n" ] &&
+            return 0
+        sleep 0.1
+    done
+    echo "$name did not reload" >&2
+    return 1
 }
 
 systemctl() {
     case $1 in
     daemon-reload) return 0 ;;
+    reload) unit_reload "$2" ;;
     start) unit_start "$2" ;;
     stop) unit_stop "$2" ;;
     restart) unit_stop "$2" && unit_start "$2" ;;
@@ -226,6 +240,11 @@ chown() {
 
 scp() {
     cp "${1#*:}" "$2"
+}
+
+ssh() {
+    shift
+    "$@"
 }
 
 systemd-analyze() {

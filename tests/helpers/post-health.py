@@ -13,15 +13,17 @@ Usage: post-health.py URL SECRET_FILE NODE AGENT_ID [options]
   --cpus N --memory-mb N --gpus 0,1,2,3 --label k=v --addr A
                    the resources reported (defaults: the harness's agents)
 
-Authenticates as the node's agent (Authorization: Agent NODE:HMAC).
-Prints the HTTP status; exits 0 on 2xx.
+Authenticates as the node's agent: a request signed with the node's
+key, derived from SECRET_FILE (agentcred.py, docs/api.md "Agent
+credentials"). Prints the HTTP status; exits 0 on 2xx.
 """
 import argparse
-import hashlib
-import hmac
 import json
+import os
 import sys
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentcred  # noqa: E402
 
 
 def main():
@@ -40,9 +42,7 @@ def main():
     p.add_argument("--label", default=None)
     p.add_argument("--addr", default="127.0.0.1")
     a = p.parse_intermixed_args()
-    with open(a.secret_file, "rb") as f:
-        secret = f.read().rstrip()
-    mac = hmac.new(secret, a.node.encode(), hashlib.sha256).hexdigest()
+    key = agentcred.node_key(agentcred.read_secret(a.secret_file), a.node)
     results = []
     for spec in a.results:
         parts = spec.split(":", 3)
@@ -60,18 +60,13 @@ def main():
             "health": {"boot_id": a.boot,
                        "full_pass": not a.no_full_pass,
                        "results": results}}
-    req = urllib.request.Request(
-        a.url.rstrip("/") + "/v1/agent/status",
-        data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json",
-                 "Authorization": "Agent %s:%s" % (a.node, mac)})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            print(resp.status)
-            return 0
-    except urllib.error.HTTPError as e:
-        print(e.code, e.read().decode(errors="replace"))
-        return 1
+    [(status, text)] = agentcred.request(a.url, "POST", "/v1/agent/status",
+                                         key, a.node, json.dumps(body))
+    if 200 <= status < 300:
+        print(status)
+        return 0
+    print(status, text)
+    return 1
 
 
 if __name__ == "__main__":

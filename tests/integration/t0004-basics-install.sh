@@ -145,7 +145,10 @@ test_expect_success 'the sandbox ran what the document promises' '
     grep -q "server=https://127.0.0.1:$PORT" "$UNITS/lockstep-agent.log" &&
     grep -q "lockstepd started: tcp=127.0.0.1:$PORT (tls)" "$UNITS/lockstepd.log" &&
     grep -q "reloaded TLS certificate" "$UNITS/lockstepd.log" &&
-    test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 600 &&
+    test "$(stat -c %a "$ROOT/etc/lockstep/node.key")" = 600 &&
+    test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 640 &&
+    ! test -e "$ROOT/etc/lockstep/cluster.secret.previous" &&
+    grep -q "^node = $(hostname)$" "$ROOT/etc/lockstep/node.key" &&
     command lockstep jobs --all --json | jget "[j[0][\"name\"], j[0][\"state\"]]" |
         grep -qF "[\"smoke\", \"SUCCEEDED\"]" &&
     test "$(command lockstep nodes --json | jget "[n[\"state\"] for n in j]")" = "[\"UP\"]" &&

@@ -197,6 +197,21 @@ tls_certs() {
         "$SRC_DIR/deploy/tls-certs.sh" "$TLS_DIR" 127.0.0.1 localhost >/dev/null
 }
 
+# node_key NAME [SECRET_FILE]: the path of node NAME's key file, derived
+# from the cluster secret (or SECRET_FILE) by lockstepd --derive-node-key
+# (docs/operations.md "Node keys"); made once per secret.
+node_key() {
+    local name=$1 secret=${2:-$CLUSTER_SECRET} f
+    f=$TEST_DIR/keys/$(basename "$secret")-$name.key
+    if [ ! -s "$f" ]; then
+        mkdir -p "$TEST_DIR/keys"
+        (umask 077 && "$LOCKSTEPD" -o cluster_secret_file="$secret" \
+            --derive-node-key "$name" >"$f.tmp") && mv "$f.tmp" "$f" ||
+            return 1
+    fi
+    echo "$f"
+}
+
 # start_scheduler [-o key=value]...: start lockstepd (again, after a kill,
 # on the same state and the same TCP port). Its TCP listener speaks plain
 # HTTP (tls = off: the suite's curl calls and its speed want it), unless
@@ -269,7 +284,8 @@ gpu_count() {
 }
 
 # start_agent NAME [-o key=value]...: start an agent for node NAME with 8
-# CPUs, 4 fake GPUs and its own state and log directories. It talks to the
+# CPUs, 4 fake GPUs, its own node key (node_key) and its own state and log
+# directories. It talks to the
 # scheduler's Unix socket, or to $AGENT_SERVER when set. Its health checks
 # ($HEALTH_CHECKS, default disk,gpu,kmsg,memory: not nic and pcie, which
 # read this machine's own sysfs, which a test does not control) run every
@@ -281,7 +297,8 @@ gpu_count() {
 start_agent() {
     local name=$1
     shift
-    local d=$TEST_DIR/agent-$name gpus=0-3 a
+    local d=$TEST_DIR/agent-$name gpus=0-3 a key
+    key=$(node_key "$name") || return 1
     mkdir -p "$d/state"
     touch "$d/kmsg"
     for a in "$@"; do
@@ -296,7 +313,7 @@ start_agent() {
         -o node_name="$name" \
         -o addr=127.0.0.1 -o cpus=8 -o memory_mb=16384 -o gpus=0-3 \
         -o labels="rack=r-$name" -o state_dir="$d/state" \
-        -o log_dir="$d/logs" -o cluster_secret_file="$CLUSTER_SECRET" \
+        -o log_dir="$d/logs" -o node_key_file="$key" \
         -o run_as_submitter=false -o kill_grace_ms="${KILL_GRACE_MS:-3000}" \
         -o kmsg_path="$d/kmsg" -o nvidia_smi="$SRC_DIR/deploy/fake-nvidia-smi" \
         -o health_interval_ms="${HEALTH_INTERVAL_MS:-30000}" \
