@@ -53,7 +53,7 @@ test_expect_success 'the new secret, the old one as previous, SIGHUP: agents kee
 
 test_expect_success 'each node gets a key of the new secret; its agent takes it up' '
     for n in n1 n2; do
-        (umask 077 && $LOCKSTEPD -o cluster_secret_file="$CLUSTER_SECRET" \
+        (umask 077 && $LOCKSTEPD -o tls=off -o cluster_secret_file="$CLUSTER_SECRET" \
             -o cluster_secret_previous_file="$PREV" \
             --derive-node-key $n >"$TEST_DIR/agent-$n/node.key.new") &&
         grep -q "^witness_key_previous = " "$TEST_DIR/agent-$n/node.key.new" &&

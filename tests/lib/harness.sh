@@ -205,7 +205,8 @@ node_key() {
     f=$TEST_DIR/keys/$(basename "$secret")-$name.key
     if [ ! -s "$f" ]; then
         mkdir -p "$TEST_DIR/keys"
-        (umask 077 && "$LOCKSTEPD" -o cluster_secret_file="$secret" \
+        (umask 077 && "$LOCKSTEPD" -o tls=off \
+            -o cluster_secret_file="$secret" \
             --derive-node-key "$name" >"$f.tmp") && mv "$f.tmp" "$f" ||
             return 1
     fi
