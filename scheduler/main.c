@@ -4,7 +4,8 @@
  * Reads the configuration (docs/config.md: -c FILE, then -o key=value
  * overrides), checks it completely (including the cluster secret) before
  * anything starts, and exits 78 (EX_CONFIG) on any configuration error so
- * systemd does not restart-loop on it. Then it creates the scheduler,
+ * systemd does not restart-loop on it (65 and 66 for a damaged or lost
+ * database, likewise). Then it creates the scheduler,
  * starts listening and runs the loop until SIGTERM or SIGINT, when it
  * stops accepting, commits, closes every handle and requires
  * uv_loop_close() == 0.
@@ -35,6 +36,11 @@
 #include "version.h"
 
 #define EX_CONFIG 78
+/* The database was damaged (EX_DATAERR) or lost (EX_NOINPUT): a restart
+ * cannot fix either, and starting empty would forget every job
+ * (docs/operations.md "A lost or damaged database"). */
+#define EX_DB_DAMAGED 65
+#define EX_DB_LOST 66
 
 static const struct config_key lockstepd_keys[] = {
     { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0,
@@ -62,6 +68,10 @@ static const struct config_key lockstepd_keys[] = {
         "size of the MASTER_PORT range" },
     { "db_synchronous", CONFIG_STR, "full", 0, 0,
         "SQLite synchronous: full or normal" },
+    { "db_check_timeout_ms", CONFIG_INT, "60000", 0, 3600000,
+        "at start-up PRAGMA quick_check reads the whole database to refuse "
+        "a damaged one; a check longer than this is cut short and the "
+        "start goes on (0: no check)" },
     { "lease_ms", CONFIG_INT, "5000", 100, 3600000,
         "job supervisors' lease, renewed by each status exchange; must be "
         "below node_timeout_ms" },
@@ -368,6 +378,7 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
     else if (strcmp(sync, "normal") != 0)
         return err_set(err, -EINVAL,
             "db_synchronous: '%s' is not full or normal", sync);
+    o->db_check_ms = config_int(cfg, "db_check_timeout_ms");
     if ((rc = parse_listen(config_str(cfg, "listen"), c->host, sizeof(c->host),
              &o->listen_port, err)) < 0)
         return rc;
@@ -600,7 +611,13 @@ lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
     if (d->sd == NULL) {
         log_error("%s", err.msg);
         uv_loop_close(&d->loop);
-        return 1;
+        if (err.code != -EUCLEAN && err.code != -ENODATA)
+            return 1;
+        log_error("not starting on an empty database in its place: restore "
+                  "it from a backup, or move the state directory aside to "
+                  "start afresh (docs/operations.md \"A lost or damaged "
+                  "database\")");
+        return err.code == -EUCLEAN ? EX_DB_DAMAGED : EX_DB_LOST;
     }
     uv_signal_init(&d->loop, &d->sigterm);
     uv_signal_init(&d->loop, &d->sigint);

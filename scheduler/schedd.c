@@ -514,7 +514,11 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     if (sd->logs == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
-    sd->db = db_open(path, opts->db_sync_full, err);
+    sd->db = db_open(path,
+        &(struct db_open_opts){ .sync_full = opts->db_sync_full,
+            .guard = true,
+            .check_ms = opts->db_check_ms },
+        err);
     free(path);
     if (sd->db == NULL)
         goto fail;

@@ -85,7 +85,8 @@ struct schedd_opts {
     int master_port_base;
     int master_port_count;
     bool db_sync_full;
-    int lease_ms; /* < node_timeout_ms (main checks) */
+    int64_t db_check_ms; /* bound on the start-up check; 0: none */
+    int lease_ms;        /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
     int rank_stats_window_ms;
     double straggler_ratio; /* straggler.h */
