@@ -181,8 +181,7 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
         return;
     }
     if (!schedd_available(sd)) {
-        http_resp_error(resp, 503, "unavailable",
-            "the scheduler is reloading its state; retry");
+        api_req_unavailable(sd, resp);
         return;
     }
     r.arg = segment[0] ? segment : NULL;
@@ -196,6 +195,8 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
      * iteration failed (schedd_db_error); its reply is the 503. */
     if (!schedd_available(sd) && rc != -EINVAL)
         rc = -EIO;
+    if (rc == -EIO || rc == -ENOSPC || rc == -EDQUOT || rc == -EROFS)
+        schedd_unavailable_msg(sd, rc, err.msg, sizeof(err.msg));
     api_req_error(resp, rc, &err);
     if (resp->status >= 500)
         log_warn("%s %s: %s", req->method, req->path, err.msg);
@@ -208,8 +209,14 @@ static int
 api_flush(void *arg)
 {
     struct api *api = arg;
+    char msg[200];
+    int rc = schedd_flush(api->sd);
 
-    return schedd_flush(api->sd);
+    if (rc < 0) {
+        schedd_unavailable_msg(api->sd, rc, msg, sizeof(msg));
+        http_server_flush_msg(api->http, msg);
+    }
+    return rc;
 }
 
 /* ---- hooks -------------------------------------------------------------- */

@@ -151,6 +151,11 @@ int http_server_listen_unix(struct http_server *srv, const char *path,
 void http_server_close(struct http_server *srv, void (*done)(void *),
     void *arg);
 
+/* The message of the 503s that replace durable responses when the flush
+ * now running fails (default: "cannot commit: <strerror>"); called from
+ * flush_fn. msg is copied. */
+void http_server_flush_msg(struct http_server *srv, const char *msg);
+
 /* Number of open connections (for metrics and tests). */
 size_t http_server_nconns(const struct http_server *srv);
 /* The server's connection counters. */

@@ -525,8 +525,13 @@ conn_settle(struct http_conn *conn, int flush_rc)
             continue;
         if (flush_rc < 0 && out->resp.durable) {
             sbuf_reset(&out->resp.headers);
-            http_resp_error(&out->resp, 503, "unavailable", "cannot commit: %s",
-                strerror(-flush_rc));
+            if (conn->srv->flush_msg[0])
+                http_resp_error(&out->resp, 503, "unavailable", "%s",
+                    conn->srv->flush_msg);
+            else
+                http_resp_error(&out->resp, 503, "unavailable",
+                    "cannot commit: %s", strerror(-flush_rc));
+            http_resp_header(&out->resp, "Retry-After", "5");
             out->resp.durable = false;
         }
         out->settled = true;

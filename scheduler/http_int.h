@@ -192,6 +192,7 @@ struct http_server {
     unsigned long long log_quiet; /* refusals not logged since */
     http_handler_fn *handler;
     http_flush_fn *flush;
+    char flush_msg[200]; /* why the last flush failed (http_server_flush_msg) */
     void *arg;
 
     uv_check_t check;

@@ -48,6 +48,12 @@ http_server_handle_closed(struct http_server *srv)
         done(arg);
 }
 
+void
+http_server_flush_msg(struct http_server *srv, const char *msg)
+{
+    snprintf(srv->flush_msg, sizeof(srv->flush_msg), "%s", msg);
+}
+
 size_t
 http_server_nconns(const struct http_server *srv)
 {
@@ -139,6 +145,7 @@ server_check_cb(uv_check_t *check)
      * queued while we work (a resumed connection) waits for the next. */
     http_list_move(&srv->dirty, &batch);
     if (srv->flush != NULL) {
+        srv->flush_msg[0] = '\0';
         rc = srv->flush(srv->arg);
         if (rc < 0)
             log_warn("cannot commit, durable responses fail with 503: %s",

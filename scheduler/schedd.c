@@ -79,6 +79,7 @@ schedd_db_error(struct schedd *sd, int rc)
                   "will be rolled back",
             strerror(-rc));
     sd->failed = true;
+    sd->db_errno = rc;
     return rc;
 }
 
@@ -92,6 +93,27 @@ bool
 schedd_available(const struct schedd *sd)
 {
     return !sd->failed && !sd->stopping;
+}
+
+void
+schedd_unavailable_msg(const struct schedd *sd, int rc, char *buf, size_t len)
+{
+    if (rc != -ENOSPC && rc != -EDQUOT && rc != -EROFS)
+        rc = sd->db_errno;
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        snprintf(buf, len,
+            "the scheduler's disk is full (state_dir '%s'); nothing was "
+            "accepted, retry later",
+            sd->state_dir);
+    else if (rc == -EROFS)
+        snprintf(buf, len,
+            "the scheduler's disk is read-only (state_dir '%s'); nothing "
+            "was accepted, retry later",
+            sd->state_dir);
+    else
+        snprintf(buf, len,
+            "the database cannot accept changes now; nothing was accepted, "
+            "retry later");
 }
 
 int
@@ -395,11 +417,16 @@ schedd_commit(struct schedd *sd)
         rc = db_txn_commit(sd->db);
         metrics_hist_observe(&sd->commit_hist,
             (double)(uv_hrtime() - t0) / 1e9);
+        if (rc == 0 && sd->db_errno != 0) {
+            log_notice("the database accepts changes again");
+            sd->db_errno = 0;
+        }
     } else {
         rc = db_txn_commit(sd->db);
     }
     if (rc < 0) {
         log_error("cannot commit to the database: %s", strerror(-rc));
+        sd->db_errno = rc;
         sd->failed = true;
         sd->rolled_back = true;
         if (!sd->stopping)

@@ -185,6 +185,8 @@ struct schedd {
     uv_check_t commit_check; /* commit what no reply flushed */
 
     bool failed;      /* a write or commit failed this iteration */
+    int db_errno;     /* the last failed write's error (-ENOSPC ...), 0
+                       * once a commit succeeds again */
     bool rolled_back; /* work was rolled back since the last
                        * HTTP flush: its replies must be 503 */
     bool stopping;
@@ -216,6 +218,11 @@ int schedd_db_error(struct schedd *sd, int rc);
 int schedd_db_check(struct schedd *sd, int rc);
 /* Whether requests may be served (not failed, not reloading). */
 bool schedd_available(const struct schedd *sd);
+/* Why a change was not accepted, for a person: the disk when it is full
+ * or read-only (rc, or else the last failed write's error), naming
+ * state_dir; the database otherwise. Always says nothing was accepted. */
+void schedd_unavailable_msg(const struct schedd *sd, int rc, char *buf,
+    size_t len);
 
 /* Run the scheduling pass soon (the sched_trigger hook). */
 void schedd_sched_trigger(struct schedd *sd);
