@@ -168,6 +168,12 @@ static const struct config_key lockstepd_keys[] = {
         "submissions per second per user, on average (0: no limit)" },
     { "user_submit_burst", CONFIG_INT, "200", 1, 1000000,
         "submissions one user may make at once" },
+    { "user_max_running_jobs", CONFIG_INT, "0", 0, 100000000,
+        "jobs one user may have running (placed, running or restarting); "
+        "more wait with the reason (0: no limit; operators too)" },
+    { "log_max_bytes_per_job", CONFIG_INT, "1073741824", 0, (int64_t)1 << 50,
+        "rank output stored for one job; beyond it the oldest is dropped "
+        "and `lockstep logs` says how much (0: no limit)" },
     { "operator_max_queued_jobs", CONFIG_INT, "0", 0, 100000000,
         "user_max_queued_jobs for operators (0: no limit)" },
     { "operator_submit_rate", CONFIG_INT, "0", 0, 1000000,
@@ -342,6 +348,12 @@ conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
     o->quota.op.max_queued = (int)config_int(cfg, "operator_max_queued_jobs");
     o->quota.op.submit_rate = (int)config_int(cfg, "operator_submit_rate");
     o->quota.op.submit_burst = (int)config_int(cfg, "operator_submit_burst");
+    o->quota.max_running = (int)config_int(cfg, "user_max_running_jobs");
+    o->log_max_bytes = config_int(cfg, "log_max_bytes_per_job");
+    if (o->log_max_bytes > 0 && o->log_max_bytes < 65536)
+        return err_set(err, -EINVAL,
+            "log_max_bytes_per_job: %lld is below 65536 (64 KiB)",
+            (long long)o->log_max_bytes);
     return 0;
 }
 

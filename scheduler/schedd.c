@@ -536,7 +536,7 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     if (schedd_mkdir(sd->state_dir, err) < 0 || schedd_lock(sd, err) < 0)
         goto fail;
     path = xasprintf("%s/logs", sd->state_dir);
-    sd->logs = logstore_create(path, err);
+    sd->logs = logstore_create(path, opts->log_max_bytes, err);
     free(path);
     if (sd->logs == NULL)
         goto fail;

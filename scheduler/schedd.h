@@ -101,7 +101,8 @@ struct schedd_opts {
     int event_retention_days; /* 0: keep events forever */
     bool metrics_token_required;
     struct health_config health;
-    struct quota_config quota;      /* per-user submission limits */
+    struct quota_config quota;      /* per-user limits */
+    int64_t log_max_bytes;          /* stored rank output per job; 0: no cap */
     struct schedd_http_limits http; /* deadlines and caps (api.c) */
 };
 
