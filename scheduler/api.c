@@ -138,6 +138,7 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
     struct api_req *r, struct err *err)
 {
     const struct http_req *req = r->http;
+    const char *cap;
     int rc;
 
     if ((route->flags & API_AGENT) ||
@@ -152,6 +153,14 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
         rc = 0;
     else
         rc = auth_user(sd, req, &r->who, err);
+    /* Operators too keep their connections out of the users' budget, and
+     * only they may use a connection in the agents' reserve. */
+    if (rc == 0 && r->who.operator&& !r->who.agent)
+        http_conn_mark_operator(req->conn);
+    else if (rc == 0 && !r->who.agent &&
+             (cap = http_conn_refuse_restricted(req->conn)) != NULL)
+        return err_set(err, -EUSERS,
+            "too many connections (%s cap); retry later", cap);
     if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator) {
         /* Every refused attempt is recorded (an event, and counted). */
         if ((rc = api_obs_refused(sd, r)) == 0)

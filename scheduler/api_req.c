@@ -50,6 +50,7 @@ error_status(int rc, const char **code, const char **dflt)
         { -EALREADY, 409, "conflict", "conflict" },
         { -E2BIG, 413, "too_large", "request too large" },
         { -EMSGSIZE, 413, "too_large", "request too large" },
+        { -EUSERS, 503, "overloaded", "too many connections; retry later" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
@@ -94,6 +95,8 @@ api_req_error(struct http_resp *resp, int rc, const struct err *err)
     }
     status = error_status(rc, &code, &dflt);
     http_resp_error(resp, status, code, "%s", msg ? msg : dflt);
+    if (status == 503)
+        http_resp_header(resp, "Retry-After", "5");
 }
 
 void

@@ -217,17 +217,16 @@ conn_uncount(struct http_conn *conn)
         srv->nunix--;
     else if (conn->agent)
         srv->nagent--;
+    else if (conn->op)
+        srv->noperator--;
 }
 
-void
-http_conn_mark_agent(struct http_conn *conn)
+/* conn leaves the user budget, its peer's count and the restriction. */
+static void
+conn_trust(struct http_conn *conn)
 {
     struct http_server *srv = conn->srv;
 
-    if (conn->agent || conn->is_unix || conn->closing)
-        return;
-    conn->agent = true;
-    srv->nagent++;
     if (conn->counted_user)
         srv->nuser--;
     conn->counted_user = false;
@@ -237,6 +236,40 @@ http_conn_mark_agent(struct http_conn *conn)
     if (conn->restricted)
         srv->nrestricted--;
     conn->restricted = false;
+}
+
+void
+http_conn_mark_agent(struct http_conn *conn)
+{
+    if (conn->agent || conn->op || conn->is_unix || conn->closing)
+        return;
+    conn->agent = true;
+    conn->srv->nagent++;
+    conn_trust(conn);
+}
+
+void
+http_conn_mark_operator(struct http_conn *conn)
+{
+    if (conn->agent || conn->op || conn->is_unix || conn->closing)
+        return;
+    conn->op = true;
+    conn->srv->noperator++;
+    conn_trust(conn);
+}
+
+const char *
+http_conn_refuse_restricted(struct http_conn *conn)
+{
+    char what[128];
+
+    if (!conn->restricted)
+        return NULL;
+    conn->srv->st.refused[conn->why]++;
+    snprintf(what, sizeof(what), "refused a user request from %s (%s cap)",
+        conn->peer[0] ? conn->peer : "?", http_refusal_name(conn->why));
+    http_server_log_refusal(conn->srv, what);
+    return http_refusal_name(conn->why);
 }
 
 void

@@ -133,8 +133,9 @@ struct http_conn {
     char peer[HTTP_PEER_KEY_MAX]; /* counted peer key, "" when none */
     bool counted_user;            /* in srv->nuser */
     bool agent;                   /* carried an authenticated agent request */
-    bool restricted;              /* in the agents' reserve: agents only */
-    enum http_refusal why;        /* why restricted */
+    bool op;         /* carried an authenticated operator's request */
+    bool restricted; /* in the agents' reserve: agents and operators only */
+    enum http_refusal why; /* why restricted */
 
     /* Deadlines: where the current request is, and since when (loop ms). */
     enum { HTTP_PHASE_IDLE, HTTP_PHASE_HEAD, HTTP_PHASE_BODY } phase;
@@ -183,8 +184,9 @@ struct http_server {
     struct http_caps_cfg caps;
     unsigned exempt_uid[2];
     struct http_peers peers;
-    size_t nuser;  /* TCP connections not known to be an agent's */
-    size_t nagent; /* TCP connections marked agent */
+    size_t nuser;     /* TCP connections not known to be an agent's */
+    size_t nagent;    /* TCP connections marked agent */
+    size_t noperator; /* TCP connections marked operator */
     size_t nunix;
     size_t nrestricted;
     struct http_server_stats st;  /* the counters (open counts unused) */
