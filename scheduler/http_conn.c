@@ -18,6 +18,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,13 +175,28 @@ conn_destroy(struct http_conn *conn)
     free(conn);
 }
 
+/* After a flood of connections has gone (a quarter of the peak left, the
+ * peak HTTP_TRIM_PEAK or more), hand the freed heap back to the system:
+ * glibc keeps it otherwise, and the scheduler's memory would stay at
+ * what the flood took (bench/attack.sh). */
+static void
+conn_trim(struct http_server *srv)
+{
+    if (srv->peak_conns < HTTP_TRIM_PEAK || srv->nconns > srv->peak_conns / 4)
+        return;
+    malloc_trim(0);
+    srv->peak_conns = srv->nconns;
+}
+
 static void
 conn_handle_closed(struct http_conn *conn)
 {
     struct http_server *srv = conn->srv;
 
-    if (--conn->nhandles == 0)
+    if (--conn->nhandles == 0) {
         conn_destroy(conn);
+        conn_trim(srv);
+    }
     http_server_handle_closed(srv);
 }
 
@@ -674,7 +690,8 @@ conn_create(struct http_server *srv, bool is_unix)
     conn->nhandles = 2;
     srv->nhandles += 2;
     http_list_add_tail(&srv->conns, &conn->node);
-    srv->nconns++;
+    if (++srv->nconns > srv->peak_conns)
+        srv->peak_conns = srv->nconns;
     if (is_unix)
         srv->nunix++;
     return conn;
@@ -732,15 +749,22 @@ conn_peer_tcp(struct http_conn *conn)
 }
 
 /* The oldest TCP connection that is no agent's and has not sent a
- * complete request head, or NULL. */
+ * complete request head, or NULL. One accepted less than
+ * HTTP_EVICT_GRACE_MS ago is not taken (nor, the list being in accept
+ * order, any after it): a client that reconnects at once whenever it is
+ * evicted would otherwise evict, in one burst of accepts, a new agent's
+ * or operator's connection before its head could be read. */
 static struct http_conn *
 conn_evictable(struct http_server *srv, const struct http_conn *self)
 {
+    uint64_t now = uv_now(srv->loop);
+
     for (struct http_list *l = srv->conns.next; l != &srv->conns; l = l->next) {
         struct http_conn *c = container_of(l, struct http_conn, node);
 
-        if (c != self && !c->is_unix && !c->agent && !c->seen_head)
-            return c;
+        if (c == self || c->is_unix || c->agent || c->op || c->seen_head)
+            continue;
+        return now - c->accepted_ms >= HTTP_EVICT_GRACE_MS ? c : NULL;
     }
     return NULL;
 }
@@ -848,6 +872,7 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
         conn_peer_tcp(conn);
     }
     srv->st.accepted++;
+    conn->accepted_ms = uv_now(srv->loop);
     if (!conn_admit(conn))
         return;
     /* The first request's head is due from the accept on. */

@@ -135,6 +135,7 @@ struct http_conn {
     bool agent;                   /* carried an authenticated agent request */
     bool op;         /* carried an authenticated operator's request */
     bool restricted; /* in the agents' reserve: agents and operators only */
+    uint64_t accepted_ms;  /* loop ms */
     enum http_refusal why; /* why restricted */
 
     /* Deadlines: where the current request is, and since when (loop ms). */
@@ -174,6 +175,13 @@ struct http_conn {
     bool is_dirty;
 };
 
+/* A drop from at least this many connections to a quarter of it trims the
+ * heap (conn_trim in http_conn.c). */
+#define HTTP_TRIM_PEAK 512
+/* A connection younger than this is never evicted for room
+ * (conn_evictable in http_conn.c). */
+#define HTTP_EVICT_GRACE_MS 1000
+
 struct http_server {
     uv_loop_t *loop;
     size_t max_body;
@@ -184,9 +192,10 @@ struct http_server {
     struct http_caps_cfg caps;
     unsigned exempt_uid[2];
     struct http_peers peers;
-    size_t nuser;     /* TCP connections not known to be an agent's */
-    size_t nagent;    /* TCP connections marked agent */
-    size_t noperator; /* TCP connections marked operator */
+    size_t nuser;      /* TCP connections not known to be an agent's */
+    size_t nagent;     /* TCP connections marked agent */
+    size_t noperator;  /* TCP connections marked operator */
+    size_t peak_conns; /* the most open since the last trim (http_conn.c) */
     size_t nunix;
     size_t nrestricted;
     struct http_server_stats st;  /* the counters (open counts unused) */
