@@ -4,7 +4,7 @@
 # nothing. docs/scale.md says what each figure means.
 #
 #   bench/attack.sh [--conns N] [--secs S] [--sim-nodes A]
-#                   [--max-connections M] [--reserve R]
+#                   [--max-connections M] [--reserve R] [--per-peer P]
 #
 # A fresh lockstepd (the plain build, its own directory and port, the
 # default deadlines: a request head within 10 s), two real agents and A
@@ -12,11 +12,13 @@
 # 127.0.0.1; an operator's token. Then N (default 3000) connections from
 # 127.0.0.2 trickle a request head a byte every 500 ms for S (default 60)
 # seconds (tests/helpers/slowloris.py; a connection closed by the
-# scheduler is opened again at once). M and R set max_connections and
-# agent_reserved_connections (default: the scheduler's own, from the
-# descriptor limit). Printed, before / during / after the attack:
-#   - connections held by the attacker (its open count, sampled each
-#     second: median and max), and the scheduler's user connections;
+# scheduler is opened again at once). M, R and P set max_connections,
+# agent_reserved_connections and max_connections_per_peer (default: the
+# scheduler's own; P 0 lets the one address hold all N). Printed, before
+# / during / after the attack:
+#   - connections held: the attacker's open count (a connection the
+#     scheduler shed counts until the attacker sees it closed) and the
+#     scheduler's user connections, sampled each second: median and max;
 #   - the simulated agents' status round trip (heartbeat delay) p50 and
 #     p99 and reports/s, before and during;
 #   - an operator's `lockstep nodes` over TCP every 2 s: answered / tried,
@@ -25,7 +27,7 @@
 #     15 s after the attack;
 #   - node_lost events (must be 0).
 set -u
-N=3000 S=60 SIMN=50 MAXC= RES=
+N=3000 S=60 SIMN=50 MAXC= RES= PEER=
 while [ $# -gt 0 ]; do
     case $1 in
     --conns) N=$2; shift 2 ;;
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
     --sim-nodes) SIMN=$2; shift 2 ;;
     --max-connections) MAXC=$2; shift 2 ;;
     --reserve) RES=$2; shift 2 ;;
-    *) sed -n 2,27p "$0" >&2; exit 2 ;;
+    --per-peer) PEER=$2; shift 2 ;;
+    *) sed -n 2,30p "$0" >&2; exit 2 ;;
     esac
 done
 
@@ -46,6 +49,7 @@ HEARTBEAT_MS=1000
 opts=()
 [ -n "$MAXC" ] && opts+=(-o max_connections="$MAXC")
 [ -n "$RES" ] && opts+=(-o agent_reserved_connections="$RES")
+[ -n "$PEER" ] && opts+=(-o max_connections_per_peer="$PEER")
 start_scheduler "${opts[@]}" || exit 1
 export AGENT_SERVER=$LOCKSTEP_URL
 start_agent n1
@@ -148,9 +152,10 @@ fds2=$(fds) rss2=$(rss)
 kill "$SIM_PIPE" 2>/dev/null
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-echo "connections held by the attacker: median $(cut -d' ' -f1 "$TEST_DIR/held" | median)," \
+echo "connections held: attacker's count median $(cut -d' ' -f1 "$TEST_DIR/held" | median)," \
     "max $(cut -d' ' -f1 "$TEST_DIR/held" | sort -n | tail -n 1);" \
-    "scheduler user connections: median $(cut -d' ' -f2 "$TEST_DIR/held" | median)"
+    "the scheduler's user connections median $(cut -d' ' -f2 "$TEST_DIR/held" | median)," \
+    "max $(cut -d' ' -f2 "$TEST_DIR/held" | sort -n | tail -n 1)"
 echo "attacker: $(cat "$TEST_DIR/loris.json")"
 # The windows wholly inside each phase (the first 10 s of the attack
 # are its ramp).

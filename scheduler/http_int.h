@@ -177,7 +177,7 @@ struct http_conn {
 
 /* A drop from at least this many connections to a quarter of it trims the
  * heap (conn_trim in http_conn.c). */
-#define HTTP_TRIM_PEAK 512
+#define HTTP_TRIM_PEAK 64
 /* A connection younger than this is never evicted for room
  * (conn_evictable in http_conn.c). */
 #define HTTP_EVICT_GRACE_MS 1000
