@@ -18,7 +18,8 @@
  * system that cannot punch holes keeps everything (logged once).
  *
  * Synchronous file I/O on the loop thread, bounded by the request size
- * (and, when the cap is reached, by the job's number of files).
+ * (and, at a job's first write after a start and when the cap is
+ * reached, by the job's number of files).
  */
 #ifndef SCHEDULER_LOGSTORE_H
 #define SCHEDULER_LOGSTORE_H
