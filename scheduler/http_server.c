@@ -310,7 +310,7 @@ listener_connection_cb(uv_stream_t *stream, int status)
          * src/unix/stream.c: uv__server_io calls uv__emfile_trick, which
          * closes the descriptor libuv keeps in reserve, accepts and closes
          * every pending connection and opens the reserve again; we are
-         * not called then; t4122). We see only what that could not shed:
+         * not called then; t4153). We see only what that could not shed:
          * no reserve left (another descriptor took its slot), or another
          * error. */
         l->srv->st.accept_errors++;

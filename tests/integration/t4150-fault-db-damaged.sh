@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4119: a lost or damaged database at start-up. A first start creates the
+# t4150: a lost or damaged database at start-up. A first start creates the
 # database and its marker (lockstep.db-created); after that, a missing
 # file (or one whose WAL is still there), a file emptied, one whose header
 # was overwritten, one cut in half and one with a b-tree page overwritten

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4122: the scheduler runs out of descriptors. Its descriptor limit is
+# t4153: the scheduler runs out of descriptors. Its descriptor limit is
 # lowered under it (prlimit) to 128, below its connection cap, and 200
 # connections that send nothing are opened from 127.0.0.2: accept fails
 # with EMFILE, and libuv's reserved descriptor lets it accept and close

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4123: a flood of trickling connections from one client (issue 11, "What
+# t4154: a flood of trickling connections from one client (issue 11, "What
 # must be true" 3). By default 300 connections for 15 s against a
 # scheduler capped at 200 connections with 60 kept for agents and 80 per
 # address: the client holds 80 connections and 80 restricted ones (the

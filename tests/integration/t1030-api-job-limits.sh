@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1016: per-user running jobs and the stored output per job. A user at
+# t1030: per-user running jobs and the stored output per job. A user at
 # user_max_running_jobs has the rest of their jobs wait with a reason
 # naming the limit, others are unaffected, and a job ending makes room. A
 # job whose output passes log_max_bytes_per_job keeps its newest output:

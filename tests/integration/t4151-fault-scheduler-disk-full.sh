@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4120: the scheduler's disk fills up. Its state directory is a small
+# t4151: the scheduler's disk fills up. Its state directory is a small
 # tmpfs (in the test's own mount namespace), filled to the last block
 # while a job runs and ships its output: submissions answer 503 with
 # Retry-After and a message naming the disk, and the CLI prints it; reads

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4121: the agent's log directory fills up. Its log_dir is a small tmpfs
+# t4152: the agent's log directory fills up. Its log_dir is a small tmpfs
 # (in the test's own mount namespace) filled to the last block while a
 # rank writes about 10 KB/s of numbered lines: the rank keeps running
 # (its writes fail; nothing of lockstep blocks or kills it), the job's
