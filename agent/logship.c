@@ -14,6 +14,10 @@
  * chunk (a scheduler with a small max_body_bytes); any other 4xx except
  * 401/403/408/429 means the scheduler will never take this file (say, an
  * attempt it does not know), so the file is abandoned with one log line.
+ *
+ * The same tick looks at the free space of log_dir (statvfs; a few
+ * microseconds) and writes the lost-output lines of logship.h into the
+ * registered files, where they ship like the ranks' own output.
  */
 #include "agent/logship.h"
 
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "agent/agentd.h"
@@ -42,6 +47,7 @@
 #define LOGSHIP_BACKOFF_MIN_MS 200
 #define LOGSHIP_BACKOFF_MAX_MS 5000
 #define LOGSHIP_TIMEOUT_MS 30000L
+#define LOGSHIP_DISK_ROOM (256u << 10) /* free bytes that end a full disk */
 
 struct logship {
     struct agentd *ad;
@@ -49,6 +55,7 @@ struct logship {
     size_t chunk;
     int in_flight;
     char last_err[200]; /* last error logged; "" when healthy */
+    bool disk_full;     /* log_dir has no block left for the ranks */
     LIST_HEAD(, logship_output) outputs;
 };
 
@@ -66,6 +73,8 @@ struct logship_req {
 static void
 logship_file_open(struct logship_file *f, const char *path)
 {
+    if (path != NULL)
+        f->path = path;
     if (f->fd < 0 && path != NULL)
         f->fd = open(path, O_RDONLY | O_CLOEXEC);
 }
@@ -138,6 +147,105 @@ logship_output_in_flight(const struct logship_output *o)
     return o->out.in_flight || o->err.in_flight;
 }
 
+/* ---- a full log directory ----------------------------------------------- */
+
+/* Append text to f's file on a line of its own (after a newline when the
+ * file's last line is unfinished). Best effort: a full disk may refuse
+ * it, or take part of it. Returns whether all of it was written. */
+static bool
+logship_file_mark(const struct logship_file *f, const char *text)
+{
+    uint64_t size = logship_file_size(f);
+    char last = '\n';
+    char *line;
+    ssize_t n;
+    int fd;
+
+    if (f->fd < 0 || f->path == NULL)
+        return false;
+    if (size > 0 && pread(f->fd, &last, 1, (off_t)(size - 1)) != 1)
+        last = '\n';
+    fd = open(f->path,
+        O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    line = xasprintf("%s%s\n", last == '\n' ? "" : "\n", text);
+    n = write(fd, line, strlen(line));
+    close(fd);
+    free(line);
+    return n > 0 && (size_t)n == strlen(text) + 1 + (last != '\n');
+}
+
+static void
+logship_mark(struct logship_output *o, const char *text)
+{
+    logship_file_mark(&o->out, text);
+    logship_file_mark(&o->err, text);
+}
+
+/* o's output is being lost from since_ms on: say so in its files now, if
+ * they take it. */
+static void
+logship_lost_begin(struct logship *ls, struct logship_output *o,
+    int64_t since_ms)
+{
+    char t[32], *text;
+
+    if (o->lost_since_ms != 0)
+        return;
+    o->lost_since_ms = since_ms;
+    text = xasprintf("[lockstep: %s: the disk of the job's output (log_dir "
+                     "'%s') is full: output from here on may be lost]",
+        timeid_fmt(since_ms, t, sizeof(t)), ls->ad->log_dir);
+    logship_mark(o, text);
+    free(text);
+}
+
+/* The disk has room again: o's files say what was lost, and when. */
+static void
+logship_lost_end(struct logship *ls, struct logship_output *o, int64_t now_ms)
+{
+    char t1[32], t2[32], *text;
+
+    if (o->lost_since_ms == 0)
+        return;
+    text = xasprintf("[lockstep: output written from %s to %s may be lost: "
+                     "the disk of the job's output (log_dir '%s') was full]",
+        timeid_fmt(o->lost_since_ms, t1, sizeof(t1)),
+        timeid_fmt(now_ms, t2, sizeof(t2)), ls->ad->log_dir);
+    logship_mark(o, text);
+    free(text);
+    o->lost_since_ms = 0;
+}
+
+/* Look at log_dir's free space: full when the ranks have no block left,
+ * over again once LOGSHIP_DISK_ROOM is free. */
+static void
+logship_disk_check(struct logship *ls)
+{
+    struct logship_output *o;
+    struct statvfs vfs;
+    uint64_t avail;
+    int64_t now = timeid_now_ms();
+
+    if (statvfs(ls->ad->log_dir, &vfs) < 0)
+        return;
+    avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    if (!ls->disk_full && vfs.f_bavail == 0) {
+        ls->disk_full = true;
+        log_warn("log_dir '%s' is full: the ranks' output is being lost",
+            ls->ad->log_dir);
+        LIST_FOREACH(o, &ls->outputs, link)
+            logship_lost_begin(ls, o, now);
+    } else if (ls->disk_full && avail >= LOGSHIP_DISK_ROOM) {
+        ls->disk_full = false;
+        log_notice("log_dir '%s' has room again (%llu KiB free)",
+            ls->ad->log_dir, (unsigned long long)(avail >> 10));
+        LIST_FOREACH(o, &ls->outputs, link)
+            logship_lost_end(ls, o, now);
+    }
+}
+
 void
 logship_add(struct logship *ls, struct logship_output *o)
 {
@@ -145,6 +253,8 @@ logship_add(struct logship *ls, struct logship_output *o)
         return;
     o->ls = ls;
     LIST_INSERT_HEAD(&ls->outputs, o, link);
+    if (ls->disk_full)
+        logship_lost_begin(ls, o, timeid_now_ms());
 }
 
 void
@@ -278,6 +388,8 @@ logship_timer_cb(uv_timer_t *t)
     struct logship_output *o;
     int64_t now = timeid_mono_ms();
 
+    if (!LIST_EMPTY(&ls->outputs) || ls->disk_full)
+        logship_disk_check(ls);
     LIST_FOREACH(o, &ls->outputs, link) {
         if (ls->in_flight >= LOGSHIP_MAX_IN_FLIGHT)
             return;

@@ -11,6 +11,18 @@
  * 1 MiB; the size in the scheduler's reply is the next offset (it also
  * repairs a gap or an overlap, e.g. after an agent restart).
  *
+ * A full log directory (no block left for the ranks, statvfs at each
+ * tick): the ranks write their output files themselves, so their writes
+ * fail (they neither block nor die of it) and that output is lost. Each
+ * output registered meanwhile gets a line in both its files, which ships
+ * with them and shows in `lockstep logs`: at once if its file has room
+ * for it, "[lockstep: 2026-11-21T20:07:46Z: the disk of the job's output
+ * (log_dir '/var/lib/lockstep-agent/logs') is full: output from here on
+ * may be lost]", and once there is room again (256 KiB free), "[lockstep:
+ * output written from 2026-11-21T20:07:46Z to 2026-11-21T20:09:02Z may
+ * be lost: the disk of the job's output (log_dir '...') was full]". An
+ * output released while the disk is still full gets no second line.
+ *
  * Everything runs on the loop thread.
  */
 #ifndef AGENT_LOGSHIP_H
@@ -28,6 +40,7 @@ struct logship;
 /* Shipping state of one output file. */
 struct logship_file {
     int fd;              /* read side; -1 when there is no file */
+    const char *path;    /* borrowed from the owner until release */
     uint64_t acked;      /* bytes the scheduler holds */
     int64_t retry_at_ms; /* monotonic; no request before this */
     int64_t backoff_ms;
@@ -43,13 +56,16 @@ struct logship_output {
     int rank;
     struct logship_file out;
     struct logship_file err;
-    struct logship *ls; /* registered with; NULL when not */
+    int64_t lost_since_ms; /* the log disk was full from then (wall
+                            * clock) while o was registered; 0: not */
+    struct logship *ls;    /* registered with; NULL when not */
     LIST_ENTRY(logship_output) link;
 };
 
 /* Set up o for rank `rank` of (job, attempt), unregistered (o must not
  * be registered), then open out_path and err_path as logship_output_open
- * does. */
+ * does. The paths are borrowed: they must stay valid until
+ * logship_output_release. */
 void logship_output_init(struct logship_output *o, int64_t job, int attempt,
     int rank, const char *out_path, const char *err_path);
 /* Open for reading each of the two files that is not open yet and whose

@@ -166,7 +166,8 @@ fetch(struct logs *L, struct rank_log *r, struct err *err)
         "/v1/jobs/%lld/logs?rank=%lld&attempt=%lld&stream=%s&offset=%lld",
         (long long)L->id, (long long)r->rank, (long long)L->attempt, L->stream,
         (long long)r->offset);
-    const char *size;
+    const char *size, *start;
+    int64_t from;
     int rc;
 
     rc = cli_call(L->cli, "GET", path, NULL, CLI_HTTP_QUIET, &L->resp, NULL,
@@ -175,6 +176,20 @@ fetch(struct logs *L, struct rank_log *r, struct err *err)
     if (rc < 0)
         return rc == -EIO && L->resp.status == 404 ? -ENOENT : rc;
     cli_outage_over(L->cli, &L->outage);
+    /* The scheduler dropped the output from our offset on: say how much,
+     * where it was. */
+    start = cli_resp_header(&L->resp, "X-Lockstep-Log-Offset");
+    from = start ? strtoll(start, NULL, 10) : r->offset;
+    if (from > r->offset) {
+        char *mark = xasprintf("[lockstep: %lld bytes of older output were "
+                               "dropped: the job's stored output is capped "
+                               "(log_max_bytes_per_job)]\n",
+            (long long)(from - r->offset));
+
+        emit(L, r, mark, strlen(mark));
+        free(mark);
+        r->offset = from;
+    }
     emit(L, r, L->resp.body.buf, L->resp.body.len);
     r->offset += (int64_t)L->resp.body.len;
     size = cli_resp_header(&L->resp, "X-Lockstep-Log-Size");

@@ -163,6 +163,7 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
     struct api_req *r, struct err *err)
 {
     const struct http_req *req = r->http;
+    const char *cap;
     int rc;
 
     if ((route->flags & API_AGENT) ||
@@ -177,6 +178,14 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
         rc = 0;
     else
         rc = auth_user(sd, req, &r->who, err);
+    /* Operators too keep their connections out of the users' budget, and
+     * only they may use a connection in the agents' reserve. */
+    if (rc == 0 && r->who.operator&& !r->who.agent)
+        http_conn_mark_operator(req->conn);
+    else if (rc == 0 && !r->who.agent &&
+             (cap = http_conn_refuse_restricted(req->conn)) != NULL)
+        return err_set(err, -EUSERS,
+            "too many connections (%s cap); retry later", cap);
     if (rc == 0 && (route->flags & API_OPERATOR) && !r->who.operator) {
         r->who.refused = REFUSAL_OPERATOR;
         rc = err_set(err, -EPERM, "this needs the operator role");
@@ -262,8 +271,7 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
         return;
     }
     if (!schedd_available(sd)) {
-        http_resp_error(resp, 503, "unavailable",
-            "the scheduler is reloading its state; retry");
+        api_req_unavailable(sd, resp);
         return;
     }
     r.arg = segment[0] ? segment : NULL;
@@ -280,6 +288,8 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
      * iteration failed (schedd_db_error); its reply is the 503. */
     if (!schedd_available(sd) && rc != -EINVAL)
         rc = -EIO;
+    if (rc == -EIO || rc == -ENOSPC || rc == -EDQUOT || rc == -EROFS)
+        schedd_unavailable_msg(sd, rc, err.msg, sizeof(err.msg));
     if (!auth || !api_auth_error(resp, &r, rc, &err))
         api_req_error(resp, rc, &err);
     if (resp->status >= 500)
@@ -293,8 +303,14 @@ static int
 api_flush(void *arg)
 {
     struct api *api = arg;
+    char msg[200];
+    int rc = schedd_flush(api->sd);
 
-    return schedd_flush(api->sd);
+    if (rc < 0) {
+        schedd_unavailable_msg(api->sd, rc, msg, sizeof(msg));
+        http_server_flush_msg(api->http, msg);
+    }
+    return rc;
 }
 
 /* ---- hooks -------------------------------------------------------------- */

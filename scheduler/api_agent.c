@@ -317,6 +317,12 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
         return rc;
     rc = logstore_write(sd->logs, job, (int)attempt, (int)rank, err_stream,
         offset, r->http->body, r->http->body_len, &size);
+    /* A full disk or no descriptor left passes: 503, and the agent sends
+     * again from the size we hold. */
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        return rc;
+    if (rc == -EMFILE || rc == -ENFILE)
+        return -EAGAIN;
     if (rc < 0)
         return err_set(err, -EFAULT, "cannot store log of job %lld rank %d: %s",
             (long long)job, (int)rank, strerror(-rc));

@@ -71,7 +71,7 @@ api_logs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
 {
     struct logs_query q;
     struct job *job = NULL;
-    int64_t size = 0;
+    int64_t size = 0, start = 0;
     int rc;
 
     if ((rc = logs_query(r, &q, err)) < 0 ||
@@ -84,14 +84,18 @@ api_logs_get(struct schedd *sd, const struct api_req *r, struct http_resp *resp,
             (long long)q.id);
     else
         rc = logs_check(sd, &q, err);
-    if (rc == 0 &&
-        (rc = logstore_read(sd->logs, q.id, (int)q.attempt, (int)q.rank,
-             q.err_stream, q.offset, (size_t)q.limit, &resp->body, &size)) < 0)
+    if (rc == 0 && (rc = logstore_read(sd->logs, q.id, (int)q.attempt,
+                        (int)q.rank, q.err_stream, q.offset, (size_t)q.limit,
+                        &resp->body, &size, &start)) < 0)
         rc = err_set(err, -EFAULT, "cannot read the log: %s", strerror(-rc));
     if (rc == 0) {
         resp->status = 200;
         resp->content_type = "application/octet-stream";
         http_resp_header(resp, "X-Lockstep-Log-Size", "%lld", (long long)size);
+        /* Where the body starts: past the asked offset when the output
+         * there was dropped (log_max_bytes_per_job). */
+        http_resp_header(resp, "X-Lockstep-Log-Offset", "%lld",
+            (long long)start);
         http_resp_header(resp, "X-Lockstep-Job-State", "%s",
             proto_job_state_str(job->state));
         http_resp_header(resp, "X-Lockstep-Attempt", "%lld",

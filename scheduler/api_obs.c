@@ -41,19 +41,20 @@ static void
 api_obs_http(struct sbuf *out, const struct http_server *srv)
 {
     static const char *const classes[] = { "user", "agent", "unix",
-        "restricted" };
+        "restricted", "operator" };
     static const char *const limits[] = { "max", "agent_reserve", "per_peer" };
     static const char *const reasons[] = { "total", "users", "peer" };
     struct http_server_stats st;
-    unsigned long long v[4];
+    unsigned long long v[5];
 
     http_server_stats(srv, &st);
     metrics_family(out, "lockstep_http_connections", "gauge",
         "open API connections by class (restricted: user connections in "
-        "the agents' reserve, also counted as user)");
+        "the agents' reserve, also counted as user; operator: TCP "
+        "connections that carried an operator's request)");
     v[0] = st.conns_user, v[1] = st.conns_agent, v[2] = st.conns_unix;
-    v[3] = st.conns_restricted;
-    http_samples(out, "lockstep_http_connections", "class", classes, v, 4);
+    v[3] = st.conns_restricted, v[4] = st.conns_operator;
+    http_samples(out, "lockstep_http_connections", "class", classes, v, 5);
     metrics_family(out, "lockstep_http_connection_limit", "gauge",
         "the connection caps in effect");
     v[0] = st.max_conns, v[1] = st.reserve, v[2] = st.per_peer;
@@ -67,8 +68,9 @@ api_obs_http(struct sbuf *out, const struct http_server *srv)
     http_samples(out, "lockstep_http_connections_shed_total", "reason", reasons,
         st.shed + 1, 3);
     metrics_family(out, "lockstep_http_connections_refused_total", "counter",
-        "requests without agent credentials refused (503) on connections "
-        "accepted into the agents' reserve, by the cap that put them there");
+        "requests neither an agent's nor an operator's refused (503) on "
+        "connections accepted into the agents' reserve, by the cap that put "
+        "them there");
     http_samples(out, "lockstep_http_connections_refused_total", "reason",
         reasons, st.refused + 1, 3);
     api_obs_http_errors(out, &st);

@@ -50,6 +50,7 @@ error_status(int rc, const char **code, const char **dflt)
         { -EALREADY, 409, "conflict", "conflict" },
         { -E2BIG, 413, "too_large", "request too large" },
         { -EMSGSIZE, 413, "too_large", "request too large" },
+        { -EUSERS, 503, "overloaded", "too many connections; retry later" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
@@ -78,15 +79,40 @@ api_req_error(struct http_resp *resp, int rc, const struct err *err)
         return;
     case -EIO:
     case -ENOSPC:
+    case -EDQUOT:
     case -EROFS:
     case -EBUSY:
     case -EAGAIN:
-        http_resp_error(resp, 503, "unavailable",
-            "the database cannot accept changes now; nothing was accepted");
+        /* The message is schedd_unavailable_msg's (api.c) or the default;
+         * a handler's own text for these codes is not for users. */
+        http_resp_error(resp, 503, "unavailable", "%s",
+            msg && rc != -EBUSY && rc != -EAGAIN
+                ? msg
+                : "the database cannot accept changes now; nothing was "
+                  "accepted, retry later");
+        http_resp_header(resp, "Retry-After", "5");
         return;
     }
     status = error_status(rc, &code, &dflt);
     http_resp_error(resp, status, code, "%s", msg ? msg : dflt);
+    if (status == 503)
+        http_resp_header(resp, "Retry-After", "5");
+}
+
+void
+api_req_unavailable(struct schedd *sd, struct http_resp *resp)
+{
+    char msg[200];
+
+    if (sd->db_errno == -ENOSPC || sd->db_errno == -EDQUOT ||
+        sd->db_errno == -EROFS)
+        schedd_unavailable_msg(sd, sd->db_errno, msg, sizeof(msg));
+    else
+        snprintf(msg, sizeof(msg),
+            "the scheduler is reloading its state; "
+            "retry");
+    http_resp_error(resp, 503, "unavailable", "%s", msg);
+    http_resp_header(resp, "Retry-After", "5");
 }
 
 int

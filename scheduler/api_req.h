@@ -57,8 +57,13 @@ struct api_req {
 typedef int api_handler_fn(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err);
 
-/* Set resp to the error for rc (negative errno) with err's message. */
+/* Set resp to the error for rc (negative errno) with err's message. The
+ * database's and the disk's errors (-EIO, -ENOSPC, -EDQUOT, -EROFS) are
+ * 503 with Retry-After, err's message being schedd_unavailable_msg's. */
 void api_req_error(struct http_resp *resp, int rc, const struct err *err);
+/* 503 with Retry-After while the scheduler cannot serve (a failed
+ * iteration, reloading): naming the disk when it is full. */
+void api_req_unavailable(struct schedd *sd, struct http_resp *resp);
 
 /* The request body as a JSON object (invalid_json on failure). *out:
  * caller deletes. */

@@ -267,6 +267,8 @@ db_pragma(struct db *db, const char *sql, const char *want, struct err *err)
             rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
+    if (rc != SQLITE_OK && db_check_damage_code(rc))
+        return db_check_damaged(db->path, sqlite3_errmsg(db->sq), err);
     if (rc != SQLITE_OK)
         return err_set(err, -EIO, "cannot run '%s' on '%s': %s", sql, db->path,
             sqlite3_errmsg(db->sq));
@@ -274,14 +276,19 @@ db_pragma(struct db *db, const char *sql, const char *want, struct err *err)
 }
 
 struct db *
-db_open(const char *path, bool sync_full, struct err *err)
+db_open(const char *path, const struct db_open_opts *o, struct err *err)
 {
     struct db *db = xcalloc(1, sizeof(*db));
+    bool create;
     int rc;
 
     db->path = xstrdup(path);
+    if (db_check_presence(path, o->guard, &create, err) < 0)
+        goto fail;
     rc = sqlite3_open_v2(path, &db->sq,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
+            SQLITE_OPEN_NOMUTEX,
+        NULL);
     if (rc != SQLITE_OK) {
         err_set(err, -EIO, "cannot open database '%s': %s", path,
             db->sq ? sqlite3_errmsg(db->sq) : sqlite3_errstr(rc));
@@ -289,16 +296,23 @@ db_open(const char *path, bool sync_full, struct err *err)
     }
     sqlite3_extended_result_codes(db->sq, 1);
     sqlite3_busy_timeout(db->sq, 5000);
+    /* Before anything that could write (journal_mode writes a header
+     * into an empty file). */
+    if (!create &&
+        db_check_content(db->sq, path, o->guard, o->check_ms, err) < 0)
+        goto fail;
     if (db_pragma(db, "PRAGMA journal_mode = WAL", "wal", err) < 0 ||
         db_pragma(db,
-            sync_full ? "PRAGMA synchronous = FULL"
-                      : "PRAGMA synchronous = NORMAL",
+            o->sync_full ? "PRAGMA synchronous = FULL"
+                         : "PRAGMA synchronous = NORMAL",
             NULL, err) < 0 ||
         db_pragma(db, "PRAGMA foreign_keys = ON", NULL, err) < 0)
         goto fail;
     if (migrate_run(db->sq, path, err) < 0)
         goto fail;
     if (db_prepare_all(db, err) < 0)
+        goto fail;
+    if (o->guard && db_check_mark(path, err) < 0)
         goto fail;
     return db;
 fail:

@@ -37,11 +37,31 @@
 struct db;
 struct sqlite3;
 
-/* Open (creating if needed) the database at path and bring its schema up
- * to date. Refuses a database whose schema is newer than this binary
- * knows. sync_full selects synchronous=FULL (else NORMAL). Returns NULL
- * with err set. */
-struct db *db_open(const char *path, bool sync_full, struct err *err);
+struct db_open_opts {
+    bool sync_full; /* synchronous=FULL, else NORMAL */
+    /* Refuse a lost or damaged database instead of starting an empty one
+     * (db_check.c): a missing file is created only when nothing shows
+     * there was one (the marker path + DB_MARKER_SUFFIX, which db_open
+     * writes once the schema is in, and SQLite's -wal and -shm files);
+     * a file with no schema where the marker is, or one SQLite finds
+     * damaged, is refused. */
+    bool guard;
+    /* Bound on PRAGMA quick_check at open (a check cut short is logged,
+     * and the open goes on); 0: no check. */
+    int64_t check_ms;
+};
+
+/* The marker's name: the database's path with this appended. */
+#define DB_MARKER_SUFFIX "-created"
+
+/* Open the database at path (creating it if missing, unless the guard
+ * says it was lost) and bring its schema up to date. Refuses a database
+ * whose schema is newer than this binary knows (-EPROTO). Returns NULL
+ * with err set; err->code is -ENODATA for a lost database and -EUCLEAN
+ * for a damaged one (both only with guard, but for a file SQLite cannot
+ * read as a database at all, which is -EUCLEAN always). */
+struct db *db_open(const char *path, const struct db_open_opts *opts,
+    struct err *err);
 /* Rolls back an open transaction, finalizes statements, closes. Accepts
  * NULL. */
 void db_close(struct db *db);

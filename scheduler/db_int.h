@@ -19,6 +19,7 @@
  *   db_event.c    the event log and API tokens
  *   db_obs.c      the alert queue and the counts behind /metrics
  *   db_health.c   node health: findings, checks' latest runs, history
+ *   db_check.c    refusing a lost or damaged database at open
  *   db_migrate.c  schema migrations (needs none of this header)
  *
  * Only these files include sqlite3.h, and each does so itself: this header
@@ -330,5 +331,26 @@ char *db_json_strv(char *const *v, size_t n);
 int db_unjson_int_array(const char *text, int **out, size_t *n);
 int db_unjson_kv(const char *text, struct proto_kv **out, size_t *n);
 int db_unjson_strv(const char *text, char ***out, size_t *n);
+
+/* ---- db_check.c: start-up checks (db_open) ----------------------------- */
+
+struct sqlite3;
+
+/* Whether path must be created (*create), or may be opened as it is;
+ * -ENODATA with err set when it is missing but, with guard, something
+ * shows it existed. */
+int db_check_presence(const char *path, bool guard, bool *create,
+    struct err *err);
+/* Whether an SQLite result code says the file is damaged. */
+bool db_check_damage_code(int rc);
+/* err set to "database 'path' is damaged: why"; returns -EUCLEAN. */
+int db_check_damaged(const char *path, const char *why, struct err *err);
+/* The checks of an open database: no schema where the marker says there
+ * was one (with guard), then PRAGMA quick_check within check_ms (0:
+ * none). 0, or -EUCLEAN (damaged) or -EIO with err set. */
+int db_check_content(struct sqlite3 *sq, const char *path, bool guard,
+    int64_t check_ms, struct err *err);
+/* Write path's marker (durably) unless it is there. */
+int db_check_mark(const char *path, struct err *err);
 
 #endif

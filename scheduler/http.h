@@ -124,15 +124,17 @@ enum http_deadline {
 
 /* Counters of the server since it started (for GET /metrics). */
 struct http_server_stats {
-    size_t conns;       /* open */
-    size_t conns_user;  /* of those: TCP, not known to be an agent's */
-    size_t conns_agent; /* TCP, carried an authenticated agent request */
+    size_t conns;          /* open */
+    size_t conns_user;     /* of those: TCP, not known to be an agent's */
+    size_t conns_agent;    /* TCP, carried an authenticated agent request */
+    size_t conns_operator; /* TCP, carried an operator's request */
     size_t conns_unix;
     size_t conns_restricted; /* user connections in the agents' reserve */
     size_t max_conns, reserve, per_peer;
     unsigned long long accepted;
     unsigned long long shed[4];    /* by enum http_refusal: closed at once */
-    unsigned long long refused[4]; /* restricted, non-agent request: 503 */
+    unsigned long long refused[4]; /* restricted, neither an agent's nor
+                                    * an operator's request: 503 */
     unsigned long long evicted;    /* a head-less connection closed for room */
     unsigned long long accept_errors;
     unsigned long long timeouts[HTTP_DL_N];
@@ -193,6 +195,11 @@ int http_server_tls_load(struct http_server *srv, const char *cert,
 void http_server_close(struct http_server *srv, void (*done)(void *),
     void *arg);
 
+/* The message of the 503s that replace durable responses when the flush
+ * now running fails (default: "cannot commit: <strerror>"); called from
+ * flush_fn. msg is copied. */
+void http_server_flush_msg(struct http_server *srv, const char *msg);
+
 /* Number of open connections (for metrics and tests). */
 size_t http_server_nconns(const struct http_server *srv);
 /* The server's connection counters. */
@@ -205,6 +212,15 @@ const char *http_deadline_name(enum http_deadline dl);
  * longer counts against the user budget or its peer's cap, and is no
  * longer restricted. Idempotent; no-op for Unix connections. */
 void http_conn_mark_agent(struct http_conn *conn);
+/* The same for a request with an operator's credentials: operators, like
+ * agents, are never locked out by users' connections. */
+void http_conn_mark_operator(struct http_conn *conn);
+/* A request with valid credentials that are neither an agent's nor an
+ * operator's arrived on conn: NULL when conn may carry it; when conn is
+ * restricted (in the agents' reserve), the name of the cap that put it
+ * there ("users", "peer"), the refusal counted and logged, and the caller
+ * answers 503 overloaded (the connection closes after it). */
+const char *http_conn_refuse_restricted(struct http_conn *conn);
 
 /* --- building responses ------------------------------------------------ */
 

@@ -80,6 +80,16 @@ http_peers_clear(struct http_peers *t)
     t->npeers = 0;
 }
 
+size_t
+http_caps_peer_max(const struct http_caps_cfg *cfg)
+{
+    size_t twice = 2 * cfg->per_peer;
+
+    return twice > cfg->per_peer + HTTP_PEER_RESTRICTED_MIN
+               ? twice
+               : cfg->per_peer + HTTP_PEER_RESTRICTED_MIN;
+}
+
 enum http_admit
 http_caps_admit(const struct http_caps_cfg *cfg,
     const struct http_caps_now *now, bool *evict, enum http_refusal *why)
@@ -101,6 +111,12 @@ http_caps_admit(const struct http_caps_cfg *cfg,
             return HTTP_ADMIT_SHED;
         }
         return HTTP_ADMIT_OK;
+    }
+    /* Past its cap an address may hold as many restricted connections
+     * more (new agents behind the same NAT), never the whole server. */
+    if (cfg->per_peer > 0 && now->peer >= http_caps_peer_max(cfg)) {
+        *why = HTTP_REFUSE_PEER;
+        return HTTP_ADMIT_SHED;
     }
     budget = cfg->max_conns > cfg->reserve ? cfg->max_conns - cfg->reserve : 0;
     if (cfg->max_conns > 0 && now->user >= budget) {

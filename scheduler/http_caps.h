@@ -13,13 +13,19 @@
  *   - `reserve` of those are kept for the agent path: user TCP connections
  *     (not yet known to be an agent's) beyond max_conns - reserve are
  *     accepted restricted, and a restricted connection may only carry
- *     requests with Agent credentials; anything else gets 503 with
- *     Retry-After and a close. Unix socket connections are never
- *     restricted (local clients: agents on the scheduler's node,
- *     operators), only counted.
+ *     requests with an agent's or an operator's credentials; anything
+ *     else gets 503 with Retry-After and a close. Unix socket connections are
+ * never restricted (local clients: agents on the scheduler's node, operators),
+ * only counted.
  *   - At most per_peer user connections from one TCP address (restricted
- *     beyond that, as above) and per_peer from one non-exempt uid over
- *     the Unix socket (shed beyond that). 0 is no per-peer cap.
+ *     beyond that, as above, up to http_caps_peer_max in all; shed
+ *     beyond those, so that one client never fills the server) and
+ *     per_peer from one non-exempt uid over the Unix socket (shed beyond
+ *     that). 0 is no per-peer cap.
+ *   - The connection evicted for room (the caller finds it) has been open
+ *     for HTTP_EVICT_GRACE_MS at least (http_int.h), so a client that
+ *     reconnects at once cannot evict a new agent's or operator's
+ *     connection before its request head is read.
  *
  * No libuv here: the unit tests link this alone.
  */
@@ -31,6 +37,9 @@
 
 #define HTTP_PEERS_BUCKETS 1024
 #define HTTP_PEER_KEY_MAX 64
+/* Restricted connections one TCP address may hold past per_peer: as many
+ * again, and at least this many. */
+#define HTTP_PEER_RESTRICTED_MIN 16
 
 struct http_peer {
     struct http_peer *next;
@@ -89,6 +98,11 @@ struct http_caps_now {
  * than OK (HTTP_REFUSE_NONE for OK). */
 enum http_admit http_caps_admit(const struct http_caps_cfg *cfg,
     const struct http_caps_now *now, bool *evict, enum http_refusal *why);
+
+/* The most connections one TCP address may hold, restricted ones included
+ * (cfg->per_peer > 0): twice per_peer, at least per_peer +
+ * HTTP_PEER_RESTRICTED_MIN. */
+size_t http_caps_peer_max(const struct http_caps_cfg *cfg);
 
 /* Name of a refusal for metrics and logs ("total", "users", "peer"). */
 const char *http_refusal_name(enum http_refusal why);

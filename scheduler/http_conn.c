@@ -18,6 +18,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,13 +176,28 @@ conn_destroy(struct http_conn *conn)
     free(conn);
 }
 
+/* After a flood of connections has gone (a quarter of the peak left, the
+ * peak HTTP_TRIM_PEAK or more), hand the freed heap back to the system:
+ * glibc keeps it otherwise, and the scheduler's memory would stay at
+ * what the flood took (bench/attack.sh). */
+static void
+conn_trim(struct http_server *srv)
+{
+    if (srv->peak_conns < HTTP_TRIM_PEAK || srv->nconns > srv->peak_conns / 4)
+        return;
+    malloc_trim(0);
+    srv->peak_conns = srv->nconns;
+}
+
 static void
 conn_handle_closed(struct http_conn *conn)
 {
     struct http_server *srv = conn->srv;
 
-    if (--conn->nhandles == 0)
+    if (--conn->nhandles == 0) {
         conn_destroy(conn);
+        conn_trim(srv);
+    }
     http_server_handle_closed(srv);
 }
 
@@ -218,17 +234,16 @@ conn_uncount(struct http_conn *conn)
         srv->nunix--;
     else if (conn->agent)
         srv->nagent--;
+    else if (conn->op)
+        srv->noperator--;
 }
 
-void
-http_conn_mark_agent(struct http_conn *conn)
+/* conn leaves the user budget, its peer's count and the restriction. */
+static void
+conn_trust(struct http_conn *conn)
 {
     struct http_server *srv = conn->srv;
 
-    if (conn->agent || conn->is_unix || conn->closing)
-        return;
-    conn->agent = true;
-    srv->nagent++;
     if (conn->counted_user)
         srv->nuser--;
     conn->counted_user = false;
@@ -238,6 +253,40 @@ http_conn_mark_agent(struct http_conn *conn)
     if (conn->restricted)
         srv->nrestricted--;
     conn->restricted = false;
+}
+
+void
+http_conn_mark_agent(struct http_conn *conn)
+{
+    if (conn->agent || conn->op || conn->is_unix || conn->closing)
+        return;
+    conn->agent = true;
+    conn->srv->nagent++;
+    conn_trust(conn);
+}
+
+void
+http_conn_mark_operator(struct http_conn *conn)
+{
+    if (conn->agent || conn->op || conn->is_unix || conn->closing)
+        return;
+    conn->op = true;
+    conn->srv->noperator++;
+    conn_trust(conn);
+}
+
+const char *
+http_conn_refuse_restricted(struct http_conn *conn)
+{
+    char what[128];
+
+    if (!conn->restricted)
+        return NULL;
+    conn->srv->st.refused[conn->why]++;
+    snprintf(what, sizeof(what), "refused a user request from %s (%s cap)",
+        conn->peer[0] ? conn->peer : "?", http_refusal_name(conn->why));
+    http_server_log_refusal(conn->srv, what);
+    return http_refusal_name(conn->why);
 }
 
 void
@@ -603,8 +652,13 @@ conn_settle(struct http_conn *conn, int flush_rc)
             continue;
         if (flush_rc < 0 && out->resp.durable) {
             sbuf_reset(&out->resp.headers);
-            http_resp_error(&out->resp, 503, "unavailable", "cannot commit: %s",
-                strerror(-flush_rc));
+            if (conn->srv->flush_msg[0])
+                http_resp_error(&out->resp, 503, "unavailable", "%s",
+                    conn->srv->flush_msg);
+            else
+                http_resp_error(&out->resp, 503, "unavailable",
+                    "cannot commit: %s", strerror(-flush_rc));
+            http_resp_header(&out->resp, "Retry-After", "5");
             out->resp.durable = false;
         }
         out->settled = true;
@@ -714,7 +768,8 @@ conn_create(struct http_server *srv, bool is_unix)
     conn->nhandles = 2;
     srv->nhandles += 2;
     http_list_add_tail(&srv->conns, &conn->node);
-    srv->nconns++;
+    if (++srv->nconns > srv->peak_conns)
+        srv->peak_conns = srv->nconns;
     if (is_unix)
         srv->nunix++;
     return conn;
@@ -772,15 +827,22 @@ conn_peer_tcp(struct http_conn *conn)
 }
 
 /* The oldest TCP connection that is no agent's and has not sent a
- * complete request head, or NULL. */
+ * complete request head, or NULL. One accepted less than
+ * HTTP_EVICT_GRACE_MS ago is not taken (nor, the list being in accept
+ * order, any after it): a client that reconnects at once whenever it is
+ * evicted would otherwise evict, in one burst of accepts, a new agent's
+ * or operator's connection before its head could be read. */
 static struct http_conn *
 conn_evictable(struct http_server *srv, const struct http_conn *self)
 {
+    uint64_t now = uv_now(srv->loop);
+
     for (struct http_list *l = srv->conns.next; l != &srv->conns; l = l->next) {
         struct http_conn *c = container_of(l, struct http_conn, node);
 
-        if (c != self && !c->is_unix && !c->agent && !c->seen_head)
-            return c;
+        if (c == self || c->is_unix || c->agent || c->op || c->seen_head)
+            continue;
+        return now - c->accepted_ms >= HTTP_EVICT_GRACE_MS ? c : NULL;
     }
     return NULL;
 }
@@ -890,6 +952,7 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
         conn_peer_tcp(conn);
     }
     srv->st.accepted++;
+    conn->accepted_ms = uv_now(srv->loop);
     if (!conn_admit(conn))
         return;
     if (!is_unix && srv->tls != NULL && http_tls_conn_open(conn) < 0) {

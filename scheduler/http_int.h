@@ -152,8 +152,10 @@ struct http_conn {
     char peer[HTTP_PEER_KEY_MAX]; /* counted peer key, "" when none */
     bool counted_user;            /* in srv->nuser */
     bool agent;                   /* carried an authenticated agent request */
-    bool restricted;              /* in the agents' reserve: agents only */
-    enum http_refusal why;        /* why restricted */
+    bool op;         /* carried an authenticated operator's request */
+    bool restricted; /* in the agents' reserve: agents and operators only */
+    uint64_t accepted_ms;  /* loop ms */
+    enum http_refusal why; /* why restricted */
 
     SSL *ssl;      /* TLS over memory BIOs, or NULL (plain HTTP) */
     bool tls_seen; /* the first input byte was looked at */
@@ -196,6 +198,13 @@ struct http_conn {
     bool is_dirty;
 };
 
+/* A drop from at least this many connections to a quarter of it trims the
+ * heap (conn_trim in http_conn.c). */
+#define HTTP_TRIM_PEAK 64
+/* A connection younger than this is never evicted for room
+ * (conn_evictable in http_conn.c). */
+#define HTTP_EVICT_GRACE_MS 1000
+
 struct http_server {
     uv_loop_t *loop;
     size_t max_body;
@@ -206,8 +215,10 @@ struct http_server {
     struct http_caps_cfg caps;
     unsigned exempt_uid[2];
     struct http_peers peers;
-    size_t nuser;  /* TCP connections not known to be an agent's */
-    size_t nagent; /* TCP connections marked agent */
+    size_t nuser;      /* TCP connections not known to be an agent's */
+    size_t nagent;     /* TCP connections marked agent */
+    size_t noperator;  /* TCP connections marked operator */
+    size_t peak_conns; /* the most open since the last trim (http_conn.c) */
     size_t nunix;
     size_t nrestricted;
     struct http_server_stats st;  /* the counters (open counts unused) */
@@ -216,6 +227,7 @@ struct http_server {
     SSL_CTX *tls;                 /* TLS on TCP connections, or NULL */
     http_handler_fn *handler;
     http_flush_fn *flush;
+    char flush_msg[200]; /* why the last flush failed (http_server_flush_msg) */
     void *arg;
 
     uv_check_t check;

@@ -43,7 +43,7 @@ conn_fail(struct http_conn *conn, int status, const char *code, const char *fmt,
 
 /* --- request head -------------------------------------------------------- */
 
-/* A restricted connection's request without agent credentials: 503. */
+/* A restricted connection's request without credentials: 503. */
 static int
 conn_restricted_fail(struct http_conn *conn)
 {
@@ -153,10 +153,13 @@ parser_headers_complete_cb(http_parser *p)
     if (p->method == HTTP_CONNECT)
         return conn_fail(conn, 405, "method_not_allowed",
             "method CONNECT is not supported");
-    /* A connection in the agents' reserve carries agent requests only
-     * (http_caps.h); the handler checks the credential itself. */
-    if (conn->restricted && (conn->authorization == NULL ||
-                                strncmp(conn->authorization, "Agent ", 6) != 0))
+    /* A connection in the agents' reserve carries agents' and operators'
+     * requests only (http_caps.h): the handler checks the credential
+     * itself, and refuses a user's (http_conn_refuse_restricted). */
+    if (conn->restricted &&
+        (conn->authorization == NULL ||
+            (strncmp(conn->authorization, "Agent ", 6) != 0 &&
+                strncmp(conn->authorization, "Bearer ", 7) != 0)))
         return conn_restricted_fail(conn);
     /* Refuse an announced oversized body before any of it is read. */
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > max)

@@ -49,6 +49,12 @@ http_server_handle_closed(struct http_server *srv)
         done(arg);
 }
 
+void
+http_server_flush_msg(struct http_server *srv, const char *msg)
+{
+    snprintf(srv->flush_msg, sizeof(srv->flush_msg), "%s", msg);
+}
+
 size_t
 http_server_nconns(const struct http_server *srv)
 {
@@ -62,6 +68,7 @@ http_server_stats(const struct http_server *srv, struct http_server_stats *st)
     st->conns = srv->nconns;
     st->conns_user = srv->nuser;
     st->conns_agent = srv->nagent;
+    st->conns_operator = srv->noperator;
     st->conns_unix = srv->nunix;
     st->conns_restricted = srv->nrestricted;
     st->max_conns = srv->caps.max_conns;
@@ -168,6 +175,7 @@ server_check_cb(uv_check_t *check)
      * queued while we work (a resumed connection) waits for the next. */
     http_list_move(&srv->dirty, &batch);
     if (srv->flush != NULL) {
+        srv->flush_msg[0] = '\0';
         rc = srv->flush(srv->arg);
         if (rc < 0)
             log_warn("cannot commit, durable responses fail with 503: %s",
@@ -327,8 +335,13 @@ listener_connection_cb(uv_stream_t *stream, int status)
         h.stream);
 
     if (status < 0) {
-        /* Out of descriptors (EMFILE): libuv's reserved descriptor lets
-         * it accept and drop the connection instead of spinning. */
+        /* Out of descriptors, libuv sheds what it can itself (1.44,
+         * src/unix/stream.c: uv__server_io calls uv__emfile_trick, which
+         * closes the descriptor libuv keeps in reserve, accepts and closes
+         * every pending connection and opens the reserve again; we are
+         * not called then; t4153). We see only what that could not shed:
+         * no reserve left (another descriptor took its slot), or another
+         * error. */
         l->srv->st.accept_errors++;
         http_server_log_refusal(l->srv, "cannot accept a connection");
         log_debug("cannot accept a connection: %s", uv_strerror(status));

@@ -4,11 +4,12 @@
  * Reads the configuration (docs/config.md: -c FILE, then -o key=value
  * overrides), checks it completely (including the cluster secret and the
  * TLS certificate) before anything starts, and exits 78 (EX_CONFIG) on any
- * configuration error so systemd does not restart-loop on it. Then it
- * creates the scheduler, starts listening and runs the loop until SIGTERM
- * or SIGINT, when it stops accepting, commits, closes every handle and
- * requires uv_loop_close() == 0. SIGHUP loads the TLS certificate and key
- * again (a rotation without a restart).
+ * configuration error so systemd does not restart-loop on it (65 and 66
+ * for a damaged or lost database, likewise). Then it creates the
+ * scheduler, starts listening and runs the loop until SIGTERM or SIGINT,
+ * when it stops accepting, commits, closes every handle and requires
+ * uv_loop_close() == 0. SIGHUP loads the TLS certificate and key again
+ * and reads the cluster secrets again (rotations without a restart).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +39,11 @@
 #include "version.h"
 
 #define EX_CONFIG 78
+/* The database was damaged (EX_DATAERR) or lost (EX_NOINPUT): a restart
+ * cannot fix either, and starting empty would forget every job
+ * (docs/operations.md "A lost or damaged database"). */
+#define EX_DB_DAMAGED 65
+#define EX_DB_LOST 66
 
 static const struct config_key lockstepd_keys[] = {
     { "listen", CONFIG_STR, "127.0.0.1:7300", 0, 0,
@@ -90,6 +96,10 @@ static const struct config_key lockstepd_keys[] = {
         "size of the MASTER_PORT range" },
     { "db_synchronous", CONFIG_STR, "full", 0, 0,
         "SQLite synchronous: full or normal" },
+    { "db_check_timeout_ms", CONFIG_INT, "60000", 0, 3600000,
+        "at start-up PRAGMA quick_check reads the whole database to refuse "
+        "a damaged one; a check longer than this is cut short and the "
+        "start goes on (0: no check)" },
     { "lease_ms", CONFIG_INT, "5000", 100, 3600000,
         "job supervisors' lease, renewed by each status exchange; must be "
         "below node_timeout_ms" },
@@ -186,6 +196,12 @@ static const struct config_key lockstepd_keys[] = {
         "submissions per second per user, on average (0: no limit)" },
     { "user_submit_burst", CONFIG_INT, "200", 1, 1000000,
         "submissions one user may make at once" },
+    { "user_max_running_jobs", CONFIG_INT, "0", 0, 100000000,
+        "jobs one user may have running (placed, running or restarting); "
+        "more wait with the reason (0: no limit; operators too)" },
+    { "log_max_bytes_per_job", CONFIG_INT, "1073741824", 0, (int64_t)1 << 50,
+        "rank output stored for one job; beyond it the oldest is dropped "
+        "and `lockstep logs` says how much (0: no limit)" },
     { "operator_max_queued_jobs", CONFIG_INT, "0", 0, 100000000,
         "user_max_queued_jobs for operators (0: no limit)" },
     { "operator_submit_rate", CONFIG_INT, "0", 0, 1000000,
@@ -371,6 +387,12 @@ conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
     o->quota.op.max_queued = (int)config_int(cfg, "operator_max_queued_jobs");
     o->quota.op.submit_rate = (int)config_int(cfg, "operator_submit_rate");
     o->quota.op.submit_burst = (int)config_int(cfg, "operator_submit_burst");
+    o->quota.max_running = (int)config_int(cfg, "user_max_running_jobs");
+    o->log_max_bytes = config_int(cfg, "log_max_bytes_per_job");
+    if (o->log_max_bytes > 0 && o->log_max_bytes < 65536)
+        return err_set(err, -EINVAL,
+            "log_max_bytes_per_job: %lld is below 65536 (64 KiB)",
+            (long long)o->log_max_bytes);
     return 0;
 }
 
@@ -474,6 +496,7 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
     else if (strcmp(sync, "normal") != 0)
         return err_set(err, -EINVAL,
             "db_synchronous: '%s' is not full or normal", sync);
+    o->db_check_ms = config_int(cfg, "db_check_timeout_ms");
     if ((rc = parse_listen(config_str(cfg, "listen"), c->host, sizeof(c->host),
              &o->listen_port, err)) < 0)
         return rc;
@@ -777,7 +800,13 @@ lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
     if (d->sd == NULL) {
         log_error("%s", err.msg);
         uv_loop_close(&d->loop);
-        return 1;
+        if (err.code != -EUCLEAN && err.code != -ENODATA)
+            return 1;
+        log_error("not starting on an empty database in its place: restore "
+                  "it from a backup, or move the state directory aside to "
+                  "start afresh (docs/operations.md \"A lost or damaged "
+                  "database\")");
+        return err.code == -EUCLEAN ? EX_DB_DAMAGED : EX_DB_LOST;
     }
     uv_signal_init(&d->loop, &d->sigterm);
     uv_signal_init(&d->loop, &d->sigint);

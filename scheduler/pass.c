@@ -14,6 +14,7 @@
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
+#include "scheduler/quota.h"
 #include "scheduler/sched_pass.h"
 
 #define PASS_SPACING_MS 10
@@ -40,6 +41,7 @@ struct pass_input {
     int *gpu_pool;
     struct sched_job *jobs;
     size_t njobs;
+    struct quota_running running; /* per user, for user_max_running_jobs */
 };
 
 static void
@@ -217,6 +219,7 @@ pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
         in->njobs += proto_job_state_queued(job->state);
     in->jobs = xcalloc(in->njobs + 1, sizeof(*in->jobs));
     in->njobs = 0;
+    quota_running_init(&in->running, &sd->jobs);
     for (struct job *job = job_table_first(&sd->jobs); job;
          job = job_table_next(job)) {
         struct sched_job *j;
@@ -233,6 +236,11 @@ pass_jobs(struct pass *ps, struct pass_input *in, int64_t now)
         j->gpus_per_node = job->spec.gpus_per_node;
         j->cpus_per_rank = job->spec.cpus_per_rank;
         j->memory_mb_per_node = job->spec.memory_mb_per_node;
+        if (sd->quota_cfg.max_running > 0) {
+            j->user = job->user;
+            j->user_running = quota_running_slot(&in->running, job->user);
+            j->user_max = sd->quota_cfg.max_running;
+        }
         j->data = job;
         if (job->state == PROTO_JOB_RESTARTING && rc == 0)
             rc = restart_view(sd, job, j, now);
@@ -300,6 +308,7 @@ pass_input_release(struct pass_input *in)
     free(in->jobs);
     free(in->gpu_pool);
     free(in->nodes);
+    quota_running_release(&in->running);
 }
 
 static void pass_backoff_arm(struct pass *ps);

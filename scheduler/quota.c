@@ -1,8 +1,10 @@
 /*
- * quota.c - per-user submission limits, pure
+ * quota.c - per-user limits, pure: submissions, and the running jobs the
+ * scheduling pass counts
  */
 #include "scheduler/quota.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,4 +110,66 @@ quota_release(struct quota *q)
         free(q->users[i].name);
     free(q->users);
     memset(q, 0, sizeof(*q));
+}
+
+/* ---- running jobs per user ---------------------------------------------- */
+
+struct quota_run_user {
+    struct itab_link link; /* first: the table's link is the element */
+    const char *user;      /* borrowed */
+    int running;
+};
+
+static size_t
+quota_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static bool
+quota_run_user_is(const struct itab_link *l, const void *key)
+{
+    return strcmp(((const struct quota_run_user *)l)->user, key) == 0;
+}
+
+int *
+quota_running_slot(struct quota_running *qr, const char *user)
+{
+    size_t h = quota_hash(user);
+    struct itab_link *l = itab_find(&qr->t, h, quota_run_user_is, user);
+    struct quota_run_user *u = (struct quota_run_user *)l;
+
+    if (u == NULL) {
+        u = xcalloc(1, sizeof(*u));
+        u->user = user;
+        itab_add(&qr->t, &u->link, h);
+    }
+    return &u->running;
+}
+
+void
+quota_running_init(struct quota_running *qr, const struct job_table *t)
+{
+    itab_init(&qr->t);
+    for (struct job *j = job_table_first(t); j; j = job_table_next(j)) {
+        if (j->state == PROTO_JOB_PLACED || j->state == PROTO_JOB_RUNNING ||
+            j->state == PROTO_JOB_RESTARTING)
+            (*quota_running_slot(qr, j->user))++;
+    }
+}
+
+static void
+quota_run_user_free(struct itab_link *l)
+{
+    free(l);
+}
+
+void
+quota_running_release(struct quota_running *qr)
+{
+    itab_release(&qr->t, quota_run_user_free);
 }

@@ -10,6 +10,11 @@
  *
  * The per-user buckets live in a small table that forgets users whose
  * bucket has refilled (an idle user costs nothing).
+ *
+ * A third limit is the scheduling pass's: how many jobs one user may have
+ * running (PLACED, RUNNING or RESTARTING), user_max_running_jobs, for
+ * everyone alike (0: none). quota_running counts them per user for one
+ * pass (sched_pass.h holds the jobs back).
  */
 #ifndef SCHEDULER_QUOTA_H
 #define SCHEDULER_QUOTA_H
@@ -18,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/itab.h"
 #include "common/tbucket.h"
 
 struct job_table;
@@ -31,6 +37,7 @@ struct quota_limits {
 struct quota_config {
     struct quota_limits user;
     struct quota_limits op; /* operators */
+    int max_running;        /* running jobs per user, anyone; 0: none */
 };
 
 struct quota_user {
@@ -68,5 +75,17 @@ enum quota_verdict quota_check(struct quota *q, const struct quota_config *cfg,
 
 /* Free the table. */
 void quota_release(struct quota *q);
+
+/* Running jobs per user, for one scheduling pass. */
+struct quota_running {
+    struct itab t; /* of struct quota_run_user, by name */
+};
+
+/* Count the jobs of t that are PLACED, RUNNING or RESTARTING, by user. */
+void quota_running_init(struct quota_running *qr, const struct job_table *t);
+/* user's counter (created at 0); valid until quota_running_release. The
+ * user name is borrowed: it must outlive qr. */
+int *quota_running_slot(struct quota_running *qr, const char *user);
+void quota_running_release(struct quota_running *qr);
 
 #endif

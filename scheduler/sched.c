@@ -623,6 +623,14 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         struct sched_need need = sched_job_need(job);
         const struct sched_shape *shape;
 
+        if (!job->restarting && job->user_running && job->user_max > 0 &&
+            *job->user_running >= job->user_max) {
+            snprintf(job->reason, sizeof(job->reason),
+                "user %s has %d running jobs; the limit is %d "
+                "(user_max_running_jobs)",
+                job->user ? job->user : "?", *job->user_running, job->user_max);
+            continue;
+        }
         if (blocker || placed >= max_place) {
             if (sched_never_fits_cheap(ctx, &need, job->reason,
                     sizeof(job->reason)))
@@ -644,6 +652,8 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         if (sched_try_place(ctx, job, &need, cand)) {
             sched_job_marks(ctx, job, &need, false);
             placed++;
+            if (job->user_running && !job->restarting)
+                (*job->user_running)++;
             continue;
         }
         sched_count(ctx, &need, job, job->reason, sizeof(job->reason));

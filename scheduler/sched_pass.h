@@ -26,6 +26,11 @@
  *    (sched_node.reserved_for) are used by no other job, and it takes its
  *    preferred nodes first, in their order (its healthy nodes keep their
  *    node ranks);
+ *  - a job whose user already has user_max jobs running (PLACED, RUNNING
+ *    or RESTARTING, counted by the caller) waits with the reason "user
+ *    alice has 2 running jobs; the limit is 2 (user_max_running_jobs)"
+ *    and blocks no one; a restarting job is not held back by it (it is
+ *    counted already);
  *  - a job's excluded nodes (blamed for its recent failures) are not used
  *    for it - unless the cluster has too few other schedulable nodes for
  *    it to fit even when empty, then they are used last, so a small
@@ -78,6 +83,13 @@ struct sched_job {
     size_t nprefer;
     const size_t *exclude; /* node indices blamed for its failures */
     size_t nexclude;
+    /* The running-jobs limit of its user: a job that is not restarting is
+     * not placed while *user_running >= user_max (and does not block
+     * others); each placement adds one. NULL or 0: no limit. Jobs of one
+     * user share the counter (the caller's). */
+    const char *user; /* for the reason; borrowed */
+    int *user_running;
+    int user_max;
     void *data; /* the caller's job */
 
     /* Results, set by sched_pass. */

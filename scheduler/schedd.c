@@ -79,6 +79,7 @@ schedd_db_error(struct schedd *sd, int rc)
                   "will be rolled back",
             strerror(-rc));
     sd->failed = true;
+    sd->db_errno = rc;
     return rc;
 }
 
@@ -92,6 +93,27 @@ bool
 schedd_available(const struct schedd *sd)
 {
     return !sd->failed && !sd->stopping;
+}
+
+void
+schedd_unavailable_msg(const struct schedd *sd, int rc, char *buf, size_t len)
+{
+    if (rc != -ENOSPC && rc != -EDQUOT && rc != -EROFS)
+        rc = sd->db_errno;
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        snprintf(buf, len,
+            "the scheduler's disk is full (state_dir '%s'); nothing was "
+            "accepted, retry later",
+            sd->state_dir);
+    else if (rc == -EROFS)
+        snprintf(buf, len,
+            "the scheduler's disk is read-only (state_dir '%s'); nothing "
+            "was accepted, retry later",
+            sd->state_dir);
+    else
+        snprintf(buf, len,
+            "the database cannot accept changes now; nothing was accepted, "
+            "retry later");
 }
 
 int
@@ -395,11 +417,16 @@ schedd_commit(struct schedd *sd)
         rc = db_txn_commit(sd->db);
         metrics_hist_observe(&sd->commit_hist,
             (double)(uv_hrtime() - t0) / 1e9);
+        if (rc == 0 && sd->db_errno != 0) {
+            log_notice("the database accepts changes again");
+            sd->db_errno = 0;
+        }
     } else {
         rc = db_txn_commit(sd->db);
     }
     if (rc < 0) {
         log_error("cannot commit to the database: %s", strerror(-rc));
+        sd->db_errno = rc;
         sd->failed = true;
         sd->rolled_back = true;
         if (!sd->stopping)
@@ -515,12 +542,16 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     if (schedd_mkdir(sd->state_dir, err) < 0 || schedd_lock(sd, err) < 0)
         goto fail;
     path = xasprintf("%s/logs", sd->state_dir);
-    sd->logs = logstore_create(path, err);
+    sd->logs = logstore_create(path, opts->log_max_bytes, err);
     free(path);
     if (sd->logs == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
-    sd->db = db_open(path, opts->db_sync_full, err);
+    sd->db = db_open(path,
+        &(struct db_open_opts){ .sync_full = opts->db_sync_full,
+            .guard = true,
+            .check_ms = opts->db_check_ms },
+        err);
     free(path);
     if (sd->db == NULL)
         goto fail;

@@ -96,7 +96,8 @@ struct schedd_opts {
     int master_port_base;
     int master_port_count;
     bool db_sync_full;
-    int lease_ms; /* < node_timeout_ms (main checks) */
+    int64_t db_check_ms; /* bound on the start-up check; 0: none */
+    int lease_ms;        /* < node_timeout_ms (main checks) */
     int dump_timeout_ms;
     int rank_stats_window_ms;
     double straggler_ratio; /* straggler.h */
@@ -111,7 +112,8 @@ struct schedd_opts {
     int event_retention_days; /* 0: keep events forever */
     bool metrics_token_required;
     struct health_config health;
-    struct quota_config quota;      /* per-user submission limits */
+    struct quota_config quota;      /* per-user limits */
+    int64_t log_max_bytes;          /* stored rank output per job; 0: no cap */
     struct schedd_http_limits http; /* deadlines and caps (api.c) */
 };
 
@@ -203,6 +205,8 @@ struct schedd {
     uv_check_t commit_check; /* commit what no reply flushed */
 
     bool failed;      /* a write or commit failed this iteration */
+    int db_errno;     /* the last failed write's error (-ENOSPC ...), 0
+                       * once a commit succeeds again */
     bool rolled_back; /* work was rolled back since the last
                        * HTTP flush: its replies must be 503 */
     bool stopping;
@@ -234,6 +238,11 @@ int schedd_db_error(struct schedd *sd, int rc);
 int schedd_db_check(struct schedd *sd, int rc);
 /* Whether requests may be served (not failed, not reloading). */
 bool schedd_available(const struct schedd *sd);
+/* Why a change was not accepted, for a person: the disk when it is full
+ * or read-only (rc, or else the last failed write's error), naming
+ * state_dir; the database otherwise. Always says nothing was accepted. */
+void schedd_unavailable_msg(const struct schedd *sd, int rc, char *buf,
+    size_t len);
 
 /* Run the scheduling pass soon (the sched_trigger hook). */
 void schedd_sched_trigger(struct schedd *sd);

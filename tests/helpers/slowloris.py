@@ -2,7 +2,7 @@
 """slowloris.py - hold many HTTP connections open by trickling bytes.
 
 Usage: slowloris.py HOST PORT N SECONDS STATS [--source ADDR]
-           [--every MS] [--complete]
+           [--every MS] [--complete | --hold]
 
 Opens N connections to HOST:PORT (from the local address ADDR when
 given, so that a test can attack from 127.0.0.2 while everything else
@@ -11,7 +11,9 @@ the next byte of a request head that never ends. A connection the server
 closes is opened again at once. With --complete, each connection sends a
 whole request head without credentials at once instead and is not
 opened again (the answer is recorded: 503 for a connection in the
-agents' reserve).
+agents' reserve). With --hold, each connection sends nothing and is not
+opened again once closed (a test that wants descriptors held, not a
+storm of new connections).
 
 Runs for SECONDS (or until SIGTERM), then writes STATS as JSON:
 opened, closed_by_server, refused (connect() failed), answers
@@ -41,6 +43,7 @@ def main():
     ap.add_argument("--source", default=None)
     ap.add_argument("--every", type=int, default=500)
     ap.add_argument("--complete", action="store_true")
+    ap.add_argument("--hold", action="store_true")
     a = ap.parse_args()
 
     st = {"opened": 0, "closed_by_server": 0, "refused": 0, "answers": {},
@@ -103,14 +106,15 @@ def main():
                 st["answers"][code] = st["answers"].get(code, 0) + 1
                 continue
             gone(s)
-        while len(conns) < a.n and not stop[0] and not a.complete:
+        while (len(conns) < a.n and not stop[0] and not a.complete and
+               not a.hold):
             before = st["refused"]
             open_one()
             if st["refused"] > before:
                 break
         st["max_open"] = max(st["max_open"], len(conns))
         now = time.monotonic()
-        if now >= next_tick and not a.complete:
+        if now >= next_tick and not a.complete and not a.hold:
             next_tick = now + a.every / 1000.0
             for s, c in list(conns.items()):
                 b = HEAD[c[0] % len(HEAD):c[0] % len(HEAD) + 1]

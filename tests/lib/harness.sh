@@ -21,6 +21,20 @@
 
 set -u
 
+# A test that mounts file systems (a small tmpfs for a full disk) sets
+# HARNESS_MOUNT_NS=1 before sourcing this: it then runs in a mount
+# namespace of its own (unshare -m, private propagation), so its mounts
+# are seen only by it and the daemons it starts, and vanish with it. That
+# needs root: elsewhere the test is skipped.
+if [ "${HARNESS_MOUNT_NS:-}" = 1 ] && [ "${HARNESS_IN_MOUNT_NS:-}" != 1 ]; then
+    if [ "$(id -u)" != 0 ] ||
+        ! unshare -m --propagation private true 2>/dev/null; then
+        echo "1..0 # SKIP needs root and a mount namespace (unshare -m)"
+        exit 0
+    fi
+    HARNESS_IN_MOUNT_NS=1 exec unshare -m --propagation private "$0" "$@"
+fi
+
 TEST_NAME=$(basename "$0" .sh)
 SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${LOCKSTEP_BUILD:=$SRC_DIR/build}"
@@ -40,6 +54,7 @@ test_failed=0
 SCHED_PID=
 declare -A AGENT_PID=()
 declare -a EXTRA_PIDS=()
+declare -a TEST_MOUNTS=()
 
 # --- process bookkeeping --------------------------------------------------
 
@@ -90,6 +105,9 @@ harness_cleanup() {
     done
     for pid in $(tagged_pids); do
         kill -9 "$pid" 2>/dev/null
+    done
+    for pid in "${TEST_MOUNTS[@]}"; do
+        umount -l "$pid" 2>/dev/null
     done
     if [ "${LOCKSTEP_KEEP_TEST_DIR:-}" = 1 ] || [ "$test_failed" -gt 0 ]; then
         echo "# test directory kept: $TEST_DIR"
@@ -419,6 +437,26 @@ db_events() {
 }
 
 # --- fault-injection helpers (t4xxx) --------------------------------------
+
+# mount_tmpfs DIR SIZE: a tmpfs of SIZE (mount's size=, like 8m) on DIR
+# (created), unmounted by the cleanup. Needs HARNESS_MOUNT_NS=1.
+mount_tmpfs() {
+    [ "${HARNESS_IN_MOUNT_NS:-}" = 1 ] || fail "mount_tmpfs: set HARNESS_MOUNT_NS=1" || return
+    mkdir -p "$1" && mount -t tmpfs -o size="$2",mode=0755 tmpfs "$1" &&
+        TEST_MOUNTS+=("$1")
+}
+
+# fill_disk DIR: write DIR/filler until the file system is full (what is
+# left is less than a block); free_disk DIR removes it.
+fill_disk() {
+    dd if=/dev/zero of="$1/filler" bs=64k status=none 2>/dev/null
+    dd if=/dev/zero of="$1/filler" bs=512 oflag=append conv=notrunc \
+        status=none 2>/dev/null
+    [ "$(stat -f -c %a "$1")" = 0 ]
+}
+free_disk() {
+    rm -f "$1/filler"
+}
 
 DDP_TRAIN=$SRC_DIR/tests/helpers/ddp_train.py
 CADENCE_TRAIN=$SRC_DIR/tests/helpers/cadence_train.py

@@ -66,7 +66,7 @@ open_checked(const char *what)
     struct db *db;
 
     err_clear(&err);
-    db = db_open(path, true, &err);
+    db = db_open(path, &(struct db_open_opts){ .sync_full = true }, &err);
     ok(db != NULL, "%s: %s", what, err.msg);
     return db;
 }
@@ -150,7 +150,7 @@ test_fresh(void)
     attempt_destroy(a);
     node_destroy(node);
 
-    db = db_open(path, false, &err);
+    db = db_open(path, &(struct db_open_opts){ .sync_full = false }, &err);
     ok(db != NULL, "reopen the file: %s", err.msg);
     if (db == NULL) {
         job_destroy(job);
@@ -476,7 +476,7 @@ test_fault_tolerance(void)
     job_destroy(job);
 
     /* The node's exclusion survives a reopen, cordoned or not. */
-    db = db_open(path, true, &err);
+    db = db_open(path, &(struct db_open_opts){ .sync_full = true }, &err);
     if (db) {
         struct node_table t;
         struct node *n9;
@@ -1007,7 +1007,7 @@ test_newer_refused(void)
     ok(pwrite(fd, v, sizeof(v), 60) == 4, "set user_version to 999");
     close(fd);
     err_clear(&err);
-    db = db_open(path, true, &err);
+    db = db_open(path, &(struct db_open_opts){ .sync_full = true }, &err);
     ok(db == NULL, "a database newer than the binary is refused");
     ok(strstr(err.msg, "newer") != NULL, "the error says so: %s", err.msg);
     db_close(db);

@@ -114,6 +114,18 @@ test_caps(void)
     is_int(admit(&cfg, 50, 50, 10, false, false, false, &evict, &why),
         HTTP_ADMIT_RESTRICTED, "the 11th from one address: restricted");
     is_int(why, HTTP_REFUSE_PEER, "because of the per-peer cap");
+    is_int((int)http_caps_peer_max(&cfg), 10 + HTTP_PEER_RESTRICTED_MIN,
+        "a small cap: the address may hold 16 restricted more");
+    is_int(admit(&cfg, 50, 50, 10 + HTTP_PEER_RESTRICTED_MIN - 1, false, false,
+               false, &evict, &why),
+        HTTP_ADMIT_RESTRICTED, "so many more from that address: restricted");
+    is_int(admit(&cfg, 50, 50, 10 + HTTP_PEER_RESTRICTED_MIN, false, false,
+               false, &evict, &why),
+        HTTP_ADMIT_SHED, "then shed: one address never fills the server");
+    cfg.per_peer = 40;
+    is_int((int)http_caps_peer_max(&cfg), 80, "a larger cap: twice it");
+    cfg.per_peer = 10;
+    is_int(why, HTTP_REFUSE_PEER, "because of the per-peer cap");
     is_int(admit(&cfg, 100, 90, 0, false, false, false, &evict, &why),
         HTTP_ADMIT_SHED, "full with nothing to evict: shed");
     is_int(why, HTTP_REFUSE_TOTAL, "because of the total");

@@ -575,6 +575,38 @@ test_fits_ever(void)
     release(jobs, 2);
 }
 
+/* user_max_running_jobs: alice (1 running already, limit 2) gets one
+ * more; her third waits with the reason and blocks no one (bob's later
+ * job is placed); a restarting job of hers is not held back. */
+static void
+test_user_running(void)
+{
+    struct cluster c = { .n = 0 };
+    struct sched_job jobs[5];
+    int alice = 1, bob = 0;
+
+    add_nodes(&c, "a b c d e", 8, 1000, 0);
+    for (int i = 0; i < 5; i++) {
+        jobs[i] = mkjob(i + 1, 0, 1, 1, 0, 1);
+        jobs[i].user = i == 3 ? "bob" : "alice";
+        jobs[i].user_running = i == 3 ? &bob : &alice;
+        jobs[i].user_max = 2;
+    }
+    restarting(&jobs[4], NULL, 0, NULL, 0);
+    pass(&c, jobs, 5);
+    ok(jobs[4].placed, "running limit: a restarting job is not held back");
+    ok(jobs[0].placed, "running limit: alice's second job is placed");
+    ok(!jobs[1].placed && !jobs[2].placed, "her third and fourth wait");
+    is_str(jobs[1].reason,
+        "user alice has 2 running jobs; the limit is 2 "
+        "(user_max_running_jobs)",
+        "running limit: the reason names it");
+    ok(jobs[3].placed, "running limit: bob's later job is not blocked");
+    is_int(alice, 2, "alice's count went up by her one placement");
+    is_int(bob, 1, "bob's too");
+    release(jobs, 5);
+}
+
 int
 main(void)
 {
@@ -589,5 +621,6 @@ main(void)
     test_rank_gpus();
     test_restart_in_place();
     test_fits_ever();
+    test_user_running();
     return done_testing();
 }

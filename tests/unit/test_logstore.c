@@ -1,0 +1,219 @@
+/*
+ * test_logstore.c - the scheduler's store of rank output, on real files
+ *
+ * Writes at offsets and reads back; the cap per job: a file over it keeps
+ * its newest bytes (its start punched out, its size kept), a resend from
+ * 0 does not write the dropped part again, the file written is trimmed
+ * first and then the job's other files (older attempts first), and a new
+ * store counts what the files already hold. Skipped where the file system
+ * of $TMPDIR cannot punch holes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "scheduler/logstore.h"
+#include "tests/tap.h"
+#include "tests/testdir.h"
+
+#define KIB 1024
+#define CAP (64 * KIB)
+
+static char dir[PATH_MAX];
+
+/* n bytes of a pattern that says where each byte was: byte i is the low
+ * bits of (base + i) / 7. */
+static char *
+pattern(size_t base, size_t n)
+{
+    char *b = xmalloc(n);
+
+    for (size_t i = 0; i < n; i++)
+        b[i] = (char)('a' + (base + i) / 7 % 26);
+    return b;
+}
+
+static int
+put(struct logstore *ls, int64_t job, int attempt, int64_t off, size_t n,
+    int64_t *size)
+{
+    char *b = pattern((size_t)off, n);
+    int rc = logstore_write(ls, job, attempt, 0, false, off, b, n, size);
+
+    free(b);
+    return rc;
+}
+
+/* Write total bytes to (job, attempt) in chunks of chunk bytes. */
+static void
+put_all(struct logstore *ls, int64_t job, int attempt, size_t total,
+    size_t chunk)
+{
+    int64_t size = 0;
+
+    for (size_t off = 0; off < total; off += chunk)
+        if (put(ls, job, attempt, (int64_t)off, chunk, &size) < 0 ||
+            size != (int64_t)(off + chunk)) {
+            ok(0, "write at %zu: size %lld", off, (long long)size);
+            return;
+        }
+}
+
+static int64_t
+on_disk(int64_t job, int attempt)
+{
+    char p[PATH_MAX + 64];
+    struct stat st;
+
+    snprintf(p, sizeof(p), "%s/%lld/%d/rank-0.out", dir, (long long)job,
+        attempt);
+    return stat(p, &st) == 0 ? (int64_t)st.st_blocks * 512 : -1;
+}
+
+/* Read (job, attempt) from 0: the first byte's offset and whether what
+ * came is the pattern from there to the end. */
+static int64_t
+read_back(struct logstore *ls, int64_t job, int attempt, int64_t want_size,
+    bool *same)
+{
+    struct sbuf out;
+    int64_t size = 0, start = -1;
+    char *b;
+
+    sbuf_init(&out);
+    if (logstore_read(ls, job, attempt, 0, false, 0, 4 * 1024 * KIB, &out,
+            &size, &start) < 0)
+        start = -1;
+    b = pattern((size_t)start, out.len);
+    *same = size == want_size && start >= 0 &&
+            (int64_t)out.len == size - start &&
+            memcmp(out.buf, b, out.len) == 0;
+    free(b);
+    sbuf_release(&out);
+    return start;
+}
+
+static bool
+can_punch(void)
+{
+    char p[PATH_MAX + 16];
+    int fd, rc;
+
+    snprintf(p, sizeof(p), "%s/probe", dir);
+    fd = open(p, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 8192) < 0)
+        return false;
+    rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
+    close(fd);
+    unlink(p);
+    return rc == 0;
+}
+
+static void
+test_no_cap(void)
+{
+    struct err err;
+    struct logstore *ls = logstore_create(dir, 0, &err);
+    bool same;
+
+    put_all(ls, 1, 1, 192 * KIB, 16 * KIB);
+    is_int(read_back(ls, 1, 1, 192 * KIB, &same), 0,
+        "no cap: everything is kept");
+    ok(same, "and reads back as written");
+    logstore_destroy(ls);
+}
+
+static void
+test_cap_one_file(void)
+{
+    struct err err;
+    struct logstore *ls = logstore_create(dir, CAP, &err);
+    int64_t start, again, size = 0, disk;
+    bool same;
+    int rc;
+
+    put_all(ls, 2, 1, 192 * KIB, 16 * KIB);
+    start = read_back(ls, 2, 1, 192 * KIB, &same);
+    ok(start > 0 && start % 4096 == 0,
+        "the oldest bytes were dropped, in "
+        "blocks: the file starts at %lld",
+        (long long)start);
+    ok(192 * KIB - start <= CAP, "what is kept (%lld) is within the cap",
+        (long long)(192 * KIB - start));
+    ok(same, "the size is kept, and the rest reads back as written");
+    disk = on_disk(2, 1);
+    ok(disk >= 0 && disk <= CAP + 4096, "on disk: %lld bytes", (long long)disk);
+    rc = put(ls, 2, 1, 0, 16 * KIB, &size);
+    ok(rc == 0 && size == 192 * KIB, "a resend from 0 is taken (size %lld)",
+        (long long)size);
+    again = read_back(ls, 2, 1, 192 * KIB, &same);
+    is_int(again, start, "without writing the dropped part again");
+    ok(on_disk(2, 1) == disk, "nor taking disk for it");
+    logstore_destroy(ls);
+}
+
+static void
+test_cap_older_attempt(void)
+{
+    struct err err;
+    struct logstore *ls = logstore_create(dir, CAP, &err);
+    int64_t s1, s2;
+    bool same1, same2;
+
+    put_all(ls, 3, 1, 60 * KIB, 4 * KIB);
+    is_int(read_back(ls, 3, 1, 60 * KIB, &same1), 0,
+        "attempt 1 under the cap keeps everything");
+    put_all(ls, 3, 2, 12 * KIB, 12 * KIB);
+    s2 = read_back(ls, 3, 2, 12 * KIB, &same2);
+    s1 = read_back(ls, 3, 1, 60 * KIB, &same1);
+    is_int(s2, 8 * KIB,
+        "over it: the file written drops all but its last block first");
+    ok(s1 > 0, "then attempt 1's file drops its oldest (from %lld)",
+        (long long)s1);
+    ok(60 * KIB - s1 + 12 * KIB - s2 <= CAP - CAP / 8 + 4096,
+        "down to 7/8 of the cap (%lld kept)",
+        (long long)(60 * KIB - s1 + 12 * KIB - s2));
+    ok(same1 && same2, "both read back as written from their starts");
+    logstore_destroy(ls);
+}
+
+static void
+test_cap_counts_existing(void)
+{
+    struct err err;
+    struct logstore *ls = logstore_create(dir, CAP, &err);
+    bool same;
+
+    put_all(ls, 4, 1, 60 * KIB, 4 * KIB);
+    logstore_destroy(ls);
+    ls = logstore_create(dir, CAP, &err);
+    put_all(ls, 4, 2, 8 * KIB, 8 * KIB);
+    ok(read_back(ls, 4, 1, 60 * KIB, &same) > 0,
+        "a new store counts what the job's files hold: attempt 1 trimmed");
+    logstore_destroy(ls);
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    if (test_tmpdir(dir, sizeof(dir), "lockstep-test-logstore") < 0)
+        return done_testing();
+    test_no_cap();
+    if (can_punch()) {
+        test_cap_one_file();
+        test_cap_older_attempt();
+        test_cap_counts_existing();
+    } else {
+        skip(1, "the file system of TMPDIR cannot punch holes");
+    }
+    test_rmtree(dir);
+    return done_testing();
+}
