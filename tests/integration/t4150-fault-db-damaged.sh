@@ -14,7 +14,7 @@ DB=$STATE/lockstep.db
 # refused: run lockstepd in the foreground on the state directory; it must
 # exit at once. Prints its exit status; its log is in refused.log.
 refused() {
-    timeout 30 "$LOCKSTEPD" -o listen=127.0.0.1:0 -o socket="$TEST_DIR/r.sock" \
+    timeout 30 "$LOCKSTEPD" -o listen=127.0.0.1:0 -o tls=off -o socket="$TEST_DIR/r.sock" \
         -o state_dir="$STATE" -o cluster_secret_file="$CLUSTER_SECRET" \
         "$@" >refused.log 2>&1
     echo $?

@@ -65,12 +65,17 @@ test_expect_success 'the CLI prints it and exits non-zero' '
     false
 '
 
+# A read that shares a loop iteration with a write that fails (an agent's
+# report) is answered 503 with the rest of that iteration, since its reply
+# may show what is rolled back; the next try answers. So each read here
+# may take a second try.
 test_expect_success 'meanwhile reads answer, the node stays UP, the job runs' '
     for i in 1 2 3 4 5 6; do
-        nodes_up_is 1 && job_state_is $(cat logjob) RUNNING || return 1
+        wait_for 3 "nodes_up_is 1 && job_state_is $(cat logjob) RUNNING" ||
+            return 1
         sleep 1
     done &&
-    ls_cli jobs >/dev/null
+    wait_for 3 "ls_cli jobs >/dev/null"
 '
 
 test_expect_success 'space returns: changes are taken again, without a restart' '
