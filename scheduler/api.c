@@ -22,6 +22,7 @@
 #include "scheduler/api_stats.h"
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/obs.h"
 
 enum api_route_flags {
@@ -286,7 +287,8 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
     }
-    log_notice("lockstepd started: tcp=%s:%d socket=%s state_dir=%s",
+    log_notice("lockstepd %s started: tcp=%s:%d socket=%s state_dir=%s",
+        buildinfo_version(),
         opt_set(opts->listen_host) ? opts->listen_host : "-", bound,
         opt_set(opts->socket_path) ? opts->socket_path : "-",
         api->sd->state_dir);

@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
@@ -32,7 +33,6 @@
 #include "scheduler/schedd.h"
 #include "scheduler/tick.h"
 #include "scheduler/webhook.h"
-#include "version.h"
 
 #define EX_CONFIG 78
 
@@ -525,7 +525,7 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
             *check = true;
             break;
         case 'V':
-            printf("lockstepd %s\n", LOCKSTEP_VERSION);
+            printf("lockstepd %s\n", buildinfo_version());
             return 1;
         case 'h':
             usage(stdout);
