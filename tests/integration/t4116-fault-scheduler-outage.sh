@@ -18,6 +18,9 @@
 
 fault_cluster 2
 TRAIN=(--steps 240 --ckpt-every 20 --step-time 0.1)
+# The job does not end before lockstepd is back (./resume), however slowly
+# the test gets to the kill.
+HOLD=(--hold-at 220 --hold-file "$TEST_DIR/resume")
 # Twelve leases (LEASE_MS=1500).
 OUTAGE_S=18
 
@@ -42,14 +45,6 @@ registered_steps() {
     job_json "$1" "sorted(c[\"step\"] for c in j[\"checkpoints\"])"
 }
 
-# all_alive PIDFILE: every pid in the file is alive.
-all_alive() {
-    local p
-    for p in $(cat "$1"); do
-        kill -0 "$p" 2>/dev/null || { echo "pid $p is gone"; return 1; }
-    done
-}
-
 # rank_gone JOB RANK: no process of JOB with that RANK is alive.
 rank_gone() {
     local p
@@ -60,10 +55,23 @@ rank_gone() {
     return 0
 }
 
+# The ranks of the exit-3 job: once lockstepd is down (./down3), rank 1
+# of attempt 1 exits 3, the others print a line and wait until it is
+# back (./back3). Attempt 2 finds both files and ends at once.
+cat >"$TEST_DIR/exit3.sh" <<EOF
+while [ ! -e "$TEST_DIR/down3" ]; do sleep 0.1; done
+if [ \$RANK = 1 ] && [ \$LOCKSTEP_ATTEMPT = 1 ]; then
+    echo rank 1 exits 3 during the outage
+    exit 3
+fi
+echo rank \$RANK still here on attempt \$LOCKSTEP_ATTEMPT
+while [ ! -e "$TEST_DIR/back3" ]; do sleep 0.1; done
+EOF
+
 test_reference_run
 
 test_expect_success 'a 2 x 2 DDP job runs' '
-    ddp_running 2 outage -- "${TRAIN[@]}" &&
+    ddp_running 2 outage -- "${TRAIN[@]}" "${HOLD[@]}" &&
     wait_for 90 "ckpt_complete outage 20" &&
     job_pids $(cat job) | sort >pids.before &&
     test $(wc -l <pids.before) -ge 4
@@ -94,7 +102,7 @@ test_expect_success 'SIGKILL lockstepd; its ranks outlive twelve leases without 
 '
 
 test_expect_success 'lockstepd returns on the same state: the job goes on' '
-    start_scheduler &&
+    start_scheduler && touch resume &&
     wait_job_state $(cat job) SUCCEEDED 120 &&
     test "$(final_sha $(cat job))" = "$(cat ref.sha)" &&
     test "$(job_json $(cat job) "len(j[\"attempts\"])")" = 1 &&
@@ -121,20 +129,18 @@ test_expect_success 'a checkpoint committed during the outage is registered' '
 
 test_expect_success 'a rank exits 3 during an outage' '
     id=$(submit_id --name exit3 --nodes 2 --ranks-per-node 2 \
-        --max-restarts 1 -- sh -c \
-        "if [ \$RANK = 1 ] && [ \$LOCKSTEP_ATTEMPT = 1 ]; then sleep 4; echo rank 1 exits 3 during the outage; exit 3; fi; sleep 6; echo rank \$RANK still here on attempt \$LOCKSTEP_ATTEMPT; sleep 6") &&
+        --max-restarts 1 -- sh "$TEST_DIR/exit3.sh") &&
     echo $id >job3 &&
     wait_job_state $id RUNNING 30 &&
-    wait_for 10 "job_nprocs_ge $id 4" &&
-    kill_scheduler &&
+    wait_for 30 "job_nprocs_ge $id 4" &&
+    kill_scheduler && touch down3 &&
     wait_for 15 "rank_gone $id 1" &&
     wait_for 15 "cat \$(out_files $id 1 0 2 3) | grep -c \"still here\" | grep -qx 3" &&
-    sleep 1 &&
     job_nprocs_ge $id 3
 '
 
 test_expect_success 'after the return its exit code is reported and the job restarts' '
-    start_scheduler &&
+    start_scheduler && touch back3 &&
     id=$(cat job3) &&
     wait_for 30 "test \$(job_json $id \"len(j[\\\"attempts\\\"])\") = 2" &&
     test "$(job_json $id "j[\"attempts\"][0][\"failure\"][\"exit_code\"]")" = 3 &&
