@@ -54,8 +54,8 @@
  * shipping it has made no progress for this long while the scheduler
  * answered, so an unreachable log endpoint cannot pin it forever. */
 #define PROC_FLUSH_MAX_MS 30000
-/* The longest a rank's end is held back for its output (proc_ends_held),
- * a quarter of the lease at most. */
+/* The longest a rank's end is held back for its output
+ * (proc_ends_held). */
 #define PROC_END_WAIT_MS 2000
 /* After the stop file, how much longer than kill_grace_ms the agent waits
  * before it SIGKILLs the ranks' groups itself (a stuck supervisor). */
@@ -549,16 +549,13 @@ static bool
 proc_rank_end_held(const struct proc_rank *r, int64_t now)
 {
     const struct proc_table *pt = r->job->pt;
-    int64_t wait = PROC_END_WAIT_MS;
 
     if (r->end_mono_ms == 0 || r->end_acked || pt->ad->logship == NULL ||
         logship_output_flushed(&r->output))
         return false;
     if (pt->reach_ms == 0)
         return true;
-    if (pt->lease_ms / 4 < wait)
-        wait = pt->lease_ms / 4;
-    return now - proc_max(r->end_mono_ms, pt->reach_ms) < wait;
+    return now - proc_max(r->end_mono_ms, pt->reach_ms) < PROC_END_WAIT_MS;
 }
 
 bool

@@ -114,11 +114,11 @@ uint64_t proc_fill_report(struct proc_table *pt, struct proto_node_report *rep);
 
 /*
  * Whether the next report would keep the end of some rank back: its
- * output is not all shipped yet and the scheduler has answered for less
- * than min(2 s, lease_ms / 4) since it ended (or since it came back, when
- * it was away then). While the scheduler answers, report.c delays the
- * status for as long as this says so (the wait is short and bounded);
- * while it does not, it sends anyway (its leases must not wait).
+ * output is not all shipped yet and the scheduler has been answering for
+ * less than 2 s since it ended (or since it came back, when it was away
+ * then), or does not answer now. report.c delays a status for as long as
+ * this says so, up to the next heartbeat (the leases must not wait);
+ * a status sent meanwhile reports such a rank as running.
  */
 bool proc_ends_held(const struct proc_table *pt);
 

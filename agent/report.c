@@ -81,6 +81,7 @@ struct report {
     int64_t heartbeat_ms;
     uint64_t status_seq;    /* proc's number for the one in flight */
     int64_t status_sent_ms; /* monotonic time it was built */
+    int64_t status_due_ms;  /* monotonic: the next heartbeat is due */
 
     /* work */
     bool work_running; /* the loop was started */
@@ -295,8 +296,16 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     if (rp->work_running)
         report_check_gen(rp, reply.gen);
 
-    report_chan_schedule(&rp->status,
-        rp->status_dirty || rp->need_register ? 0 : report_status_interval(rp));
+    /* The next heartbeat. A status held back for a rank's output
+     * (report_status_send) waits until then at most; meanwhile it is
+     * looked at every REPORT_LOG_POLL_MS. */
+    rp->status_due_ms = timeid_mono_ms() + report_status_interval(rp);
+    if (rp->status_dirty || rp->need_register)
+        report_chan_schedule(&rp->status, 0);
+    else if (proc_ends_held(rp->ad->procs))
+        report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);
+    else
+        report_chan_schedule(&rp->status, report_status_interval(rp));
     rp->status_dirty = false;
     /* The scheduler heard from us: every supervisor's lease moves on, and
      * jobs whose final states it now has are released. Last, so that the
@@ -327,13 +336,15 @@ report_status_send(struct report *rp)
         return;
     }
     uv_timer_stop(&rp->status.timer);
-    /* A status that would hold back a rank's end waits for its output
-     * instead (briefly: proc_ends_held), so that the scheduler, and a
-     * user, sees the end only with the whole output. Not a status that
-     * registers: the scheduler may be away, and the leases must not
-     * wait; that one reports the rank as running, and the next one, once
-     * the output is in, its end. */
-    if (!rp->need_register && proc_ends_held(ad->procs)) {
+    /* A status that would hold back a rank's end (proc_ends_held: its
+     * output is not at the scheduler yet, for 2 s at most) waits for the
+     * output instead, so that the scheduler, and a user, sees the end
+     * only with the whole output; but never past the next heartbeat
+     * (the leases wait for no output), nor when it registers (the
+     * scheduler may be away). Such a status reports the rank as running,
+     * and the next one, once the output is in, its end. */
+    if (!rp->need_register && proc_ends_held(ad->procs) &&
+        timeid_mono_ms() < rp->status_due_ms) {
         logship_kick(ad->logship);
         report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);
         return;
