@@ -75,7 +75,8 @@ const struct config_key agentd_config_keys[] = {
     { "health_kill_grace_ms", CONFIG_INT, "2000", 0, 600000,
         "SIGTERM to SIGKILL grace for a check past its deadline" },
     { "health_mounts", CONFIG_STR, "", 0, 0,
-        "disk check: mount points, a comma list (default: / and state_dir)" },
+        "disk check: mount points, a comma list (default: /, state_dir and "
+        "log_dir)" },
     { "health_nics", CONFIG_STR, "", 0, 0,
         "nic check: ports expected up, a comma list (eth0,mlx5_0/1)" },
     { "health_check_exe", CONFIG_STR, "", 0, 0,

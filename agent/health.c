@@ -563,6 +563,11 @@ health_builtin_args(const struct agentd *ad, const char *name,
             health_arg(av, xstrdup("/"));
             health_arg(av, xstrdup("--mount"));
             health_arg(av, xstrdup(ad->state_dir));
+            /* The ranks' output lands there, and waits there while the
+             * scheduler is away; a path on a file system already named
+             * is checked once. */
+            health_arg(av, xstrdup("--mount"));
+            health_arg(av, xstrdup(ad->log_dir));
         }
         /* Each mount's probe has half the check's deadline: a hung mount
          * is the disk check's finding (HUNG disk.hung on that mount), not

@@ -10,7 +10,11 @@
  * there). Reading a local file is bounded work on the loop, like a short
  * SQLite statement.
  *
- * Failures back off per file (200 ms doubling to 5 s). A 413 halves the
+ * Failures back off per file (200 ms doubling to 5 s); logship_resume,
+ * called when the scheduler answers a status again after an outage,
+ * forgets every backoff, so what was written during the outage is
+ * shipped at once (it waits on disk meanwhile: the ranks write their
+ * files directly, and nothing of it is held in memory). A 413 halves the
  * chunk (a scheduler with a small max_body_bytes); any other 4xx except
  * 401/403/408/429 means the scheduler will never take this file (say, an
  * attempt it does not know), so the file is abandoned with one log line.
@@ -63,7 +67,7 @@ struct logship {
  * when none of its files is in flight). */
 struct logship_req {
     struct logship *ls;
-    const struct logship_output *o;
+    struct logship_output *o;
     struct logship_file *f;
     const char *stream;
     uint64_t offset;
@@ -292,6 +296,8 @@ logship_done_cb(int rc, long http_status, const struct sbuf *body, void *arg)
     if (rc == 0 && http_status == 200 &&
         jsonx_parse(body->buf, body->len, &root, NULL) == 0 &&
         jsonx_get_int(root, "size", true, 0, INT64_MAX, &size, NULL) == 0) {
+        if ((uint64_t)size > f->acked)
+            lr->o->shipped_mono_ms = timeid_mono_ms();
         f->acked = (uint64_t)size;
         f->backoff_ms = 0;
         f->retry_at_ms = 0;
@@ -331,7 +337,7 @@ out:
 }
 
 static void
-logship_file_ship(struct logship *ls, const struct logship_output *o,
+logship_file_ship(struct logship *ls, struct logship_output *o,
     struct logship_file *f, const char *stream, int64_t now)
 {
     struct logship_req *lr;
@@ -403,6 +409,27 @@ logship_kick(struct logship *ls)
 {
     if (ls != NULL)
         logship_timer_cb(&ls->timer);
+}
+
+static void
+logship_file_resume(struct logship_file *f)
+{
+    f->backoff_ms = 0;
+    f->retry_at_ms = 0;
+}
+
+void
+logship_resume(struct logship *ls)
+{
+    struct logship_output *o;
+
+    if (ls == NULL)
+        return;
+    LIST_FOREACH(o, &ls->outputs, link) {
+        logship_file_resume(&o->out);
+        logship_file_resume(&o->err);
+    }
+    logship_timer_cb(&ls->timer);
 }
 
 struct logship *

@@ -56,9 +56,10 @@ struct logship_output {
     int rank;
     struct logship_file out;
     struct logship_file err;
-    int64_t lost_since_ms; /* the log disk was full from then (wall
-                            * clock) while o was registered; 0: not */
-    struct logship *ls;    /* registered with; NULL when not */
+    int64_t lost_since_ms;   /* the log disk was full from then (wall
+                              * clock) while o was registered; 0: not */
+    int64_t shipped_mono_ms; /* when an ack last moved either file on; 0 */
+    struct logship *ls;      /* registered with; NULL when not */
     LIST_ENTRY(logship_output) link;
 };
 
@@ -100,8 +101,13 @@ void logship_remove(struct logship_output *o);
 
 /* Ship what is new at once instead of at the next tick (a rank just
  * ended: report.c wants its output at the scheduler before its exit).
- * Accepts NULL. */
+ * Files in their failure backoff still wait it out. Accepts NULL. */
 void logship_kick(struct logship *ls);
+/* The scheduler answers again (a status got through after failing):
+ * every file's failure backoff is forgotten and what is new is shipped at
+ * once, so output written while it was away reaches it now, not up to a
+ * backoff (5 s) later. Accepts NULL. */
+void logship_resume(struct logship *ls);
 
 /* Starts the shipping timer. */
 struct logship *logship_create(struct agentd *ad, struct err *err);

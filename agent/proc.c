@@ -50,9 +50,13 @@
 /* How often status.json files and adopted supervisors are checked, and
  * finished jobs considered for release. */
 #define PROC_POLL_MS 100
-/* A finished job whose output cannot be shipped is released anyway after
- * this long, so an unreachable log endpoint cannot pin it forever. */
+/* A finished job whose output cannot be shipped is released anyway once
+ * shipping it has made no progress for this long while the scheduler
+ * answered, so an unreachable log endpoint cannot pin it forever. */
 #define PROC_FLUSH_MAX_MS 30000
+/* The longest a rank's end is held back for its output
+ * (proc_ends_held). */
+#define PROC_END_WAIT_MS 2000
 /* After the stop file, how much longer than kill_grace_ms the agent waits
  * before it SIGKILLs the ranks' groups itself (a stuck supervisor). */
 #define PROC_BACKSTOP_MS 5000
@@ -131,6 +135,32 @@ proc_tombstone_add(struct proc_table *pt, int64_t jobid, int attempt)
         pt->ntomb++;
 }
 
+static int64_t
+proc_max(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Whether the finished job has waited long enough for its output: the
+ * scheduler answers, and for PROC_FLUSH_MAX_MS now it has answered, the
+ * job has been finished and no acknowledgement has moved any of its
+ * files on. Time while the scheduler is away never counts, so output
+ * written during an outage is shipped after it however long it lasted,
+ * and a large backlog is shipped to its end as long as it moves. */
+static bool
+proc_job_flush_late(const struct proc_job *job, int64_t now)
+{
+    int64_t from;
+    size_t i;
+
+    if (job->pt->reach_ms == 0)
+        return false;
+    from = proc_max(job->finished_ms, job->pt->reach_ms);
+    for (i = 0; i < job->nranks; i++)
+        from = proc_max(from, job->ranks[i].output.shipped_mono_ms);
+    return now - from >= PROC_FLUSH_MAX_MS;
+}
+
 /* Whether every output file of the job reached the scheduler, or gave up,
  * with nothing in flight. `late` (waited long enough) accepts unshipped
  * bytes but still never frees a file with a request in flight. */
@@ -176,7 +206,7 @@ proc_release_done(struct proc_table *pt)
          * never reach it (it would show the ranks as still running). */
         if (pt->report_seq > 0 && !job->final_acked)
             continue;
-        late = timeid_mono_ms() - job->finished_ms >= PROC_FLUSH_MAX_MS;
+        late = proc_job_flush_late(job, timeid_mono_ms());
         if (!proc_job_logs_settled(job, late))
             continue;
         if (!proc_job_logs_settled(job, false))
@@ -513,6 +543,60 @@ proc_apply(struct proc_table *pt, const struct proto_work *w)
     return started;
 }
 
+/* Whether the end of r is kept from the scheduler for now (proc.h,
+ * proc_ends_held). */
+static bool
+proc_rank_end_held(const struct proc_rank *r, int64_t now)
+{
+    const struct proc_table *pt = r->job->pt;
+
+    if (r->end_mono_ms == 0 || r->end_acked || pt->ad->logship == NULL ||
+        logship_output_flushed(&r->output))
+        return false;
+    if (pt->reach_ms == 0)
+        return true;
+    return now - proc_max(r->end_mono_ms, pt->reach_ms) < PROC_END_WAIT_MS;
+}
+
+bool
+proc_ends_held(const struct proc_table *pt)
+{
+    const struct proc_job *job;
+    int64_t now = timeid_mono_ms();
+    size_t i;
+
+    for (job = pt->jobs; job != NULL; job = job->next) {
+        for (i = 0; i < job->nranks; i++) {
+            if (proc_rank_end_held(&job->ranks[i], now))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The state and end of rank r into rs; false when its end is held back
+ * (reported as running). */
+static bool
+proc_rank_fill_end(struct proc_rank *r, uint64_t seq, int64_t now_mono,
+    struct proto_rank_status *rs)
+{
+    if (proc_rank_end_held(r, now_mono)) {
+        rs->state = PROTO_RANK_RUNNING;
+        return false;
+    }
+    rs->state = r->state;
+    rs->end_ms = r->end_ms;
+    rs->exit_code = r->exit_code;
+    rs->signal = r->signal;
+    rs->fenced = r->fenced;
+    rs->launch_error = r->launch_error != NULL ? xstrdup(r->launch_error)
+                                               : NULL;
+    rs->stderr_tail = r->stderr_tail != NULL ? xstrdup(r->stderr_tail) : NULL;
+    if (r->end_mono_ms != 0 && r->end_report == 0)
+        r->end_report = seq;
+    return true;
+}
+
 uint64_t
 proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
 {
@@ -520,6 +604,7 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
     int64_t now_mono = timeid_mono_ms(), now_ms = timeid_now_ms();
     uint64_t seq = ++pt->report_seq;
     size_t n = 0, i;
+    bool held;
 
     rep->jobs = xcalloc(pt->njobs + 1, sizeof(*rep->jobs));
     for (job = pt->jobs; job != NULL; job = job->next, n++) {
@@ -533,30 +618,23 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
         }
         js->nranks = job->nranks;
         js->ranks = xcalloc(job->nranks + 1, sizeof(*js->ranks));
+        held = false;
         for (i = 0; i < job->nranks; i++) {
             struct proc_rank *r = &job->ranks[i];
             struct proto_rank_status *rs = &js->ranks[i];
 
             proc_progress_sample(r, now_mono, now_ms);
             rs->rank = r->rank;
-            rs->state = r->state;
             rs->pid = r->pid;
             rs->start_ms = r->start_ms;
-            rs->end_ms = r->end_ms;
-            rs->exit_code = r->exit_code;
-            rs->signal = r->signal;
-            rs->fenced = r->fenced;
-            rs->launch_error = r->launch_error != NULL
-                                   ? xstrdup(r->launch_error)
-                                   : NULL;
-            rs->stderr_tail = r->stderr_tail != NULL ? xstrdup(r->stderr_tail)
-                                                     : NULL;
+            if (!proc_rank_fill_end(r, seq, now_mono, rs))
+                held = true;
             proc_progress_fill(r, now_mono, rs);
         }
         proc_dump_report(job, js, seq);
         proc_directive_report(job, js);
         if (job->final_report == 0 && job->done && proc_job_all_ended(job) &&
-            proc_ckpt_settled(job, now_mono))
+            !held && proc_ckpt_settled(job, now_mono))
             job->final_report = seq;
     }
     rep->njobs = n;
@@ -568,14 +646,23 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms)
 {
     struct proc_job *job;
+    size_t i;
     int rc;
 
     if (lease_ms != pt->lease_ms)
         log_info("lease_ms=%lld", (long long)lease_ms);
     pt->lease_ms = lease_ms;
+    if (pt->reach_ms == 0)
+        pt->reach_ms = timeid_mono_ms();
     for (job = pt->jobs; job != NULL; job = job->next) {
         if (job->final_report != 0 && job->final_report <= seq)
             job->final_acked = true;
+        for (i = 0; i < job->nranks; i++) {
+            struct proc_rank *r = &job->ranks[i];
+
+            if (r->end_report != 0 && r->end_report <= seq)
+                r->end_acked = true;
+        }
         proc_dump_delivered(job, seq);
         if (!proc_job_supervised(job))
             continue;
@@ -587,6 +674,12 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     /* What the scheduler now knows the end of can go. */
     if (proc_release_done(pt) > 0)
         proc_notify(pt);
+}
+
+void
+proc_status_failed(struct proc_table *pt)
+{
+    pt->reach_ms = 0;
 }
 
 size_t

@@ -102,8 +102,25 @@ void proc_job_teardown(struct proc_job *job);
  * proto_node_report_release), sampling progress, commits and convention
  * checkpoints first (cheap: small files, stat before read). Returns the
  * sequence number of this report, for proc_status_ok.
+ *
+ * The end of a rank is reported once its output reached the scheduler
+ * (logship.h), or once the scheduler had a while to take it
+ * (proc_ends_held); until then the rank is reported as running, so that
+ * a job seen ended has its whole output readable, also when its ranks
+ * ended during a scheduler outage and the first status that gets through
+ * afterwards is the one that tells of it.
  */
 uint64_t proc_fill_report(struct proc_table *pt, struct proto_node_report *rep);
+
+/*
+ * Whether the next report would keep the end of some rank back: its
+ * output is not all shipped yet and the scheduler has been answering for
+ * less than 2 s since it ended (or since it came back, when it was away
+ * then), or does not answer now. report.c delays a status for as long as
+ * this says so, up to the next heartbeat (the leases must not wait);
+ * a status sent meanwhile reports such a rank as running.
+ */
+bool proc_ends_held(const struct proc_table *pt);
 
 /*
  * The scheduler accepted the status report `seq`, sent at sent_mono_ms
@@ -114,6 +131,15 @@ uint64_t proc_fill_report(struct proc_table *pt, struct proto_node_report *rep);
  */
 void proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms);
+
+/*
+ * A status did not get through: the scheduler does not answer (for now).
+ * Until the next proc_status_ok, a finished job's unshipped output is
+ * never given up (the time the scheduler is away does not count towards
+ * the 30 s a finished job waits for it) and ranks' ends are held back as
+ * proc_fill_report says.
+ */
+void proc_status_failed(struct proc_table *pt);
 
 /*
  * No status got through, but the node's witnesses say the scheduler is

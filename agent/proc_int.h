@@ -46,6 +46,9 @@ struct proc_table {
     size_t tomb_next;
     int64_t lease_ms; /* last granted by the scheduler */
     uint64_t report_seq;
+    /* monotonic: the first status accepted after the last failure (the
+     * scheduler answers since); 0 while it does not, or not yet */
+    int64_t reach_ms;
 };
 
 /* ---- proc_job.c --------------------------------------------------------- */

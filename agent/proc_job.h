@@ -50,6 +50,8 @@ struct proc_rank {
     int64_t start_ms;
     int64_t end_ms;
     int64_t end_mono_ms; /* monotonic time we learnt it ended */
+    uint64_t end_report; /* first status report carrying the end; 0 */
+    bool end_acked;      /* the scheduler accepted that report */
     int exit_code;       /* -1 when signalled or unknown */
     int signal;
     bool fenced;       /* killed by its supervisor's lease */

@@ -51,10 +51,8 @@
  * this long means the poll is stuck (a half-open connection after a
  * scheduler restart): abort it and fetch again. */
 #define REPORT_GEN_STUCK_MS 2000
-/* A status announcing that a rank ended waits (this long at most) until
- * the rank's output reached the scheduler, so that a job seen finished
- * has its whole output readable. */
-#define REPORT_LOG_WAIT_MS 2000
+/* While a status would hold back a rank's end for its output
+ * (proc_ends_held), it is looked at again this often. */
 #define REPORT_LOG_POLL_MS 20
 
 /* One of the two loops: the timer for its next request, and how it is
@@ -83,6 +81,7 @@ struct report {
     int64_t heartbeat_ms;
     uint64_t status_seq;    /* proc's number for the one in flight */
     int64_t status_sent_ms; /* monotonic time it was built */
+    int64_t status_due_ms;  /* monotonic: the next heartbeat is due */
 
     /* work */
     bool work_running; /* the loop was started */
@@ -228,6 +227,7 @@ static void
 report_status_retry(struct report *rp, const char *text, long http_status)
 {
     rp->need_register = true;
+    proc_status_failed(rp->ad->procs);
     report_chan_failed(&rp->status, text, http_status,
         report_status_backoff_max(rp));
 }
@@ -319,8 +319,16 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
     if (rp->work_running)
         report_check_gen(rp, reply.gen);
 
-    report_chan_schedule(&rp->status,
-        rp->status_dirty || rp->need_register ? 0 : report_status_interval(rp));
+    /* The next heartbeat. A status held back for a rank's output
+     * (report_status_send) waits until then at most; meanwhile it is
+     * looked at every REPORT_LOG_POLL_MS. */
+    rp->status_due_ms = timeid_mono_ms() + report_status_interval(rp);
+    if (rp->status_dirty || rp->need_register)
+        report_chan_schedule(&rp->status, 0);
+    else if (proc_ends_held(rp->ad->procs))
+        report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);
+    else
+        report_chan_schedule(&rp->status, report_status_interval(rp));
     rp->status_dirty = false;
     /* The scheduler heard from us: every supervisor's lease moves on, and
      * jobs whose final states it now has are released. Last, so that the
@@ -330,30 +338,10 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
         reply.lease_ms);
     witness_status_ok(rp->ad->witness, rp->status_sent_ms,
         report_status_interval(rp), &reply);
-}
-
-/* Whether the output of every rank that ended lately is shipped. */
-static bool
-report_exits_shipped(const struct report *rp)
-{
-    const struct proc_job *job;
-    int64_t now = timeid_mono_ms();
-    size_t i;
-
-    if (rp->ad->logship == NULL)
-        return true;
-    for (job = proc_jobs(rp->ad->procs); job != NULL; job = job->next) {
-        for (i = 0; i < job->nranks; i++) {
-            const struct proc_rank *r = &job->ranks[i];
-
-            if (r->end_mono_ms == 0 ||
-                now - r->end_mono_ms >= REPORT_LOG_WAIT_MS)
-                continue;
-            if (!logship_output_flushed(&r->output))
-                return false;
-        }
-    }
-    return true;
+    /* Back after a failure (or at start): what the ranks wrote meanwhile
+     * is shipped now, not after the shipper's own backoff. */
+    if (was_reg)
+        logship_resume(rp->ad->logship);
 }
 
 static void
@@ -372,7 +360,15 @@ report_status_send(struct report *rp)
     }
     uv_timer_stop(&rp->status.timer);
     report_key_refresh(rp);
-    if (!report_exits_shipped(rp)) {
+    /* A status that would hold back a rank's end (proc_ends_held: its
+     * output is not at the scheduler yet, for 2 s at most) waits for the
+     * output instead, so that the scheduler, and a user, sees the end
+     * only with the whole output; but never past the next heartbeat
+     * (the leases wait for no output), nor when it registers (the
+     * scheduler may be away). Such a status reports the rank as running,
+     * and the next one, once the output is in, its end. */
+    if (!rp->need_register && proc_ends_held(ad->procs) &&
+        timeid_mono_ms() < rp->status_due_ms) {
         logship_kick(ad->logship);
         report_chan_schedule(&rp->status, REPORT_LOG_POLL_MS);
         return;

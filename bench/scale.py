@@ -11,7 +11,16 @@ print one line of `key=value` figures each:
   gang SOCK NODES RPN            one NODES x RPN job: submit -> RUNNING
   idle SOCK PID SECONDS          CPU% and RSS of PID over SECONDS, loop lag
   wait-up SOCK N SECONDS         until N nodes are UP
+  wait-running SOCK N SECONDS    until N jobs run with every rank running
+  reconcile SOCK N SINCE_MS LOG SECONDS
+                                 after a restart at SINCE_MS (wall ms):
+                                 when lockstepd served (its LOG's
+                                 "started" line) and when every one of N
+                                 nodes had reported since and was UP; then
+                                 the running jobs, their ranks, and how
+                                 many were restarted or failed
 """
+import datetime
 import http.client
 import json
 import os
@@ -205,6 +214,77 @@ def cmd_wait_up(api, n, secs):
     return 1
 
 
+def running_jobs(api):
+    """The RUNNING jobs, each with its full view (attempts, ranks)."""
+    st, j = api.req("GET", "/v1/jobs?state=RUNNING&limit=100000")
+    return [api.job(x["id"]) for x in j]
+
+
+def ranks_running(job):
+    a = job.get("attempts") or []
+    if not a:
+        return 0
+    return sum(1 for r in a[-1]["ranks"] if r["state"] == "running")
+
+
+def cmd_wait_running(api, n, secs):
+    t0 = time.time()
+    jobs = []
+    while time.time() - t0 < secs:
+        jobs = running_jobs(api)
+        if len(jobs) >= n and all(
+                ranks_running(x) == len(x["attempts"][-1]["ranks"])
+                for x in jobs):
+            break
+        time.sleep(0.5)
+    print("jobs_running=%d ranks_running=%d running_after_s=%.1f"
+          % (len(jobs), sum(ranks_running(x) for x in jobs),
+             time.time() - t0))
+    return 0 if len(jobs) >= n else 1
+
+
+def log_started_ms(log):
+    """Wall ms of the last "lockstepd ... started" line of LOG; None."""
+    t = None
+    with open(log) as f:
+        for line in f:
+            if " started: " in line and "lockstepd[" in line:
+                stamp = line.split(" ", 1)[0].rstrip("Z")
+                d = datetime.datetime.fromisoformat(stamp).replace(
+                    tzinfo=datetime.timezone.utc)
+                t = d.timestamp() * 1000
+    return t
+
+
+def cmd_reconcile(api, n, since_ms, log, secs):
+    end = time.time() + secs
+    done = None
+    nodes = []
+    while time.time() < end:
+        try:
+            st, nodes = api.req("GET", "/v1/nodes")
+        except RuntimeError:  # not listening yet
+            time.sleep(0.005)
+            continue
+        back = [x for x in nodes if x["last_seen_ms"] >= since_ms
+                and x["state"] == "UP"]
+        if len(back) >= n:
+            done = now_ms()
+            break
+        time.sleep(0.01)
+    started = log_started_ms(log)
+    jobs = running_jobs(api)
+    st, failed = api.req("GET", "/v1/jobs?all=1&state=FAILED&limit=100000")
+    restarted = sum(1 for x in jobs if len(x["attempts"]) > 1) + len(failed)
+    print("serving_ms=%s reconciled_ms=%s nodes_back=%d jobs_running=%d "
+          "ranks_running=%d restarted=%d"
+          % ("%.0f" % (started - since_ms) if started else "-",
+             "%.0f" % (done - since_ms) if done else "timeout",
+             sum(1 for x in nodes if x["last_seen_ms"] >= since_ms),
+             len(jobs), sum(ranks_running(x) for x in jobs), restarted))
+    return 0 if done else 1
+
+
 def main(argv):
     cmd, api = argv[1], Api(argv[2])
     a = argv[3:]
@@ -220,6 +300,10 @@ def main(argv):
         cmd_idle(api, int(a[0]), float(a[1]))
     elif cmd == "wait-up":
         return cmd_wait_up(api, int(a[0]), float(a[1]))
+    elif cmd == "wait-running":
+        return cmd_wait_running(api, int(a[0]), float(a[1]))
+    elif cmd == "reconcile":
+        return cmd_reconcile(api, int(a[0]), float(a[1]), a[2], float(a[3]))
     else:
         print(__doc__)
         return 2

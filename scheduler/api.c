@@ -25,6 +25,7 @@
 #include "scheduler/api_stats.h"
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/obs.h"
 
 /* A certificate that expires sooner than this is warned about at each
@@ -451,7 +452,8 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
     }
-    log_notice("lockstepd started: tcp=%s:%d%s socket=%s state_dir=%s",
+    log_notice("lockstepd %s started: tcp=%s:%d%s socket=%s state_dir=%s",
+        buildinfo_version(),
         opt_set(opts->listen_host) ? opts->listen_host : "-", bound,
         !opt_set(opts->listen_host) ? ""
         : api->tls_cert             ? " (tls)"

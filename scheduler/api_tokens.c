@@ -11,8 +11,9 @@
 #include "common/jsonx.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/api_obs.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/db.h"
-#include "version.h"
 
 int
 api_health_get(struct schedd *sd, const struct api_req *r,
@@ -21,7 +22,7 @@ api_health_get(struct schedd *sd, const struct api_req *r,
     cJSON *o = cJSON_CreateObject();
 
     jsonx_add_str(o, "status", "ok");
-    jsonx_add_str(o, "version", LOCKSTEP_VERSION);
+    jsonx_add_str(o, "version", buildinfo_version());
     http_resp_json(resp, 200, o);
     return 0;
 }

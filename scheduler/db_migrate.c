@@ -5,7 +5,10 @@
  * schema_migrations[] (schema/embed.py). Migration N brings the database
  * to PRAGMA user_version N; each runs in its own transaction together with
  * the version bump, so a crash leaves the database at a whole version. A
- * database newer than the binary is refused rather than guessed at.
+ * database newer than the binary is refused rather than guessed at. An
+ * upgrade is logged once (from, to), so an operator who swapped binaries
+ * sees that the state moved on and that an older binary cannot read it
+ * any more.
  */
 #include "scheduler/db.h"
 
@@ -14,6 +17,7 @@
 
 #include <sqlite3.h>
 
+#include "common/log.h"
 #include "schema_migrations.h"
 
 int
@@ -44,7 +48,7 @@ migrate_user_version(sqlite3 *sq, int *out)
 int
 migrate_run(struct sqlite3 *sq, const char *path, struct err *err)
 {
-    int version = 0;
+    int version = 0, from;
     int latest = migrate_latest();
     int rc;
 
@@ -57,6 +61,7 @@ migrate_run(struct sqlite3 *sq, const char *path, struct err *err)
             "database '%s' has schema version %d, newer than this lockstepd "
             "understands (%d); use a newer lockstepd",
             path, version, latest);
+    from = version;
     for (size_t i = 0; i < schema_nmigrations; i++) {
         const struct schema_migration *m = &schema_migrations[i];
         char bump[64];
@@ -82,5 +87,8 @@ migrate_run(struct sqlite3 *sq, const char *path, struct err *err)
         }
         version = m->version;
     }
+    if (version != from && from > 0)
+        log_notice("database '%s' upgraded from schema version %d to %d", path,
+            from, version);
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "common/proto.h"
 #include "common/xalloc.h"
 #include "scheduler/api.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/http.h"
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
@@ -36,7 +37,6 @@
 #include "scheduler/schedd.h"
 #include "scheduler/tick.h"
 #include "scheduler/webhook.h"
-#include "version.h"
 
 #define EX_CONFIG 78
 /* The database was damaged (EX_DATAERR) or lost (EX_NOINPUT): a restart
@@ -705,7 +705,7 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
             api_routes_dump(stdout);
             return 1;
         case 'V':
-            printf("lockstepd %s\n", LOCKSTEP_VERSION);
+            printf("lockstepd %s\n", buildinfo_version());
             return 1;
         case 'h':
             usage(stdout);

@@ -11,10 +11,10 @@
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/db.h"
 #include "scheduler/stats.h"
 #include "scheduler/webhook.h"
-#include "version.h"
 
 /* At most this many events go per prune, and prunes are this far apart. */
 #define OBS_PRUNE_BATCH 10000
@@ -357,7 +357,7 @@ obs_node_checks(struct schedd *sd, struct sbuf *out)
 static void
 obs_runtime(struct obs *obs, struct schedd *sd, struct sbuf *out)
 {
-    struct metrics_label v[] = { { "version", LOCKSTEP_VERSION },
+    struct metrics_label v[] = { { "version", buildinfo_version() },
         { NULL, NULL } };
     struct metrics_label lq[] = { { "limit", "queued" }, { NULL, NULL } };
     struct metrics_label lr[] = { { "limit", "rate" }, { NULL, NULL } };

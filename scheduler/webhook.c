@@ -14,8 +14,8 @@
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/buildinfo.h"
 #include "scheduler/db.h"
-#include "version.h"
 
 /* The first retry waits this long; each further one twice as long. */
 #define WEBHOOK_BACKOFF_MS 1000
@@ -76,7 +76,7 @@ webhook_body(const struct db_alert *a)
     timeid_fmt(a->time_ms, when, sizeof(when));
     jsonx_add_str(o, "time", when);
     jsonx_add_int(o, "time_ms", a->time_ms);
-    jsonx_add_str(o, "version", LOCKSTEP_VERSION);
+    jsonx_add_str(o, "version", buildinfo_version());
     jsonx_add_int(o, "tries", a->tries);
     text = jsonx_print(o);
     cJSON_Delete(o);

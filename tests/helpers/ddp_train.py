@@ -29,6 +29,10 @@ Options:
   --sdk            report each step through the `lockstep` SDK module (the
                    hang watchdog then measures steps, not output) and
                    commit checkpoints through it as well
+  --hold-at N --hold-file F
+                   before step N every rank waits until the file F exists
+                   (a test keeps the job from ending before it is done
+                   with it; the result is the same)
 """
 import argparse
 import hashlib
@@ -96,6 +100,8 @@ def main():
     ap.add_argument("--always-crash-at", type=int, default=-1)
     ap.add_argument("--crash-in-checkpoint", type=int, default=-1)
     ap.add_argument("--sdk", action="store_true")
+    ap.add_argument("--hold-at", type=int, default=-1)
+    ap.add_argument("--hold-file", default="")
     ap.add_argument("--out", default=os.environ.get("LOCKSTEP_CHECKPOINT_DIR")
                     or ".")
     a = ap.parse_args()
@@ -131,6 +137,10 @@ def main():
     loss_fn = torch.nn.MSELoss()
 
     for step in range(start + 1, a.steps + 1):
+        if step == a.hold_at and a.hold_file:
+            log("holding before step %d until %s exists" % (step, a.hold_file))
+            while not os.path.exists(a.hold_file):
+                time.sleep(0.1)
         if step == a.always_crash_at or (step == a.crash_at and attempt == 1):
             log("crashing at step %d on purpose" % step)
             sys.stdout.flush()

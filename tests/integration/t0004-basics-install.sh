@@ -143,7 +143,7 @@ test_expect_success 'the sandbox ran what the document promises' '
     . "$SRC_DIR/tests/helpers/doc-sandbox.sh" &&
     grep -q "^lockstep:" "$ROOT/etc/passwd" &&
     grep -q "server=https://127.0.0.1:$PORT" "$UNITS/lockstep-agent.log" &&
-    grep -q "lockstepd started: tcp=127.0.0.1:$PORT (tls)" "$UNITS/lockstepd.log" &&
+    grep -q "started: tcp=127.0.0.1:$PORT (tls)" "$UNITS/lockstepd.log" &&
     grep -q "reloaded TLS certificate" "$UNITS/lockstepd.log" &&
     test "$(stat -c %a "$ROOT/etc/lockstep/node.key")" = 600 &&
     test "$(stat -c %a "$ROOT/etc/lockstep/cluster.secret")" = 640 &&

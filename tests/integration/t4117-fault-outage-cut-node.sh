@@ -23,14 +23,6 @@ placed_on() {
         grep -q "\"$3\""
 }
 
-# all_alive PIDFILE: every pid in the file is alive.
-all_alive() {
-    local p
-    for p in $(cat "$1"); do
-        kill -0 "$p" 2>/dev/null || { echo "pid $p is gone"; return 1; }
-    done
-}
-
 # all_dead PIDFILE: none of the pids in the file is alive.
 all_dead() {
     local p

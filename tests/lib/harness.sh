@@ -98,6 +98,14 @@ job_nprocs_ge() {
     [ "$(job_pids "$1" | wc -l)" -ge "$2" ]
 }
 
+# all_alive PIDFILE: every pid in the file is alive (says which is not).
+all_alive() {
+    local p
+    for p in $(cat "$1"); do
+        kill -0 "$p" 2>/dev/null || { echo "pid $p is gone"; return 1; }
+    done
+}
+
 harness_cleanup() {
     local pid
     for pid in $SCHED_PID "${AGENT_PID[@]}" "${EXTRA_PIDS[@]}"; do
@@ -312,11 +320,14 @@ gpu_count() {
 # tests running beside it feel, under ASan most), read the kernel log from
 # its own (empty) file
 # and ask deploy/fake-nvidia-smi about as many GPUs as it has. A node is
-# schedulable once its checks have all run (the first full pass).
+# schedulable once its checks have all run (the first full pass). Its
+# witness port is chosen by the kernel, unless AGENT_NO_WITNESS_PORT is
+# set (an agent of a build older than witnesses: t5003).
 start_agent() {
     local name=$1
     shift
-    local d=$TEST_DIR/agent-$name gpus=0-3 a key
+    local d=$TEST_DIR/agent-$name gpus=0-3 a key wopt=(-o witness_port=0)
+    [ -n "${AGENT_NO_WITNESS_PORT:-}" ] && wopt=()
     key=$(node_key "$name") || return 1
     mkdir -p "$d/state"
     touch "$d/kmsg"
@@ -337,8 +348,7 @@ start_agent() {
         -o kmsg_path="$d/kmsg" -o nvidia_smi="$SRC_DIR/deploy/fake-nvidia-smi" \
         -o health_interval_ms="${HEALTH_INTERVAL_MS:-30000}" \
         -o health_checks="${HEALTH_CHECKS-disk,gpu,kmsg,memory}" \
-        -o witness_port=0 \
-        "$@" >>"$d/log" 2>&1 &
+        "${wopt[@]}" "$@" >>"$d/log" 2>&1 &
     AGENT_PID[$name]=$!
 }
 
