@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "scheduler/api_admin.h"
 #include "scheduler/api_agent.h"
 #include "scheduler/api_coll.h"
 #include "scheduler/api_jobctl.h"
@@ -58,6 +59,7 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/jobs/{}/directives", api_jobs_directive, 0 },
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
+    { "GET", "/v1/admin/backup", api_admin_backup, API_OPERATOR },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },

@@ -59,6 +59,15 @@ int db_txn_commit(struct db *db);
 void db_txn_rollback(struct db *db);
 bool db_txn_is_open(const struct db *db);
 
+/* ---- whole-database copies (db_copy.c) ---------------------------------- */
+
+/* A consistent copy of the committed state, as the bytes of a database
+ * file (the online backup: docs/operations.md "Backup and restore"). It
+ * reads through a read-only connection of its own, so it sees nothing of
+ * the iteration's open transaction. *data: caller frees. 0, or -EIO with
+ * err set. */
+int db_backup(struct db *db, char **data, size_t *len, struct err *err);
+
 /* ---- nodes -------------------------------------------------------------- */
 
 int db_node_insert(struct db *db, const struct node *node);

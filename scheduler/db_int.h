@@ -19,6 +19,7 @@
  *   db_event.c    the event log and API tokens
  *   db_obs.c      the alert queue and the counts behind /metrics
  *   db_health.c   node health: findings, checks' latest runs, history
+ *   db_copy.c     whole-database copies (the online backup)
  *   db_migrate.c  schema migrations (needs none of this header)
  *
  * Only these files include sqlite3.h, and each does so itself: this header

@@ -1,0 +1,12 @@
+/*
+ * api_admin.h - operators' administration of the scheduler itself:
+ * GET /v1/admin/backup (docs/api.md)
+ */
+#ifndef SCHEDULER_API_ADMIN_H
+#define SCHEDULER_API_ADMIN_H
+
+#include "scheduler/api_req.h"
+
+api_handler_fn api_admin_backup;
+
+#endif
