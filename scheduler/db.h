@@ -59,6 +59,31 @@ int db_txn_commit(struct db *db);
 void db_txn_rollback(struct db *db);
 bool db_txn_is_open(const struct db *db);
 
+/* ---- replication (db_repl.c) -------------------------------------------- */
+
+/* A replica's database (scheduler/repl.h): refuse a schema with a table
+ * that has no primary key (its changes could not be recorded: -EINVAL
+ * with err naming it), set synchronous=OFF (the Raft log is what is
+ * durable; this file is rebuilt from it at start) and record the changes
+ * of every transaction from now on. */
+int db_repl_enable(struct db *db, struct err *err);
+/* The changes of the open transaction so far, as a changeset (call just
+ * before db_txn_commit). *data NULL and *len 0 when there are none or
+ * replication is off; else caller frees. 0 or a negative errno. */
+int db_txn_changes(struct db *db, void **data, size_t *len);
+/* Apply another replica's changeset in a transaction of its own (none may
+ * be open: -EBUSY). A conflict aborts it all: -EIO with err saying which
+ * table (the states diverged). */
+int db_changes_apply(struct db *db, const void *data, size_t len,
+    struct err *err);
+/* The whole database as the bytes of a database file (a replica's
+ * snapshot). No transaction may be open (-EBUSY). *data: caller frees. */
+int db_image_save(struct db *db, void **data, size_t *len);
+/* Replace the whole database by an image db_image_save made (a snapshot
+ * restore). No transaction may be open. 0, -EINVAL (not an image), -EIO,
+ * with err set. */
+int db_image_load(struct db *db, const void *data, size_t len, struct err *err);
+
 /* ---- whole-database copies (db_copy.c) ---------------------------------- */
 
 /* A consistent copy of the committed state, as the bytes of a database
