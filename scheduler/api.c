@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "scheduler/api_admin.h"
@@ -24,6 +25,7 @@
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
 #include "scheduler/obs.h"
+#include "scheduler/repl.h"
 
 enum api_route_flags {
     API_PUBLIC = (1 << 0),    /* no credential */
@@ -31,6 +33,8 @@ enum api_route_flags {
     API_OPERATOR = (1 << 2),  /* a user with the operator role */
     API_AGENT_TOO = (1 << 3), /* a user's or an agent's credential */
     API_METRICS = (1 << 4),   /* public unless metrics_token_required */
+    API_ANY_ROLE = (1 << 5),  /* a replica serves it whether it leads
+                               * or not */
 };
 
 struct api_route {
@@ -41,7 +45,7 @@ struct api_route {
 };
 
 static const struct api_route api_routes[] = {
-    { "GET", "/v1/health", api_health_get, API_PUBLIC },
+    { "GET", "/v1/health", api_health_get, API_PUBLIC | API_ANY_ROLE },
     { "GET", "/metrics", api_metrics_get, API_METRICS },
     { "GET", "/v1/events", api_events_list, 0 },
     { "GET", "/v1/whoami", api_whoami_get, 0 },
@@ -60,6 +64,7 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
     { "GET", "/v1/admin/backup", api_admin_backup, API_OPERATOR },
+    { "GET", "/v1/replicas", api_replicas_list, 0 },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },
@@ -162,6 +167,38 @@ api_authenticate(struct schedd *sd, const struct api_route *route,
     return rc;
 }
 
+/* A replica that does not lead (or does not serve yet) sends clients to
+ * the leader: 421 `not_leader` with its URL in "leader" when it is
+ * known, else 503 `not_leader` (an election is under way; retry). */
+static void
+api_not_leader(struct schedd *sd, struct http_resp *resp)
+{
+    char buf[512];
+    const char *url = repl_leader_url(sd->repl, buf, sizeof(buf));
+    cJSON *o = cJSON_CreateObject(), *e;
+
+    e = cJSON_AddObjectToObject(o, "error");
+    jsonx_add_str(e, "code", "not_leader");
+    if (url) {
+        char *msg = xasprintf("this replica does not lead; the leader is "
+                              "at %s",
+            url);
+
+        jsonx_add_str(e, "message", msg);
+        free(msg);
+        jsonx_add_str(o, "leader", url);
+        http_resp_json(resp, 421, o);
+    } else {
+        jsonx_add_str(e, "message",
+            "no replica serves right now (an election or a new leader's "
+            "catching up is under way); retry");
+        cJSON_AddNullToObject(o, "leader");
+        http_resp_json(resp, 503, o);
+        http_resp_header(resp, "Retry-After", "1");
+    }
+    resp->durable = false;
+}
+
 static void
 api_handle(struct http_req *req, struct http_resp *resp, void *arg)
 {
@@ -180,6 +217,10 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     if ((route = api_route_find(req, resp, segment, sizeof(segment))) == NULL) {
         obs_request(sd->obs, req->method, NULL,
             (double)(uv_hrtime() - t0) / 1e9);
+        return;
+    }
+    if (sd->repl && !repl_serving(sd->repl) && !(route->flags & API_ANY_ROLE)) {
+        api_not_leader(sd, resp);
         return;
     }
     if (!schedd_available(sd)) {
@@ -210,8 +251,14 @@ static int
 api_flush(void *arg)
 {
     struct api *api = arg;
+    uint64_t ticket;
+    int rc = schedd_flush(api->sd);
 
-    return schedd_flush(api->sd);
+    /* A replica's leader: what was committed here is final only once a
+     * quorum has it (repl.h); the replies wait for the latest entry. */
+    if (rc == 0 && (ticket = schedd_commit_wait(api->sd)) != 0)
+        http_server_hold(api->http, ticket);
+    return rc;
 }
 
 /* ---- hooks -------------------------------------------------------------- */
@@ -230,6 +277,15 @@ api_node_removed_hook(struct schedd *sd, struct node *node, void *arg)
 {
     (void)sd;
     api_agent_node_removed(arg, node);
+}
+
+static void
+api_committed_hook(struct schedd *sd, uint64_t ticket, int rc, void *arg)
+{
+    struct api *api = arg;
+
+    (void)sd;
+    http_server_release(api->http, ticket, rc);
 }
 
 static void
@@ -284,6 +340,7 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
             opts->listen_port, &bound, err);
         if (rc < 0)
             return rc;
+        api->port = bound;
         if (opt_set(opts->port_file) &&
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
@@ -302,6 +359,7 @@ api_free(struct api *api)
         api->sd->hooks.node_changed = NULL;
         api->sd->hooks.model_reset = NULL;
         api->sd->hooks.node_removed = NULL;
+        api->sd->hooks.committed = NULL;
         api->sd->hooks.arg = NULL;
     }
     free(api->waiters);
@@ -346,6 +404,7 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
     sd->hooks.node_changed = api_node_changed_hook;
     sd->hooks.model_reset = api_model_reset_hook;
     sd->hooks.node_removed = api_node_removed_hook;
+    sd->hooks.committed = api_committed_hook;
     sd->hooks.arg = api;
     return api;
 }
@@ -373,4 +432,10 @@ api_close(struct api *api, void (*done)(void *), void *arg)
     ctx->arg = arg;
     api_coll_abort_all(api, "the scheduler is stopping");
     http_server_close(api->http, api_closed_cb, ctx);
+}
+
+int
+api_port(const struct api *api)
+{
+    return api->port;
 }

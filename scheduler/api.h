@@ -30,5 +30,7 @@ struct api *api_create(struct schedd *sd, const struct schedd_opts *opts,
  * done(arg) runs once everything is closed (never synchronously), and the
  * api is freed then. */
 void api_close(struct api *api, void (*done)(void *), void *arg);
+/* The TCP port the API listens on (0: none). */
+int api_port(const struct api *api);
 
 #endif

@@ -9,10 +9,12 @@
  */
 #include "scheduler/api_admin.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "common/log.h"
 #include "scheduler/db.h"
+#include "scheduler/repl.h"
 
 int
 api_admin_backup(struct schedd *sd, const struct api_req *r,
@@ -29,5 +31,17 @@ api_admin_backup(struct schedd *sd, const struct api_req *r,
     sbuf_add(&resp->body, data, len);
     free(data);
     log_notice("backup taken by %s: %zu bytes", r->who.user, len);
+    return 0;
+}
+
+int
+api_replicas_list(struct schedd *sd, const struct api_req *r,
+    struct http_resp *resp, struct err *err)
+{
+    (void)r;
+    if (sd->repl == NULL)
+        return err_set(err, -ENOENT,
+            "this scheduler has no replicas (replica_id is 0)");
+    http_resp_json(resp, 200, repl_members(sd->repl));
     return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * api_admin.h - operators' administration of the scheduler itself:
- * GET /v1/admin/backup (docs/api.md)
+ * GET /v1/admin/backup, GET /v1/replicas (docs/api.md)
  */
 #ifndef SCHEDULER_API_ADMIN_H
 #define SCHEDULER_API_ADMIN_H
@@ -8,5 +8,6 @@
 #include "scheduler/api_req.h"
 
 api_handler_fn api_admin_backup;
+api_handler_fn api_replicas_list;
 
 #endif

@@ -43,6 +43,7 @@ struct api {
     struct coll_table *colls;
     /* The relayed PMIx direct modex requests (api_modex.h). */
     struct modex_table *modex;
+    int port; /* the TCP port bound (0: none) */
 };
 
 struct api_req {

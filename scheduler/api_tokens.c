@@ -13,6 +13,7 @@
 #include "common/xalloc.h"
 #include "scheduler/api_obs.h"
 #include "scheduler/db.h"
+#include "scheduler/repl.h"
 #include "version.h"
 
 int
@@ -23,6 +24,9 @@ api_health_get(struct schedd *sd, const struct api_req *r,
 
     jsonx_add_str(o, "status", "ok");
     jsonx_add_str(o, "version", LOCKSTEP_VERSION);
+    /* A replica says which it is and where the leader is. */
+    if (sd->repl)
+        repl_health(sd->repl, o);
     http_resp_json(resp, 200, o);
     return 0;
 }

@@ -221,6 +221,7 @@ static const struct db_stmt_def *const db_stmt_tables[] = {
     db_event_stmts,
     db_obs_stmts,
     db_health_stmts,
+    db_repl_stmts,
 };
 
 #define DB_NTABLES (sizeof(db_stmt_tables) / sizeof(db_stmt_tables[0]))

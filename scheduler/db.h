@@ -84,6 +84,13 @@ int db_image_save(struct db *db, void **data, size_t *len);
  * with err set. */
 int db_image_load(struct db *db, const void *data, size_t len, struct err *err);
 
+/* The replicas table (schema/0014-replicas.sql): the leader records its
+ * Raft address and API URL when it starts to serve. */
+int db_replica_set(struct db *db, uint64_t id, const char *address,
+    const char *url, int64_t led_ms);
+/* The API URL replica id recorded into buf: 0, -ENOENT (it never led). */
+int db_replica_url(struct db *db, uint64_t id, char *buf, size_t len);
+
 /* ---- whole-database copies (db_copy.c) ---------------------------------- */
 
 /* A consistent copy of the committed state, as the bytes of a database

@@ -150,6 +150,9 @@ struct db {
     struct sqlite3_stmt *events_recent;
     struct sqlite3_stmt *events_after;
     struct sqlite3_stmt *events_prune;
+    /* db_repl.c */
+    struct sqlite3_stmt *replica_set;
+    struct sqlite3_stmt *replica_url;
     /* db_obs.c */
     struct sqlite3_stmt *alert_insert;
     struct sqlite3_stmt *alert_count;
@@ -189,6 +192,7 @@ extern const struct db_stmt_def db_history_stmts[];
 extern const struct db_stmt_def db_event_stmts[];
 extern const struct db_stmt_def db_obs_stmts[];
 extern const struct db_stmt_def db_health_stmts[];
+extern const struct db_stmt_def db_repl_stmts[];
 
 /* ---- errors and stepping (db.c) ----------------------------------------- */
 

@@ -265,3 +265,50 @@ out:
     sqlite3_close(mem);
     return rc;
 }
+
+/* ---- the replicas table -------------------------------------------------- */
+
+static const char sql_replica_set[] =
+    "INSERT INTO replicas (id, address, url, led_ms) VALUES (?1, ?2, ?3, ?4) "
+    "ON CONFLICT (id) DO UPDATE SET address = excluded.address, "
+    "url = excluded.url, led_ms = excluded.led_ms";
+
+int
+db_replica_set(struct db *db, uint64_t id, const char *address, const char *url,
+    int64_t led_ms)
+{
+    return DB_WRITE(db, db->replica_set, "replica set", DB_INT(id),
+        DB_TEXT(address), DB_TEXT(url), DB_INT(led_ms));
+}
+
+static const char sql_replica_url[] = "SELECT url FROM replicas WHERE id = ?1";
+
+struct db_url_buf {
+    char *buf;
+    size_t len;
+};
+
+static int
+replica_url_row(sqlite3_stmt *st, void *arg)
+{
+    struct db_url_buf *u = arg;
+
+    snprintf(u->buf, u->len, "%s", db_col_text(st, 0));
+    return 0;
+}
+
+int
+db_replica_url(struct db *db, uint64_t id, char *buf, size_t len)
+{
+    struct db_url_buf u = { buf, len };
+
+    buf[0] = '\0';
+    db_bind_vals(db->replica_url, 1, DB_VALS(DB_INT(id)));
+    return db_lookup(db, db->replica_url, "replica url", replica_url_row, &u);
+}
+
+const struct db_stmt_def db_repl_stmts[] = {
+    DB_STMT(replica_set),
+    DB_STMT(replica_url),
+    DB_STMT_END,
+};

@@ -28,6 +28,7 @@
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
+#include "scheduler/repl.h"
 #include "scheduler/sched_pass.h"
 #include "scheduler/schedd.h"
 #include "scheduler/tick.h"
@@ -164,14 +165,38 @@ static const struct config_key lockstepd_keys[] = {
         "user_submit_rate for operators (0: no limit)" },
     { "operator_submit_burst", CONFIG_INT, "200", 1, 1000000,
         "user_submit_burst for operators" },
+    { "replica_id", CONFIG_INT, "0", 0, 65535,
+        "this scheduler's id among its replicas (docs/operations.md "
+        "\"Replicas\"); 0: a single scheduler" },
+    { "replica_address", CONFIG_STR, "", 0, 0,
+        "host:port this replica's Raft listens on; the other replicas "
+        "connect to it" },
+    { "replicas", CONFIG_STR, "", 0, 0,
+        "the replicas a new cluster starts with, ID@HOST:PORT "
+        "comma-separated, the same on each; a replica not listed joins once "
+        "an operator adds it" },
+    { "replica_url", CONFIG_STR, "", 0, 0,
+        "the URL clients reach this replica's API at (default: "
+        "http://HOST:PORT of listen)" },
+    { "replica_election_timeout_ms", CONFIG_INT, "1000", 100, 60000,
+        "a follower that hears no leader for this long (up to twice) "
+        "starts an election; a leader that hears no majority for this long "
+        "steps down" },
+    { "replica_snapshot_entries", CONFIG_INT, "1024", 16, 100000000,
+        "a replica snapshots its database after this many entries and "
+        "keeps as many behind the snapshot" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
+
+struct lockstepd_conf;
 
 struct lockstepd {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
     struct schedd *sd;
+    struct repl *repl;                 /* NULL: a single scheduler */
+    const struct lockstepd_conf *conf; /* main's */
     struct recovery *recovery;
     struct pass *pass;
     struct tick *tick;
@@ -187,6 +212,7 @@ struct lockstepd_conf {
     char host[256];
     enum log_level level;
     char *secret;
+    struct repl_opts repl; /* when opts.replica */
 };
 
 static void
@@ -348,6 +374,76 @@ conf_health(const struct config *cfg, struct health_config *h)
     h->soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
 }
 
+/* The replica keys (docs/config.md "Replicas"). A single scheduler has
+ * none of them set. */
+static int
+conf_replica(const struct config *cfg, struct lockstepd_conf *c,
+    struct err *err)
+{
+    struct repl_opts *r = &c->repl;
+    const char *addr = config_str(cfg, "replica_address");
+    const char *list = config_str(cfg, "replicas");
+    const char *url = config_str(cfg, "replica_url");
+    char host[256];
+    int port, et, rc;
+
+    r->id = (uint64_t)config_int(cfg, "replica_id");
+    if (r->id == 0) {
+        if (addr[0] || list[0] || url[0])
+            return err_set(err, -EINVAL,
+                "replica_address, replicas and replica_url need replica_id "
+                "(0 is a single scheduler)");
+        return 0;
+    }
+    if (addr[0] == '\0')
+        return err_set(err, -EINVAL,
+            "replica_id is %llu: replica_address must name this replica's "
+            "Raft host:port",
+            (unsigned long long)r->id);
+    if (parse_listen(addr, host, sizeof(host), &port, err) < 0 || port == 0)
+        return err_set(err, -EINVAL,
+            "replica_address: '%s' is not of the form host:port (a port "
+            "above 0)",
+            addr);
+    if ((rc = repl_parse_peers(list, r, err)) < 0)
+        return rc;
+    for (size_t i = 0; i < r->npeers; i++) {
+        if (r->peers[i].id == r->id && strcmp(r->peers[i].address, addr) != 0)
+            return err_set(err, -EINVAL,
+                "replicas names replica %llu at '%s' but replica_address is "
+                "'%s'",
+                (unsigned long long)r->id, r->peers[i].address, addr);
+    }
+    if (url[0] && strncmp(url, "http://", 7) != 0 &&
+        strncmp(url, "https://", 8) != 0)
+        return err_set(err, -EINVAL,
+            "replica_url: '%s' is not an http:// or https:// URL", url);
+    if (url[0] == '\0' &&
+        (c->host[0] == '\0' || strcmp(c->host, "0.0.0.0") == 0 ||
+            strcmp(c->host, "::") == 0))
+        return err_set(err, -EINVAL,
+            "replica_url is needed: clients are sent to the leader by URL, "
+            "and listen ('%s') names no address they could use",
+            c->host);
+    et = (int)config_int(cfg, "replica_election_timeout_ms");
+    /* A leader cut off from its peers answers its agents until it steps
+     * down, up to two election timeouts after it last heard a majority;
+     * a new leader replaces nothing before node_timeout_ms after it
+     * starts (docs/fault-tolerance.md "Replicas and fencing"). */
+    if (2 * et + c->opts.lease_ms >= c->opts.node_timeout_ms)
+        return err_set(err, -EINVAL,
+            "2 x replica_election_timeout_ms (%d) + lease_ms (%d) must be "
+            "below node_timeout_ms (%d): ranks that a deposed leader kept "
+            "alive must be dead before a new leader may replace them",
+            2 * et, c->opts.lease_ms, c->opts.node_timeout_ms);
+    r->address = addr;
+    r->url = url;
+    r->election_ms = et;
+    r->snapshot_entries = (unsigned)config_int(cfg, "replica_snapshot_entries");
+    c->opts.replica = true;
+    return 0;
+}
+
 static int
 conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
@@ -435,6 +531,8 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "sched_policy: unknown policy '%s' "
             "(known: %s)",
             o->sched_policy, sched_policy_names());
+    if ((rc = conf_replica(cfg, c, err)) < 0)
+        return rc;
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
         &secret_len, err);
     if (rc < 0)
@@ -473,6 +571,8 @@ lockstepd_shutdown(struct lockstepd *d)
     if (d->api)
         api_close(d->api, NULL, NULL);
     d->api = NULL;
+    if (d->repl)
+        repl_close(d->repl, NULL, NULL);
 }
 
 static void
@@ -586,14 +686,62 @@ lockstepd_start(struct lockstepd *d, const struct lockstepd_conf *conf,
     return 0;
 }
 
+/* A replica starts to lead (repl.h: its model is loaded): the services
+ * of lockstepd_start that a follower does without. */
+static int
+lockstepd_lead(struct schedd *sd, void *arg, struct err *err)
+{
+    struct lockstepd *d = arg;
+    const struct lockstepd_conf *conf = d->conf;
+
+    d->recovery = recovery_create(sd);
+    d->pass = pass_create(sd, conf->opts.sched_policy, err);
+    if (d->pass == NULL)
+        return err->code ? err->code : -EINVAL;
+    if ((d->obs = obs_create(sd, err)) == NULL)
+        return err->code ? err->code : -EIO;
+    d->webhook = sd->webhook = webhook_create(sd, err);
+    if (d->webhook == NULL && sd->alert_url)
+        return err->code ? err->code : -EIO;
+    d->tick = tick_create(sd, err);
+    if (d->tick == NULL)
+        return err->code ? err->code : -EIO;
+    pass_trigger(d->pass);
+    return 0;
+}
+
+/* A replica: the API (answering `not_leader` until this replica leads)
+ * and Raft; the rest waits for lockstepd_lead. */
+static int
+lockstepd_start_replica(struct lockstepd *d, struct lockstepd_conf *conf,
+    struct err *err)
+{
+    char *url = NULL;
+    int rc;
+
+    if ((rc = schedd_start(d->sd, err)) < 0)
+        return rc;
+    d->api = api_create(d->sd, &conf->opts, err);
+    if (d->api == NULL)
+        return err->code ? err->code : -EIO;
+    d->repl = repl_create(d->sd, &conf->repl, lockstepd_lead, d);
+    if (conf->repl.url == NULL || conf->repl.url[0] == '\0') {
+        url = xasprintf("http://%s:%d", conf->host, api_port(d->api));
+        repl_set_url(d->repl, url);
+        free(url);
+    }
+    return repl_start(d->repl, err);
+}
+
 /* Run the daemon until it is told to stop. Returns the exit status. */
 static int
-lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
+lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
 {
     struct err err;
     int status = 0, rc;
 
     err_clear(&err);
+    d->conf = conf;
     if ((rc = uv_loop_init(&d->loop)) < 0)
         fatalx("cannot create the event loop: %s", uv_strerror(rc));
     d->sd = schedd_create(&d->loop, &conf->opts, &err);
@@ -609,13 +757,16 @@ lockstepd_run(struct lockstepd *d, const struct lockstepd_conf *conf)
     if ((rc = uv_signal_start(&d->sigterm, signal_cb, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
-    if (lockstepd_start(d, conf, &err) < 0) {
+    rc = conf->opts.replica ? lockstepd_start_replica(d, conf, &err)
+                            : lockstepd_start(d, conf, &err);
+    if (rc < 0) {
         log_error("%s", err.msg);
         status = 1;
         lockstepd_shutdown(d);
     }
     uv_run(&d->loop, UV_RUN_DEFAULT);
     recovery_destroy(d->recovery);
+    repl_destroy(d->repl);
     schedd_destroy(d->sd);
     if (uv_loop_close(&d->loop) != 0) {
         uv_walk(&d->loop, walk_cb, NULL);
@@ -659,6 +810,7 @@ main(int argc, char **argv)
     } else {
         log_init("lockstepd", conf.level, LOG_MODE_AUTO);
         signal(SIGPIPE, SIG_IGN);
+        conf.repl.argv = argv;
         status = lockstepd_run(&d, &conf);
     }
     free(overrides);

@@ -360,6 +360,19 @@ schedd_model_load(struct schedd *sd, struct err *err)
     return 0;
 }
 
+int
+schedd_reload(struct schedd *sd, struct err *err)
+{
+    int rc;
+
+    schedd_model_clear(sd);
+    if ((rc = schedd_model_load(sd, err)) < 0)
+        return rc;
+    sd->failed = false;
+    schedd_sched_trigger(sd);
+    return 0;
+}
+
 static void
 schedd_reload_cb(uv_timer_t *t)
 {
@@ -368,14 +381,36 @@ schedd_reload_cb(uv_timer_t *t)
 
     err_clear(&err);
     log_warn("reloading state from the database after a failed write");
-    schedd_model_clear(sd);
-    if (schedd_model_load(sd, &err) < 0)
+    if (schedd_reload(sd, &err) < 0)
         fatalx("cannot reload state: %s", err.msg);
-    sd->failed = false;
-    schedd_sched_trigger(sd);
 }
 
 /* ---- commits ------------------------------------------------------------ */
+
+/* A replica's commit: the transaction's changes, the local commit, then
+ * the proposal. A failed local commit proposes nothing (the changes are
+ * rolled back here as everywhere); a failed proposal leaves a change
+ * that no other replica has, which the replicate hook answers by
+ * giving up the lead (repl.h). */
+static int
+schedd_commit_replicated(struct schedd *sd)
+{
+    void *cs = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = db_txn_changes(sd->db, &cs, &len)) < 0) {
+        db_txn_rollback(sd->db);
+        return rc;
+    }
+    if ((rc = db_txn_commit(sd->db)) < 0) {
+        free(cs);
+        return rc;
+    }
+    if (len == 0)
+        return 0;
+    return sd->hooks.replicate(sd, cs, len, sd->hooks.repl_arg);
+}
 
 int
 schedd_commit(struct schedd *sd)
@@ -392,7 +427,8 @@ schedd_commit(struct schedd *sd)
     if (db_txn_is_open(sd->db)) {
         uint64_t t0 = uv_hrtime();
 
-        rc = db_txn_commit(sd->db);
+        rc = sd->hooks.replicate ? schedd_commit_replicated(sd)
+                                 : db_txn_commit(sd->db);
         metrics_hist_observe(&sd->commit_hist,
             (double)(uv_hrtime() - t0) / 1e9);
     } else {
@@ -406,6 +442,21 @@ schedd_commit(struct schedd *sd)
             uv_timer_start(&sd->reload_timer, schedd_reload_cb, 0, 0);
     }
     return rc;
+}
+
+uint64_t
+schedd_commit_wait(struct schedd *sd)
+{
+    if (sd->hooks.replicate_wait == NULL)
+        return 0;
+    return sd->hooks.replicate_wait(sd, sd->hooks.repl_arg);
+}
+
+void
+schedd_committed(struct schedd *sd, uint64_t ticket, int rc)
+{
+    if (sd->hooks.committed)
+        sd->hooks.committed(sd, ticket, rc, sd->hooks.arg);
 }
 
 int
@@ -465,6 +516,44 @@ schedd_lock(struct schedd *sd, struct err *err)
     return rc;
 }
 
+/* A replica's database is the state machine of its Raft log, rebuilt at
+ * every start from the snapshot and the log (repl.h): empty it. A
+ * database in a state directory that has no Raft state yet is a single
+ * scheduler's, which this must never destroy. */
+static int
+schedd_replica_reset(const char *state_dir, struct err *err)
+{
+    static const char *const suffixes[] = { "", "-wal", "-shm" };
+    char *raft = xasprintf("%s/raft", state_dir);
+    char *db = xasprintf("%s/lockstep.db", state_dir);
+    struct stat st;
+    int rc = 0;
+
+    if (stat(raft, &st) < 0 && stat(db, &st) == 0 && st.st_size > 0)
+        rc = err_set(err, -EEXIST,
+            "'%s' holds a single scheduler's database and there is no "
+            "replica state beside it ('%s'): a replica would rebuild the "
+            "database from its Raft log; move it away, or use another "
+            "state_dir",
+            db, raft);
+    /* From here on the database is a replica's (repl.c keeps its Raft
+     * files in that directory). */
+    if (rc == 0 && mkdir(raft, 0750) < 0 && errno != EEXIST)
+        rc = err_set(err, -errno, "cannot create directory '%s': %s", raft,
+            strerror(errno));
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(suffixes); i++) {
+        char *f = xasprintf("%s%s", db, suffixes[i]);
+
+        if (unlink(f) < 0 && errno != ENOENT)
+            rc = err_set(err, -errno, "cannot remove '%s': %s", f,
+                strerror(errno));
+        free(f);
+    }
+    free(db);
+    free(raft);
+    return rc;
+}
+
 static void
 schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
 {
@@ -514,9 +603,15 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     if (sd->logs == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
+    if (opts->replica && schedd_replica_reset(sd->state_dir, err) < 0) {
+        free(path);
+        goto fail;
+    }
     sd->db = db_open(path, opts->db_sync_full, err);
     free(path);
     if (sd->db == NULL)
+        goto fail;
+    if (opts->replica && db_repl_enable(sd->db, err) < 0)
         goto fail;
     if (schedd_model_load(sd, err) < 0)
         goto fail;

@@ -52,6 +52,7 @@ struct logstore;
 struct obs;
 struct pass;
 struct recovery;
+struct repl;
 struct schedd;
 struct webhook;
 
@@ -102,6 +103,10 @@ struct schedd_opts {
     struct health_config health;
     struct quota_config quota;      /* per-user submission limits */
     struct schedd_http_limits http; /* deadlines and caps (api.c) */
+    /* One replica of a replicated scheduler (repl.h): the database is
+     * rebuilt from the Raft log at start (the file is emptied here) and
+     * every transaction's changes are recorded. */
+    bool replica;
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -122,9 +127,21 @@ struct schedd_hooks {
     void (*sched_trigger)(struct schedd *sd, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
+    /* Replication (repl.h registers them on a replica). replicate: the
+     * transaction schedd_commit just committed locally changed data (the
+     * changeset; taken over, also on failure): propose it. 0, or a
+     * negative errno (the replica then stops serving). replicate_wait:
+     * the ticket of the latest entry proposed and not yet committed, 0
+     * when none: what replies written now must wait for. */
+    int (*replicate)(struct schedd *sd, void *data, size_t len, void *arg);
+    uint64_t (*replicate_wait)(struct schedd *sd, void *arg);
+    /* The entries up to ticket were committed (rc 0) or failed (a
+     * negative errno): release the replies held for them (the API). */
+    void (*committed)(struct schedd *sd, uint64_t ticket, int rc, void *arg);
     void *arg;
     void *sched_arg;
     void *alert_arg;
+    void *repl_arg;
 };
 
 struct schedd {
@@ -175,6 +192,7 @@ struct schedd {
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
     struct recovery *recovery;
+    struct repl *repl; /* NULL: a single scheduler */
     struct obs *obs;
     struct webhook *webhook;
     struct schedd_hooks hooks;
@@ -208,6 +226,16 @@ int schedd_commit(struct schedd *sd);
 /* The HTTP flush hook: commit, and fail if anything was rolled back since
  * the previous flush (the replies queued meanwhile may depend on it). */
 int schedd_flush(struct schedd *sd);
+/* What replies written now must wait for: the ticket of the latest
+ * replicated entry not committed yet (0: none, or a single scheduler). */
+uint64_t schedd_commit_wait(struct schedd *sd);
+/* Replicated entries up to ticket were committed (rc 0) or failed: the
+ * committed hook. */
+void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
+/* Clear the model and load it afresh from the database (the model_reset
+ * hook runs first): what a failed commit leads to, and what a replica
+ * does when it starts to lead. 0, or a negative errno with err set. */
+int schedd_reload(struct schedd *sd, struct err *err);
 /* Record a failed database write: the iteration will not be committed.
  * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);
