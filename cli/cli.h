@@ -554,6 +554,7 @@ extern const struct cli_cmd cli_cmd_drain;
 extern const struct cli_cmd cli_cmd_health;
 extern const struct cli_cmd cli_cmd_token;
 extern const struct cli_cmd cli_cmd_admin;
+extern const struct cli_cmd cli_cmd_replicas;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_whoami;
 extern const struct cli_cmd cli_cmd_help;

@@ -65,6 +65,8 @@ static const struct api_route api_routes[] = {
     { "GET", "/v1/stats", api_stats_get, 0 },
     { "GET", "/v1/admin/backup", api_admin_backup, API_OPERATOR },
     { "GET", "/v1/replicas", api_replicas_list, 0 },
+    { "POST", "/v1/replicas", api_replicas_add, API_OPERATOR },
+    { "POST", "/v1/replicas/{}/remove", api_replicas_remove, API_OPERATOR },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },

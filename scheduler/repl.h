@@ -103,4 +103,20 @@ void repl_health(struct repl *r, cJSON *o);
  * member with its role, state and lag. Caller deletes. */
 cJSON *repl_members(struct repl *r);
 
+/* A membership change is done: rc 0, or a negative errno with msg saying
+ * what failed (borrowed for the call). */
+typedef void repl_change_fn(void *arg, int rc, const char *msg);
+
+/* Add replica id at its Raft address as a voter (libraft first adds it
+ * as a spare, then catches it up, then promotes it) and record its url
+ * (may be NULL) in the replicas table; or remove replica id. Only the
+ * serving leader. Returns 0 when the change started (done runs later,
+ * never from inside this call), or a negative errno with err set:
+ * -EPERM not the leader, -EEXIST/-ENOENT the id, -EBUSY another change
+ * is under way, -EINVAL. */
+int repl_add(struct repl *r, uint64_t id, const char *address, const char *url,
+    repl_change_fn *done, void *arg, struct err *err);
+int repl_remove(struct repl *r, uint64_t id, repl_change_fn *done, void *arg,
+    struct err *err);
+
 #endif

@@ -748,7 +748,8 @@ test_cmd_entries(void)
         &cli_cmd_jobs, &cli_cmd_show, &cli_cmd_logs, &cli_cmd_cancel,
         &cli_cmd_nodes, &cli_cmd_node, &cli_cmd_cordon, &cli_cmd_uncordon,
         &cli_cmd_drain, &cli_cmd_health, &cli_cmd_token, &cli_cmd_stats,
-        &cli_cmd_whoami, &cli_cmd_admin, &cli_cmd_help, NULL };
+        &cli_cmd_whoami, &cli_cmd_admin, &cli_cmd_replicas, &cli_cmd_help,
+        NULL };
     struct cli_args a;
     struct sbuf why;
     bool all_ok = true;
