@@ -171,6 +171,9 @@ static const struct config_key lockstepd_keys[] = {
     { "replica_address", CONFIG_STR, "", 0, 0,
         "host:port this replica's Raft listens on; the other replicas "
         "connect to it" },
+    { "replica_bind_address", CONFIG_STR, "", 0, 0,
+        "host:port the Raft listener binds (default: replica_address), for "
+        "an address the others reach through a NAT or a proxy" },
     { "replicas", CONFIG_STR, "", 0, 0,
         "the replicas a new cluster starts with, ID@HOST:PORT "
         "comma-separated, the same on each; a replica not listed joins once "
@@ -384,15 +387,16 @@ conf_replica(const struct config *cfg, struct lockstepd_conf *c,
     const char *addr = config_str(cfg, "replica_address");
     const char *list = config_str(cfg, "replicas");
     const char *url = config_str(cfg, "replica_url");
+    const char *bind = config_str(cfg, "replica_bind_address");
     char host[256];
     int port, et, rc;
 
     r->id = (uint64_t)config_int(cfg, "replica_id");
     if (r->id == 0) {
-        if (addr[0] || list[0] || url[0])
+        if (addr[0] || list[0] || url[0] || bind[0])
             return err_set(err, -EINVAL,
-                "replica_address, replicas and replica_url need replica_id "
-                "(0 is a single scheduler)");
+                "replica_address, replica_bind_address, replicas and "
+                "replica_url need replica_id (0 is a single scheduler)");
         return 0;
     }
     if (addr[0] == '\0')
@@ -405,6 +409,12 @@ conf_replica(const struct config *cfg, struct lockstepd_conf *c,
             "replica_address: '%s' is not of the form host:port (a port "
             "above 0)",
             addr);
+    if (bind[0] &&
+        (parse_listen(bind, host, sizeof(host), &port, err) < 0 || port == 0))
+        return err_set(err, -EINVAL,
+            "replica_bind_address: '%s' is not of the form host:port (a "
+            "port above 0)",
+            bind);
     if ((rc = repl_parse_peers(list, r, err)) < 0)
         return rc;
     for (size_t i = 0; i < r->npeers; i++) {
@@ -437,6 +447,7 @@ conf_replica(const struct config *cfg, struct lockstepd_conf *c,
             "alive must be dead before a new leader may replace them",
             2 * et, c->opts.lease_ms, c->opts.node_timeout_ms);
     r->address = addr;
+    r->bind_address = bind;
     r->url = url;
     r->election_ms = et;
     r->snapshot_entries = (unsigned)config_int(cfg, "replica_snapshot_entries");

@@ -62,14 +62,17 @@
 
 struct repl_prop {
     struct raft_apply req;
+    struct raft_barrier barrier; /* a lease check (repl_wait_hook) */
     struct repl *r;
     uint64_t seq;
+    uint64_t proposed_ms; /* loop time */
 };
 
 struct repl {
     struct schedd *sd;
     uint64_t id;
     char *address;
+    char *bind_address; /* NULL: address */
     char *url;
     char *dir;
     char *const *argv;
@@ -90,8 +93,12 @@ struct repl {
     uint64_t incarnation;
     uint64_t proposed;  /* the last seq proposed */
     uint64_t committed; /* the last seq committed */
+    uint64_t proof_ms;  /* loop time an entry committed since was
+                         * proposed: a majority followed this leader
+                         * after it */
     bool serving;
-    bool promoting; /* the barrier is in flight */
+    bool promoting;      /* the barrier is in flight */
+    uint64_t promote_ms; /* loop time it was appended */
     struct raft_barrier barrier;
     bool broken; /* the state machine failed: re-execute */
     const char *broken_why;
@@ -292,6 +299,8 @@ repl_applied_cb(struct raft_apply *req, int status, void *result)
     (void)result;
     if (status == 0) {
         r->committed = prop->seq;
+        if (prop->proposed_ms > r->proof_ms)
+            r->proof_ms = prop->proposed_ms;
         schedd_committed(r->sd, prop->seq, 0);
     } else if (status == RAFT_SHUTDOWN) {
         schedd_committed(r->sd, prop->seq, -ECANCELED);
@@ -332,6 +341,7 @@ repl_replicate_hook(struct schedd *sd, void *data, size_t len, void *arg)
     prop = xcalloc(1, sizeof(*prop));
     prop->r = r;
     prop->seq = ++r->proposed;
+    prop->proposed_ms = uv_now(r->sd->loop);
     prop->req.data = prop;
     wr64((unsigned char *)buf.base + 16, prop->seq);
     memcpy((char *)buf.base + REPL_HDR, data, len);
@@ -350,13 +360,56 @@ repl_replicate_hook(struct schedd *sd, void *data, size_t len, void *arg)
     return 0;
 }
 
+static void
+repl_lease_cb(struct raft_barrier *req, int status)
+{
+    struct repl_prop *prop = container_of(req, struct repl_prop, barrier);
+
+    repl_applied_cb(&prop->req, status, NULL);
+}
+
+/*
+ * What replies written now wait for. After writes: the latest entry
+ * (they may show what it holds). Otherwise a reply shows only committed
+ * state, but this replica may have been deposed without knowing it yet
+ * (cut off from the others, it steps down only after an election
+ * timeout): it answers only while a majority followed it less than half
+ * an election timeout ago. A majority that heard from the leader at t
+ * refuses every other candidate until t + one election timeout (libraft
+ * grants no vote while it has a leader), so no other leader can have
+ * acknowledged anything before then. When that proof is older, a
+ * barrier renews it and the replies wait for it; a leader cut off never
+ * gets it, and so acknowledges nothing after half an election timeout.
+ */
 static uint64_t
 repl_wait_hook(struct schedd *sd, void *arg)
 {
     struct repl *r = arg;
+    struct repl_prop *prop;
+    uint64_t now = uv_now(sd->loop);
+    int rc;
 
-    (void)sd;
-    return r->proposed != r->committed ? r->proposed : 0;
+    if (r->proposed != r->committed)
+        return r->proposed;
+    if (now - r->proof_ms < (uint64_t)r->election_ms / 2 || !r->serving)
+        return 0;
+    prop = xcalloc(1, sizeof(*prop));
+    prop->r = r;
+    prop->seq = r->proposed + 1;
+    prop->proposed_ms = now;
+    prop->req.data = prop;
+    rc = raft_barrier(&r->raft, &prop->barrier, repl_lease_cb);
+    if (rc != 0) {
+        log_warn("replica=%" PRIu64 " cannot renew its lease: %s", r->id,
+            raft_strerror(rc));
+        free(prop);
+        r->broken = true;
+        r->broken_why = "it cannot renew its lease";
+        /* Nothing committed will release these replies: the re-exec
+         * drops their connections. */
+        return UINT64_MAX;
+    }
+    return ++r->proposed;
 }
 
 /* ---- roles
@@ -373,6 +426,7 @@ repl_barrier_cb(struct raft_barrier *req, int status)
     r->promoting = false;
     if (status != 0 || raft_state(&r->raft) != RAFT_LEADER || r->broken)
         return;
+    r->proof_ms = r->promote_ms;
     err_clear(&err);
     if (schedd_reload(r->sd, &err) < 0) {
         repl_break(r, err.msg);
@@ -409,6 +463,7 @@ repl_watch_cb(uv_check_t *h)
         log_info("replica=%" PRIu64 " elected: term=%llu; catching up", r->id,
             r->raft.current_term);
         r->promoting = true;
+        r->promote_ms = uv_now(r->sd->loop);
         rc = raft_barrier(&r->raft, &r->barrier, repl_barrier_cb);
         if (rc != 0) {
             r->promoting = false;
@@ -458,6 +513,10 @@ repl_init_raft(struct repl *r, struct err *err)
         return err_set(err, -EIO, "cannot set up the Raft transport: %s",
             raft_strerror(rc));
     r->transport_init = true;
+    if (r->bind_address && (rc = raft_uv_tcp_set_bind_address(&r->transport,
+                                r->bind_address)) != 0)
+        return err_set(err, -EINVAL, "cannot bind Raft to %s: %s",
+            r->bind_address, raft_strerror(rc));
     if ((rc = raft_uv_init(&r->io, r->sd->loop, r->dir, &r->transport)) != 0)
         return err_set(err, -EIO, "cannot use '%s' for Raft: %s", r->dir,
             r->io.errmsg);
@@ -491,6 +550,8 @@ repl_create(struct schedd *sd, const struct repl_opts *o,
     r->sd = sd;
     r->id = o->id;
     r->address = xstrdup(o->address);
+    if (o->bind_address && o->bind_address[0])
+        r->bind_address = xstrdup(o->bind_address);
     r->url = o->url && o->url[0] ? xstrdup(o->url) : NULL;
     r->dir = xasprintf("%s/raft", sd->state_dir);
     r->argv = o->argv;
@@ -598,6 +659,7 @@ repl_destroy(struct repl *r)
         r->sd->hooks.repl_arg = NULL;
     }
     free(r->address);
+    free(r->bind_address);
     free(r->url);
     free(r->dir);
     free(r);

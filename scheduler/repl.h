@@ -51,9 +51,10 @@ struct repl_peer {
 #define REPL_MAX_PEERS 9
 
 struct repl_opts {
-    uint64_t id;         /* this replica, > 0 */
-    const char *address; /* its Raft host:port */
-    const char *url;     /* its API URL; NULL or "": repl_set_url */
+    uint64_t id;              /* this replica, > 0 */
+    const char *address;      /* its Raft host:port */
+    const char *bind_address; /* NULL or "": address */
+    const char *url;          /* its API URL; NULL or "": repl_set_url */
     struct repl_peer peers[REPL_MAX_PEERS]; /* the initial voters */
     size_t npeers;                          /* 0: join an existing cluster */
     int election_ms;
