@@ -130,3 +130,48 @@ wait_leader() {
 replica_db() {
     sqlite3 -readonly "$TEST_DIR/rep$1/state/lockstep.db" "$2"
 }
+
+# start_replicas_proxied N [-o key=value]...: start_replicas, with the
+# Raft traffic between replicas through tests/helpers/raft-proxy.py
+# (replica i advertises a proxy port and binds another), so that
+# cut_replica can cut one off from the others and heal_replicas undo it.
+REPLICA_PROXY_PID=
+start_replicas_proxied() {
+    local n=$1 i ports pairs=() socks=
+    shift
+    REPLICA_N=$n
+    read -r -a ports <<<"$(free_ports $((3 * n)))"
+    REPLICA_PEERS=
+    for i in $(seq 1 "$n"); do
+        REPLICA_API[$i]=${ports[$((3 * i - 3))]}
+        REPLICA_RAFT[$i]=${ports[$((3 * i - 2))]}
+        REPLICA_BIND[$i]=${ports[$((3 * i - 1))]}
+        pairs+=("${REPLICA_RAFT[$i]}:${REPLICA_BIND[$i]}")
+        REPLICA_PEERS+="${REPLICA_PEERS:+,}$i@127.0.0.1:${REPLICA_RAFT[$i]}"
+        socks+="${socks:+,}$TEST_DIR/rep$i/sock"
+    done
+    "$PY" "$SRC_DIR/tests/helpers/raft-proxy.py" "${pairs[@]}" \
+        --ready "$TEST_DIR/proxy" >>"$TEST_DIR/proxy.log" 2>&1 &
+    REPLICA_PROXY_PID=$!
+    EXTRA_PIDS+=("$!")
+    wait_until 10 test -s "$TEST_DIR/proxy" || return 1
+    for i in $(seq 1 "$n"); do
+        start_replica "$i" \
+            -o replica_bind_address="127.0.0.1:${REPLICA_BIND[$i]}" "$@"
+    done
+    export LOCKSTEP_SERVER=$socks
+    export AGENT_SERVER=$socks
+    for i in $(seq 1 "$n"); do
+        wait_until 20 test -S "$TEST_DIR/rep$i/sock" || return 1
+    done
+}
+declare -A REPLICA_BIND=()
+
+# cut_replica I: replica I can no longer reach the others, nor they it.
+cut_replica() {
+    echo "$1" >"$TEST_DIR/proxy.cut" && kill -USR1 "$REPLICA_PROXY_PID"
+}
+
+heal_replicas() {
+    kill -USR2 "$REPLICA_PROXY_PID"
+}
