@@ -3,8 +3,9 @@
 # lockstep out, demos and integration tests: one lockstepd and N
 # lockstep-agents with fake GPUs, everything kept under one directory.
 #
-#   deploy/local-cluster.sh up --dir DIR --nodes N [--gpus-per-node G]
-#                              [--cpus-per-node C] [--agent-opt KEY=VALUE]...
+#   deploy/local-cluster.sh up --dir DIR --nodes N [--schedulers S]
+#                              [--gpus-per-node G] [--cpus-per-node C]
+#                              [--agent-opt KEY=VALUE]...
 #                              [--agent-opt-node I KEY=VALUE]...
 #   deploy/local-cluster.sh down --dir DIR
 #   deploy/local-cluster.sh status --dir DIR
@@ -35,6 +36,13 @@
 #   scheduler/{lockstepd.conf,state/,lockstepd.sock,port,pid,log}
 #   agents/node<i>/{agent.conf,state/,shm/,pid,log,kmsg,nvidia-smi}
 #
+# --schedulers S (3 or 5; 1, a single scheduler, is the default) starts S
+# replicas of lockstepd instead (docs/operations.md "Replicas"): replica i
+# under scheduler<i>/ with the same files as scheduler/ above, its API and
+# its Raft port fixed when its config is written (replicas.ports), the
+# agents and DIR/env naming every replica's socket. The count is the
+# cluster's once written: `up` on an existing DIR needs no --schedulers.
+#
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port) and on scheduler/lockstepd.sock; the agents use the
 # socket. Nothing is shared between directories, so several clusters can
@@ -63,8 +71,9 @@ die() {
 
 usage() {
     cat >&2 <<EOF
-usage: $prog up --dir DIR --nodes N [--gpus-per-node G] [--cpus-per-node C]
-                [--agent-opt KEY=VALUE]... [--agent-opt-node I KEY=VALUE]...
+usage: $prog up --dir DIR --nodes N [--schedulers S] [--gpus-per-node G]
+                [--cpus-per-node C] [--agent-opt KEY=VALUE]...
+                [--agent-opt-node I KEY=VALUE]...
        $prog down --dir DIR
        $prog status --dir DIR
 EOF
@@ -88,7 +97,7 @@ up | down | status) ;;
     ;;
 esac
 
-dir='' nodes='' gpus=8 cpus=8
+dir='' nodes='' gpus=8 cpus=8 schedulers=''
 agent_opts=()           # -o KEY=VALUE for every agent
 declare -A node_opts=() # node number -> its own "-o", "KEY=VALUE" lines
 while [ $# -gt 0 ]; do
@@ -111,11 +120,12 @@ while [ $# -gt 0 ]; do
         node_opts[$2]+="-o"$'\n'"$3"$'\n'
         shift 3
         ;;
-    --dir | --nodes | --gpus-per-node | --cpus-per-node)
+    --dir | --nodes | --gpus-per-node | --cpus-per-node | --schedulers)
         [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
         case $1 in
         --dir) dir=$2 ;;
         --nodes) nodes=$2 ;;
+        --schedulers) schedulers=$2 ;;
         --gpus-per-node) gpus=$2 ;;
         --cpus-per-node) cpus=$2 ;;
         esac
@@ -123,6 +133,7 @@ while [ $# -gt 0 ]; do
         ;;
     --dir=*) dir=${1#*=}; shift ;;
     --nodes=*) nodes=${1#*=}; shift ;;
+    --schedulers=*) schedulers=${1#*=}; shift ;;
     --gpus-per-node=*) gpus=${1#*=}; shift ;;
     --cpus-per-node=*) cpus=${1#*=}; shift ;;
     *)
@@ -137,6 +148,9 @@ if ! [[ $gpus =~ ^[0-9]+$ ]] || [ "$gpus" -gt 1024 ]; then
 fi
 if ! [[ $cpus =~ ^[0-9]+$ ]] || [ "$cpus" -gt 4096 ]; then
     die "invalid --cpus-per-node '$cpus': expected 0 (the machine's count) to 4096"
+fi
+if [ -n "$schedulers" ] && ! [[ $schedulers =~ ^[135]$ ]]; then
+    die "invalid --schedulers '$schedulers': expected 1, 3 or 5"
 fi
 if [ -n "$nodes" ]; then
     if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || [ "$nodes" -gt 1000 ]; then
@@ -177,12 +191,45 @@ sdir=$dir/scheduler
 sock=$sdir/lockstepd.sock
 sconf=$sdir/lockstepd.conf
 
-# sun_path holds 108 bytes including the terminating NUL.
-sock_len=$(printf %s "$sock" | wc -c)
-if [ "$sock_len" -gt 107 ]; then
-    [ -z "$created" ] || rmdir "$dir" 2>/dev/null || true
-    die "socket path '$sock' is $sock_len bytes; Unix socket paths are limited to 107: use a shorter --dir"
+# Replicas: how many the cluster has (its scheduler<i> directories), or
+# --schedulers for a new one; nsched 1 is the single scheduler above.
+nsched=0
+for d in "$dir"/scheduler[0-9]*; do
+    [ -d "$d" ] && nsched=$((nsched + 1))
+done
+if [ "$nsched" -eq 0 ]; then
+    nsched=${schedulers:-1}
+    [ "$nsched" -eq 1 ] || [ ! -d "$sdir" ] ||
+        die "'$dir' has a single scheduler; --schedulers $nsched needs a new --dir"
+elif [ -n "$schedulers" ] && [ "$schedulers" != "$nsched" ]; then
+    die "'$dir' has $nsched scheduler replicas; --schedulers $schedulers needs a new --dir"
 fi
+if [ "$nsched" -gt 1 ]; then
+    sock=
+    for ((i = 1; i <= nsched; i++)); do
+        sock+="${sock:+,}$dir/scheduler$i/lockstepd.sock"
+    done
+fi
+
+# The scheduler's directories and config files (one, or each replica's).
+sdirs=("$sdir") sconfs=("$sconf")
+if [ "$nsched" -gt 1 ]; then
+    sdirs=() sconfs=()
+    for ((i = 1; i <= nsched; i++)); do
+        sdirs+=("$dir/scheduler$i")
+        sconfs+=("$dir/scheduler$i/lockstepd.conf")
+    done
+fi
+
+# sun_path holds 108 bytes including the terminating NUL.
+IFS=, read -r -a socks <<<"$sock"
+for s1 in "${socks[@]}"; do
+    sock_len=$(printf %s "$s1" | wc -c)
+    if [ "$sock_len" -gt 107 ]; then
+        [ -z "$created" ] || rmdir "$dir" 2>/dev/null || true
+        die "socket path '$s1' is $sock_len bytes; Unix socket paths are limited to 107: use a shorter --dir"
+    fi
+done
 
 python=
 for p in /usr/bin/python3 python3; do
@@ -375,6 +422,100 @@ EOF
     mv "$sconf.tmp" "$sconf"
 }
 
+# replica_ports: "i api raft" for each replica, chosen once (free ports
+# on 127.0.0.1 when chosen) and kept in DIR/replicas.ports.
+replica_ports() {
+    local f=$dir/replicas.ports i base
+    if [ ! -s "$f" ]; then
+        if [ -n "$python" ]; then
+            "$python" -c '
+import socket, sys
+n = int(sys.argv[1])
+socks = [socket.socket() for _ in range(2 * n)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+for i in range(n):
+    print(i + 1, socks[2 * i].getsockname()[1], socks[2 * i + 1].getsockname()[1])
+' "$nsched" >"$f.tmp"
+        else
+            base=$((40000 + (RANDOM % 100) * 100))
+            for ((i = 1; i <= nsched; i++)); do
+                echo "$i $((base + 2 * i)) $((base + 2 * i + 1))"
+            done >"$f.tmp"
+        fi
+        mv "$f.tmp" "$f"
+    fi
+    cat "$f"
+}
+
+# write_replica_conf I API RAFT PEERS BASE: replica I's lockstepd.conf.
+write_replica_conf() {
+    local i=$1 api=$2 raft=$3 peers=$4 base=$5 d=$dir/scheduler$1
+    cat >"$d/lockstepd.conf.tmp" <<EOF
+# lockstepd replica $i of the local cluster in $dir
+# (written by deploy/local-cluster.sh; kept across runs of 'up')
+listen = 127.0.0.1:$api
+port_file = $d/port
+socket = $d/lockstepd.sock
+state_dir = $d/state
+cluster_secret_file = $dir/cluster.secret
+master_port_base = $base
+master_port_count = 200
+log_level = info
+replica_id = $i
+replica_address = 127.0.0.1:$raft
+replicas = $peers
+EOF
+    mv "$d/lockstepd.conf.tmp" "$d/lockstepd.conf"
+}
+
+write_replica_confs() {
+    local i api raft peers='' base=$((20000 + (RANDOM % 60) * 200))
+    while read -r i api raft; do
+        peers+="${peers:+,}$i@127.0.0.1:$raft"
+    done < <(replica_ports)
+    while read -r i api raft; do
+        mkdir -p "$dir/scheduler$i/state"
+        [ -f "$dir/scheduler$i/lockstepd.conf" ] ||
+            write_replica_conf "$i" "$api" "$raft" "$peers" "$base"
+    done < <(replica_ports)
+}
+
+# start_replicas_up: start every replica that does not run, then wait
+# until one leads and answers.
+start_replicas_up() {
+    local i d pid deadline
+    for ((i = 1; i <= nsched; i++)); do
+        d=$dir/scheduler$i
+        if pid=$(running "$d/pid" "$d/lockstepd.conf"); then
+            echo "scheduler replica $i already running (pid $pid)"
+        else
+            rm -f "$d/port" "$d/lockstepd.sock"
+            start "scheduler replica $i" "$lockstepd" "$d/lockstepd.conf" "$d"
+        fi
+    done
+    deadline=$((SECONDS + timeout))
+    for ((i = 1; i <= nsched; i++)); do
+        d=$dir/scheduler$i
+        until [ -s "$d/port" ] && [ -S "$d/lockstepd.sock" ]; do
+            if ! alive "$(<"$d/pid")" || [ $SECONDS -ge $deadline ]; then
+                log_tail "$d/log"
+                die "scheduler replica $i did not start"
+            fi
+            sleep 0.1
+        done
+    done
+    until lscli whoami >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            for ((i = 1; i <= nsched; i++)); do
+                log_tail "$dir/scheduler$i/log"
+            done
+            die "no scheduler replica leads and answers within ${timeout}s"
+        fi
+        sleep 0.2
+    done
+}
+
 write_agent_conf() {
     local i=$1 d=$2 ids=none
     [ "$gpus" -gt 0 ] && ids=0-$((gpus - 1))
@@ -419,11 +560,17 @@ agent_args() {
 }
 
 write_env() {
-    local port=$1
+    local port=$1 url=http://127.0.0.1:$1 i
+    if [ "$nsched" -gt 1 ]; then
+        url=
+        for ((i = 1; i <= nsched; i++)); do
+            url+="${url:+,}http://127.0.0.1:$(<"$dir/scheduler$i/port")"
+        done
+    fi
     {
         echo "# . this file to point the lockstep CLI at the local cluster in $dir"
         printf 'export LOCKSTEP_SERVER=%q\n' "$sock"
-        printf 'export LOCKSTEP_URL=%q\n' "http://127.0.0.1:$port"
+        printf 'export LOCKSTEP_URL=%q\n' "$url"
         # shellcheck disable=SC2016 # $PATH is for whoever sources the file
         printf 'export PATH=%q:"$PATH"\n' "${cli%/*}"
     } >"$dir/env.tmp"
@@ -460,13 +607,18 @@ cluster_up() {
         [ -x "$b" ] || die "'$b' not found: build first (meson setup build && ninja -C build), or set LOCKSTEP_BUILD"
     done
 
-    mkdir -p "$sdir/state" "$dir/agents"
+    mkdir -p "$dir/agents"
     if [ ! -s "$dir/cluster.secret" ]; then
         (umask 077 && head -c 32 /dev/urandom | od -An -tx1 |
             tr -d ' \n' >"$dir/cluster.secret")
     fi
     chmod 600 "$dir/cluster.secret"
-    [ -f "$sconf" ] || write_scheduler_conf
+    if [ "$nsched" -gt 1 ]; then
+        write_replica_confs
+    else
+        mkdir -p "$sdir/state"
+        [ -f "$sconf" ] || write_scheduler_conf
+    fi
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
         mkdir -p "$d/state"
@@ -474,8 +626,10 @@ cluster_up() {
     done
 
     # A broken config fails here, with the daemon's own message.
-    "$lockstepd" -c "$sconf" --check-config >/dev/null ||
-        die "invalid scheduler configuration in $sconf"
+    for c in "${sconfs[@]}"; do
+        "$lockstepd" -c "$c" --check-config >/dev/null ||
+            die "invalid scheduler configuration in $c"
+    done
     for i in "${!node_opts[@]}"; do
         [ "$i" -le "$n" ] || die "--agent-opt-node $i: the cluster has $n nodes"
     done
@@ -487,7 +641,9 @@ cluster_up() {
     done
 
     # The scheduler first: the agents connect to its socket.
-    if pid=$(running "$sdir/pid" "$sconf"); then
+    if [ "$nsched" -gt 1 ]; then
+        start_replicas_up
+    elif pid=$(running "$sdir/pid" "$sconf"); then
         echo "scheduler already running (pid $pid)"
     else
         # A scheduler that died is restarted on the TCP port it had, so
@@ -507,7 +663,7 @@ cluster_up() {
             start_scheduler || die "the scheduler exited during start-up"
         fi
     fi
-    port=$(<"$sdir/port")
+    port=$(<"${sdirs[0]}/port")
 
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
@@ -539,7 +695,9 @@ cluster_up() {
         done
         if [ $SECONDS -ge $deadline ]; then
             echo "$prog: not all $n nodes came up within ${timeout}s: $state" >&2
-            log_tail "$sdir/log"
+            for d in "${sdirs[@]}"; do
+                log_tail "$d/log"
+            done
             for ((i = 1; i <= n; i++)); do
                 log_tail "$dir/agents/node$i/log"
             done
@@ -550,7 +708,11 @@ cluster_up() {
     done
 
     write_env "$port"
-    echo "cluster up: $n node(s), scheduler on $sock and http://127.0.0.1:$port"
+    if [ "$nsched" -gt 1 ]; then
+        echo "cluster up: $n node(s), $nsched scheduler replicas on $sock"
+    else
+        echo "cluster up: $n node(s), scheduler on $sock and http://127.0.0.1:$port"
+    fi
     echo "use it with: . $dir/env"
 }
 
@@ -578,10 +740,14 @@ cancel_jobs() {
 }
 
 cluster_down() {
-    local -a args=()
-    local d
+    local -a args=() sargs=()
+    local d i any=
     stop_failed=
-    if running "$sdir/pid" "$sconf" >/dev/null; then
+    for i in "${!sdirs[@]}"; do
+        running "${sdirs[$i]}/pid" "${sconfs[$i]}" >/dev/null && any=1
+        sargs+=("scheduler${sdirs[$i]##*/scheduler}" "${sdirs[$i]}" "${sconfs[$i]}")
+    done
+    if [ -n "$any" ]; then
         cancel_jobs
     fi
     for d in "$dir"/agents/node*; do
@@ -591,23 +757,29 @@ cluster_down() {
     # Agents first: a scheduler that outlived its agents would only mark
     # their nodes LOST.
     [ ${#args[@]} -eq 0 ] || stop "${args[@]}"
-    stop scheduler "$sdir" "$sconf"
-    if ! running "$sdir/pid" "$sconf" >/dev/null; then
-        rm -f "$sdir/port" "$sock"
-    fi
+    stop "${sargs[@]}"
+    for i in "${!sdirs[@]}"; do
+        if ! running "${sdirs[$i]}/pid" "${sconfs[$i]}" >/dev/null; then
+            rm -f "${sdirs[$i]}/port" "${socks[$i]}"
+        fi
+    done
     [ -z "$stop_failed" ] || exit 1
 }
 
 cluster_status() {
-    local d pid port='' all=0
-    [ -s "$sdir/port" ] && port=$(<"$sdir/port")
-    if pid=$(running "$sdir/pid" "$sconf"); then
-        printf '%-12s pid %-8s running  %s%s\n' scheduler "$pid" "$sock" \
-            "${port:+  http://127.0.0.1:$port}"
-    else
-        printf '%-12s %-12s stopped\n' scheduler -
-        all=1
-    fi
+    local d pid port all=0 i name
+    for i in "${!sdirs[@]}"; do
+        name=scheduler${sdirs[$i]##*/scheduler}
+        port=
+        [ -s "${sdirs[$i]}/port" ] && port=$(<"${sdirs[$i]}/port")
+        if pid=$(running "${sdirs[$i]}/pid" "${sconfs[$i]}"); then
+            printf '%-12s pid %-8s running  %s%s\n' "$name" "$pid" \
+                "${socks[$i]}" "${port:+  http://127.0.0.1:$port}"
+        else
+            printf '%-12s %-12s stopped\n' "$name" -
+            all=1
+        fi
+    done
     for d in "$dir"/agents/node*; do
         [ -d "$d" ] || continue
         if pid=$(running "$d/pid" "$d/agent.conf"); then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1016: `lockstep admin backup` copies the state while the scheduler
+# t1030: `lockstep admin backup` copies the state while the scheduler
 # serves (clients keep submitting); a scheduler started on a state
 # directory restored from the copy has every job acknowledged before the
 # backup began; a user without the operator role is refused.

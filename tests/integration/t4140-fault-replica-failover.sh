@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4119: three replicas, two agents, two long jobs running and eight
+# t4140: three replicas, two agents, two long jobs running and eight
 # clients submitting, while the leader is killed with SIGKILL at random
 # moments (LOCKSTEP_FAILOVER_KILLS times, 3 by default; the 20
 # with LOCKSTEP_FAILOVER_KILLS=20, about two minutes). Every submission

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4120: the leader of three replicas cut off from the other two (a proxy
+# t4141: the leader of three replicas cut off from the other two (a proxy
 # between the replicas; clients still reach every replica). It stops
 # acknowledging within half an election timeout (its lease): a write or a
 # read sent to it then gets no success reply, and what it took in is

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1017: three replicas of lockstepd. Inconsistent replica settings are
+# t1031: three replicas of lockstepd. Inconsistent replica settings are
 # refused (exit 78); one replica leads, the others say so and send
 # clients to it (GET /v1/health, 421 not_leader); the CLI, given every
 # replica, finds the leader wherever it is in the list; what the leader
