@@ -118,7 +118,7 @@ for t in $(seq 1 "$TRIALS"); do
         { echo "replica $l did not catch up"; exit 1; }
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 echo
 echo "figures (three replicas beside one scheduler, ratio three/one):"
 printf '  %-34s %10s %10s %7s\n' "" one three ratio
