@@ -315,8 +315,10 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
             API_LOG_CHUNK_MAX);
     if ((rc = log_rank_check(sd, name, job, (int)attempt, (int)rank, err)) < 0)
         return rc;
-    rc = logstore_write(sd->logs, job, (int)attempt, (int)rank, err_stream,
-        offset, r->http->body, r->http->body_len, &size);
+    rc = schedd_log_write(sd,
+        &(struct schedd_log_chunk){ job, (int)attempt, (int)rank, err_stream,
+            offset, r->http->body, r->http->body_len },
+        &size);
     if (rc < 0)
         return err_set(err, -EFAULT, "cannot store log of job %lld rank %d: %s",
             (long long)job, (int)rank, strerror(-rc));

@@ -8,11 +8,17 @@
  * An entry is a header and a changeset:
  *
  *   0  "LSR1"       4 bytes
- *   4  kind         u8, 1: a transaction's changes (3 bytes zero)
+ *   4  kind         u8, 1: a transaction's changes, 2: rank output
+ *                   (3 bytes zero)
  *   8  incarnation  u64, random per process: whose entry it is
  *   16 seq          u64, the proposal's number in that incarnation
- *   24 length       u64, of the changeset
- *   32 changeset    (db_txn_changes), zero-padded to a multiple of 8
+ *   24 length       u64, of the payload
+ *   32 payload      zero-padded to a multiple of 8: the changeset
+ *                   (db_txn_changes), or for rank output a job (u64), an
+ *                   attempt and a rank (u32 each, in one u64, the rank
+ *                   high), the stream (u8, 1: stderr; 7 bytes zero), an
+ *                   offset (u64), then the bytes the leader stored there
+ *                   (logstore.h)
  *
  * all little-endian. The padding is libraft's need, not ours: it sends
  * a batch of entries back to back but decodes each at an 8-byte
@@ -34,6 +40,7 @@
  * no callback for a change of state.
  */
 #include "scheduler/repl.h"
+#include "scheduler/repl_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -44,71 +51,22 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include <raft.h>
-#include <raft/uv.h>
-#include <uv.h>
-
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/logstore.h"
 #include "scheduler/schedd.h"
 
 #define REPL_MAGIC "LSR1"
 #define REPL_HDR 32
 #define REPL_KIND_CHANGES 1
+#define REPL_KIND_LOG 2
+#define REPL_LOG_HDR 32
 
-struct repl_prop {
-    struct raft_apply req;
-    struct raft_barrier barrier; /* a lease check (repl_wait_hook) */
-    struct repl *r;
-    uint64_t seq;
-    uint64_t proposed_ms; /* loop time */
-};
-
-struct repl {
-    struct schedd *sd;
-    uint64_t id;
-    char *address;
-    char *bind_address; /* NULL: address */
-    char *url;
-    char *dir;
-    char *const *argv;
-    struct repl_peer peers[REPL_MAX_PEERS];
-    size_t npeers;
-    int election_ms;
-    unsigned snapshot_entries;
-    repl_promote_fn *promote;
-    void *promote_arg;
-
-    struct raft raft;
-    struct raft_io io;
-    struct raft_uv_transport transport;
-    struct raft_fsm fsm;
-    bool transport_init, io_init, raft_init;
-    uv_check_t watch;
-
-    uint64_t incarnation;
-    uint64_t proposed;  /* the last seq proposed */
-    uint64_t committed; /* the last seq committed */
-    uint64_t proof_ms;  /* loop time an entry committed since was
-                         * proposed: a majority followed this leader
-                         * after it */
-    bool serving;
-    bool promoting;      /* the barrier is in flight */
-    uint64_t promote_ms; /* loop time it was appended */
-    struct raft_barrier barrier;
-    bool broken; /* the state machine failed: re-execute */
-    const char *broken_why;
-
-    void (*closed_cb)(void *);
-    void *closed_arg;
-};
-
-/* ---- configuration --------------------------------------------------------
- */
+/* ---- configuration ------------------------------------------------------ */
 
 int
 repl_parse_peers(const char *list, struct repl_opts *o, struct err *err)
@@ -158,8 +116,7 @@ repl_parse_peers(const char *list, struct repl_opts *o, struct err *err)
     return 0;
 }
 
-/* ---- re-execution ----------------------------------------------------------
- */
+/* ---- re-execution ------------------------------------------------------- */
 
 /* Crash-only: this process stops leading (or its state machine failed)
  * and starts again as a follower, its database rebuilt from the
@@ -176,8 +133,7 @@ repl_reexec(struct repl *r, const char *why)
     fatal("cannot re-execute lockstepd");
 }
 
-/* ---- the state machine ------------------------------------------------------
- */
+/* ---- the state machine -------------------------------------------------- */
 
 static uint64_t
 rd64(const unsigned char *p)
@@ -205,6 +161,29 @@ repl_break(struct repl *r, const char *why)
     r->broken_why = "its state machine failed";
 }
 
+/* Rank output the leader stored: store it here too. Written at its
+ * offset, so applying it again (a replica rebuilding its state from the
+ * log) changes nothing; refused when this replica lacks what comes
+ * before it (it caught up from a snapshot, which holds no rank output):
+ * an agent still running that attempt ships it all again to a leader
+ * that lacks it (agent/logship.c), output of an attempt that ended
+ * stays short here. A write that fails costs this output only. */
+static void
+repl_apply_log(struct repl *r, const unsigned char *p, size_t len)
+{
+    int64_t job = (int64_t)rd64(p), offset = (int64_t)rd64(p + 24), size;
+    int attempt = (int)(uint32_t)(rd64(p + 8) & 0xffffffffu);
+    int rank = (int)(uint32_t)(rd64(p + 8) >> 32);
+    int rc;
+
+    rc = logstore_write(r->sd->logs, job, attempt, rank, p[16] == 1, offset,
+        p + REPL_LOG_HDR, len - REPL_LOG_HDR, &size);
+    if (rc < 0)
+        log_warn("replica=%" PRIu64 " cannot store output of job=%lld "
+                 "rank=%d: %s",
+            r->id, (long long)job, rank, strerror(-rc));
+}
+
 static int
 repl_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
@@ -217,12 +196,9 @@ repl_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     if (r->broken)
         return 0;
     if (buf->len < REPL_HDR || memcmp(p, REPL_MAGIC, 4) != 0 ||
-        p[4] != REPL_KIND_CHANGES || rd64(p + 24) > buf->len - REPL_HDR) {
-        log_error("replica=%" PRIu64 " entry of %zu bytes: %02x %02x %02x "
-                  "%02x %02x",
-            r->id, buf->len, buf->len > 0 ? p[0] : 0, buf->len > 1 ? p[1] : 0,
-            buf->len > 2 ? p[2] : 0, buf->len > 3 ? p[3] : 0,
-            buf->len > 4 ? p[4] : 0);
+        (p[4] != REPL_KIND_CHANGES && p[4] != REPL_KIND_LOG) ||
+        rd64(p + 24) > buf->len - REPL_HDR ||
+        (p[4] == REPL_KIND_LOG && rd64(p + 24) < REPL_LOG_HDR)) {
         repl_break(r, "an entry of an unknown format");
         return 0;
     }
@@ -230,6 +206,10 @@ repl_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
         return 0; /* ours: in our database since we proposed it */
     if (r->serving) {
         repl_break(r, "a serving leader got another replica's entry");
+        return 0;
+    }
+    if (p[4] == REPL_KIND_LOG) {
+        repl_apply_log(r, p + REPL_HDR, (size_t)rd64(p + 24));
         return 0;
     }
     err_clear(&err);
@@ -287,8 +267,7 @@ repl_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
     return 0;
 }
 
-/* ---- proposals (the replicate hooks) ----------------------------------------
- */
+/* ---- proposals (the replicate hooks) ------------------------------------ */
 
 static void
 repl_applied_cb(struct raft_apply *req, int status, void *result)
@@ -316,36 +295,40 @@ repl_applied_cb(struct raft_apply *req, int status, void *result)
     free(prop);
 }
 
+/* Propose an entry of kind whose payload is a (alen bytes) then b (blen
+ * bytes). 0, or -EIO when libraft refuses it (this replica then
+ * re-executes: its database may hold what no other replica will). */
 static int
-repl_replicate_hook(struct schedd *sd, void *data, size_t len, void *arg)
+repl_propose(struct repl *r, int kind, const void *a, size_t alen,
+    const void *b, size_t blen)
 {
-    struct repl *r = arg;
     struct repl_prop *prop;
     struct raft_buffer buf;
+    unsigned char *p;
     int rc;
 
-    (void)sd;
     if (!r->serving || r->broken) {
-        free(data);
         repl_break(r, "a write while not serving");
         return -EROFS;
     }
-    buf.len = (REPL_HDR + len + 7) & ~(size_t)7;
+    buf.len = (REPL_HDR + alen + blen + 7) & ~(size_t)7;
     buf.base = raft_calloc(1, buf.len);
     if (buf.base == NULL)
         fatalx("out of memory");
-    memcpy(buf.base, REPL_MAGIC, 4);
-    ((unsigned char *)buf.base)[4] = REPL_KIND_CHANGES;
-    wr64((unsigned char *)buf.base + 24, len);
-    wr64((unsigned char *)buf.base + 8, r->incarnation);
+    p = buf.base;
+    memcpy(p, REPL_MAGIC, 4);
+    p[4] = (unsigned char)kind;
+    wr64(p + 8, r->incarnation);
     prop = xcalloc(1, sizeof(*prop));
     prop->r = r;
     prop->seq = ++r->proposed;
     prop->proposed_ms = uv_now(r->sd->loop);
     prop->req.data = prop;
-    wr64((unsigned char *)buf.base + 16, prop->seq);
-    memcpy((char *)buf.base + REPL_HDR, data, len);
-    free(data);
+    wr64(p + 16, prop->seq);
+    wr64(p + 24, alen + blen);
+    memcpy(p + REPL_HDR, a, alen);
+    if (blen > 0)
+        memcpy(p + REPL_HDR + alen, b, blen);
     rc = raft_apply(&r->raft, &prop->req, &buf, 1, repl_applied_cb);
     if (rc != 0) {
         /* Committed here and proposed nowhere: only a restart undoes it
@@ -358,6 +341,30 @@ repl_replicate_hook(struct schedd *sd, void *data, size_t len, void *arg)
         return -EIO;
     }
     return 0;
+}
+
+static int
+repl_replicate_hook(struct schedd *sd, void *data, size_t len, void *arg)
+{
+    int rc = repl_propose(arg, REPL_KIND_CHANGES, data, len, NULL, 0);
+
+    (void)sd;
+    free(data);
+    return rc;
+}
+
+static int
+repl_log_hook(struct schedd *sd, const struct schedd_log_chunk *c, void *arg)
+{
+    unsigned char h[REPL_LOG_HDR] = { 0 };
+
+    (void)sd;
+    wr64(h, (uint64_t)c->job);
+    wr64(h + 8,
+        (uint64_t)(uint32_t)c->attempt | (uint64_t)(uint32_t)c->rank << 32);
+    h[16] = c->err_stream ? 1 : 0;
+    wr64(h + 24, (uint64_t)c->offset);
+    return repl_propose(arg, REPL_KIND_LOG, h, sizeof(h), c->data, c->len);
 }
 
 static void
@@ -566,6 +573,7 @@ repl_create(struct schedd *sd, const struct repl_opts *o,
         r->incarnation = (uint64_t)timeid_now_ms() ^ ((uint64_t)getpid() << 40);
     uv_check_init(sd->loop, &r->watch);
     sd->hooks.replicate = repl_replicate_hook;
+    sd->hooks.replicate_log = repl_log_hook;
     sd->hooks.replicate_wait = repl_wait_hook;
     sd->hooks.repl_arg = r;
     sd->repl = r;
@@ -655,6 +663,7 @@ repl_destroy(struct repl *r)
         r->sd->repl = NULL;
     if (r->sd->hooks.repl_arg == r) {
         r->sd->hooks.replicate = NULL;
+        r->sd->hooks.replicate_log = NULL;
         r->sd->hooks.replicate_wait = NULL;
         r->sd->hooks.repl_arg = NULL;
     }
@@ -665,275 +674,8 @@ repl_destroy(struct repl *r)
     free(r);
 }
 
-/* ---- what the API shows
- * --------------------------------------------------------- */
-
 bool
 repl_serving(const struct repl *r)
 {
     return r->serving && !r->broken;
-}
-
-const char *
-repl_leader_url(struct repl *r, char *buf, size_t len)
-{
-    raft_id id = 0;
-    const char *address = NULL;
-
-    raft_leader(&r->raft, &id, &address);
-    if (id == 0 || id == r->id)
-        return NULL;
-    if (db_txn_is_open(r->sd->db) ||
-        db_replica_url(r->sd->db, id, buf, len) < 0 || buf[0] == '\0')
-        return NULL;
-    return buf;
-}
-
-static const char *
-repl_state_str(int state)
-{
-    switch (state) {
-    case RAFT_FOLLOWER:
-        return "follower";
-    case RAFT_CANDIDATE:
-        return "candidate";
-    case RAFT_LEADER:
-        return "leader";
-    default:
-        return "unavailable";
-    }
-}
-
-void
-repl_health(struct repl *r, cJSON *o)
-{
-    raft_id id = 0;
-    const char *address = NULL;
-    char url[512];
-    const char *leader;
-
-    raft_leader(&r->raft, &id, &address);
-    jsonx_add_str(o, "role", repl_state_str(raft_state(&r->raft)));
-    cJSON_AddBoolToObject(o, "serving", repl_serving(r));
-    jsonx_add_int(o, "replica_id", (int64_t)r->id);
-    jsonx_add_int(o, "term", (int64_t)r->raft.current_term);
-    jsonx_add_int(o, "applied", (int64_t)raft_last_applied(&r->raft));
-    jsonx_add_int(o, "leader_id", (int64_t)id);
-    if (id == r->id)
-        leader = r->url;
-    else
-        leader = repl_leader_url(r, url, sizeof(url));
-    if (leader)
-        jsonx_add_str(o, "leader", leader);
-    else
-        cJSON_AddNullToObject(o, "leader");
-}
-
-static const char *
-repl_role_str(int role)
-{
-    switch (role) {
-    case RAFT_VOTER:
-        return "voter";
-    case RAFT_STANDBY:
-        return "standby";
-    default:
-        return "spare";
-    }
-}
-
-cJSON *
-repl_members(struct repl *r)
-{
-    const struct raft_configuration *c = &r->raft.configuration;
-    raft_index last = raft_last_index(&r->raft);
-    cJSON *o = cJSON_CreateObject(), *list;
-    char url[512];
-
-    jsonx_add_int(o, "term", (int64_t)r->raft.current_term);
-    jsonx_add_int(o, "leader_id", (int64_t)r->id);
-    jsonx_add_int(o, "last_index", (int64_t)last);
-    jsonx_add_int(o, "commit_index", (int64_t)r->raft.commit_index);
-    list = cJSON_AddArrayToObject(o, "replicas");
-    for (unsigned i = 0; i < c->n; i++) {
-        const struct raft_server *s = &c->servers[i];
-        cJSON *m = cJSON_CreateObject();
-        raft_index match = last;
-
-        jsonx_add_int(m, "id", (int64_t)s->id);
-        jsonx_add_str(m, "address", s->address);
-        jsonx_add_str(m, "role", repl_role_str(s->role));
-        if (s->id == r->id) {
-            jsonx_add_str(m, "state", "leader");
-            jsonx_add_str(m, "url", r->url ? r->url : "");
-        } else {
-            if (r->raft.state == RAFT_LEADER && r->raft.leader_state.progress)
-                match = r->raft.leader_state.progress[i].match_index;
-            jsonx_add_str(m, "state",
-                r->raft.leader_state.progress &&
-                        r->raft.leader_state.progress[i].recent_recv
-                    ? "follower"
-                    : "follower (not heard this election timeout)");
-            if (db_replica_url(r->sd->db, s->id, url, sizeof(url)) == 0)
-                jsonx_add_str(m, "url", url);
-            else
-                jsonx_add_str(m, "url", "");
-        }
-        jsonx_add_int(m, "match_index", (int64_t)match);
-        jsonx_add_int(m, "lag", (int64_t)(last - match));
-        cJSON_AddItemToArray(list, m);
-    }
-    return o;
-}
-
-/* ---- membership
- * ---------------------------------------------------------------- */
-
-struct repl_change {
-    struct raft_change req;
-    struct repl *r;
-    uint64_t id;
-    bool adding; /* raft_add done: raft_assign next */
-    repl_change_fn *done;
-    void *arg;
-};
-
-static bool
-repl_member(const struct repl *r, uint64_t id)
-{
-    const struct raft_configuration *c = &r->raft.configuration;
-
-    for (unsigned i = 0; i < c->n; i++) {
-        if (c->servers[i].id == id)
-            return true;
-    }
-    return false;
-}
-
-static void
-repl_change_cb(struct raft_change *req, int status)
-{
-    struct repl_change *ch = req->data;
-    struct repl *r = ch->r;
-    char msg[RAFT_ERRMSG_BUF_SIZE + 64];
-    int rc;
-
-    if (status == 0 && ch->adding) {
-        /* Added as a spare; a voter once it caught up (libraft's rounds). */
-        ch->adding = false;
-        rc = raft_assign(&r->raft, &ch->req, ch->id, RAFT_VOTER,
-            repl_change_cb);
-        if (rc == 0)
-            return;
-        status = rc;
-    }
-    if (status != 0) {
-        snprintf(msg, sizeof(msg), "replica %" PRIu64 ": %s", ch->id,
-            raft_strerror(status));
-        log_warn("replica=%" PRIu64 " membership change failed: %s", r->id,
-            msg);
-        ch->done(ch->arg, status == RAFT_NOCONNECTION ? -ETIMEDOUT : -EIO, msg);
-    } else {
-        log_notice("replica=%" PRIu64 " membership changed: replica %" PRIu64
-                   " %s",
-            r->id, ch->id,
-            repl_member(r, ch->id) ? "is a voter" : "was removed");
-        ch->done(ch->arg, 0, "");
-    }
-    free(ch);
-}
-
-static struct repl_change *
-repl_change_new(struct repl *r, uint64_t id, repl_change_fn *done, void *arg)
-{
-    struct repl_change *ch = xcalloc(1, sizeof(*ch));
-
-    ch->r = r;
-    ch->id = id;
-    ch->done = done;
-    ch->arg = arg;
-    ch->req.data = ch;
-    return ch;
-}
-
-static int
-repl_change_check(struct repl *r, uint64_t id, struct err *err)
-{
-    if (!repl_serving(r))
-        return err_set(err, -EPERM, "this replica does not lead");
-    if (id == 0 || id > 65535)
-        return err_set(err, -EINVAL,
-            "invalid field 'id': a replica id is 1 to 65535");
-    if (r->raft.leader_state.change != NULL ||
-        r->raft.configuration_uncommitted_index != 0)
-        return err_set(err, -EBUSY,
-            "another membership change is under way; retry once it is done");
-    return 0;
-}
-
-int
-repl_add(struct repl *r, uint64_t id, const char *address, const char *url,
-    repl_change_fn *done, void *arg, struct err *err)
-{
-    struct repl_change *ch;
-    char host[256];
-    int rc;
-
-    if ((rc = repl_change_check(r, id, err)) < 0)
-        return rc;
-    if (repl_member(r, id))
-        return err_set(err, -EEXIST, "replica %" PRIu64 " is a member already",
-            id);
-    if (strchr(address, ':') == NULL || address[0] == ':' ||
-        sscanf(address, "%255[^:]:%*d", host) != 1)
-        return err_set(err, -EINVAL,
-            "invalid field 'address': '%s' is not HOST:PORT", address);
-    if (url && url[0] && strncmp(url, "http://", 7) != 0 &&
-        strncmp(url, "https://", 8) != 0)
-        return err_set(err, -EINVAL,
-            "invalid field 'url': '%s' is not an http:// or https:// URL", url);
-    if (url && url[0] &&
-        schedd_db_check(r->sd, db_replica_set(r->sd->db, id, address, url, 0)) <
-            0)
-        return err_set(err, -EIO, "cannot record replica %" PRIu64 "'s URL",
-            id);
-    ch = repl_change_new(r, id, done, arg);
-    ch->adding = true;
-    rc = raft_add(&r->raft, &ch->req, id, address, repl_change_cb);
-    if (rc != 0) {
-        free(ch);
-        return err_set(err, rc == RAFT_DUPLICATEADDRESS ? -EEXIST : -EIO,
-            "cannot add replica %" PRIu64 " at %s: %s", id, address,
-            raft_strerror(rc));
-    }
-    log_notice("replica=%" PRIu64 " adding replica %" PRIu64 " at %s", r->id,
-        id, address);
-    return 0;
-}
-
-int
-repl_remove(struct repl *r, uint64_t id, repl_change_fn *done, void *arg,
-    struct err *err)
-{
-    struct repl_change *ch;
-    int rc;
-
-    if ((rc = repl_change_check(r, id, err)) < 0)
-        return rc;
-    if (!repl_member(r, id))
-        return err_set(err, -ENOENT, "replica %" PRIu64 " is not a member", id);
-    if (id == r->id)
-        return err_set(err, -EINVAL,
-            "replica %" PRIu64 " leads and cannot remove itself: stop it "
-            "(another replica then leads) and remove it there",
-            id);
-    ch = repl_change_new(r, id, done, arg);
-    rc = raft_remove(&r->raft, &ch->req, id, repl_change_cb);
-    if (rc != 0) {
-        free(ch);
-        return err_set(err, -EIO, "cannot remove replica %" PRIu64 ": %s", id,
-            raft_strerror(rc));
-    }
-    log_notice("replica=%" PRIu64 " removing replica %" PRIu64, r->id, id);
-    return 0;
 }

@@ -444,6 +444,19 @@ schedd_commit(struct schedd *sd)
     return rc;
 }
 
+int
+schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
+    int64_t *size)
+{
+    int rc = logstore_write(sd->logs, c->job, c->attempt, c->rank,
+        c->err_stream, c->offset, c->data, c->len, size);
+
+    if (rc < 0 || sd->hooks.replicate_log == NULL || c->len == 0 ||
+        *size < c->offset + (int64_t)c->len)
+        return rc;
+    return sd->hooks.replicate_log(sd, c, sd->hooks.repl_arg);
+}
+
 uint64_t
 schedd_commit_wait(struct schedd *sd)
 {

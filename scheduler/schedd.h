@@ -109,6 +109,17 @@ struct schedd_opts {
     bool replica;
 };
 
+/* Rank output of one stream of one rank, at an offset (logstore.h). */
+struct schedd_log_chunk {
+    int64_t job;
+    int attempt;
+    int rank;
+    bool err_stream;
+    int64_t offset;
+    const void *data; /* borrowed */
+    size_t len;
+};
+
 /* Registered by the layers above (see the top of this file). Each may be
  * NULL; arg is theirs. */
 struct schedd_hooks {
@@ -134,6 +145,10 @@ struct schedd_hooks {
      * the ticket of the latest entry proposed and not yet committed, 0
      * when none: what replies written now must wait for. */
     int (*replicate)(struct schedd *sd, void *data, size_t len, void *arg);
+    /* Rank output the leader stored (schedd_log_write): propose it too,
+     * so that the other replicas keep it. 0 or a negative errno. */
+    int (*replicate_log)(struct schedd *sd, const struct schedd_log_chunk *c,
+        void *arg);
     uint64_t (*replicate_wait)(struct schedd *sd, void *arg);
     /* The entries up to ticket were committed (rc 0) or failed (a
      * negative errno): release the replies held for them (the API). */
@@ -236,6 +251,11 @@ void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
  * hook runs first): what a failed commit leads to, and what a replica
  * does when it starts to lead. 0, or a negative errno with err set. */
 int schedd_reload(struct schedd *sd, struct err *err);
+/* Store rank output shipped by an agent (logstore_write: written when
+ * offset <= the size held; *size is the size held after) and, on a
+ * replica, replicate what was written. 0 or a negative errno. */
+int schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
+    int64_t *size);
 /* Record a failed database write: the iteration will not be committed.
  * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);

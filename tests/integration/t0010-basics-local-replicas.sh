@@ -3,7 +3,8 @@
 # replicas of lockstepd, replica i under DIR/scheduler<i>/ with the files
 # a single scheduler has under DIR/scheduler/, and DIR/env names them
 # all; a job runs; the leader is killed and another replica serves, the
-# job still on its first attempt; `up` again restarts the dead replica;
+# job still on its first attempt, its output from before shipped to the
+# new leader by the agents; `up` again restarts the dead replica;
 # `down` stops everything.
 . "$(dirname "$0")/../lib/harness.sh"
 
@@ -26,8 +27,10 @@ test_expect_success 'up --schedulers 3: three replicas and their files' '
 
 test_expect_success 'a job runs; the leader is killed; another serves; the job goes on' '
     . "$DIR/env" &&
-    id=$(submit_id --name lc-job --nodes 2 -- sleep 300) && echo "$id" >job &&
+    id=$(submit_id --name lc-job --nodes 2 -- sh -c "echo before-failover; sleep 300") &&
+    echo "$id" >job &&
     wait_job_state "$id" RUNNING 30 &&
+    wait_for 30 "ls_cli logs $id | grep -q before-failover" &&
     leader=$(ls_cli replicas --json | jget "j[\"leader_id\"]") &&
     kill -9 "$(cat "$DIR/scheduler$leader/pid")" &&
     wait_until 30 ls_cli jobs &&
@@ -35,6 +38,10 @@ test_expect_success 'a job runs; the leader is killed; another serves; the job g
     test "$(job_state "$id")" = RUNNING &&
     test "$(job_json "$id" "j[\"attempt\"]")" = 1 &&
     echo "$leader" >killed
+'
+
+test_expect_success 'the running job'"'"'s output before the failover is shipped again' '
+    wait_for 30 "ls_cli logs $(cat job) | grep -q before-failover"
 '
 
 test_expect_success 'up again restarts the dead replica; status shows all' '
