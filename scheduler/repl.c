@@ -634,15 +634,43 @@ repl_raft_closed_cb(struct raft *raft)
     uv_close((uv_handle_t *)&r->watch, repl_watch_closed_cb);
 }
 
+static void
+repl_close_raft(struct repl *r)
+{
+    r->raft_init = false;
+    raft_close(&r->raft, repl_raft_closed_cb);
+}
+
+static void
+repl_transfer_cb(struct raft_transfer *req)
+{
+    struct repl *r = container_of(req, struct repl, transfer);
+    raft_id id = 0;
+    const char *address = NULL;
+
+    raft_leader(&r->raft, &id, &address);
+    log_notice("replica=%" PRIu64 " stops; replica %llu leads now", r->id,
+        (unsigned long long)id);
+    repl_close_raft(r);
+}
+
 void
 repl_close(struct repl *r, void (*cb)(void *), void *arg)
 {
     r->closed_cb = cb;
     r->closed_arg = arg;
     uv_check_stop(&r->watch);
+    /* A leader that is told to stop hands the lead over first (libraft
+     * catches a follower up and tells it to start an election at once),
+     * so that clients wait for that, not for an election timeout. */
+    if (r->raft_init && r->serving && !r->broken &&
+        raft_state(&r->raft) == RAFT_LEADER &&
+        raft_transfer(&r->raft, &r->transfer, 0, repl_transfer_cb) == 0) {
+        log_notice("replica=%" PRIu64 " stops: handing the lead over", r->id);
+        return;
+    }
     if (r->raft_init) {
-        r->raft_init = false;
-        raft_close(&r->raft, repl_raft_closed_cb);
+        repl_close_raft(r);
         return;
     }
     if (r->io_init)

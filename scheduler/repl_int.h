@@ -59,7 +59,8 @@ struct repl {
     bool promoting;      /* the barrier is in flight */
     uint64_t promote_ms; /* loop time it was appended */
     struct raft_barrier barrier;
-    bool broken; /* the state machine failed: re-execute */
+    struct raft_transfer transfer; /* the lead handed over at a stop */
+    bool broken;                   /* the state machine failed: re-execute */
     const char *broken_why;
 
     void (*closed_cb)(void *);

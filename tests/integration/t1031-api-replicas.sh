@@ -5,7 +5,8 @@
 # replica, finds the leader wherever it is in the list; what the leader
 # acknowledged is in every replica's database; `lockstep replicas` lists
 # them; an operator adds a fourth and removes it; a replica stopped and
-# started again catches up; SIGTERM stops a replica cleanly.
+# started again catches up; SIGTERM stops a replica cleanly, a leader
+# after handing the lead over.
 . "$(dirname "$0")/../lib/harness.sh"
 . "$(dirname "$0")/../lib/replicas.sh"
 
@@ -149,9 +150,11 @@ test_expect_success 'SIGTERM stops a follower cleanly; the leader stays' '
     start_replica $f && wait_until 30 same_jobs $f
 '
 
-test_expect_success 'SIGTERM stops the leader cleanly; another one leads' '
+test_expect_success 'SIGTERM stops the leader cleanly; it hands the lead over' '
     leader=$(cat leader) && stop_replica $leader &&
     ! grep -q "still open at exit" "$TEST_DIR/rep$leader/log" &&
+    grep -q "handing the lead over" "$TEST_DIR/rep$leader/log" &&
+    grep "leads now" "$TEST_DIR/rep$leader/log" &&
     new=$(wait_leader 30) && test "$new" != "$leader" &&
     ls_cli submit --name after-stop --nodes 1 -- true &&
     start_replica $leader &&
