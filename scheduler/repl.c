@@ -396,6 +396,11 @@ repl_wait_hook(struct schedd *sd, void *arg)
     uint64_t now = uv_now(sd->loop);
     int rc;
 
+    /* Once broken, nothing will release replies: they wait for the
+     * re-execution to drop their connections (and tickets must not go
+     * back down). */
+    if (r->broken)
+        return UINT64_MAX;
     if (r->proposed != r->committed)
         return r->proposed;
     if (now - r->proof_ms < (uint64_t)r->election_ms / 2 || !r->serving)
