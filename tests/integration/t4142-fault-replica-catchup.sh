@@ -1,16 +1,18 @@
 #!/bin/bash
-# t4142: a replica is down while 10,000 jobs are submitted. Started again,
-# it is far behind the others' snapshots (replica_snapshot_entries 1024,
-# as many kept behind), so it catches up from a snapshot the leader sends
-# it, then from the log, and its state equals the leader's, table by
-# table.
+# t4142: a replica is down while jobs are submitted (3,000 by default,
+# to keep CI short; the issue's 10,000 with LOCKSTEP_CATCHUP_JOBS=10000,
+# about a minute). Started again, it is far behind the others' snapshots
+# (replica_snapshot_entries 256 here, as many kept behind), so it catches
+# up from a snapshot the leader sends it, then from the log, and its
+# state equals the leader's, table by table.
 . "$(dirname "$0")/../lib/harness.sh"
 . "$(dirname "$0")/../lib/replicas.sh"
 
-JOBS=${LOCKSTEP_CATCHUP_JOBS:-10000}
+JOBS=${LOCKSTEP_CATCHUP_JOBS:-3000}
 
 test_expect_success 'three replicas; one is stopped' '
-    start_replicas 3 && leader=$(wait_leader 30) && echo "$leader" >leader &&
+    start_replicas 3 -o replica_snapshot_entries=256 &&
+    leader=$(wait_leader 30) && echo "$leader" >leader &&
     down=$(( leader % 3 + 1 )) && echo "$down" >down &&
     stop_replica "$down"
 '
