@@ -377,84 +377,6 @@ conf_health(const struct config *cfg, struct health_config *h)
     h->soft_expire_ms = config_int(cfg, "health_soft_expire_ms");
 }
 
-/* The replica keys (docs/config.md "Replicas"). A single scheduler has
- * none of them set. */
-static int
-conf_replica(const struct config *cfg, struct lockstepd_conf *c,
-    struct err *err)
-{
-    struct repl_opts *r = &c->repl;
-    const char *addr = config_str(cfg, "replica_address");
-    const char *list = config_str(cfg, "replicas");
-    const char *url = config_str(cfg, "replica_url");
-    const char *bind = config_str(cfg, "replica_bind_address");
-    char host[256];
-    int port, et, rc;
-
-    r->id = (uint64_t)config_int(cfg, "replica_id");
-    if (r->id == 0) {
-        if (addr[0] || list[0] || url[0] || bind[0])
-            return err_set(err, -EINVAL,
-                "replica_address, replica_bind_address, replicas and "
-                "replica_url need replica_id (0 is a single scheduler)");
-        return 0;
-    }
-    if (addr[0] == '\0')
-        return err_set(err, -EINVAL,
-            "replica_id is %llu: replica_address must name this replica's "
-            "Raft host:port",
-            (unsigned long long)r->id);
-    if (parse_listen(addr, host, sizeof(host), &port, err) < 0 || port == 0)
-        return err_set(err, -EINVAL,
-            "replica_address: '%s' is not of the form host:port (a port "
-            "above 0)",
-            addr);
-    if (bind[0] &&
-        (parse_listen(bind, host, sizeof(host), &port, err) < 0 || port == 0))
-        return err_set(err, -EINVAL,
-            "replica_bind_address: '%s' is not of the form host:port (a "
-            "port above 0)",
-            bind);
-    if ((rc = repl_parse_peers(list, r, err)) < 0)
-        return rc;
-    for (size_t i = 0; i < r->npeers; i++) {
-        if (r->peers[i].id == r->id && strcmp(r->peers[i].address, addr) != 0)
-            return err_set(err, -EINVAL,
-                "replicas names replica %llu at '%s' but replica_address is "
-                "'%s'",
-                (unsigned long long)r->id, r->peers[i].address, addr);
-    }
-    if (url[0] && strncmp(url, "http://", 7) != 0 &&
-        strncmp(url, "https://", 8) != 0)
-        return err_set(err, -EINVAL,
-            "replica_url: '%s' is not an http:// or https:// URL", url);
-    if (url[0] == '\0' &&
-        (c->host[0] == '\0' || strcmp(c->host, "0.0.0.0") == 0 ||
-            strcmp(c->host, "::") == 0))
-        return err_set(err, -EINVAL,
-            "replica_url is needed: clients are sent to the leader by URL, "
-            "and listen ('%s') names no address they could use",
-            c->host);
-    et = (int)config_int(cfg, "replica_election_timeout_ms");
-    /* A leader cut off from its peers answers its agents until it steps
-     * down, up to two election timeouts after it last heard a majority;
-     * a new leader replaces nothing before node_timeout_ms after it
-     * starts (docs/fault-tolerance.md "Replicas and fencing"). */
-    if (2 * et + c->opts.lease_ms >= c->opts.node_timeout_ms)
-        return err_set(err, -EINVAL,
-            "2 x replica_election_timeout_ms (%d) + lease_ms (%d) must be "
-            "below node_timeout_ms (%d): ranks that a deposed leader kept "
-            "alive must be dead before a new leader may replace them",
-            2 * et, c->opts.lease_ms, c->opts.node_timeout_ms);
-    r->address = addr;
-    r->bind_address = bind;
-    r->url = url;
-    r->election_ms = et;
-    r->snapshot_entries = (unsigned)config_int(cfg, "replica_snapshot_entries");
-    c->opts.replica = true;
-    return 0;
-}
-
 static int
 conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
 {
@@ -542,8 +464,10 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "sched_policy: unknown policy '%s' "
             "(known: %s)",
             o->sched_policy, sched_policy_names());
-    if ((rc = conf_replica(cfg, c, err)) < 0)
+    if ((rc = repl_conf(cfg, c->host, o->lease_ms, o->node_timeout_ms, &c->repl,
+             err)) < 0)
         return rc;
+    o->replica = rc > 0;
     rc = cred_read_secret(config_str(cfg, "cluster_secret_file"), &c->secret,
         &secret_len, err);
     if (rc < 0)

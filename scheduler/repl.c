@@ -51,6 +51,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/timeid.h"
@@ -114,6 +115,95 @@ repl_parse_peers(const char *list, struct repl_opts *o, struct err *err)
         snprintf(peer->address, sizeof(peer->address), "%s", at + 1);
     }
     return 0;
+}
+
+/* host:port with a non-empty host and a port from 1 to 65535. */
+static bool
+repl_hostport_ok(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char *end = NULL;
+    long port;
+
+    if (colon == NULL || colon == s)
+        return false;
+    errno = 0;
+    port = strtol(colon + 1, &end, 10);
+    return errno == 0 && end != colon + 1 && *end == '\0' && port > 0 &&
+           port <= 65535;
+}
+
+int
+repl_conf(const struct config *cfg, const char *listen_host, int lease_ms,
+    int node_timeout_ms, struct repl_opts *o, struct err *err)
+{
+    const char *addr = config_str(cfg, "replica_address");
+    const char *list = config_str(cfg, "replicas");
+    const char *url = config_str(cfg, "replica_url");
+    const char *bind = config_str(cfg, "replica_bind_address");
+    int et, rc;
+
+    o->id = (uint64_t)config_int(cfg, "replica_id");
+    if (o->id == 0) {
+        if (addr[0] || list[0] || url[0] || bind[0])
+            return err_set(err, -EINVAL,
+                "replica_address, replica_bind_address, replicas and "
+                "replica_url need replica_id (0 is a single scheduler)");
+        return 0;
+    }
+    if (addr[0] == '\0')
+        return err_set(err, -EINVAL,
+            "replica_id is %" PRIu64 ": replica_address must name this "
+            "replica's Raft host:port",
+            o->id);
+    if (!repl_hostport_ok(addr))
+        return err_set(err, -EINVAL,
+            "replica_address: '%s' is not of the form host:port (a port "
+            "above 0)",
+            addr);
+    if (bind[0] && !repl_hostport_ok(bind))
+        return err_set(err, -EINVAL,
+            "replica_bind_address: '%s' is not of the form host:port (a "
+            "port above 0)",
+            bind);
+    if ((rc = repl_parse_peers(list, o, err)) < 0)
+        return rc;
+    for (size_t i = 0; i < o->npeers; i++) {
+        if (o->peers[i].id == o->id && strcmp(o->peers[i].address, addr) != 0)
+            return err_set(err, -EINVAL,
+                "replicas names replica %" PRIu64 " at '%s' but "
+                "replica_address is '%s'",
+                o->id, o->peers[i].address, addr);
+    }
+    if (url[0] && strncmp(url, "http://", 7) != 0 &&
+        strncmp(url, "https://", 8) != 0)
+        return err_set(err, -EINVAL,
+            "replica_url: '%s' is not an http:// or https:// URL", url);
+    if (url[0] == '\0' &&
+        (listen_host[0] == '\0' || strcmp(listen_host, "0.0.0.0") == 0 ||
+            strcmp(listen_host, "::") == 0))
+        return err_set(err, -EINVAL,
+            "replica_url is needed: clients are sent to the leader by URL, "
+            "and listen ('%s') names no address they could use",
+            listen_host);
+    et = (int)config_int(cfg, "replica_election_timeout_ms");
+    /* A leader cut off from its peers answers its agents until its lease
+     * runs out and steps down within two election timeouts of last
+     * hearing a majority; a new leader replaces nothing before
+     * node_timeout_ms after it starts (docs/fault-tolerance.md "Replicas
+     * and fencing"): a margin on top of the lease. */
+    if (2 * et + lease_ms >= node_timeout_ms)
+        return err_set(err, -EINVAL,
+            "2 x replica_election_timeout_ms (%d) + lease_ms (%d) must be "
+            "below node_timeout_ms (%d): ranks that a deposed leader kept "
+            "alive must be dead before a new leader may replace them",
+            2 * et, lease_ms, node_timeout_ms);
+    o->address = addr;
+    o->bind_address = bind;
+    o->url = url;
+    o->election_ms = et;
+    o->snapshot_entries = (unsigned)config_int(cfg, "replica_snapshot_entries");
+    return 1;
 }
 
 /* ---- re-execution ------------------------------------------------------- */

@@ -66,6 +66,18 @@ struct repl_opts {
  * o->peers. 0, or -EINVAL with err naming what is wrong. */
 int repl_parse_peers(const char *list, struct repl_opts *o, struct err *err);
 
+struct config;
+
+/* The replica keys of cfg (docs/config.md: replica_id, replica_address,
+ * replica_bind_address, replicas, replica_url, replica_election_timeout_ms,
+ * replica_snapshot_entries) into o, checked against each other and
+ * against the rest of the configuration: listen's host (the default
+ * URL's), lease_ms and node_timeout_ms. 1 for a replica, 0 for a single
+ * scheduler (none of them set), or -EINVAL with err saying what is
+ * inconsistent. o's strings are borrowed from cfg. */
+int repl_conf(const struct config *cfg, const char *listen_host, int lease_ms,
+    int node_timeout_ms, struct repl_opts *o, struct err *err);
+
 /* The services of a leader: started by main once this replica leads
  * and its model is loaded (0, or a negative errno with err set: the
  * replica then gives up leading). */
