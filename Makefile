@@ -9,7 +9,8 @@
 BUILD ?= build
 CLUSTER ?= .local-cluster
 
-# libpmix-dev: the agent's PMIx server; openmpi-bin, libopenmpi-dev and
+# libpmix-dev: the agent's PMIx server; libraft-dev: the replicated
+# scheduler's Raft (docs/architecture.md "Replication"); openmpi-bin, libopenmpi-dev and
 # python3-mpi4py: the MPI programs t2006 starts without mpirun;
 # prometheus: promtool and a real Prometheus that t1010 checks and
 # scrapes /metrics with; libssl-dev: the scheduler's TLS; openssl: the
@@ -17,7 +18,7 @@ CLUSTER ?= .local-cluster
 # the tests).
 PACKAGES := build-essential meson ninja-build pkg-config python3 \
 	libuv1-dev libsqlite3-dev libcurl4-openssl-dev libcjson-dev \
-	libhttp-parser-dev libssl-dev libpmix-dev \
+	libhttp-parser-dev libssl-dev libpmix-dev libraft-dev \
 	sqlite3 curl openssl procps python3-torch python3-numpy python3-pytest \
 	openmpi-bin libopenmpi-dev python3-mpi4py prometheus
 

@@ -501,6 +501,21 @@ report_work_fetch(struct report *rp)
         report_work_failed(rp, "cannot start request", 0);
 }
 
+/* Requests now go to another replica (curlx.h): it may be a new leader,
+ * which knows the node from the replicated state but not this agent's
+ * jobs as they are now. Register with it as with a restarted
+ * scheduler: the full list of held jobs. */
+static void
+report_server_switched_cb(void *arg)
+{
+    struct report *rp = arg;
+
+    if (rp->closing)
+        return;
+    rp->need_register = true;
+    report_kick(rp);
+}
+
 /* ---- lifetime ------------------------------------------------------------ */
 
 struct report *
@@ -518,6 +533,9 @@ report_create(struct agentd *ad, struct err *err)
     proc_set_change_cb(ad->procs, report_proc_change_cb, rp);
     if (ad->health != NULL)
         health_set_change_cb(ad->health, report_proc_change_cb, rp);
+    /* Replicas: requests follow the leader; a new one hears from us as a
+     * restarted scheduler would. */
+    curlx_follow_leader(ad->curlx, report_server_switched_cb, rp);
     (void)err;
     return rp;
 }
@@ -540,6 +558,7 @@ report_destroy(struct report *rp)
     proc_set_change_cb(rp->ad->procs, NULL, NULL);
     if (rp->ad->health != NULL)
         health_set_change_cb(rp->ad->health, NULL, NULL);
+    curlx_follow_leader(rp->ad->curlx, NULL, NULL);
     hs[0] = (uv_handle_t *)&rp->status.timer;
     hs[1] = (uv_handle_t *)&rp->work.timer;
     uvx_close(hs, ARRAY_SIZE(hs), free, rp);

@@ -238,12 +238,21 @@ struct cli {
     char *failure;       /* the whole text of the last request's failure to
                           * get a reply (err may hold it cut short), or NULL */
     CURL *curl;          /* created on first use, reused */
-    char *base_url;      /* "http://localhost" for a socket */
+    /* Replicas: server may name several, comma-separated (URLs or
+     * sockets). Requests go to servers[cur]; a replica that does not
+     * lead answers `not_leader` with the leader's URL, which the CLI then
+     * uses (leader_url when it is none of servers), and one that cannot
+     * be reached is skipped for the next (cli_http). */
+    char **servers;
+    size_t nservers;
+    size_t cur;
+    char *leader_url; /* the leader, when not in servers, or NULL */
 };
 
 /* Set up from the server and token (borrowed; must outlive cli). Checks
- * that server is an http(s):// URL or an absolute path; on failure sets
- * err and returns -EINVAL. */
+ * that server is an http(s):// URL or an absolute path, or a
+ * comma-separated list of them; on failure sets err and returns
+ * -EINVAL. */
 int cli_init(struct cli *cli, const char *server, const char *token,
     struct err *err);
 void cli_release(struct cli *cli);
@@ -546,6 +555,8 @@ extern const struct cli_cmd cli_cmd_uncordon;
 extern const struct cli_cmd cli_cmd_drain;
 extern const struct cli_cmd cli_cmd_health;
 extern const struct cli_cmd cli_cmd_token;
+extern const struct cli_cmd cli_cmd_admin;
+extern const struct cli_cmd cli_cmd_replicas;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_whoami;
 extern const struct cli_cmd cli_cmd_help;

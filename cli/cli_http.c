@@ -29,29 +29,63 @@
 
 /* ---- set-up -------------------------------------------------------------- */
 
+/* One server of the list: a URL (trailing '/' dropped) or a socket. */
+static int
+cli_server_check(const char *s, size_t n, char **out, struct err *err)
+{
+    if (n > 0 && s[0] == '/') {
+        *out = xstrndup(s, n);
+        return 0;
+    }
+    if ((n < 7 || strncmp(s, "http://", 7) != 0) &&
+        (n < 8 || strncmp(s, "https://", 8) != 0))
+        return err_set(err, -EINVAL,
+            "invalid server '%.*s': expected an http:// or https:// URL or "
+            "an absolute Unix socket path",
+            (int)n, s);
+    while (n > 0 && s[n - 1] == '/')
+        n--;
+    *out = xstrndup(s, n);
+    return 0;
+}
+
 int
 cli_init(struct cli *cli, const char *server, const char *token,
     struct err *err)
 {
-    size_t n;
+    const char *p = server;
+    int rc;
 
     memset(cli, 0, sizeof(*cli));
     cli->server = server;
     cli->token = token && *token ? token : NULL;
-    if (server[0] == '/') {
-        cli->base_url = xstrdup("http://localhost");
-        return 0;
+    /* Replicas: a list, split at commas (blanks around items ignored). */
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *item = p;
+        char *one = NULL;
+
+        p += n;
+        if (*p == ',')
+            p++;
+        while (n > 0 && (*item == ' ' || *item == '\t')) {
+            item++;
+            n--;
+        }
+        while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+            n--;
+        if (n == 0)
+            continue;
+        if ((rc = cli_server_check(item, n, &one, err)) < 0) {
+            cli_release(cli);
+            return rc;
+        }
+        cli->servers = xreallocarray(cli->servers, cli->nservers + 1,
+            sizeof(*cli->servers));
+        cli->servers[cli->nservers++] = one;
     }
-    if (strncmp(server, "http://", 7) != 0 &&
-        strncmp(server, "https://", 8) != 0)
-        return err_set(err, -EINVAL,
-            "invalid server '%s': expected an http:// or https:// URL or "
-            "an absolute Unix socket path",
-            server);
-    cli->base_url = xstrdup(server);
-    n = strlen(cli->base_url);
-    while (n > 0 && cli->base_url[n - 1] == '/')
-        cli->base_url[--n] = '\0';
+    if (cli->nservers == 0)
+        return cli_server_check(server, strlen(server), &cli->leader_url, err);
     return 0;
 }
 
@@ -60,11 +94,24 @@ cli_release(struct cli *cli)
 {
     if (cli->curl)
         curl_easy_cleanup(cli->curl);
-    free(cli->base_url);
+    for (size_t i = 0; i < cli->nservers; i++)
+        free(cli->servers[i]);
+    free(cli->servers);
+    free(cli->leader_url);
     free(cli->failure);
     cli->curl = NULL;
-    cli->base_url = NULL;
+    cli->servers = NULL;
+    cli->nservers = 0;
+    cli->leader_url = NULL;
     cli->failure = NULL;
+}
+
+/* Where the next request goes: the leader a replica named, else the
+ * server of the list in turn. */
+static const char *
+cli_target(const struct cli *cli)
+{
+    return cli->leader_url ? cli->leader_url : cli->servers[cli->cur];
 }
 
 static CURL *
@@ -303,22 +350,22 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
         cli->failure);
 }
 
-int
-cli_http(struct cli *cli, const char *method, const char *path,
-    const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err)
+/* One request to the current target: curl's code, the OS errno of a
+ * failed connection, the reply (status in resp->status). */
+static CURLcode
+cli_perform(struct cli *cli, const char *method, const char *path,
+    const char *json, struct cli_resp *resp, char *errbuf, long *oserr)
 {
     CURL *c = cli_curl(cli);
-    char errbuf[CURL_ERROR_SIZE] = "";
+    const char *target = cli_target(cli);
     struct curl_slist *hdrs = NULL;
-    char *url = xasprintf("%s%s", cli->base_url, path);
-    char *auth = NULL, *json = NULL;
-    struct err lerr;
+    char *url = xasprintf("%s%s",
+        target[0] == '/' ? "http://localhost" : target, path);
+    char *auth = NULL;
     CURLcode cc;
-    long oserr = 0;
-    int rc = 0;
 
-    if (err == NULL)
-        err = &lerr;
+    errbuf[0] = '\0';
+    *oserr = 0;
     cli_resp_release(resp);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -331,8 +378,8 @@ cli_http(struct cli *cli, const char *method, const char *path,
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, cli_header_cb);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
-    if (cli->server[0] == '/')
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, cli->server);
+    if (target[0] == '/')
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, target);
     else if (cli->ca != NULL)
         curl_easy_setopt(c, CURLOPT_CAINFO, cli->ca);
 
@@ -343,8 +390,7 @@ cli_http(struct cli *cli, const char *method, const char *path,
         auth = xasprintf("Authorization: Bearer %s", cli->token);
         hdrs = curl_slist_append(hdrs, auth);
     }
-    if (body) {
-        json = jsonx_print(body);
+    if (json) {
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
@@ -359,8 +405,129 @@ cli_http(struct cli *cli, const char *method, const char *path,
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 
     cc = curl_easy_perform(c);
+    if (cc != CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, oserr);
+    else
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    /* The handle keeps pointers to these until the next reset. */
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(hdrs);
+    free(auth);
+    free(url);
+    return cc;
+}
+
+/* A replica that does not lead answered (docs/api.md "Replicas"): 421 or
+ * 503 with the code not_leader. *leader: the leader's URL it named
+ * (caller frees), or NULL while there is none. */
+static bool
+cli_not_leader(const struct cli_resp *resp, char **leader)
+{
+    cJSON *json = NULL;
+    bool yes = false;
+
+    *leader = NULL;
+    if ((resp->status != 421 && resp->status != 503) ||
+        jsonx_parse(resp->body.buf, resp->body.len, &json, NULL) < 0)
+        return false;
+    if (strcmp(
+            cli_jstr(cJSON_GetObjectItemCaseSensitive(json, "error"), "code"),
+            "not_leader") == 0) {
+        const char *l = cli_jstr(json, "leader");
+
+        yes = true;
+        if (*l)
+            *leader = xstrdup(l);
+    }
+    cJSON_Delete(json);
+    return yes;
+}
+
+/* Go on with the next server of the list (after a refused connection
+ * or a replica that does not lead), forgetting a leader learned. */
+static void
+cli_next_server(struct cli *cli)
+{
+    if (cli->leader_url && cli->nservers > 0) {
+        free(cli->leader_url);
+        cli->leader_url = NULL;
+        return;
+    }
+    if (cli->nservers > 0)
+        cli->cur = (cli->cur + 1) % cli->nservers;
+}
+
+/* A follower named the leader: use the server of the list that is it,
+ * else (tried every one already) the URL itself. */
+static void
+cli_follow(struct cli *cli, char *leader, size_t tried)
+{
+    for (size_t i = 0; i < cli->nservers; i++) {
+        if (strcmp(cli->servers[i], leader) == 0) {
+            cli->cur = i;
+            free(cli->leader_url);
+            cli->leader_url = NULL;
+            free(leader);
+            return;
+        }
+    }
+    if (tried + 1 < cli->nservers) {
+        /* Maybe one of ours by another name (a socket): try those
+         * first, they need no token. */
+        free(leader);
+        cli_next_server(cli);
+        return;
+    }
+    free(cli->leader_url);
+    cli->leader_url = leader;
+}
+
+/* How long a request waits for an election among replicas to end. */
+#define CLI_ELECTION_WAIT_MS 15000
+#define CLI_ELECTION_POLL_MS 200
+
+int
+cli_http(struct cli *cli, const char *method, const char *path,
+    const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err)
+{
+    char errbuf[CURL_ERROR_SIZE] = "";
+    char *json = body ? jsonx_print(body) : NULL, *leader = NULL;
+    size_t tried = 0, hops = 0;
+    int64_t waited = 0;
+    struct err lerr;
+    CURLcode cc;
+    long oserr = 0;
+    int rc = 0;
+
+    if (err == NULL)
+        err = &lerr;
+    for (;;) {
+        cc = cli_perform(cli, method, path, json, resp, errbuf, &oserr);
+        /* Nothing was sent over a connection that was never made: the
+         * next replica may be the one that answers. */
+        if (cc == CURLE_COULDNT_CONNECT && cli->nservers > 1 &&
+            ++tried < cli->nservers + (cli->leader_url ? 1 : 0)) {
+            cli_next_server(cli);
+            continue;
+        }
+        if (cc != CURLE_OK || !cli_not_leader(resp, &leader))
+            break;
+        /* A replica that does not lead processed nothing either. */
+        if (leader && hops++ < 2 * cli->nservers + 2) {
+            cli_follow(cli, leader, tried++);
+            continue;
+        }
+        free(leader);
+        if (waited >= CLI_ELECTION_WAIT_MS)
+            break;
+        cli_sleep_ms(CLI_ELECTION_POLL_MS);
+        waited += CLI_ELECTION_POLL_MS;
+        cli_next_server(cli);
+        tried = hops = 0;
+    }
     if (cc != CURLE_OK) {
-        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
         free(cli->failure);
         cli->failure = NULL;
         rc = cli_http_failed(cli, cc, (int)oserr, errbuf, err);
@@ -368,18 +535,10 @@ cli_http(struct cli *cli, const char *method, const char *path,
             cli_warn(cli, "%s", cli->failure ? cli->failure : err->msg);
         resp->status = 0;
     } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         cli->hint = NULL;
         cli->unreachable = false;
     }
-    /* The handle keeps pointers to these until the next reset. */
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(hdrs);
     free(json);
-    free(auth);
-    free(url);
     return rc;
 }
 

@@ -37,6 +37,8 @@ static const struct cli_cmd *const cmds[] = {
     &cli_cmd_drain,
     &cli_cmd_health,
     &cli_cmd_token,
+    &cli_cmd_admin,
+    &cli_cmd_replicas,
     &cli_cmd_stats,
     &cli_cmd_whoami,
     &cli_cmd_help,

@@ -47,12 +47,21 @@ struct curlx_req {
     CURL *easy;
     struct curl_slist *headers;
     char *body;
+    char *path;
     struct sbuf resp;
     char errbuf[CURL_ERROR_SIZE];
     curlx_done_fn cb;
     void *arg;
     bool cancelled; /* removed from the multi; awaiting delivery */
+    unsigned tries; /* servers tried after a refused connection */
+    unsigned hops;  /* not_leader answers followed */
     LIST_ENTRY(curlx_req) link;
+};
+
+/* One server to send requests to (a replica, when there are several). */
+struct curlx_server {
+    char *base_url;  /* "http://localhost" for a Unix socket */
+    char *unix_path; /* NULL for a URL */
 };
 
 struct curlx {
@@ -60,8 +69,14 @@ struct curlx {
     CURLM *multi;
     uv_timer_t timer;        /* curl's own timeout */
     uv_timer_t cancel_timer; /* delivers cancelled requests */
-    char *base_url;          /* "http://localhost" for a Unix socket */
-    char *unix_path;         /* NULL for a URL */
+    struct curlx_server *servers;
+    size_t nservers;
+    size_t cur;                 /* where requests go */
+    struct curlx_server leader; /* a leader named by a replica that is
+                                 * none of servers (base_url NULL: none) */
+    bool follow;                /* follow not_leader answers */
+    curlx_switch_fn *switch_cb;
+    void *switch_arg;
     char *header;            /* extra header line, may be NULL */
     char *ca;                /* CA file for https://, NULL: the system's */
     curlx_sign_fn *sign;     /* a header line per request, may be NULL */
@@ -83,9 +98,14 @@ curlx_unref(struct curlx *cx)
 {
     if (--cx->open_handles > 0)
         return;
-    free(cx->base_url);
+    for (size_t i = 0; i < cx->nservers; i++) {
+        free(cx->servers[i].base_url);
+        free(cx->servers[i].unix_path);
+    }
+    free(cx->servers);
+    free(cx->leader.base_url);
+    free(cx->leader.unix_path);
     free(cx->ca);
-    free(cx->unix_path);
     free(cx->header);
     free(cx);
     curl_global_cleanup();
@@ -122,6 +142,7 @@ curlx_req_free(struct curlx_req *req)
         curl_easy_cleanup(req->easy);
     curl_slist_free_all(req->headers);
     free(req->body);
+    free(req->path);
     sbuf_release(&req->resp);
     free(req);
 }
@@ -159,6 +180,147 @@ curlx_destroy(struct curlx *cx)
         curlx_sock_close(cs);
     uv_close((uv_handle_t *)&cx->cancel_timer, curlx_handle_close_cb);
     uv_close((uv_handle_t *)&cx->timer, curlx_handle_close_cb);
+}
+
+/* ---- replicas: which server ---------------------------------------------- */
+
+static const struct curlx_server *
+curlx_target(const struct curlx *cx)
+{
+    return cx->leader.base_url ? &cx->leader : &cx->servers[cx->cur];
+}
+
+static void
+curlx_switched(struct curlx *cx)
+{
+    const struct curlx_server *t = curlx_target(cx);
+
+    log_info("scheduler: now %s", t->unix_path ? t->unix_path : t->base_url);
+    if (cx->switch_cb)
+        cx->switch_cb(cx->switch_arg);
+}
+
+/* The next server of the list, forgetting a leader learned. */
+static void
+curlx_next_server(struct curlx *cx)
+{
+    if (cx->leader.base_url) {
+        free(cx->leader.base_url);
+        free(cx->leader.unix_path);
+        cx->leader.base_url = cx->leader.unix_path = NULL;
+    } else if (cx->nservers > 1) {
+        cx->cur = (cx->cur + 1) % cx->nservers;
+    } else {
+        return;
+    }
+    curlx_switched(cx);
+}
+
+/* A replica named url as the leader: the server of the list that it is,
+ * else (once every one was tried) url itself. */
+static void
+curlx_follow(struct curlx *cx, const char *url, unsigned tried)
+{
+    size_t n = strlen(url);
+
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    for (size_t i = 0; i < cx->nservers; i++) {
+        if (cx->servers[i].unix_path == NULL &&
+            strlen(cx->servers[i].base_url) == n &&
+            strncmp(cx->servers[i].base_url, url, n) == 0) {
+            if (cx->cur != i || cx->leader.base_url) {
+                free(cx->leader.base_url);
+                cx->leader.base_url = NULL;
+                cx->cur = i;
+                curlx_switched(cx);
+            }
+            return;
+        }
+    }
+    if (tried + 1 < cx->nservers) {
+        /* Maybe one of ours by another name (a socket). */
+        curlx_next_server(cx);
+        return;
+    }
+    free(cx->leader.base_url);
+    free(cx->leader.unix_path);
+    cx->leader.unix_path = NULL;
+    cx->leader.base_url = xstrndup(url, n);
+    curlx_switched(cx);
+}
+
+/* A replica that does not lead answered (421 or 503, not_leader): the
+ * leader's URL it named into *leader (caller frees; NULL: none now). */
+static bool
+curlx_not_leader(const struct curlx_req *req, long status, char **leader)
+{
+    const cJSON *e, *code, *l;
+    cJSON *root = NULL;
+    bool yes = false;
+
+    *leader = NULL;
+    if ((status != 421 && status != 503) || req->resp.len == 0 ||
+        jsonx_parse(req->resp.buf, req->resp.len, &root, NULL) < 0)
+        return false;
+    e = cJSON_GetObjectItemCaseSensitive(root, "error");
+    code = cJSON_GetObjectItemCaseSensitive(e, "code");
+    if (cJSON_IsString(code) && strcmp(code->valuestring, "not_leader") == 0) {
+        yes = true;
+        l = cJSON_GetObjectItemCaseSensitive(root, "leader");
+        if (cJSON_IsString(l) && l->valuestring[0])
+            *leader = xstrdup(l->valuestring);
+    }
+    cJSON_Delete(root);
+    return yes;
+}
+
+static void curlx_req_target(struct curlx_req *req);
+
+/* Whether a finished request goes again, to another replica: its
+ * connection was refused (nothing was sent), or a replica that does not
+ * lead answered and named the leader (nothing was done). Any other
+ * outcome, a reset connection above all (the request may have been
+ * carried out), is the caller's. */
+static bool
+curlx_req_again(struct curlx_req *req, CURLcode code)
+{
+    struct curlx *cx = req->cx;
+    long status = 0;
+    char *leader = NULL;
+
+    if (!cx->follow || cx->closing)
+        return false;
+    if (code == CURLE_COULDNT_CONNECT) {
+        if (cx->nservers + (cx->leader.base_url ? 1 : 0) < 2 ||
+            ++req->tries >= cx->nservers + (cx->leader.base_url ? 1 : 0))
+            return false;
+        curlx_next_server(cx);
+    } else if (code == CURLE_OK &&
+               curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status) ==
+                   CURLE_OK &&
+               curlx_not_leader(req, status, &leader)) {
+        if (leader == NULL) {
+            /* An election: the caller retries; the next request tries
+             * another replica. */
+            curlx_next_server(cx);
+            return false;
+        }
+        if (req->hops++ > 2 * cx->nservers + 2) {
+            free(leader);
+            return false;
+        }
+        curlx_follow(cx, leader, req->tries++);
+        free(leader);
+    } else {
+        return false;
+    }
+    sbuf_reset(&req->resp);
+    req->errbuf[0] = '\0';
+    curlx_req_target(req);
+    if (curl_multi_add_handle(cx->multi, req->easy) != CURLM_OK)
+        return false;
+    return true;
 }
 
 /* ---- curl → loop -------------------------------------------------------- */
@@ -236,6 +398,8 @@ curlx_check_done(struct curlx *cx)
             log_debug("request failed: %s", req->errbuf[0] != '\0'
                                                 ? req->errbuf
                                                 : curl_easy_strerror(code));
+        if (curlx_req_again(req, code))
+            continue;
         curlx_req_deliver(req, curlx_rc_from_curl(code));
     }
 }
@@ -410,33 +574,115 @@ curlx_cancel(struct curlx_req *req)
 
 /* ---- setup --------------------------------------------------------------- */
 
-int
-curlx_check_server(const char *server, struct err *err)
+/* One server of the list (n bytes of s). */
+static int
+curlx_check_one(const char *s, size_t n, struct err *err)
 {
+    char *one = xstrndup(s, n);
     const char *host;
+    int rc = -EINVAL;
 
-    if (server != NULL && server[0] == '/')
-        return 0;
-    if (server != NULL && (strncmp(server, "http://", 7) == 0 ||
-                              strncmp(server, "https://", 8) == 0)) {
-        host = strstr(server, "://") + 3;
+    if (one[0] == '/')
+        rc = 0;
+    if (strncmp(one, "http://", 7) == 0 || strncmp(one, "https://", 8) == 0) {
+        host = strstr(one, "://") + 3;
         /* A path prefix would silently move every endpoint. */
         if (host[0] != '\0' && host[0] != '/' &&
             strcspn(host, "/") + strspn(host + strcspn(host, "/"), "/") ==
                 strlen(host))
-            return 0;
+            rc = 0;
     }
-    return err_set(err, -EINVAL,
-        "server '%s': must be an http:// or https:// URL "
-        "without a path, or an absolute Unix socket path",
-        server != NULL ? server : "");
+    if (rc < 0)
+        err_set(err, -EINVAL,
+            "server '%s': must be an http:// or https:// URL "
+            "without a path, or an absolute Unix socket path",
+            one);
+    free(one);
+    return rc;
+}
+
+/* Calls fn for each server of a comma-separated list (blanks around an
+ * item ignored); stops at a non-zero return. */
+static int
+curlx_each_server(const char *list, int (*fn)(const char *, size_t, void *),
+    void *arg)
+{
+    const char *p = list;
+    int rc, n_items = 0;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *item = p;
+
+        p += n;
+        if (*p == ',')
+            p++;
+        while (n > 0 && (*item == ' ' || *item == '\t')) {
+            item++;
+            n--;
+        }
+        while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+            n--;
+        if (n == 0)
+            continue;
+        n_items++;
+        if ((rc = fn(item, n, arg)) != 0)
+            return rc;
+    }
+    return n_items == 0 ? -ENOENT : 0;
+}
+
+static int
+curlx_check_item(const char *s, size_t n, void *arg)
+{
+    return curlx_check_one(s, n, arg);
+}
+
+int
+curlx_check_server(const char *server, struct err *err)
+{
+    int rc = server ? curlx_each_server(server, curlx_check_item, err)
+                    : -ENOENT;
+
+    if (rc == -ENOENT)
+        return curlx_check_one(server ? server : "",
+            server ? strlen(server) : 0, err);
+    return rc;
+}
+
+static int
+curlx_add_server(const char *s, size_t n, void *arg)
+{
+    struct curlx *cx = arg;
+    struct curlx_server *sv;
+
+    cx->servers = xreallocarray(cx->servers, cx->nservers + 1,
+        sizeof(*cx->servers));
+    sv = &cx->servers[cx->nservers++];
+    if (s[0] == '/') {
+        sv->unix_path = xstrndup(s, n);
+        sv->base_url = xstrdup("http://localhost");
+    } else {
+        while (n > 0 && s[n - 1] == '/')
+            n--;
+        sv->unix_path = NULL;
+        sv->base_url = xstrndup(s, n);
+    }
+    return 0;
+}
+
+void
+curlx_follow_leader(struct curlx *cx, curlx_switch_fn *cb, void *arg)
+{
+    cx->follow = true;
+    cx->switch_cb = cb;
+    cx->switch_arg = arg;
 }
 
 struct curlx *
 curlx_create(uv_loop_t *loop, const char *server, struct err *err)
 {
     struct curlx *cx;
-    size_t len;
     int rc;
 
     if ((rc = curlx_check_server(server, err)) < 0)
@@ -454,15 +700,7 @@ curlx_create(uv_loop_t *loop, const char *server, struct err *err)
         curl_global_cleanup();
         return NULL;
     }
-    if (server[0] == '/') {
-        cx->unix_path = xstrdup(server);
-        cx->base_url = xstrdup("http://localhost");
-    } else {
-        len = strlen(server);
-        while (len > 0 && server[len - 1] == '/')
-            len--;
-        cx->base_url = xstrndup(server, len);
-    }
+    curlx_each_server(server, curlx_add_server, cx);
     curl_multi_setopt(cx->multi, CURLMOPT_SOCKETFUNCTION, curlx_socket_fn);
     curl_multi_setopt(cx->multi, CURLMOPT_SOCKETDATA, cx);
     curl_multi_setopt(cx->multi, CURLMOPT_TIMERFUNCTION, curlx_timer_fn);
@@ -500,18 +738,27 @@ curlx_set_signer(struct curlx *cx, curlx_sign_fn *fn, void *arg)
     cx->sign_arg = arg;
 }
 
+/* Point the request at the current server; curl copies the strings. */
+static void
+curlx_req_target(struct curlx_req *req)
+{
+    const struct curlx_server *t = curlx_target(req->cx);
+    char *url = xasprintf("%s%s", t->base_url, req->path);
+
+    curl_easy_setopt(req->easy, CURLOPT_URL, url);
+    free(url);
+    curl_easy_setopt(req->easy, CURLOPT_UNIX_SOCKET_PATH, t->unix_path);
+}
+
 /* The options every request gets; curl copies string options. */
 static void
 curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
 {
     struct curlx *cx = req->cx;
     CURL *easy = req->easy;
-    char *url = xasprintf("%s%s", cx->base_url, path);
 
-    curl_easy_setopt(easy, CURLOPT_URL, url);
-    free(url);
-    if (cx->unix_path != NULL)
-        curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, cx->unix_path);
+    req->path = xstrdup(path);
+    curlx_req_target(req);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)req);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);

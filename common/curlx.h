@@ -9,7 +9,13 @@
  *
  * `server` is either a URL ("http://10.0.0.1:7300") or an absolute Unix
  * socket path ("/run/lockstep/lockstepd.sock"); request paths are appended
- * to it ("/v1/agent/status").
+ * to it ("/v1/agent/status"). It may also name the replicas of a
+ * replicated scheduler, comma-separated: requests go to one of them, and
+ * with curlx_follow_leader() a request whose connection is refused, or
+ * that a replica that does not lead answers with the leader's URL
+ * (`not_leader`, docs/api.md), is sent again to the next replica or to
+ * the leader, before its callback hears of it. Nothing else is ever
+ * sent twice (a broken connection may have carried the request out).
  *
  * Everything here runs on the loop thread.
  */
@@ -42,7 +48,8 @@ typedef void (*curlx_done_fn)(int rc, long http_status, const struct sbuf *body,
     void *arg);
 
 /* 0 when `server` is an http:// or https:// URL without a path, or an
- * absolute path; otherwise -EINVAL with err set. */
+ * absolute path, or a comma-separated list of them; otherwise -EINVAL
+ * with err set. */
 int curlx_check_server(const char *server, struct err *err);
 
 /* Checks `server` (curlx_check_server) and sets up the multi handle and
@@ -58,6 +65,13 @@ struct curlx *curlx_create(uv_loop_t *loop, const char *server,
  * from inside a curlx_done_fn.
  */
 void curlx_destroy(struct curlx *cx);
+
+/* The server requests now go to changed (a replica took over). */
+typedef void curlx_switch_fn(void *arg);
+
+/* Follow replicas (see the top of this file); cb (may be NULL) runs
+ * whenever requests start to go to another server. */
+void curlx_follow_leader(struct curlx *cx, curlx_switch_fn *cb, void *arg);
 
 /* Header line sent with every request, e.g. "Authorization: Bearer ..".
  * Copied. */

@@ -3,8 +3,9 @@
 # lockstep out, demos and integration tests: one lockstepd and N
 # lockstep-agents with fake GPUs, everything kept under one directory.
 #
-#   deploy/local-cluster.sh up --dir DIR --nodes N [--gpus-per-node G]
-#                              [--cpus-per-node C] [--agent-opt KEY=VALUE]...
+#   deploy/local-cluster.sh up --dir DIR --nodes N [--schedulers S]
+#                              [--gpus-per-node G] [--cpus-per-node C]
+#                              [--agent-opt KEY=VALUE]...
 #                              [--agent-opt-node I KEY=VALUE]...
 #   deploy/local-cluster.sh down --dir DIR
 #   deploy/local-cluster.sh status --dir DIR
@@ -44,6 +45,15 @@
 #                                       node.key: the node's own key
 #                                       (lockstepd --derive-node-key)
 #
+# --schedulers S (3 or 5; 1, a single scheduler, is the default) starts S
+# replicas of lockstepd instead (docs/operations.md "Replicas"): replica i
+# under scheduler<i>/ with the same files as scheduler/ above, its API and
+# its Raft port fixed when its config is written (replicas.ports), each
+# serving TLS with the same certificate, the agents naming every
+# replica's https:// URL and DIR/env every replica's socket and URL. The
+# count is the cluster's once written: `up` on an existing DIR needs no
+# --schedulers.
+#
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port), speaking TLS with the certificate in tls/, and on
 # scheduler/lockstepd.sock. The agents connect over TLS to
@@ -75,8 +85,9 @@ die() {
 
 usage() {
     cat >&2 <<EOF
-usage: $prog up --dir DIR --nodes N [--gpus-per-node G] [--cpus-per-node C]
-                [--agent-opt KEY=VALUE]... [--agent-opt-node I KEY=VALUE]...
+usage: $prog up --dir DIR --nodes N [--schedulers S] [--gpus-per-node G]
+                [--cpus-per-node C] [--agent-opt KEY=VALUE]...
+                [--agent-opt-node I KEY=VALUE]...
        $prog down --dir DIR
        $prog status --dir DIR
 EOF
@@ -100,7 +111,7 @@ up | down | status) ;;
     ;;
 esac
 
-dir='' nodes='' gpus=8 cpus=8
+dir='' nodes='' gpus=8 cpus=8 schedulers=''
 agent_opts=()           # -o KEY=VALUE for every agent
 declare -A node_opts=() # node number -> its own "-o", "KEY=VALUE" lines
 while [ $# -gt 0 ]; do
@@ -123,11 +134,12 @@ while [ $# -gt 0 ]; do
         node_opts[$2]+="-o"$'\n'"$3"$'\n'
         shift 3
         ;;
-    --dir | --nodes | --gpus-per-node | --cpus-per-node)
+    --dir | --nodes | --gpus-per-node | --cpus-per-node | --schedulers)
         [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
         case $1 in
         --dir) dir=$2 ;;
         --nodes) nodes=$2 ;;
+        --schedulers) schedulers=$2 ;;
         --gpus-per-node) gpus=$2 ;;
         --cpus-per-node) cpus=$2 ;;
         esac
@@ -135,6 +147,7 @@ while [ $# -gt 0 ]; do
         ;;
     --dir=*) dir=${1#*=}; shift ;;
     --nodes=*) nodes=${1#*=}; shift ;;
+    --schedulers=*) schedulers=${1#*=}; shift ;;
     --gpus-per-node=*) gpus=${1#*=}; shift ;;
     --cpus-per-node=*) cpus=${1#*=}; shift ;;
     *)
@@ -149,6 +162,9 @@ if ! [[ $gpus =~ ^[0-9]+$ ]] || [ "$gpus" -gt 1024 ]; then
 fi
 if ! [[ $cpus =~ ^[0-9]+$ ]] || [ "$cpus" -gt 4096 ]; then
     die "invalid --cpus-per-node '$cpus': expected 0 (the machine's count) to 4096"
+fi
+if [ -n "$schedulers" ] && ! [[ $schedulers =~ ^[135]$ ]]; then
+    die "invalid --schedulers '$schedulers': expected 1, 3 or 5"
 fi
 if [ -n "$nodes" ]; then
     if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || [ "$nodes" -gt 1000 ]; then
@@ -192,12 +208,45 @@ tls=$dir/tls
 # Installed beside this script (share/lockstep/ or deploy/).
 tls_certs=$(dirname "${BASH_SOURCE[0]}")/tls-certs.sh
 
-# sun_path holds 108 bytes including the terminating NUL.
-sock_len=$(printf %s "$sock" | wc -c)
-if [ "$sock_len" -gt 107 ]; then
-    [ -z "$created" ] || rmdir "$dir" 2>/dev/null || true
-    die "socket path '$sock' is $sock_len bytes; Unix socket paths are limited to 107: use a shorter --dir"
+# Replicas: how many the cluster has (its scheduler<i> directories), or
+# --schedulers for a new one; nsched 1 is the single scheduler above.
+nsched=0
+for d in "$dir"/scheduler[0-9]*; do
+    [ -d "$d" ] && nsched=$((nsched + 1))
+done
+if [ "$nsched" -eq 0 ]; then
+    nsched=${schedulers:-1}
+    [ "$nsched" -eq 1 ] || [ ! -d "$sdir" ] ||
+        die "'$dir' has a single scheduler; --schedulers $nsched needs a new --dir"
+elif [ -n "$schedulers" ] && [ "$schedulers" != "$nsched" ]; then
+    die "'$dir' has $nsched scheduler replicas; --schedulers $schedulers needs a new --dir"
 fi
+if [ "$nsched" -gt 1 ]; then
+    sock=
+    for ((i = 1; i <= nsched; i++)); do
+        sock+="${sock:+,}$dir/scheduler$i/lockstepd.sock"
+    done
+fi
+
+# The scheduler's directories and config files (one, or each replica's).
+sdirs=("$sdir") sconfs=("$sconf")
+if [ "$nsched" -gt 1 ]; then
+    sdirs=() sconfs=()
+    for ((i = 1; i <= nsched; i++)); do
+        sdirs+=("$dir/scheduler$i")
+        sconfs+=("$dir/scheduler$i/lockstepd.conf")
+    done
+fi
+
+# sun_path holds 108 bytes including the terminating NUL.
+IFS=, read -r -a socks <<<"$sock"
+for s1 in "${socks[@]}"; do
+    sock_len=$(printf %s "$s1" | wc -c)
+    if [ "$sock_len" -gt 107 ]; then
+        [ -z "$created" ] || rmdir "$dir" 2>/dev/null || true
+        die "socket path '$s1' is $sock_len bytes; Unix socket paths are limited to 107: use a shorter --dir"
+    fi
+done
 
 python=
 for p in /usr/bin/python3 python3; do
@@ -409,6 +458,100 @@ tls_ca = $tls/ca.pem
 EOF
 }
 
+# replica_ports: "i api raft" for each replica, chosen once (free ports
+# on 127.0.0.1 when chosen) and kept in DIR/replicas.ports.
+replica_ports() {
+    local f=$dir/replicas.ports i base
+    if [ ! -s "$f" ]; then
+        if [ -n "$python" ]; then
+            "$python" -c '
+import socket, sys
+n = int(sys.argv[1])
+socks = [socket.socket() for _ in range(2 * n)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+for i in range(n):
+    print(i + 1, socks[2 * i].getsockname()[1], socks[2 * i + 1].getsockname()[1])
+' "$nsched" >"$f.tmp"
+        else
+            base=$((40000 + (RANDOM % 100) * 100))
+            for ((i = 1; i <= nsched; i++)); do
+                echo "$i $((base + 2 * i)) $((base + 2 * i + 1))"
+            done >"$f.tmp"
+        fi
+        mv "$f.tmp" "$f"
+    fi
+    cat "$f"
+}
+
+# write_replica_conf I API RAFT PEERS BASE: replica I's lockstepd.conf.
+write_replica_conf() {
+    local i=$1 api=$2 raft=$3 peers=$4 base=$5 d=$dir/scheduler$1
+    cat >"$d/lockstepd.conf.tmp" <<EOF
+# lockstepd replica $i of the local cluster in $dir
+# (written by deploy/local-cluster.sh; kept across runs of 'up')
+listen = 127.0.0.1:$api
+port_file = $d/port
+socket = $d/lockstepd.sock
+state_dir = $d/state
+cluster_secret_file = $dir/cluster.secret
+master_port_base = $base
+master_port_count = 200
+log_level = info
+replica_id = $i
+replica_address = 127.0.0.1:$raft
+replicas = $peers
+EOF
+    mv "$d/lockstepd.conf.tmp" "$d/lockstepd.conf"
+}
+
+write_replica_confs() {
+    local i api raft peers='' base=$((20000 + (RANDOM % 60) * 200))
+    while read -r i api raft; do
+        peers+="${peers:+,}$i@127.0.0.1:$raft"
+    done < <(replica_ports)
+    while read -r i api raft; do
+        mkdir -p "$dir/scheduler$i/state"
+        [ -f "$dir/scheduler$i/lockstepd.conf" ] ||
+            write_replica_conf "$i" "$api" "$raft" "$peers" "$base"
+    done < <(replica_ports)
+}
+
+# start_replicas_up: start every replica that does not run, then wait
+# until one leads and answers.
+start_replicas_up() {
+    local i d pid deadline
+    for ((i = 1; i <= nsched; i++)); do
+        d=$dir/scheduler$i
+        if pid=$(running "$d/pid" "$d/lockstepd.conf"); then
+            echo "scheduler replica $i already running (pid $pid)"
+        else
+            rm -f "$d/port" "$d/lockstepd.sock"
+            start "scheduler replica $i" "$lockstepd" "$d/lockstepd.conf" "$d"
+        fi
+    done
+    deadline=$((SECONDS + timeout))
+    for ((i = 1; i <= nsched; i++)); do
+        d=$dir/scheduler$i
+        until [ -s "$d/port" ] && [ -S "$d/lockstepd.sock" ]; do
+            if ! alive "$(<"$d/pid")" || [ $SECONDS -ge $deadline ]; then
+                log_tail "$d/log"
+                die "scheduler replica $i did not start"
+            fi
+            sleep 0.1
+        done
+    done
+    until lscli whoami >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            for ((i = 1; i <= nsched; i++)); do
+                log_tail "$dir/scheduler$i/log"
+            done
+            die "no scheduler replica leads and answers within ${timeout}s"
+        fi
+        sleep 0.2
+    done
+}
+
 write_agent_conf() {
     local i=$1 d=$2 ids=none
     [ "$gpus" -gt 0 ] && ids=0-$((gpus - 1))
@@ -448,13 +591,13 @@ EOF
     touch "$d/kmsg"
 }
 
-# agent_args I [PORT]: prints the -o arguments of node<I>'s agent, one a
-# line: the scheduler's URL on PORT (when given) and its CA, then the
+# agent_args I [URL]: prints the -o arguments of node<I>'s agent, one a
+# line: the scheduler's URL (when given: server_urls) and its CA, then the
 # --agent-opt settings.
 agent_args() {
     local a
     if [ -n "${2:-}" ]; then
-        printf '%s\n' -o "server=https://127.0.0.1:$2" -o "server_ca=$tls/ca.pem"
+        printf '%s\n' -o "server=$2" -o "server_ca=$tls/ca.pem"
     fi
     for a in "${agent_opts[@]}"; do
         printf '%s\n' "$a"
@@ -462,12 +605,22 @@ agent_args() {
     printf '%s' "${node_opts[$1]:-}"
 }
 
+# server_urls: the scheduler's https:// URL, or each replica's, comma-
+# separated (the agents' server and LOCKSTEP_URL).
+server_urls() {
+    local url='' d
+    for d in "${sdirs[@]}"; do
+        url+="${url:+,}https://127.0.0.1:$(<"$d/port")"
+    done
+    echo "$url"
+}
+
 write_env() {
-    local port=$1
+    local url=$1
     {
         echo "# . this file to point the lockstep CLI at the local cluster in $dir"
         printf 'export LOCKSTEP_SERVER=%q\n' "$sock"
-        printf 'export LOCKSTEP_URL=%q\n' "https://127.0.0.1:$port"
+        printf 'export LOCKSTEP_URL=%q\n' "$url"
         printf 'export LOCKSTEP_CA=%q\n' "$tls/ca.pem"
         # shellcheck disable=SC2016 # $PATH is for whoever sources the file
         printf 'export PATH=%q:"$PATH"\n' "${cli%/*}"
@@ -498,14 +651,14 @@ start_scheduler() {
 }
 
 cluster_up() {
-    local n i d pid state deadline port old_port args
+    local n i d pid state deadline server_url old_port args c
     n=$(agent_count)
     [ "$n" -ge 1 ] || die "--nodes is required (no agents exist in '$dir' yet)"
     for b in "$lockstepd" "$agentd" "$cli"; do
         [ -x "$b" ] || die "'$b' not found: build first (meson setup build && ninja -C build), or set LOCKSTEP_BUILD"
     done
 
-    mkdir -p "$sdir/state" "$dir/agents"
+    mkdir -p "$dir/agents"
     if [ ! -s "$dir/cluster.secret" ]; then
         (umask 077 && head -c 32 /dev/urandom | od -An -tx1 |
             tr -d ' \n' >"$dir/cluster.secret")
@@ -515,14 +668,21 @@ cluster_up() {
         "$tls_certs" "$tls" 127.0.0.1 localhost >/dev/null ||
             die "cannot make the TLS certificate in $tls"
     fi
-    [ -f "$sconf" ] || write_scheduler_conf
-    grep -q '^tls' "$sconf" || write_tls_conf >>"$sconf"
+    if [ "$nsched" -gt 1 ]; then
+        write_replica_confs
+    else
+        mkdir -p "$sdir/state"
+        [ -f "$sconf" ] || write_scheduler_conf
+    fi
+    for c in "${sconfs[@]}"; do
+        grep -q '^tls' "$c" || write_tls_conf >>"$c"
+    done
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
         mkdir -p "$d/state"
         [ -f "$d/agent.conf" ] || write_agent_conf "$i" "$d"
         if [ ! -s "$d/node.key" ]; then
-            (umask 077 && "$lockstepd" -c "$sconf" \
+            (umask 077 && "$lockstepd" -c "${sconfs[0]}" \
                 --derive-node-key "node$i" >"$d/node.key.tmp") ||
                 die "cannot derive the key of node$i"
             mv "$d/node.key.tmp" "$d/node.key"
@@ -530,8 +690,10 @@ cluster_up() {
     done
 
     # A broken config fails here, with the daemon's own message.
-    "$lockstepd" -c "$sconf" --check-config >/dev/null ||
-        die "invalid scheduler configuration in $sconf"
+    for c in "${sconfs[@]}"; do
+        "$lockstepd" -c "$c" --check-config >/dev/null ||
+            die "invalid scheduler configuration in $c"
+    done
     for i in "${!node_opts[@]}"; do
         [ "$i" -le "$n" ] || die "--agent-opt-node $i: the cluster has $n nodes"
     done
@@ -543,7 +705,9 @@ cluster_up() {
     done
 
     # The scheduler first: the agents connect to its socket.
-    if pid=$(running "$sdir/pid" "$sconf"); then
+    if [ "$nsched" -gt 1 ]; then
+        start_replicas_up
+    elif pid=$(running "$sdir/pid" "$sconf"); then
         echo "scheduler already running (pid $pid)"
     else
         # A scheduler that died is restarted on the TCP port it had, so
@@ -563,13 +727,13 @@ cluster_up() {
             start_scheduler || die "the scheduler exited during start-up"
         fi
     fi
-    port=$(<"$sdir/port")
+    server_url=$(server_urls)
 
     for ((i = 1; i <= n; i++)); do
         d=$dir/agents/node$i
         if pid=$(running "$d/pid" "$d/agent.conf") &&
             ! tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null |
-            grep -qxF "server=https://127.0.0.1:$port"; then
+            grep -qxF "server=$server_url"; then
             # It talks to the port a scheduler had before: a restarted
             # agent adopts its running ranks (docs/fault-tolerance.md).
             echo "node$i agent (pid $pid) talks to another port; restarting it"
@@ -583,7 +747,7 @@ cluster_up() {
             # each agent's own (README "Running an MPI program"); the
             # ranks inherit these from the agent.
             mkdir -p "$d/shm"
-            mapfile -t args < <(agent_args "$i" "$port")
+            mapfile -t args < <(agent_args "$i" "$server_url")
             OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
                 OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_backing_directory="$d/shm" \
                 start "node$i agent" "$agentd" "$d/agent.conf" "$d" "${args[@]}"
@@ -603,7 +767,9 @@ cluster_up() {
         done
         if [ $SECONDS -ge $deadline ]; then
             echo "$prog: not all $n nodes came up within ${timeout}s: $state" >&2
-            log_tail "$sdir/log"
+            for d in "${sdirs[@]}"; do
+                log_tail "$d/log"
+            done
             for ((i = 1; i <= n; i++)); do
                 log_tail "$dir/agents/node$i/log"
             done
@@ -613,8 +779,12 @@ cluster_up() {
         sleep 0.2
     done
 
-    write_env "$port"
-    echo "cluster up: $n node(s), scheduler on $sock and https://127.0.0.1:$port"
+    write_env "$server_url"
+    if [ "$nsched" -gt 1 ]; then
+        echo "cluster up: $n node(s), $nsched scheduler replicas on $sock and $server_url"
+    else
+        echo "cluster up: $n node(s), scheduler on $sock and $server_url"
+    fi
     echo "use it with: . $dir/env"
 }
 
@@ -642,10 +812,14 @@ cancel_jobs() {
 }
 
 cluster_down() {
-    local -a args=()
-    local d
+    local -a args=() sargs=()
+    local d i any=
     stop_failed=
-    if running "$sdir/pid" "$sconf" >/dev/null; then
+    for i in "${!sdirs[@]}"; do
+        running "${sdirs[$i]}/pid" "${sconfs[$i]}" >/dev/null && any=1
+        sargs+=("scheduler${sdirs[$i]##*/scheduler}" "${sdirs[$i]}" "${sconfs[$i]}")
+    done
+    if [ -n "$any" ]; then
         cancel_jobs
     fi
     for d in "$dir"/agents/node*; do
@@ -655,23 +829,29 @@ cluster_down() {
     # Agents first: a scheduler that outlived its agents would only mark
     # their nodes LOST.
     [ ${#args[@]} -eq 0 ] || stop "${args[@]}"
-    stop scheduler "$sdir" "$sconf"
-    if ! running "$sdir/pid" "$sconf" >/dev/null; then
-        rm -f "$sdir/port" "$sock"
-    fi
+    stop "${sargs[@]}"
+    for i in "${!sdirs[@]}"; do
+        if ! running "${sdirs[$i]}/pid" "${sconfs[$i]}" >/dev/null; then
+            rm -f "${sdirs[$i]}/port" "${socks[$i]}"
+        fi
+    done
     [ -z "$stop_failed" ] || exit 1
 }
 
 cluster_status() {
-    local d pid port='' all=0
-    [ -s "$sdir/port" ] && port=$(<"$sdir/port")
-    if pid=$(running "$sdir/pid" "$sconf"); then
-        printf '%-12s pid %-8s running  %s%s\n' scheduler "$pid" "$sock" \
-            "${port:+  https://127.0.0.1:$port}"
-    else
-        printf '%-12s %-12s stopped\n' scheduler -
-        all=1
-    fi
+    local d pid port all=0 i name
+    for i in "${!sdirs[@]}"; do
+        name=scheduler${sdirs[$i]##*/scheduler}
+        port=
+        [ -s "${sdirs[$i]}/port" ] && port=$(<"${sdirs[$i]}/port")
+        if pid=$(running "${sdirs[$i]}/pid" "${sconfs[$i]}"); then
+            printf '%-12s pid %-8s running  %s%s\n' "$name" "$pid" \
+                "${socks[$i]}" "${port:+  https://127.0.0.1:$port}"
+        else
+            printf '%-12s %-12s stopped\n' "$name" -
+            all=1
+        fi
+    done
     for d in "$dir"/agents/node*; do
         [ -d "$d" ] || continue
         if pid=$(running "$d/pid" "$d/agent.conf"); then

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/api_admin.h"
 #include "scheduler/api_agent.h"
 #include "scheduler/api_coll.h"
 #include "scheduler/api_jobctl.h"
@@ -27,6 +28,7 @@
 #include "scheduler/auth.h"
 #include "scheduler/buildinfo.h"
 #include "scheduler/obs.h"
+#include "scheduler/repl.h"
 
 /* A certificate that expires sooner than this is warned about at each
  * load. */
@@ -38,6 +40,8 @@ enum api_route_flags {
     API_OPERATOR = (1 << 2),  /* a user with the operator role */
     API_AGENT_TOO = (1 << 3), /* a user's or an agent's credential */
     API_METRICS = (1 << 4),   /* public unless metrics_token_required */
+    API_ANY_ROLE = (1 << 5),  /* a replica serves it whether it leads
+                               * or not */
 };
 
 struct api_route {
@@ -48,7 +52,7 @@ struct api_route {
 };
 
 static const struct api_route api_routes[] = {
-    { "GET", "/v1/health", api_health_get, API_PUBLIC },
+    { "GET", "/v1/health", api_health_get, API_PUBLIC | API_ANY_ROLE },
     { "GET", "/metrics", api_metrics_get, API_METRICS },
     { "GET", "/v1/events", api_events_list, 0 },
     { "GET", "/v1/whoami", api_whoami_get, 0 },
@@ -66,6 +70,10 @@ static const struct api_route api_routes[] = {
     { "POST", "/v1/jobs/{}/directives", api_jobs_directive, 0 },
     { "POST", "/v1/jobs/{}/checkpoints", api_jobs_checkpoint, API_AGENT_TOO },
     { "GET", "/v1/stats", api_stats_get, 0 },
+    { "GET", "/v1/admin/backup", api_admin_backup, API_OPERATOR },
+    { "GET", "/v1/replicas", api_replicas_list, 0 },
+    { "POST", "/v1/replicas", api_replicas_add, API_OPERATOR },
+    { "POST", "/v1/replicas/{}/remove", api_replicas_remove, API_OPERATOR },
     { "GET", "/v1/jobs/{}/logs", api_logs_get, 0 },
     { "GET", "/v1/nodes", api_nodes_list, 0 },
     { "GET", "/v1/nodes/{}", api_nodes_get, 0 },
@@ -250,6 +258,38 @@ api_refused(struct schedd *sd, const struct api_req *r, bool auth, int rc,
     return wrc < 0 ? wrc : rc;
 }
 
+/* A replica that does not lead (or does not serve yet) sends clients to
+ * the leader: 421 `not_leader` with its URL in "leader" when it is
+ * known, else 503 `not_leader` (an election is under way; retry). */
+static void
+api_not_leader(struct schedd *sd, struct http_resp *resp)
+{
+    char buf[512];
+    const char *url = repl_leader_url(sd->repl, buf, sizeof(buf));
+    cJSON *o = cJSON_CreateObject(), *e;
+
+    e = cJSON_AddObjectToObject(o, "error");
+    jsonx_add_str(e, "code", "not_leader");
+    if (url) {
+        char *msg = xasprintf("this replica does not lead; the leader is "
+                              "at %s",
+            url);
+
+        jsonx_add_str(e, "message", msg);
+        free(msg);
+        jsonx_add_str(o, "leader", url);
+        http_resp_json(resp, 421, o);
+    } else {
+        jsonx_add_str(e, "message",
+            "no replica serves right now (an election or a new leader's "
+            "catching up is under way); retry");
+        cJSON_AddNullToObject(o, "leader");
+        http_resp_json(resp, 503, o);
+        http_resp_header(resp, "Retry-After", "1");
+    }
+    resp->durable = false;
+}
+
 static void
 api_handle(struct http_req *req, struct http_resp *resp, void *arg)
 {
@@ -269,6 +309,10 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
     if ((route = api_route_find(req, resp, segment, sizeof(segment))) == NULL) {
         obs_request(sd->obs, req->method, NULL,
             (double)(uv_hrtime() - t0) / 1e9);
+        return;
+    }
+    if (sd->repl && !repl_serving(sd->repl) && !(route->flags & API_ANY_ROLE)) {
+        api_not_leader(sd, resp);
         return;
     }
     if (!schedd_available(sd)) {
@@ -305,12 +349,17 @@ api_flush(void *arg)
 {
     struct api *api = arg;
     char msg[200];
+    uint64_t ticket;
     int rc = schedd_flush(api->sd);
 
     if (rc < 0) {
         schedd_unavailable_msg(api->sd, rc, msg, sizeof(msg));
         http_server_flush_msg(api->http, msg);
     }
+    /* A replica's leader: what was committed here is final only once a
+     * quorum has it (repl.h); the replies wait for the latest entry. */
+    if (rc == 0 && (ticket = schedd_commit_wait(api->sd)) != 0)
+        http_server_hold(api->http, ticket);
     return rc;
 }
 
@@ -330,6 +379,15 @@ api_node_removed_hook(struct schedd *sd, struct node *node, void *arg)
 {
     (void)sd;
     api_agent_node_removed(arg, node);
+}
+
+static void
+api_committed_hook(struct schedd *sd, uint64_t ticket, int rc, void *arg)
+{
+    struct api *api = arg;
+
+    (void)sd;
+    http_server_release(api->http, ticket, rc);
 }
 
 static void
@@ -448,6 +506,7 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
             opts->listen_port, &bound, err);
         if (rc < 0)
             return rc;
+        api->port = bound;
         if (opt_set(opts->port_file) &&
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
@@ -470,6 +529,7 @@ api_free(struct api *api)
         api->sd->hooks.node_changed = NULL;
         api->sd->hooks.model_reset = NULL;
         api->sd->hooks.node_removed = NULL;
+        api->sd->hooks.committed = NULL;
         api->sd->hooks.arg = NULL;
     }
     free(api->waiters);
@@ -517,6 +577,7 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
     sd->hooks.node_changed = api_node_changed_hook;
     sd->hooks.model_reset = api_model_reset_hook;
     sd->hooks.node_removed = api_node_removed_hook;
+    sd->hooks.committed = api_committed_hook;
     sd->hooks.arg = api;
     return api;
 }
@@ -544,4 +605,10 @@ api_close(struct api *api, void (*done)(void *), void *arg)
     ctx->arg = arg;
     api_coll_abort_all(api, "the scheduler is stopping");
     http_server_close(api->http, api_closed_cb, ctx);
+}
+
+int
+api_port(const struct api *api)
+{
+    return api->port;
 }

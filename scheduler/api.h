@@ -44,4 +44,7 @@ void api_tls_reload(struct api *api);
  * tests/fixtures/authz-matrix.json, is checked against it). */
 void api_routes_dump(FILE *f);
 
+/* The TCP port the API listens on (0: none). */
+int api_port(const struct api *api);
+
 #endif

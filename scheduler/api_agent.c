@@ -315,8 +315,10 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
             API_LOG_CHUNK_MAX);
     if ((rc = log_rank_check(sd, name, job, (int)attempt, (int)rank, err)) < 0)
         return rc;
-    rc = logstore_write(sd->logs, job, (int)attempt, (int)rank, err_stream,
-        offset, r->http->body, r->http->body_len, &size);
+    rc = schedd_log_write(sd,
+        &(struct schedd_log_chunk){ job, (int)attempt, (int)rank, err_stream,
+            offset, r->http->body, r->http->body_len },
+        &size);
     /* A full disk or no descriptor left passes: 503, and the agent sends
      * again from the size we hold. */
     if (rc == -ENOSPC || rc == -EDQUOT)

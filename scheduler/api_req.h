@@ -45,6 +45,7 @@ struct api {
     struct modex_table *modex;
     /* The TCP listener's TLS credentials (NULL: plain), for reloads. */
     char *tls_cert, *tls_key, *tls_ca;
+    int port; /* the TCP port bound (0: none) */
 };
 
 struct api_req {

@@ -14,6 +14,7 @@
 #include "scheduler/api_obs.h"
 #include "scheduler/buildinfo.h"
 #include "scheduler/db.h"
+#include "scheduler/repl.h"
 
 int
 api_health_get(struct schedd *sd, const struct api_req *r,
@@ -23,6 +24,9 @@ api_health_get(struct schedd *sd, const struct api_req *r,
 
     jsonx_add_str(o, "status", "ok");
     jsonx_add_str(o, "version", buildinfo_version());
+    /* A replica says which it is and where the leader is. */
+    if (sd->repl)
+        repl_health(sd->repl, o);
     http_resp_json(resp, 200, o);
     return 0;
 }

@@ -143,6 +143,8 @@ db_txn_begin(struct db *db)
     rc = db_exec(db, db->begin, "begin");
     if (rc == 0)
         db->in_txn = true;
+    if (rc == 0 && (rc = db_repl_begin(db)) < 0)
+        db_txn_rollback(db);
     return rc;
 }
 
@@ -159,6 +161,7 @@ db_txn_commit(struct db *db)
         return rc;
     }
     db->in_txn = false;
+    db_repl_end(db);
     return 0;
 }
 
@@ -172,6 +175,7 @@ db_txn_rollback(struct db *db)
     if (!sqlite3_get_autocommit(db->sq))
         db_exec(db, db->rollback, "rollback");
     db->in_txn = false;
+    db_repl_end(db);
 }
 
 bool
@@ -217,6 +221,7 @@ static const struct db_stmt_def *const db_stmt_tables[] = {
     db_event_stmts,
     db_obs_stmts,
     db_health_stmts,
+    db_repl_stmts,
 };
 
 #define DB_NTABLES (sizeof(db_stmt_tables) / sizeof(db_stmt_tables[0]))
@@ -327,6 +332,7 @@ db_close(struct db *db)
         return;
     if (db->rollback && db->in_txn)
         db_txn_rollback(db);
+    db_repl_end(db);
     /* Slots not yet prepared are NULL, which finalize accepts. */
     for (size_t t = 0; t < DB_NTABLES; t++) {
         for (const struct db_stmt_def *d = db_stmt_tables[t]; d->sql; d++)

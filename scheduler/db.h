@@ -79,6 +79,47 @@ int db_txn_commit(struct db *db);
 void db_txn_rollback(struct db *db);
 bool db_txn_is_open(const struct db *db);
 
+/* ---- replication (db_repl.c) -------------------------------------------- */
+
+/* A replica's database (scheduler/repl.h): refuse a schema with a table
+ * that has no primary key (its changes could not be recorded: -EINVAL
+ * with err naming it), set synchronous=OFF (the Raft log is what is
+ * durable; this file is rebuilt from it at start) and record the changes
+ * of every transaction from now on. */
+int db_repl_enable(struct db *db, struct err *err);
+/* The changes of the open transaction so far, as a changeset (call just
+ * before db_txn_commit). *data NULL and *len 0 when there are none or
+ * replication is off; else caller frees. 0 or a negative errno. */
+int db_txn_changes(struct db *db, void **data, size_t *len);
+/* Apply another replica's changeset in a transaction of its own (none may
+ * be open: -EBUSY). A conflict aborts it all: -EIO with err saying which
+ * table (the states diverged). */
+int db_changes_apply(struct db *db, const void *data, size_t len,
+    struct err *err);
+/* The whole database as the bytes of a database file (a replica's
+ * snapshot). No transaction may be open (-EBUSY). *data: caller frees. */
+int db_image_save(struct db *db, void **data, size_t *len);
+/* Replace the whole database by an image db_image_save made (a snapshot
+ * restore). No transaction may be open. 0, -EINVAL (not an image), -EIO,
+ * with err set. */
+int db_image_load(struct db *db, const void *data, size_t len, struct err *err);
+
+/* The replicas table (schema/0014-replicas.sql): the leader records its
+ * Raft address and API URL when it starts to serve. */
+int db_replica_set(struct db *db, uint64_t id, const char *address,
+    const char *url, int64_t led_ms);
+/* The API URL replica id recorded into buf: 0, -ENOENT (it never led). */
+int db_replica_url(struct db *db, uint64_t id, char *buf, size_t len);
+
+/* ---- whole-database copies (db_copy.c) ---------------------------------- */
+
+/* A consistent copy of the committed state, as the bytes of a database
+ * file (the online backup: docs/operations.md "Backup and restore"). It
+ * reads through a read-only connection of its own, so it sees nothing of
+ * the iteration's open transaction. *data: caller frees. 0, or -EIO with
+ * err set. */
+int db_backup(struct db *db, char **data, size_t *len, struct err *err);
+
 /* ---- nodes -------------------------------------------------------------- */
 
 int db_node_insert(struct db *db, const struct node *node);

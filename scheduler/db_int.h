@@ -20,6 +20,9 @@
  *   db_obs.c      the alert queue and the counts behind /metrics
  *   db_health.c   node health: findings, checks' latest runs, history
  *   db_check.c    refusing a lost or damaged database at open
+ *   db_copy.c     whole-database copies (the online backup)
+ *   db_repl.c     replication: each transaction's changeset, applying
+ *                 another replica's, the whole database as an image
  *   db_migrate.c  schema migrations (needs none of this header)
  *
  * Only these files include sqlite3.h, and each does so itself: this header
@@ -44,11 +47,14 @@
 #include "scheduler/db.h"
 
 struct sqlite3_stmt;
+struct sqlite3_session;
 
 struct db {
     struct sqlite3 *sq;
     char *path;
     bool in_txn;
+    bool repl;                       /* record changes (db_repl.c) */
+    struct sqlite3_session *session; /* the open transaction's */
 
     /* db.c */
     struct sqlite3_stmt *begin;
@@ -145,6 +151,9 @@ struct db {
     struct sqlite3_stmt *events_recent;
     struct sqlite3_stmt *events_after;
     struct sqlite3_stmt *events_prune;
+    /* db_repl.c */
+    struct sqlite3_stmt *replica_set;
+    struct sqlite3_stmt *replica_url;
     /* db_obs.c */
     struct sqlite3_stmt *alert_insert;
     struct sqlite3_stmt *alert_count;
@@ -184,6 +193,7 @@ extern const struct db_stmt_def db_history_stmts[];
 extern const struct db_stmt_def db_event_stmts[];
 extern const struct db_stmt_def db_obs_stmts[];
 extern const struct db_stmt_def db_health_stmts[];
+extern const struct db_stmt_def db_repl_stmts[];
 
 /* ---- errors and stepping (db.c) ----------------------------------------- */
 
@@ -237,6 +247,14 @@ struct db_walk {
     } fn;
     void *arg;
 };
+
+/* ---- replication (db_repl.c) -------------------------------------------- */
+
+/* With replication on, start recording the transaction db_txn_begin just
+ * opened (a session over every table); else nothing. 0 or db_fail's. */
+int db_repl_begin(struct db *db);
+/* Stop recording (the transaction ended either way). */
+void db_repl_end(struct db *db);
 
 /* Add the directives of a (bound by the caller's key) to it
  * (db_directive.c). */

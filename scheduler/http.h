@@ -15,6 +15,14 @@
  * by a 503 `unavailable` error before it is written, so a success reply
  * always means "committed".
  *
+ * Held flushes (a replicated scheduler): flush_fn may call
+ * http_server_hold() to say that its commit is not final yet (the
+ * leader's entry waits for a quorum). The responses of that flush are
+ * then held, neither written nor failed, until http_server_release()
+ * settles them with the commit's outcome; responses that become ready
+ * meanwhile on the same connections go with a later flush, so order on
+ * a connection is kept.
+ *
  * Long polls: a handler may call http_resp_defer() to keep its response
  * open after it returns, and complete it later with http_deferred_finish().
  * Later pipelined requests on that connection wait behind it.
@@ -199,6 +207,16 @@ void http_server_close(struct http_server *srv, void (*done)(void *),
  * now running fails (default: "cannot commit: <strerror>"); called from
  * flush_fn. msg is copied. */
 void http_server_flush_msg(struct http_server *srv, const char *msg);
+/* Only from inside flush_fn, which returns 0: hold the responses of
+ * this flush until http_server_release() names ticket or a later one.
+ * Tickets of successive holds must not decrease. */
+void http_server_hold(struct http_server *srv, uint64_t ticket);
+/* Settle every held flush whose ticket is at most ticket: rc 0 writes
+ * its responses, a negative errno turns its durable ones into 503 as a
+ * failed flush does. Holds are settled oldest first. */
+void http_server_release(struct http_server *srv, uint64_t ticket, int rc);
+/* Number of responses held (for metrics and tests). */
+size_t http_server_held(const struct http_server *srv);
 
 /* Number of open connections (for metrics and tests). */
 size_t http_server_nconns(const struct http_server *srv);

@@ -122,7 +122,9 @@ conn_deadline(struct http_conn *conn, uint64_t now, uint64_t *at,
     } else if (conn->phase == HTTP_PHASE_BODY) {
         *at = conn->phase_since + srv->body_ms;
         *dl = HTTP_DL_BODY;
-    } else if (conn->ndeferred > 0) {
+    } else if (conn->ndeferred > 0 || conn->held != NULL) {
+        /* Waiting for its answer, or for a held flush to be released:
+         * the scheduler's own time, not the peer's. */
         return false;
     } else {
         *at = conn->active_ms + srv->idle_ms;
@@ -300,6 +302,7 @@ http_conn_close(struct http_conn *conn)
     http_list_remove(&conn->node);
     http_list_remove(&conn->dirty);
     conn->is_dirty = false;
+    conn->held = NULL;
     conn_uncount(conn);
     log_debug("conn=%lu closed", conn->id);
     /* Each deferred response is either finished or cancelled, once. A
@@ -643,13 +646,16 @@ conn_write_out(struct http_conn *conn, struct http_out *out)
 /* Decide the outcome of every response that became ready since the last
  * flush: a durable one stands only if that flush committed. */
 static void
-conn_settle(struct http_conn *conn, int flush_rc)
+conn_settle(struct http_conn *conn, int flush_rc, bool batched_only)
 {
     for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
         struct http_out *out = conn_out(conn, l);
 
         if (out->state != HTTP_OUT_READY || out->settled)
             continue;
+        if (batched_only && !out->batched)
+            continue;
+        out->batched = false;
         if (flush_rc < 0 && out->resp.durable) {
             sbuf_reset(&out->resp.headers);
             if (conn->srv->flush_msg[0])
@@ -699,7 +705,32 @@ conn_write_ready(struct http_conn *conn)
 void
 http_conn_flushed(struct http_conn *conn, int flush_rc)
 {
-    conn_settle(conn, flush_rc);
+    conn_settle(conn, flush_rc, false);
+    conn_write_ready(conn);
+    if (!conn->closing)
+        conn_resume(conn);
+}
+
+size_t
+http_conn_batch(struct http_conn *conn)
+{
+    size_t n = 0;
+
+    for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
+        struct http_out *out = conn_out(conn, l);
+
+        if (out->state == HTTP_OUT_READY && !out->settled) {
+            out->batched = true;
+            n++;
+        }
+    }
+    return n;
+}
+
+void
+http_conn_released(struct http_conn *conn, int rc)
+{
+    conn_settle(conn, rc, true);
     conn_write_ready(conn);
     if (!conn->closing)
         conn_resume(conn);

@@ -112,6 +112,8 @@ struct http_out {
     enum http_out_state state;
     bool deferred;   /* http_resp_defer() called, not yet finished */
     bool settled;    /* a flush ran after it became ready */
+    bool batched;    /* ready when a held flush began: settled by
+                      * http_server_release() */
     bool keep_alive; /* the connection stays open after it */
     bool head;       /* HEAD request: no body on the wire */
     char *what;      /* "GET /v1/jobs" for the log */
@@ -196,6 +198,17 @@ struct http_conn {
     bool peer_eof;
     bool closing;
     bool is_dirty;
+    struct http_hold *held; /* the held flush it waits in (by dirty) */
+    bool redirty;           /* became dirty while held */
+};
+
+/* A flush whose commit is not final yet (http_server_hold): its
+ * connections wait here, oldest first, until released. */
+struct http_hold {
+    struct http_list node; /* in srv->held */
+    uint64_t ticket;
+    struct http_list conns; /* by conn->dirty */
+    size_t nouts;           /* responses batched */
 };
 
 /* A drop from at least this many connections to a quarter of it trims the
@@ -235,6 +248,10 @@ struct http_server {
     struct http_list listeners;
     struct http_list conns;
     struct http_list dirty; /* conns with responses to settle */
+    struct http_list held;  /* struct http_hold, oldest first */
+    uint64_t hold_ticket;   /* set by http_server_hold during a flush */
+    bool in_flush;
+    size_t nheld; /* responses in held flushes */
     size_t nconns;
     unsigned nhandles; /* every open handle, ours and conns' */
     unsigned long next_id;
@@ -345,6 +362,12 @@ void http_conn_reject(struct http_conn *conn, int status, const char *code,
  * that became ready before it, write what may go, and resume reading if
  * the queue drained. conn may be closing when this returns. */
 void http_conn_flushed(struct http_conn *conn, int flush_rc);
+/* A held flush began: mark the responses ready now as its own (batched);
+ * returns how many. */
+size_t http_conn_batch(struct http_conn *conn);
+/* The held flush conn waited in was released with rc: settle its batched
+ * responses and write what may go, as http_conn_flushed does. */
+void http_conn_released(struct http_conn *conn, int rc);
 /* Stop reading (idempotent). */
 void http_conn_read_stop(struct http_conn *conn);
 /* No more requests: send close_notify (TLS), shut the sending side down

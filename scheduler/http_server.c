@@ -44,6 +44,14 @@ http_server_handle_closed(struct http_server *srv)
     done = srv->done;
     arg = srv->done_arg;
     SSL_CTX_free(srv->tls);
+    /* Every connection is closed: what is left of held flushes is empty. */
+    while (!http_list_empty(&srv->held)) {
+        struct http_hold *h = container_of(srv->held.next, struct http_hold,
+            node);
+
+        http_list_remove(&h->node);
+        free(h);
+    }
     free(srv);
     if (done)
         done(arg);
@@ -150,6 +158,11 @@ http_conn_mark_dirty(struct http_conn *conn)
 
     if (conn->closing || conn->is_dirty || srv->closing)
         return;
+    if (conn->held != NULL) {
+        /* Written after the held flush it waits in (order). */
+        conn->redirty = true;
+        return;
+    }
     conn->is_dirty = true;
     http_list_add_tail(&srv->dirty, &conn->dirty);
     if (!uv_is_active((uv_handle_t *)&srv->idle)) {
@@ -157,6 +170,77 @@ http_conn_mark_dirty(struct http_conn *conn)
         if (rc < 0)
             log_warn("cannot start idle handle: %s", uv_strerror(rc));
     }
+}
+
+/* The flush just made holds the batch: its connections wait, with the
+ * responses ready now, until http_server_release(). */
+static void
+server_hold_batch(struct http_server *srv, struct http_list *batch)
+{
+    struct http_hold *h = xcalloc(1, sizeof(*h));
+
+    h->ticket = srv->hold_ticket;
+    http_list_init(&h->conns);
+    while (!http_list_empty(batch)) {
+        struct http_conn *conn = container_of(batch->next, struct http_conn,
+            dirty);
+
+        http_list_remove(&conn->dirty);
+        conn->is_dirty = false;
+        if (conn->closing)
+            continue;
+        h->nouts += http_conn_batch(conn);
+        conn->held = h;
+        http_list_add_tail(&h->conns, &conn->dirty);
+    }
+    srv->nheld += h->nouts;
+    http_list_add_tail(&srv->held, &h->node);
+}
+
+void
+http_server_hold(struct http_server *srv, uint64_t ticket)
+{
+    struct http_hold *last;
+
+    assert(srv->in_flush && ticket != 0);
+    if (!http_list_empty(&srv->held)) {
+        last = container_of(srv->held.prev, struct http_hold, node);
+        assert(ticket >= last->ticket);
+    }
+    srv->hold_ticket = ticket;
+}
+
+void
+http_server_release(struct http_server *srv, uint64_t ticket, int rc)
+{
+    while (!http_list_empty(&srv->held)) {
+        struct http_hold *h = container_of(srv->held.next, struct http_hold,
+            node);
+
+        if (h->ticket > ticket)
+            break;
+        http_list_remove(&h->node);
+        srv->nheld -= h->nouts;
+        while (!http_list_empty(&h->conns)) {
+            struct http_conn *conn = container_of(h->conns.next,
+                struct http_conn, dirty);
+
+            http_list_remove(&conn->dirty);
+            conn->held = NULL;
+            http_conn_released(conn, rc);
+            if (!conn->closing && conn->redirty) {
+                conn->redirty = false;
+                http_conn_mark_dirty(conn);
+            }
+        }
+        free(h);
+    }
+}
+
+size_t
+http_server_held(const struct http_server *srv)
+{
+    return srv->nheld;
 }
 
 static void
@@ -176,10 +260,15 @@ server_check_cb(uv_check_t *check)
     http_list_move(&srv->dirty, &batch);
     if (srv->flush != NULL) {
         srv->flush_msg[0] = '\0';
+        srv->hold_ticket = 0;
+        srv->in_flush = true;
         rc = srv->flush(srv->arg);
+        srv->in_flush = false;
         if (rc < 0)
             log_warn("cannot commit, durable responses fail with 503: %s",
                 strerror(-rc));
+        else if (srv->hold_ticket != 0)
+            server_hold_batch(srv, &batch);
     }
     while (!http_list_empty(&batch)) {
         conn = container_of(batch.next, struct http_conn, dirty);
@@ -244,6 +333,7 @@ http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     http_list_init(&srv->listeners);
     http_list_init(&srv->conns);
     http_list_init(&srv->dirty);
+    http_list_init(&srv->held);
 
     rc = uv_check_init(loop, &srv->check);
     if (rc == 0)

@@ -33,6 +33,7 @@
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
+#include "scheduler/repl.h"
 #include "scheduler/sched_pass.h"
 #include "scheduler/schedd.h"
 #include "scheduler/tick.h"
@@ -208,8 +209,33 @@ static const struct config_key lockstepd_keys[] = {
         "user_submit_rate for operators (0: no limit)" },
     { "operator_submit_burst", CONFIG_INT, "200", 1, 1000000,
         "user_submit_burst for operators" },
+    { "replica_id", CONFIG_INT, "0", 0, 65535,
+        "this scheduler's id among its replicas (docs/operations.md "
+        "\"Replicas\"); 0: a single scheduler" },
+    { "replica_address", CONFIG_STR, "", 0, 0,
+        "host:port this replica's Raft listens on; the other replicas "
+        "connect to it" },
+    { "replica_bind_address", CONFIG_STR, "", 0, 0,
+        "host:port the Raft listener binds (default: replica_address), for "
+        "an address the others reach through a NAT or a proxy" },
+    { "replicas", CONFIG_STR, "", 0, 0,
+        "the replicas a new cluster starts with, ID@HOST:PORT "
+        "comma-separated, the same on each; a replica not listed joins once "
+        "an operator adds it" },
+    { "replica_url", CONFIG_STR, "", 0, 0,
+        "the URL clients reach this replica's API at (default: "
+        "http://HOST:PORT of listen)" },
+    { "replica_election_timeout_ms", CONFIG_INT, "1000", 100, 60000,
+        "a follower that hears no leader for this long (up to twice) "
+        "starts an election; a leader that hears no majority for this long "
+        "steps down" },
+    { "replica_snapshot_entries", CONFIG_INT, "1024", 16, 100000000,
+        "a replica snapshots its database after this many entries and "
+        "keeps as many behind the snapshot" },
     { NULL, 0, NULL, 0, 0, NULL },
 };
+
+struct lockstepd_conf;
 
 struct lockstepd {
     uv_loop_t loop;
@@ -217,13 +243,15 @@ struct lockstepd {
     uv_signal_t sigint;
     uv_signal_t sighup;
     struct schedd *sd;
+    struct repl *repl; /* NULL: a single scheduler */
     struct recovery *recovery;
     struct pass *pass;
     struct tick *tick;
     struct api *api;
     struct obs *obs;
     struct webhook *webhook;
-    struct lockstepd_conf *conf; /* main's; SIGHUP reads the secrets again */
+    struct lockstepd_conf *conf; /* main's; SIGHUP reads the secrets again,
+                                  * a deposed leader's re-exec reads it */
     bool stopping;
 };
 
@@ -235,6 +263,7 @@ struct lockstepd_conf {
     char *secret;
     char *secret_prev;                          /* NULL: none */
     const char *secret_file, *secret_prev_file; /* borrowed from the config */
+    struct repl_opts repl; /* when opts.replica */
 };
 
 static void
@@ -564,6 +593,10 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
             "sched_policy: unknown policy '%s' "
             "(known: %s)",
             o->sched_policy, sched_policy_names());
+    if ((rc = repl_conf(cfg, c->host, o->lease_ms, o->node_timeout_ms, &c->repl,
+             err)) < 0)
+        return rc;
+    o->replica = rc > 0;
     if ((rc = conf_tls(cfg, o, err)) < 0)
         return rc;
     o->agent_auth_window_ms = (int)config_int(cfg, "agent_auth_window_ms");
@@ -604,6 +637,8 @@ lockstepd_shutdown(struct lockstepd *d)
     if (d->api)
         api_close(d->api, NULL, NULL);
     d->api = NULL;
+    if (d->repl)
+        repl_close(d->repl, NULL, NULL);
 }
 
 static void
@@ -784,6 +819,54 @@ lockstepd_start(struct lockstepd *d, const struct lockstepd_conf *conf,
     return 0;
 }
 
+/* A replica starts to lead (repl.h: its model is loaded): the services
+ * of lockstepd_start that a follower does without. */
+static int
+lockstepd_lead(struct schedd *sd, void *arg, struct err *err)
+{
+    struct lockstepd *d = arg;
+    const struct lockstepd_conf *conf = d->conf;
+
+    d->recovery = recovery_create(sd);
+    d->pass = pass_create(sd, conf->opts.sched_policy, err);
+    if (d->pass == NULL)
+        return err->code ? err->code : -EINVAL;
+    if ((d->obs = obs_create(sd, err)) == NULL)
+        return err->code ? err->code : -EIO;
+    d->webhook = sd->webhook = webhook_create(sd, err);
+    if (d->webhook == NULL && sd->alert_url)
+        return err->code ? err->code : -EIO;
+    d->tick = tick_create(sd, err);
+    if (d->tick == NULL)
+        return err->code ? err->code : -EIO;
+    pass_trigger(d->pass);
+    return 0;
+}
+
+/* A replica: the API (answering `not_leader` until this replica leads)
+ * and Raft; the rest waits for lockstepd_lead. */
+static int
+lockstepd_start_replica(struct lockstepd *d, struct lockstepd_conf *conf,
+    struct err *err)
+{
+    char *url = NULL;
+    int rc;
+
+    if ((rc = schedd_start(d->sd, err)) < 0)
+        return rc;
+    d->api = api_create(d->sd, &conf->opts, err);
+    if (d->api == NULL)
+        return err->code ? err->code : -EIO;
+    d->repl = repl_create(d->sd, &conf->repl, lockstepd_lead, d);
+    if (conf->repl.url == NULL || conf->repl.url[0] == '\0') {
+        url = xasprintf("%s://%s:%d", conf->opts.tls ? "https" : "http",
+            conf->host, api_port(d->api));
+        repl_set_url(d->repl, url);
+        free(url);
+    }
+    return repl_start(d->repl, err);
+}
+
 /* Run the daemon until it is told to stop. Returns the exit status. */
 static int
 lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
@@ -792,6 +875,7 @@ lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
     int status = 0, rc;
 
     err_clear(&err);
+    d->conf = conf;
     if ((rc = uv_loop_init(&d->loop)) < 0)
         fatalx("cannot create the event loop: %s", uv_strerror(rc));
     d->sd = schedd_create(&d->loop, &conf->opts, &err);
@@ -814,18 +898,20 @@ lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
     d->sigterm.data = d;
     d->sigint.data = d;
     d->sighup.data = d;
-    d->conf = conf;
     if ((rc = uv_signal_start(&d->sigterm, signal_cb, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&d->sigint, signal_cb, SIGINT)) < 0 ||
         (rc = uv_signal_start(&d->sighup, sighup_cb, SIGHUP)) < 0)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
-    if (lockstepd_start(d, conf, &err) < 0) {
+    rc = conf->opts.replica ? lockstepd_start_replica(d, conf, &err)
+                            : lockstepd_start(d, conf, &err);
+    if (rc < 0) {
         log_error("%s", err.msg);
         status = 1;
         lockstepd_shutdown(d);
     }
     uv_run(&d->loop, UV_RUN_DEFAULT);
     recovery_destroy(d->recovery);
+    repl_destroy(d->repl);
     schedd_destroy(d->sd);
     if (uv_loop_close(&d->loop) != 0) {
         uv_walk(&d->loop, walk_cb, NULL);
@@ -871,6 +957,7 @@ main(int argc, char **argv)
     } else {
         log_init("lockstepd", conf.level, LOG_MODE_AUTO);
         signal(SIGPIPE, SIG_IGN);
+        conf.repl.argv = argv;
         status = lockstepd_run(&d, &conf);
     }
     free(overrides);

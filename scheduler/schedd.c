@@ -382,6 +382,19 @@ schedd_model_load(struct schedd *sd, struct err *err)
     return 0;
 }
 
+int
+schedd_reload(struct schedd *sd, struct err *err)
+{
+    int rc;
+
+    schedd_model_clear(sd);
+    if ((rc = schedd_model_load(sd, err)) < 0)
+        return rc;
+    sd->failed = false;
+    schedd_sched_trigger(sd);
+    return 0;
+}
+
 static void
 schedd_reload_cb(uv_timer_t *t)
 {
@@ -390,14 +403,36 @@ schedd_reload_cb(uv_timer_t *t)
 
     err_clear(&err);
     log_warn("reloading state from the database after a failed write");
-    schedd_model_clear(sd);
-    if (schedd_model_load(sd, &err) < 0)
+    if (schedd_reload(sd, &err) < 0)
         fatalx("cannot reload state: %s", err.msg);
-    sd->failed = false;
-    schedd_sched_trigger(sd);
 }
 
 /* ---- commits ------------------------------------------------------------ */
+
+/* A replica's commit: the transaction's changes, the local commit, then
+ * the proposal. A failed local commit proposes nothing (the changes are
+ * rolled back here as everywhere); a failed proposal leaves a change
+ * that no other replica has, which the replicate hook answers by
+ * giving up the lead (repl.h). */
+static int
+schedd_commit_replicated(struct schedd *sd)
+{
+    void *cs = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = db_txn_changes(sd->db, &cs, &len)) < 0) {
+        db_txn_rollback(sd->db);
+        return rc;
+    }
+    if ((rc = db_txn_commit(sd->db)) < 0) {
+        free(cs);
+        return rc;
+    }
+    if (len == 0)
+        return 0;
+    return sd->hooks.replicate(sd, cs, len, sd->hooks.repl_arg);
+}
 
 int
 schedd_commit(struct schedd *sd)
@@ -414,7 +449,8 @@ schedd_commit(struct schedd *sd)
     if (db_txn_is_open(sd->db)) {
         uint64_t t0 = uv_hrtime();
 
-        rc = db_txn_commit(sd->db);
+        rc = sd->hooks.replicate ? schedd_commit_replicated(sd)
+                                 : db_txn_commit(sd->db);
         metrics_hist_observe(&sd->commit_hist,
             (double)(uv_hrtime() - t0) / 1e9);
         if (rc == 0 && sd->db_errno != 0) {
@@ -433,6 +469,34 @@ schedd_commit(struct schedd *sd)
             uv_timer_start(&sd->reload_timer, schedd_reload_cb, 0, 0);
     }
     return rc;
+}
+
+int
+schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
+    int64_t *size)
+{
+    int rc = logstore_write(sd->logs, c->job, c->attempt, c->rank,
+        c->err_stream, c->offset, c->data, c->len, size);
+
+    if (rc < 0 || sd->hooks.replicate_log == NULL || c->len == 0 ||
+        *size < c->offset + (int64_t)c->len)
+        return rc;
+    return sd->hooks.replicate_log(sd, c, sd->hooks.repl_arg);
+}
+
+uint64_t
+schedd_commit_wait(struct schedd *sd)
+{
+    if (sd->hooks.replicate_wait == NULL)
+        return 0;
+    return sd->hooks.replicate_wait(sd, sd->hooks.repl_arg);
+}
+
+void
+schedd_committed(struct schedd *sd, uint64_t ticket, int rc)
+{
+    if (sd->hooks.committed)
+        sd->hooks.committed(sd, ticket, rc, sd->hooks.arg);
 }
 
 int
@@ -492,6 +556,44 @@ schedd_lock(struct schedd *sd, struct err *err)
     return rc;
 }
 
+/* A replica's database is the state machine of its Raft log, rebuilt at
+ * every start from the snapshot and the log (repl.h): empty it. A
+ * database in a state directory that has no Raft state yet is a single
+ * scheduler's, which this must never destroy. */
+static int
+schedd_replica_reset(const char *state_dir, struct err *err)
+{
+    static const char *const suffixes[] = { "", "-wal", "-shm" };
+    char *raft = xasprintf("%s/raft", state_dir);
+    char *db = xasprintf("%s/lockstep.db", state_dir);
+    struct stat st;
+    int rc = 0;
+
+    if (stat(raft, &st) < 0 && stat(db, &st) == 0 && st.st_size > 0)
+        rc = err_set(err, -EEXIST,
+            "'%s' holds a single scheduler's database and there is no "
+            "replica state beside it ('%s'): a replica would rebuild the "
+            "database from its Raft log; move it away, or use another "
+            "state_dir",
+            db, raft);
+    /* From here on the database is a replica's (repl.c keeps its Raft
+     * files in that directory). */
+    if (rc == 0 && mkdir(raft, 0750) < 0 && errno != EEXIST)
+        rc = err_set(err, -errno, "cannot create directory '%s': %s", raft,
+            strerror(errno));
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(suffixes); i++) {
+        char *f = xasprintf("%s%s", db, suffixes[i]);
+
+        if (unlink(f) < 0 && errno != ENOENT)
+            rc = err_set(err, -errno, "cannot remove '%s': %s", f,
+                strerror(errno));
+        free(f);
+    }
+    free(db);
+    free(raft);
+    return rc;
+}
+
 static void
 schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
 {
@@ -547,13 +649,22 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     if (sd->logs == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
+    if (opts->replica && schedd_replica_reset(sd->state_dir, err) < 0) {
+        free(path);
+        goto fail;
+    }
+    /* A replica's database is rebuilt from its Raft log at every start
+     * (the log is what is durable), so neither the guard against a lost
+     * database nor the check at open applies to it. */
     sd->db = db_open(path,
         &(struct db_open_opts){ .sync_full = opts->db_sync_full,
-            .guard = true,
-            .check_ms = opts->db_check_ms },
+            .guard = !opts->replica,
+            .check_ms = opts->replica ? 0 : opts->db_check_ms },
         err);
     free(path);
     if (sd->db == NULL)
+        goto fail;
+    if (opts->replica && db_repl_enable(sd->db, err) < 0)
         goto fail;
     if (schedd_model_load(sd, err) < 0)
         goto fail;

@@ -54,6 +54,7 @@ struct logstore;
 struct obs;
 struct pass;
 struct recovery;
+struct repl;
 struct schedd;
 struct webhook;
 
@@ -115,6 +116,21 @@ struct schedd_opts {
     struct quota_config quota;      /* per-user limits */
     int64_t log_max_bytes;          /* stored rank output per job; 0: no cap */
     struct schedd_http_limits http; /* deadlines and caps (api.c) */
+    /* One replica of a replicated scheduler (repl.h): the database is
+     * rebuilt from the Raft log at start (the file is emptied here) and
+     * every transaction's changes are recorded. */
+    bool replica;
+};
+
+/* Rank output of one stream of one rank, at an offset (logstore.h). */
+struct schedd_log_chunk {
+    int64_t job;
+    int attempt;
+    int rank;
+    bool err_stream;
+    int64_t offset;
+    const void *data; /* borrowed */
+    size_t len;
 };
 
 /* Registered by the layers above (see the top of this file). Each may be
@@ -135,9 +151,25 @@ struct schedd_hooks {
     void (*sched_trigger)(struct schedd *sd, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
+    /* Replication (repl.h registers them on a replica). replicate: the
+     * transaction schedd_commit just committed locally changed data (the
+     * changeset; taken over, also on failure): propose it. 0, or a
+     * negative errno (the replica then stops serving). replicate_wait:
+     * the ticket of the latest entry proposed and not yet committed, 0
+     * when none: what replies written now must wait for. */
+    int (*replicate)(struct schedd *sd, void *data, size_t len, void *arg);
+    /* Rank output the leader stored (schedd_log_write): propose it too,
+     * so that the other replicas keep it. 0 or a negative errno. */
+    int (*replicate_log)(struct schedd *sd, const struct schedd_log_chunk *c,
+        void *arg);
+    uint64_t (*replicate_wait)(struct schedd *sd, void *arg);
+    /* The entries up to ticket were committed (rc 0) or failed (a
+     * negative errno): release the replies held for them (the API). */
+    void (*committed)(struct schedd *sd, uint64_t ticket, int rc, void *arg);
     void *arg;
     void *sched_arg;
     void *alert_arg;
+    void *repl_arg;
 };
 
 struct schedd {
@@ -196,6 +228,7 @@ struct schedd {
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
     struct recovery *recovery;
+    struct repl *repl; /* NULL: a single scheduler */
     struct obs *obs;
     struct webhook *webhook;
     struct schedd_hooks hooks;
@@ -231,6 +264,21 @@ int schedd_commit(struct schedd *sd);
 /* The HTTP flush hook: commit, and fail if anything was rolled back since
  * the previous flush (the replies queued meanwhile may depend on it). */
 int schedd_flush(struct schedd *sd);
+/* What replies written now must wait for: the ticket of the latest
+ * replicated entry not committed yet (0: none, or a single scheduler). */
+uint64_t schedd_commit_wait(struct schedd *sd);
+/* Replicated entries up to ticket were committed (rc 0) or failed: the
+ * committed hook. */
+void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
+/* Clear the model and load it afresh from the database (the model_reset
+ * hook runs first): what a failed commit leads to, and what a replica
+ * does when it starts to lead. 0, or a negative errno with err set. */
+int schedd_reload(struct schedd *sd, struct err *err);
+/* Store rank output shipped by an agent (logstore_write: written when
+ * offset <= the size held; *size is the size held after) and, on a
+ * replica, replicate what was written. 0 or a negative errno. */
+int schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
+    int64_t *size);
 /* Record a failed database write: the iteration will not be committed.
  * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);

@@ -163,7 +163,7 @@ test_done() {
 
 dump_logs() {
     local f
-    for f in "$TEST_DIR"/sched/log "$TEST_DIR"/agent-*/log; do
+    for f in "$TEST_DIR"/sched/log "$TEST_DIR"/agent-*/log "$TEST_DIR"/rep*/log; do
         [ -f "$f" ] || continue
         echo "# --- tail of $f"
         tail -n 25 "$f" | sed 's/^/#   /'

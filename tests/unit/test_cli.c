@@ -748,7 +748,8 @@ test_cmd_entries(void)
         &cli_cmd_jobs, &cli_cmd_show, &cli_cmd_logs, &cli_cmd_cancel,
         &cli_cmd_nodes, &cli_cmd_node, &cli_cmd_cordon, &cli_cmd_uncordon,
         &cli_cmd_drain, &cli_cmd_health, &cli_cmd_token, &cli_cmd_stats,
-        &cli_cmd_whoami, &cli_cmd_help, NULL };
+        &cli_cmd_whoami, &cli_cmd_admin, &cli_cmd_replicas, &cli_cmd_help,
+        NULL };
     struct cli_args a;
     struct sbuf why;
     bool all_ok = true;
@@ -1091,6 +1092,33 @@ test_cancel_select(void)
     sbuf_release(&why);
 }
 
+/* LOCKSTEP_SERVER naming replicas: a comma-separated list. */
+static void
+test_server_list(void)
+{
+    struct cli cli;
+    struct err err;
+
+    err_clear(&err);
+    is_int(cli_init(&cli, "/run/a.sock", NULL, &err), 0, "one socket");
+    ok(cli.nservers == 1 && strcmp(cli.servers[0], "/run/a.sock") == 0,
+        "one server");
+    cli_release(&cli);
+    is_int(cli_init(&cli, "http://h1:7300/, /run/b.sock ,http://h3:7300", NULL,
+               &err),
+        0, "a list of three");
+    ok(cli.nservers == 3 && strcmp(cli.servers[0], "http://h1:7300") == 0 &&
+            strcmp(cli.servers[1], "/run/b.sock") == 0 &&
+            strcmp(cli.servers[2], "http://h3:7300") == 0,
+        "split at commas, blanks and trailing slashes dropped");
+    cli_release(&cli);
+    is_int(cli_init(&cli, "http://h1:7300,h2:7300", NULL, &err), -EINVAL,
+        "an item that is neither a URL nor a socket is refused");
+    ok(strstr(err.msg, "'h2:7300'") != NULL, "naming it: %s", err.msg);
+    is_int(cli_init(&cli, ",", NULL, &err), -EINVAL, "a list of nothing");
+    is_int(cli_init(&cli, "", NULL, &err), -EINVAL, "nothing");
+}
+
 int
 main(void)
 {
@@ -1117,5 +1145,6 @@ main(void)
     test_progress();
     test_since();
     test_cancel_select();
+    test_server_list();
     return done_testing();
 }

@@ -53,7 +53,11 @@ static atomic_int fail_flush; /* flush_fn returns -EIO while set */
 static atomic_int cancel_calls;
 static atomic_int holds; /* /hold requests seen */
 static atomic_int defers_done;
-static int done_calls; /* loop thread only */
+static int done_calls;        /* loop thread only */
+static atomic_int hold_flush; /* flush_fn holds its responses while set */
+static atomic_int release_rc; /* ... and releases them with this */
+static uint64_t hold_ticket;  /* loop thread only */
+static uv_timer_t releaser;   /* releases what is held, 300 ms later */
 
 /* --- the server side (loop thread) --------------------------------------- */
 
@@ -119,11 +123,25 @@ finisher_cancel_cb(struct http_deferred *d, void *arg)
     finisher_d = NULL;
 }
 
+static void
+releaser_cb(uv_timer_t *timer)
+{
+    (void)timer;
+    http_server_release(srv, hold_ticket, atomic_load(&release_rc));
+}
+
 static int
 test_flush(void *arg)
 {
     (void)arg;
     atomic_fetch_add(&flush_calls, 1);
+    if (atomic_load(&hold_flush)) {
+        /* A commit that is final only later (a replicated scheduler's
+         * quorum): the releaser settles everything held so far. */
+        http_server_hold(srv, ++hold_ticket);
+        uv_timer_start(&releaser, releaser_cb, 300, 0);
+        return 0;
+    }
     return atomic_load(&fail_flush) ? -EIO : 0;
 }
 
@@ -213,6 +231,7 @@ stop_async_cb(uv_async_t *async)
     srv = NULL;
     uv_close((uv_handle_t *)async, NULL);
     uv_close((uv_handle_t *)&finisher, NULL);
+    uv_close((uv_handle_t *)&releaser, NULL);
 }
 
 /* --- the client side (client thread) ------------------------------------- */
@@ -932,6 +951,68 @@ test_flush_failure(void)
 }
 
 static void
+test_held_flush(void)
+{
+    struct client c;
+    double t0, dt;
+
+    if (!tcp_open(&c))
+        return;
+    atomic_store(&hold_flush, 1);
+    atomic_store(&release_rc, 0);
+    t0 = now_ms();
+    client_sends(&c,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    is_int(client_read(&c, 2), 2, "held flush: two responses");
+    dt = now_ms() - t0;
+    ok(dt >= 250, "held flush: written once released (%.0f ms)", dt);
+    is_int(c.r[0].status, 201, "held flush: durable stands once released");
+    is_int(c.r[1].status, 200, "held flush: non-durable held too, then 200");
+
+    /* A request that comes while the first is held is answered after
+     * it, by a later flush. */
+    client_reset(&c);
+    client_sends(&c, "POST /durable HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Length: 2\r\n\r\n{}");
+    usleep(100000);
+    client_sends(&c, "GET /echo?q=later HTTP/1.1\r\nHost: x\r\n\r\n");
+    is_int(client_read(&c, 2), 2, "held flush: both answered");
+    is_int(c.r[0].status, 201, "held flush: the first one first");
+    is_body_str(&c.r[1], "q", "later", "held flush: the later one after it");
+
+    /* Released with a failure: durable responses turn into 503. */
+    client_reset(&c);
+    atomic_store(&release_rc, -EIO);
+    client_sends(&c,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    is_int(client_read(&c, 2), 2, "failed hold: two responses");
+    is_int(c.r[0].status, 503, "failed hold: durable turns into 503");
+    is_int(c.r[1].status, 200, "failed hold: non-durable stays 200");
+    ok(!c.r[0].close, "failed hold: connection stays usable");
+    atomic_store(&hold_flush, 0);
+    atomic_store(&release_rc, 0);
+    client_close(&c);
+
+    /* A client that leaves while held costs nothing. */
+    if (!tcp_open(&c))
+        return;
+    atomic_store(&hold_flush, 1);
+    client_sends(&c, "POST /durable HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Length: 2\r\n\r\n{}");
+    usleep(50000);
+    client_close(&c);
+    usleep(400000);
+    atomic_store(&hold_flush, 0);
+    if (!tcp_open(&c))
+        return;
+    ask(&c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n", 200,
+        "held flush: a client gone while held leaves the server serving");
+    client_close(&c);
+}
+
+static void
 test_unix(void)
 {
     struct client c;
@@ -1118,6 +1199,7 @@ client_main(void *arg)
     test_limits();
     test_deferred();
     test_flush_failure();
+    test_held_flush();
     test_unix();
     test_rude_peers();
     test_deadlines();
@@ -1310,6 +1392,7 @@ main(void)
 
     uv_async_init(&loop, &stop_async, stop_async_cb);
     uv_timer_init(&loop, &finisher);
+    uv_timer_init(&loop, &releaser);
     rc = run_with_client(&loop, client_main);
 
     is_int(rc, 0, "loop ran to completion");

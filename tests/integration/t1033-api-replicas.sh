@@ -1,0 +1,164 @@
+#!/bin/bash
+# t1033: three replicas of lockstepd. Inconsistent replica settings are
+# refused (exit 78); one replica leads, the others say so and send
+# clients to it (GET /v1/health, 421 not_leader); the CLI, given every
+# replica, finds the leader wherever it is in the list; what the leader
+# acknowledged is in every replica's database; `lockstep replicas` lists
+# them; an operator adds a fourth and removes it; a replica stopped and
+# started again catches up; SIGTERM stops a replica cleanly, a leader
+# after handing the lead over.
+. "$(dirname "$0")/../lib/harness.sh"
+. "$(dirname "$0")/../lib/replicas.sh"
+
+refused() { # refused WHAT -o ...: --check-config exits 78 naming WHAT
+    local what=$1
+    shift
+    "$LOCKSTEPD" -o cluster_secret_file="$CLUSTER_SECRET" "$@" \
+        --check-config 2>err
+    local rc=$?
+    cat err
+    test $rc = 78 && grep -q -- "$what" err
+}
+
+test_expect_success 'inconsistent replica settings are refused with exit 78' '
+    refused replica_address -o replica_id=1 &&
+    refused replica_id -o replicas=1@127.0.0.1:7401 &&
+    refused "but replica_address is" -o replica_id=1 \
+        -o replica_address=127.0.0.1:7401 -o replicas=1@127.0.0.1:7499 &&
+    refused "ID@HOST:PORT" -o replica_id=1 -o replica_address=127.0.0.1:7401 \
+        -o replicas=one@127.0.0.1:7401 &&
+    refused "repeats" -o replica_id=1 -o replica_address=127.0.0.1:7401 \
+        -o replicas=1@127.0.0.1:7401,1@127.0.0.1:7402 &&
+    refused node_timeout_ms -o replica_id=1 -o replica_address=127.0.0.1:7401 \
+        -o replica_election_timeout_ms=3000 &&
+    refused replica_url -o replica_id=1 -o replica_address=127.0.0.1:7401 \
+        -o listen=0.0.0.0:7300 &&
+    "$LOCKSTEPD" -o cluster_secret_file="$CLUSTER_SECRET" -o replica_id=2 \
+        -o replica_address=127.0.0.1:7402 \
+        -o replicas="1@127.0.0.1:7401, 2@127.0.0.1:7402, 3@127.0.0.1:7403" \
+        --check-config | grep -qx "configuration OK"
+'
+
+test_expect_success 'a single scheduler state directory is not taken over' '
+    mkdir -p single/state &&
+    sqlite3 single/state/lockstep.db "CREATE TABLE x (a PRIMARY KEY); INSERT INTO x VALUES (1)" &&
+    ! "$LOCKSTEPD" -o listen=127.0.0.1:0 -o socket= -o state_dir="$TEST_DIR/single/state" \
+        -o cluster_secret_file="$CLUSTER_SECRET" -o replica_id=1 \
+        -o replica_address=127.0.0.1:$(free_ports 1) 2>err &&
+    cat err && grep -q "single scheduler" err &&
+    test "$(sqlite3 single/state/lockstep.db "SELECT a FROM x")" = 1
+'
+
+test_expect_success 'three replicas elect one leader' '
+    start_replicas 3 &&
+    leader=$(wait_leader 30) && echo "leader: replica $leader" &&
+    echo "$leader" >leader &&
+    for i in 1 2 3; do replica_health $i; echo; done >health &&
+    cat health &&
+    test "$(grep -c "\"role\":\"leader\",\"serving\":true" health)" = 1 &&
+    test "$(grep -c "\"role\":\"follower\",\"serving\":false" health)" = 2
+'
+
+test_expect_success 'followers name the leader; writes there get 421 not_leader' '
+    leader=$(cat leader) && url=http://127.0.0.1:${REPLICA_API[$leader]} &&
+    for i in 1 2 3; do
+        [ $i = "$leader" ] && continue
+        wait_for 10 "replica_health $i | grep -qF \"\\\"leader\\\":\\\"$url\\\"\"" ||
+            return 1
+        code=$(curl -s -o out.json -w "%{http_code}" --unix-socket \
+            "$TEST_DIR/rep$i/sock" -X POST -d "{}" http://x/v1/jobs) &&
+        cat out.json && test "$code" = 421 &&
+        test "$(jget "j[\"error\"][\"code\"]" <out.json)" = not_leader &&
+        test "$(jget "j[\"leader\"]" <out.json)" = "$url" || return 1
+    done
+'
+
+test_expect_success 'the CLI finds the leader wherever it is in the list' '
+    leader=$(cat leader) &&
+    for first in 1 2 3; do
+        list=$TEST_DIR/rep$first/sock &&
+        for i in 1 2 3; do
+            [ $i = $first ] || list=$list,$TEST_DIR/rep$i/sock
+        done &&
+        LOCKSTEP_SERVER=$list ls_cli submit --json --name "via-$first" \
+            --nodes 1 -- true >sub.json && jget "j[\"id\"]" <sub.json ||
+            return 1
+    done &&
+    ls_cli jobs --json | jget "sorted(x[\"name\"] for x in j)" >names &&
+    cat names && grep -q via-1 names && grep -q via-2 names &&
+    grep -q via-3 names
+'
+
+# same_jobs I: replica I has the leader's jobs, row for row.
+same_jobs() {
+    local q="SELECT id, name, state FROM jobs ORDER BY id"
+    test "$(replica_db "$1" "$q")" = "$(replica_db "$(cat leader)" "$q")"
+}
+
+test_expect_success 'what the leader acknowledged is in every replica' '
+    for k in $(seq 1 20); do
+        ls_cli submit --name "rep-$k" --nodes 1 -- true >/dev/null || return 1
+    done &&
+    for i in 1 2 3; do wait_until 20 same_jobs $i || return 1; done &&
+    test "$(replica_db 1 "SELECT COUNT(*) FROM jobs")" = 23
+'
+
+test_expect_success 'lockstep replicas lists them with role, state and lag' '
+    ls_cli replicas >out && cat out &&
+    grep -q "term" out && test "$(grep -c voter out)" = 3 &&
+    ls_cli replicas --json >r.json &&
+    test "$(jget "len(j[\"replicas\"])" <r.json)" = 3 &&
+    test "$(jget "j[\"leader_id\"]" <r.json)" = "$(cat leader)" &&
+    test "$(jget "[m[\"state\"] for m in j[\"replicas\"]].count(\"leader\")" <r.json)" = 1
+'
+
+test_expect_success 'a follower stopped and started again catches up' '
+    leader=$(cat leader) && f=$(( leader % 3 + 1 )) &&
+    stop_replica $f &&
+    for k in $(seq 1 10); do
+        ls_cli submit --name "while-down-$k" --nodes 1 -- true >/dev/null ||
+            return 1
+    done &&
+    start_replica $f &&
+    wait_until 30 same_jobs $f &&
+    replica_db $f "SELECT name FROM jobs" | grep -qx while-down-10
+'
+
+test_expect_success 'an operator adds a fourth replica; it catches up; then removes it' '
+    read -r api4 raft4 <<<"$(free_ports 2)" &&
+    REPLICA_API[4]=$api4 && REPLICA_RAFT[4]=$raft4 && REPLICA_N=4 &&
+    REPLICA_PEERS= start_replica 4 &&
+    wait_until 20 test -S "$TEST_DIR/rep4/sock" &&
+    replica_health 4 | grep -q "\"role\":\"follower\"" &&
+    ls_cli replicas add 4 127.0.0.1:$raft4 --url http://127.0.0.1:$api4 >out &&
+    cat out && test "$(grep -c voter out)" = 4 &&
+    wait_until 30 same_jobs 4 &&
+    ls_cli replicas remove 4 >out && cat out &&
+    test "$(grep -c voter out)" = 3 && stop_replica 4 && REPLICA_N=3
+'
+
+test_expect_success 'removing an unknown replica or adding a member again is refused' '
+    ! ls_cli replicas remove 9 2>err && cat err && grep -q "not a member" err &&
+    ! ls_cli replicas add 1 127.0.0.1:1 2>err && cat err &&
+    grep -q "member already" err
+'
+
+test_expect_success 'SIGTERM stops a follower cleanly; the leader stays' '
+    leader=$(cat leader) && f=$(( leader % 3 + 1 )) &&
+    stop_replica $f && ! grep -q "still open at exit" "$TEST_DIR/rep$f/log" &&
+    test "$(serving_replicas)" = "$leader" &&
+    start_replica $f && wait_until 30 same_jobs $f
+'
+
+test_expect_success 'SIGTERM stops the leader cleanly; it hands the lead over' '
+    leader=$(cat leader) && stop_replica $leader &&
+    ! grep -q "still open at exit" "$TEST_DIR/rep$leader/log" &&
+    grep -q "handing the lead over" "$TEST_DIR/rep$leader/log" &&
+    grep "leads now" "$TEST_DIR/rep$leader/log" &&
+    new=$(wait_leader 30) && test "$new" != "$leader" &&
+    ls_cli submit --name after-stop --nodes 1 -- true &&
+    start_replica $leader &&
+    wait_for 30 "replica_db $leader \"SELECT name FROM jobs\" | grep -qx after-stop"
+'
+
+test_done
