@@ -4,9 +4,11 @@
 # clients to it (GET /v1/health, 421 not_leader); the CLI, given every
 # replica, finds the leader wherever it is in the list; what the leader
 # acknowledged is in every replica's database; `lockstep replicas` lists
-# them; an operator adds a fourth and removes it; a replica stopped and
-# started again catches up; SIGTERM stops a replica cleanly, a leader
-# after handing the lead over. The replicas run with TLS, as lockstepd
+# them; SIGHUP reloads each replica's certificate and cluster secret
+# while the leader goes on; an operator adds a fourth and removes it; a
+# replica stopped and started again catches up; SIGTERM stops a replica
+# cleanly, a leader after handing the lead over. The replicas run with
+# TLS, as lockstepd
 # does by default: the leader's URL a follower names is https://, and the
 # CLI given the replicas' URLs follows it with LOCKSTEP_CA.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -140,6 +142,44 @@ test_expect_success 'lockstep replicas lists them with role, state and lag' '
     test "$(jget "len(j[\"replicas\"])" <r.json)" = 3 &&
     test "$(jget "j[\"leader_id\"]" <r.json)" = "$(cat leader)" &&
     test "$(jget "[m[\"state\"] for m in j[\"replicas\"]].count(\"leader\")" <r.json)" = 1
+'
+
+# served_serial I: the serial of the certificate replica I serves.
+served_serial() {
+    openssl s_client -connect "127.0.0.1:${REPLICA_API[$1]}" \
+        -CAfile "$TLS_DIR/ca.pem" -verify_return_error </dev/null 2>/dev/null |
+        openssl x509 -noout -serial
+}
+
+# register_as NODE KEYFILE: an agent's signed registration of NODE, sent
+# to the leader's https:// URL; prints "STATUS BODY".
+register_as() {
+    SSL_CERT_FILE=$TLS_DIR/ca.pem "$PY" "$SRC_DIR/tests/helpers/agentcred.py" \
+        request "$(replica_url "$(cat "$TEST_DIR/leader")")" POST \
+        /v1/agent/status --key "$2" --node "$1" --body \
+        "{\"version\":1,\"node\":\"$1\",\"register\":true,\"agent_id\":\"a-$1\",\"addr\":\"127.0.0.1\",\"cpus\":1,\"memory_mb\":64,\"gpus\":[],\"labels\":{},\"jobs\":[]}"
+}
+
+test_expect_success 'SIGHUP: each replica reloads its certificate and the cluster secret' '
+    leader=$(cat leader) &&
+    "$SRC_DIR/deploy/tls-certs.sh" "$TLS_DIR" 127.0.0.1 localhost >/dev/null &&
+    new=$(openssl x509 -in "$TLS_DIR/server.pem" -noout -serial) &&
+    test "$(served_serial 1)" != "$new" &&
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n" >new.secret) &&
+    key=$(node_key hup "$TEST_DIR/new.secret") &&
+    register_as hup "$key" >before && cat before && grep -q "^401 " before &&
+    cp new.secret "$CLUSTER_SECRET" &&
+    for i in 1 2 3; do kill -HUP "${REPLICA_PID[$i]}" || return 1; done &&
+    for i in 1 2 3; do
+        wait_until 10 grep -q "reloaded TLS certificate" "$TEST_DIR/rep$i/log" &&
+        wait_until 10 grep -q "SIGHUP: cluster secrets read again" \
+            "$TEST_DIR/rep$i/log" &&
+        test "$(served_serial $i)" = "$new" || return 1
+    done &&
+    test "$(serving_replicas)" = "$leader" &&
+    register_as hup "$key" >after && cat after && grep -q "^200 " after &&
+    LOCKSTEP_SERVER=$(replica_url "$leader") LOCKSTEP_TOKEN=$(cat bob.tok) \
+        ls_cli jobs >/dev/null
 '
 
 test_expect_success 'a follower stopped and started again catches up' '
