@@ -8,9 +8,9 @@
 # while the leader goes on; an operator adds a fourth and removes it; a
 # replica stopped and started again catches up; SIGTERM stops a replica
 # cleanly, a leader after handing the lead over. The replicas run with
-# TLS, as lockstepd
-# does by default: the leader's URL a follower names is https://, and the
-# CLI given the replicas' URLs follows it with LOCKSTEP_CA.
+# TLS, as lockstepd does by default: the leader's URL a follower names is
+# https://, and the CLI given the replicas' URLs follows it with
+# LOCKSTEP_CA.
 . "$(dirname "$0")/../lib/harness.sh"
 . "$(dirname "$0")/../lib/replicas.sh"
 
