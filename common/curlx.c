@@ -47,7 +47,10 @@ struct curlx_req {
     CURL *easy;
     struct curl_slist *headers;
     char *body;
+    size_t len; /* of body */
     char *path;
+    char *content_type; /* NULL: none */
+    bool post;          /* else GET */
     struct sbuf resp;
     char errbuf[CURL_ERROR_SIZE];
     curlx_done_fn cb;
@@ -77,9 +80,9 @@ struct curlx {
     bool follow;                /* follow not_leader answers */
     curlx_switch_fn *switch_cb;
     void *switch_arg;
-    char *header;            /* extra header line, may be NULL */
-    char *ca;                /* CA file for https://, NULL: the system's */
-    curlx_sign_fn *sign;     /* a header line per request, may be NULL */
+    char *header;        /* extra header line, may be NULL */
+    char *ca;            /* CA file for https://, NULL: the system's */
+    curlx_sign_fn *sign; /* a header line per request, may be NULL */
     void *sign_arg;
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
@@ -143,6 +146,7 @@ curlx_req_free(struct curlx_req *req)
     curl_slist_free_all(req->headers);
     free(req->body);
     free(req->path);
+    free(req->content_type);
     sbuf_release(&req->resp);
     free(req);
 }
@@ -276,12 +280,14 @@ curlx_not_leader(const struct curlx_req *req, long status, char **leader)
 }
 
 static void curlx_req_target(struct curlx_req *req);
+static int curlx_req_headers(struct curlx_req *req);
 
 /* Whether a finished request goes again, to another replica: its
  * connection was refused (nothing was sent), or a replica that does not
  * lead answered and named the leader (nothing was done). Any other
  * outcome, a reset connection above all (the request may have been
- * carried out), is the caller's. */
+ * carried out), is the caller's. It goes signed afresh (a new time and
+ * nonce): a replica it reached before may have seen its nonce. */
 static bool
 curlx_req_again(struct curlx_req *req, CURLcode code)
 {
@@ -313,6 +319,10 @@ curlx_req_again(struct curlx_req *req, CURLcode code)
         curlx_follow(cx, leader, req->tries++);
         free(leader);
     } else {
+        return false;
+    }
+    if (curlx_req_headers(req) < 0) {
+        log_error("cannot build request headers");
         return false;
     }
     sbuf_reset(&req->resp);
@@ -777,18 +787,19 @@ curlx_req_setopts(struct curlx_req *req, const char *path, long timeout_ms)
 }
 
 /* The request's header lines, the signer's among them (signed now, with
- * what this request sends). Returns 0, or -ENOMEM when curl could not
- * build the list, -EIO when the signer failed. */
+ * what this request sends), in place of those it had. Returns 0, or
+ * -ENOMEM when curl could not build the list, -EIO when the signer failed
+ * (the request keeps the lines it had). */
 static int
-curlx_req_headers(struct curlx_req *req, const char *method, const char *path,
-    size_t len, const char *content_type)
+curlx_req_headers(struct curlx_req *req)
 {
     struct curlx *cx = req->cx;
     struct curl_slist *h;
     char *ct, *signed_line = NULL;
 
-    if (cx->sign != NULL && (signed_line = cx->sign(method, path, req->body,
-                                 len, cx->sign_arg)) == NULL)
+    if (cx->sign != NULL &&
+        (signed_line = cx->sign(req->post ? "POST" : "GET", req->path,
+             req->body, req->len, cx->sign_arg)) == NULL)
         return -EIO;
     /* No "Expect: 100-continue": it would stall every POST over 1 KiB for
      * a second against a server that does not answer it. */
@@ -798,15 +809,18 @@ curlx_req_headers(struct curlx_req *req, const char *method, const char *path,
     if (h != NULL && signed_line != NULL)
         h = curl_slist_append(h, signed_line);
     free(signed_line);
-    if (h != NULL && content_type != NULL) {
-        ct = xasprintf("Content-Type: %s", content_type);
+    if (h != NULL && req->content_type != NULL) {
+        ct = xasprintf("Content-Type: %s", req->content_type);
         h = curl_slist_append(h, ct);
         free(ct);
     }
     if (h == NULL)
         return -ENOMEM;
-    req->headers = h;
+    /* curl keeps the list until the transfer (re)starts: the old one
+     * goes once the new one is set. */
     curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, h);
+    curl_slist_free_all(req->headers);
+    req->headers = h;
     return 0;
 }
 
@@ -834,11 +848,14 @@ curlx_request(struct curlx *cx, const char *method, const char *path,
     req->cx = cx;
     req->easy = easy;
     req->body = body;
+    req->len = len;
+    req->post = post;
+    req->content_type = content_type ? xstrdup(content_type) : NULL;
     req->cb = cb;
     req->arg = arg;
     sbuf_init(&req->resp);
     curlx_req_setopts(req, path, timeout_ms);
-    if (curlx_req_headers(req, method, path, len, content_type) < 0) {
+    if (curlx_req_headers(req) < 0) {
         log_error("cannot build request headers");
         curlx_req_free(req);
         return NULL;

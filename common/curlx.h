@@ -86,7 +86,8 @@ void curlx_set_ca(struct curlx *cx, const char *path);
  * the agent's signed "Authorization: Agent ..." (common/cred.h). Returns
  * the line (caller frees), or NULL when it cannot be made: the request is
  * then not started (curlx_request returns NULL). Called on the loop
- * thread, from inside curlx_request. */
+ * thread, from inside curlx_request, and again for each replica a
+ * request is sent on to (a fresh signature each time). */
 typedef char *curlx_sign_fn(const char *method, const char *path,
     const char *body, size_t len, void *arg);
 /* Sign every later request with fn (NULL: stop signing). */

@@ -263,7 +263,7 @@ struct lockstepd_conf {
     char *secret;
     char *secret_prev;                          /* NULL: none */
     const char *secret_file, *secret_prev_file; /* borrowed from the config */
-    struct repl_opts repl; /* when opts.replica */
+    struct repl_opts repl;                      /* when opts.replica */
 };
 
 static void

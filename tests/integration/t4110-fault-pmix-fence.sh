@@ -16,7 +16,9 @@
 # data is not there yet fails on the asking agent within seconds, and
 # the ranks' PMIx_Get returns an error; one whose data never comes fails
 # at its PMIX_TIMEOUT, and one in flight when the scheduler restarts
-# fails too. Skipped without libpmix.
+# fails too. What the ranks print reaches `lockstep logs` as the agent
+# ships it (every 200 ms, agent/logship.c), so it is waited for. Skipped
+# without libpmix.
 . "$(dirname "$0")/../lib/harness.sh"
 
 if ! pkg-config --exists pmix ||
@@ -85,8 +87,8 @@ attempt_over() {
 
 test_expect_success 'the ranks left the fence with its error; the attempt ends' '
     id=$(cat a.job) &&
-    ls_cli logs $id --rank 0 | grep -q "^rank 0 fence failed" &&
-    ls_cli logs $id --rank 1 | grep -q "^rank 1 fence failed" &&
+    wait_for 10 "ls_cli logs $id --rank 0 | grep -q \"^rank 0 fence failed\"" &&
+    wait_for 10 "ls_cli logs $id --rank 1 | grep -q \"^rank 1 fence failed\"" &&
     wait_for $(( NODE_TIMEOUT_MS / 1000 + 10 )) "attempt_over $id" &&
     ls_cli cancel $id &&
     wait_until 20 job_gone $id
@@ -110,7 +112,7 @@ test_expect_success 'kill the agent that has contributed' '
     wait_for 20 "fence_failed $survivor $id" &&
     grep "across nodes failed" "$TEST_DIR/agent-$survivor/log" | tail -n 1 |
         grep -q "node .$victim.: its agent.s connection closed" &&
-    ls_cli logs $id --rank 2 | grep -q "^rank 2 fence failed" &&
+    wait_for 10 "ls_cli logs $id --rank 2 | grep -q \"^rank 2 fence failed\"" &&
     wait_for $(( NODE_TIMEOUT_MS / 1000 + 10 )) "attempt_over $id" &&
     ls_cli cancel $id &&
     wait_until 20 job_gone $id

@@ -10,6 +10,7 @@
 #                                       AGENT_SERVER (the same)
 #   start_replica I [-o key=value]...   (re)start replica I on its ports
 #   kill_replica I / stop_replica I     SIGKILL / SIGTERM and wait
+#   replica_url I                       its API's URL (http:// or https://)
 #   replica_health I                    its GET /v1/health
 #   serving_replicas                    the indexes of those that serve
 #   wait_leader SECS                    until one serves; prints its index
@@ -18,6 +19,12 @@
 # Replica PIDs go into EXTRA_PIDS, so the harness's trap kills them (by
 # PID); a replica that re-executes itself keeps its PID. $REPLICA_ET_MS
 # sets replica_election_timeout_ms (default 1000).
+#
+# Like start_scheduler's, the replicas' TCP listeners speak plain HTTP
+# (tls = off) unless SCHED_TLS is set: then TLS with tls_certs'
+# certificate, their URLs (and the leader's URL in a not_leader answer)
+# are https:// and LOCKSTEP_CA names the CA. The agents (start_agent)
+# and the CLI reach the replicas through their Unix sockets.
 
 declare -A REPLICA_PID=() REPLICA_API=() REPLICA_RAFT=()
 REPLICA_N=0
@@ -36,12 +43,33 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 ' "$1"
 }
 
+# replica_tls: REPLICA_TLS_OPTS, the TLS options of every replica: tls =
+# off, or (SCHED_TLS) the certificate of tls_certs, with LOCKSTEP_CA.
+REPLICA_TLS_OPTS=()
+replica_tls() {
+    if [ -z "${SCHED_TLS:-}" ]; then
+        REPLICA_TLS_OPTS=(-o tls=off)
+        return 0
+    fi
+    tls_certs || return 1
+    export LOCKSTEP_CA=$TLS_DIR/ca.pem
+    REPLICA_TLS_OPTS=(-o tls=on -o tls_cert="$TLS_DIR/server.pem"
+        -o tls_key="$TLS_DIR/server.key" -o tls_ca="$TLS_DIR/ca.pem")
+}
+
+# replica_url I: replica I's API URL, as it names itself to clients.
+replica_url() {
+    echo "http${SCHED_TLS:+s}://127.0.0.1:${REPLICA_API[$1]}"
+}
+
 # start_replica I [-o key=value]...
 start_replica() {
     local i=$1 d=$TEST_DIR/rep$1
     shift
     mkdir -p "$d/state"
+    replica_tls || return 1
     "$LOCKSTEPD" -o listen="127.0.0.1:${REPLICA_API[$i]}" \
+        "${REPLICA_TLS_OPTS[@]}" \
         -o port_file="$d/port" -o socket="$d/sock" -o state_dir="$d/state" \
         -o cluster_secret_file="$CLUSTER_SECRET" \
         -o node_timeout_ms="${NODE_TIMEOUT_MS:-10000}" \
@@ -101,7 +129,8 @@ stop_replica() {
 }
 
 replica_health() {
-    curl -s --max-time 2 "http://127.0.0.1:${REPLICA_API[$1]}/v1/health"
+    curl -s --max-time 2 ${SCHED_TLS:+--cacert "$TLS_DIR/ca.pem"} \
+        "$(replica_url "$1")/v1/health"
 }
 
 # serving_replicas: the indexes of the replicas that lead and serve.

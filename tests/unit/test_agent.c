@@ -1288,7 +1288,9 @@ test_dump(void)
 /* ---- curlx against a tiny HTTP server on the same loop ------------------- */
 
 /* One accepted connection: reads requests and answers each with
- * {"method":..,"path":..,"len":<body bytes>}, except /slow (never). */
+ * {"method":..,"path":..,"len":<body bytes>} (and "sig": the X-Sig
+ * header's value, when sent), except /slow (never) and, on the Unix
+ * socket, /nl/... (421 not_leader naming tsrv_leader, the TCP URL). */
 struct tsrv_conn {
     union {
         uv_tcp_t tcp;
@@ -1302,6 +1304,7 @@ struct tsrv_conn {
 
 static struct tsrv_conn *tsrv_conns;
 static int tsrv_requests;
+static char tsrv_leader[64];
 
 static void
 tsrv_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -1346,7 +1349,7 @@ tsrv_conn_close(struct tsrv_conn *c)
 static void
 tsrv_serve(struct tsrv_conn *c)
 {
-    char method[8], path[256], *hdr_end, *cl, *resp;
+    char method[8], path[256], sig[64], *hdr_end, *cl, *sh, *resp;
     size_t hlen, blen, total;
     uv_write_t *w;
     uv_buf_t b;
@@ -1362,15 +1365,28 @@ tsrv_serve(struct tsrv_conn *c)
         if (sscanf(c->in.buf, "%7s %255s", method, path) != 2)
             return;
         tsrv_requests++;
+        sig[0] = '\0';
+        sh = strcasestr(c->in.buf, "\r\nX-Sig: ");
+        if (sh != NULL && sh < hdr_end)
+            sscanf(sh + 9, "%63[^\r]", sig);
         if (strcmp(path, "/slow") != 0) {
             char body[400];
+            bool nl = c->h.handle.type == UV_NAMED_PIPE &&
+                      strncmp(path, "/nl/", 4) == 0;
 
-            n = snprintf(body, sizeof(body),
-                "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu}", method, path,
-                blen);
-            resp = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+            if (nl)
+                n = snprintf(body, sizeof(body),
+                    "{\"error\":{\"code\":\"not_leader\",\"message\":\"no\"},"
+                    "\"leader\":\"%s\"}",
+                    tsrv_leader);
+            else
+                n = snprintf(body, sizeof(body),
+                    "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu%s%s%s}",
+                    method, path, blen, sig[0] ? ",\"sig\":\"" : "", sig,
+                    sig[0] ? "\"" : "");
+            resp = xasprintf("HTTP/1.1 %s\r\nContent-Length: %d\r\n"
                              "Content-Type: application/json\r\n\r\n%s",
-                n, body);
+                nl ? "421 Misdirected Request" : "200 OK", n, body);
             w = xcalloc(1, sizeof(*w));
             w->data = resp;
             b = uv_buf_init(resp, (unsigned)strlen(resp));
@@ -1435,6 +1451,54 @@ tresult_cb(int rc, long status, const struct sbuf *body, void *arg)
     r->rc = rc;
     r->status = status;
     snprintf(r->body, sizeof(r->body), "%s", body->buf);
+}
+
+/* A signer that numbers the lines it makes. */
+static int tsign_calls;
+
+static char *
+tsign_cb(const char *method, const char *path, const char *body, size_t len,
+    void *arg)
+{
+    (void)method;
+    (void)path;
+    (void)body;
+    (void)len;
+    (void)arg;
+    return xasprintf("X-Sig: %d", ++tsign_calls);
+}
+
+/* Replicas: a request that a replica that does not lead answers goes to
+ * the leader it names, signed afresh (that replica may have seen the
+ * nonce of the first signing). */
+static void
+test_curlx_follow(uv_loop_t *loop, const char *sock, const char *url)
+{
+    struct tresult r = { 0 };
+    struct curlx *cf;
+    struct err err = { 0 };
+    char *list = xasprintf("%s,%s", sock, url);
+
+    snprintf(tsrv_leader, sizeof(tsrv_leader), "%s", url);
+    cf = curlx_create(loop, list, &err);
+    free(list);
+    ok(cf != NULL, "curlx of two replicas created (%s)", err.msg);
+    if (cf == NULL)
+        return;
+    curlx_follow_leader(cf, NULL, NULL);
+    curlx_set_signer(cf, tsign_cb, NULL);
+    tsign_calls = 0;
+    curlx_request(cf, "POST", "/nl/x", xstrdup("{}"), 2, "application/json",
+        5000, tresult_cb, &r);
+    RUN_UNTIL(loop, r.calls, 5000);
+    ok(r.calls == 1 && r.rc == 0 && r.status == 200 &&
+            strstr(r.body, "\"path\":\"/nl/x\"") != NULL,
+        "a not_leader answer is followed to the leader: %ld %s", r.status,
+        r.body);
+    is_int(tsign_calls, 2, "... the request signed again for it");
+    ok(strstr(r.body, "\"sig\":\"2\"") != NULL && strstr(r.body, "\"len\":2"),
+        "... the leader got the second signature and the body: %s", r.body);
+    curlx_destroy(cf);
 }
 
 static void
@@ -1510,11 +1574,13 @@ test_curlx(void)
             strstr(r3.body, "\"path\":\"/v1/agent/status\"") != NULL,
         "POST over the Unix socket: %s", r3.body);
     is_int(r4.rc, -ECONNREFUSED, "a closed port gives -ECONNREFUSED");
+    /* Two more requests (6 so far): one not_leader, one followed. */
+    test_curlx_follow(&loop, sock, url);
 
     /* cancel: the callback comes later with -ECANCELED */
     req = curlx_request(cx, "GET", "/slow", NULL, 0, NULL, 30000, tresult_cb,
         &r5);
-    RUN_UNTIL(&loop, tsrv_requests >= 4, 2000);
+    RUN_UNTIL(&loop, tsrv_requests >= 6, 2000);
     curlx_cancel(req);
     is_int(r5.calls, 0, "cancel does not call back at once");
     RUN_UNTIL(&loop, r5.calls, 2000);
@@ -1523,7 +1589,7 @@ test_curlx(void)
 
     /* destroy with a request in flight: no callback, handles closed */
     curlx_request(cu, "GET", "/slow", NULL, 0, NULL, 30000, tresult_cb, &r6);
-    RUN_UNTIL(&loop, tsrv_requests >= 5, 2000);
+    RUN_UNTIL(&loop, tsrv_requests >= 7, 2000);
     calls = r6.calls;
     curlx_destroy(cx);
     curlx_destroy(cu);
