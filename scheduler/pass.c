@@ -304,7 +304,8 @@ pass_input_release(struct pass_input *in)
 
 static void pass_backoff_arm(struct pass *ps);
 
-static void
+/* One pass; false when there was nothing queued to look at. */
+static bool
 pass_run(struct pass *ps)
 {
     struct schedd *sd = ps->sd;
@@ -319,7 +320,7 @@ pass_run(struct pass *ps)
          job = job_table_next(job))
         nqueued += proto_job_state_queued(job->state);
     if (nqueued == 0)
-        return;
+        return false;
     pass_nodes(sd, &in);
     rc = pass_jobs(ps, &in, now);
     if (rc < 0) {
@@ -331,6 +332,7 @@ pass_run(struct pass *ps)
     }
     pass_input_release(&in);
     pass_backoff_arm(ps);
+    return true;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -340,12 +342,15 @@ pass_timer_cb(uv_timer_t *t)
 {
     struct pass *ps = container_of(t, struct pass, timer);
     int64_t start = timeid_mono_ms();
+    uint64_t t0 = uv_hrtime();
 
     ps->armed = false;
     ps->last_mono = start;
     if (!schedd_available(ps->sd))
         return;
-    pass_run(ps);
+    if (pass_run(ps))
+        metrics_hist_observe(&ps->sd->pass_hist,
+            (double)(uv_hrtime() - t0) / 1e9);
     ps->last_ms = timeid_mono_ms() - start;
     if (ps->last_ms > 100)
         log_info("scheduling pass took %lld ms", (long long)ps->last_ms);

@@ -494,6 +494,8 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->metrics_token_required = opts->metrics_token_required;
     metrics_hist_init(&sd->commit_hist, metrics_latency_bounds,
         metrics_latency_nbounds);
+    metrics_hist_init(&sd->pass_hist, metrics_latency_bounds,
+        metrics_latency_nbounds);
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
     schedd_parse_operators(sd, opts->operators);
 }

@@ -157,6 +157,7 @@ struct schedd {
     uint64_t alerts_raised;          /* queued since start-up */
     uint64_t alerts_dropped;         /* dropped from a full queue */
     struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
+    struct metrics_hist pass_hist;   /* each scheduling pass (pass.c) */
     int lock_fd;                     /* flock on state_dir/lockstepd.lock */
     struct health_config health;     /* node health policy (health.h) */
     struct quota_config quota_cfg;   /* per-user submission limits */
