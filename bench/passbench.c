@@ -250,8 +250,7 @@ main(int argc, char **argv)
             usage();
         }
     }
-    if (nqs == 0 || nns == 0 || reps < 1 || reps > BENCH_MAXV ||
-        policy == NULL)
+    if (nqs == 0 || nns == 0 || reps < 1 || reps > BENCH_MAXV || policy == NULL)
         usage();
     for (size_t q = 0; q < nqs; q++) {
         for (size_t n = 0; n < nns; n++) {

@@ -277,6 +277,8 @@ struct db *
 db_open(const char *path, bool sync_full, struct err *err)
 {
     struct db *db = xcalloc(1, sizeof(*db));
+
+    db->blame_gen = 1;
     int rc;
 
     db->path = xstrdup(path);

@@ -48,6 +48,7 @@ struct db {
     struct sqlite3 *sq;
     char *path;
     bool in_txn;
+    uint64_t blame_gen; /* db_blame_gen: bumped by every blame write */
 
     /* db.c */
     struct sqlite3_stmt *begin;

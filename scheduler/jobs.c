@@ -46,7 +46,7 @@ jobs_quota(struct schedd *sd, const char *user, bool op, char *why, size_t len,
     int rc, k;
 
     v = quota_check(&sd->quota, &sd->quota_cfg, user, op,
-        quota_queued(&sd->jobs, user), now, why, len, retry_s, &qu);
+        job_table_user(&sd->jobs, user).queued, now, why, len, retry_s, &qu);
     if (v == QUOTA_OK)
         return 0;
     k = v == QUOTA_QUEUED ? 0 : 1;

@@ -8,19 +8,6 @@
 #include <string.h>
 
 #include "common/xalloc.h"
-#include "scheduler/job.h"
-
-size_t
-quota_queued(const struct job_table *t, const char *user)
-{
-    size_t n = 0;
-
-    for (struct job *j = job_table_first(t); j; j = job_table_next(j))
-        if (strcmp(j->user, user) == 0 &&
-            (j->state == PROTO_JOB_PENDING || job_held(j)))
-            n++;
-    return n;
-}
 
 /* Forget users whose bucket has been full for a while (idle). */
 static void

@@ -20,8 +20,6 @@
 
 #include "common/tbucket.h"
 
-struct job_table;
-
 struct quota_limits {
     int max_queued;  /* 0: none */
     int submit_rate; /* per second; 0: none */
@@ -54,10 +52,8 @@ enum quota_verdict {
     QUOTA_RATE,   /* over the submission rate */
 };
 
-/* user's queued jobs in t: PENDING, or held. */
-size_t quota_queued(const struct job_table *t, const char *user);
-
-/* Judge one submission of user (queued: quota_queued's count) at now_ms.
+/* Judge one submission of user (queued: how many of its jobs are PENDING
+ * or held, job_table_user's count, kept by the event path) at now_ms.
  * On a refusal, msg gets the reason ("user alice has 5 queued jobs; the
  * limit is 5") and *retry_s the seconds to wait (>= 1); the table entry
  * of the user in *qu (NULL when none) is for the caller's rate limit on

@@ -129,6 +129,15 @@ schedd_sched_trigger(struct schedd *sd)
 }
 
 void
+schedd_sched_queued(struct schedd *sd, struct job *job)
+{
+    if (sd->hooks.sched_queued && !sd->stopping)
+        sd->hooks.sched_queued(sd, job, sd->hooks.sched_arg);
+    else
+        schedd_sched_trigger(sd);
+}
+
+void
 schedd_node_wake(struct schedd *sd, struct node *node)
 {
     if (sd->hooks.node_changed)

@@ -120,6 +120,10 @@ struct schedd_hooks {
     /* A scheduling pass is wanted soon (coalesced by the callee; never
      * run synchronously). */
     void (*sched_trigger)(struct schedd *sd, void *arg);
+    /* job was just submitted: a pass is wanted unless the callee can
+     * tell, without one, that it could place nothing (then it sets the
+     * job's reason). Registered with sched_trigger (same arg). */
+    void (*sched_queued)(struct schedd *sd, struct job *job, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
     void *arg;
@@ -219,6 +223,8 @@ bool schedd_available(const struct schedd *sd);
 
 /* Run the scheduling pass soon (the sched_trigger hook). */
 void schedd_sched_trigger(struct schedd *sd);
+/* job was submitted: the sched_queued hook, or else sched_trigger. */
+void schedd_sched_queued(struct schedd *sd, struct job *job);
 /* A node's desired state changed: a new generation, then the
  * node_changed hook. */
 void schedd_node_changed(struct schedd *sd, struct node *node);
