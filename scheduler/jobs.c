@@ -111,20 +111,35 @@ jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
     return rc;
 }
 
-int
-jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
-    char *why, size_t len)
+/* The cached answer for spec's shape at the inventory's generation, or
+ * NULL. */
+static const struct schedd_fit *
+fits_cached(const struct schedd *sd, const struct proto_job_spec *spec)
+{
+    for (size_t i = 0; i < SCHEDD_FITS; i++) {
+        const struct schedd_fit *f = &sd->fits[i];
+
+        if (f->gen == sd->nodes.gen && f->nodes == spec->nodes &&
+            f->ranks_per_node == spec->ranks_per_node &&
+            f->gpus_per_node == spec->gpus_per_node &&
+            f->cpus_per_rank == spec->cpus_per_rank &&
+            f->memory_mb_per_node == spec->memory_mb_per_node)
+            return f;
+    }
+    return NULL;
+}
+
+/* Judge spec's shape against every node (sched_fits_ever) and keep the
+ * answer in the cache, replacing the oldest entry. */
+static const struct schedd_fit *
+fits_judge(struct schedd *sd, const struct proto_job_spec *spec)
 {
     size_t n = node_table_count(&sd->nodes), i = 0;
-    struct sched_node *nodes;
+    struct schedd_fit *f = &sd->fits[sd->fits_next];
+    struct sched_node *nodes = xcalloc(n + 1, sizeof(*nodes));
     struct sched_job j;
-    char short_of[SCHED_REASON_MAX];
-    bool fits;
 
-    if (spec->wait_for_nodes || n == 0 ||
-        timeid_now_ms() - sd->started_ms < sd->node_timeout_ms)
-        return 0;
-    nodes = xcalloc(n, sizeof(*nodes));
+    sd->fits_next = (sd->fits_next + 1) % SCHEDD_FITS;
     for (const struct node *node = node_table_first(&sd->nodes); node;
          node = node_table_next(node), i++) {
         nodes[i].name = node->name;
@@ -134,20 +149,38 @@ jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
         nodes[i].ngpus = node->ngpus;
     }
     memset(&j, 0, sizeof(j));
-    j.nodes = spec->nodes;
-    j.ranks_per_node = spec->ranks_per_node;
-    j.gpus_per_node = spec->gpus_per_node;
-    j.cpus_per_rank = spec->cpus_per_rank;
-    j.memory_mb_per_node = spec->memory_mb_per_node;
-    fits = sched_fits_ever(nodes, n, &j, short_of, sizeof(short_of));
+    j.nodes = f->nodes = spec->nodes;
+    j.ranks_per_node = f->ranks_per_node = spec->ranks_per_node;
+    j.gpus_per_node = f->gpus_per_node = spec->gpus_per_node;
+    j.cpus_per_rank = f->cpus_per_rank = spec->cpus_per_rank;
+    j.memory_mb_per_node = f->memory_mb_per_node = spec->memory_mb_per_node;
+    f->why[0] = '\0';
+    f->fits = sched_fits_ever(nodes, n, &j, f->why, sizeof(f->why));
+    f->gen = sd->nodes.gen;
     free(nodes);
-    if (fits)
+    return f;
+}
+
+int
+jobs_check_fits(struct schedd *sd, const struct proto_job_spec *spec, char *why,
+    size_t len)
+{
+    const struct schedd_fit *f;
+
+    if (spec->wait_for_nodes || node_table_count(&sd->nodes) == 0 ||
+        timeid_now_ms() - sd->started_ms < sd->node_timeout_ms)
+        return 0;
+    /* The answer depends only on the nodes' inventory (their state does
+     * not count), so a shape is judged once per change of it. */
+    if ((f = fits_cached(sd, spec)) == NULL)
+        f = fits_judge(sd, spec);
+    if (f->fits)
         return 0;
     snprintf(why, len,
         "this job can never run on this cluster: %s; submit it with "
         "\"wait_for_nodes\": true (lockstep submit --wait-for-nodes) to "
         "queue it until nodes join",
-        short_of);
+        f->why);
     return -ERANGE;
 }
 

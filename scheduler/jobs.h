@@ -51,9 +51,11 @@ int jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
  * node may come back), could hold it even were they idle
  * (sched_fits_ever). Never refused: a spec with wait_for_nodes, and any
  * job while no node is registered or within node_timeout_ms of start-up
- * (agents are still registering).
+ * (agents are still registering). The answer for a request shape is
+ * kept (sd->fits) until the node inventory changes (sd->nodes.gen), so a
+ * submission costs O(1), not a walk over the nodes.
  */
-int jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
+int jobs_check_fits(struct schedd *sd, const struct proto_job_spec *spec,
     char *why, size_t len);
 
 /* Cancel job (by actor): its active attempt is torn down, the job ends

@@ -46,9 +46,21 @@
 #include "scheduler/policy.h"
 #include "scheduler/portpool.h"
 #include "scheduler/quota.h"
+#include "scheduler/sched_pass.h"
 
 struct db;
 struct logstore;
+
+/* One answer of jobs_check_fits (jobs.c) for a request shape, good while
+ * the node inventory's generation is still gen. */
+#define SCHEDD_FITS 16
+struct schedd_fit {
+    uint64_t gen; /* 0: empty */
+    int nodes, ranks_per_node, gpus_per_node, cpus_per_rank;
+    int64_t memory_mb_per_node;
+    bool fits;
+    char why[SCHED_REASON_MAX];
+};
 struct obs;
 struct pass;
 struct recovery;
@@ -158,14 +170,16 @@ struct schedd {
     int alert_backoff_max_ms;
     int event_retention_days;
     bool metrics_token_required;
-    uint64_t alerts_raised;          /* queued since start-up */
-    uint64_t alerts_dropped;         /* dropped from a full queue */
-    struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
-    struct metrics_hist pass_hist;   /* each scheduling pass (pass.c) */
-    int lock_fd;                     /* flock on state_dir/lockstepd.lock */
-    struct health_config health;     /* node health policy (health.h) */
-    struct quota_config quota_cfg;   /* per-user submission limits */
-    struct quota quota;              /* their state (quota.h) */
+    uint64_t alerts_raised;              /* queued since start-up */
+    uint64_t alerts_dropped;             /* dropped from a full queue */
+    struct metrics_hist commit_hist;     /* schedd_commit's, in seconds */
+    struct metrics_hist pass_hist;       /* each scheduling pass (pass.c) */
+    int lock_fd;                         /* flock on state_dir/lockstepd.lock */
+    struct health_config health;         /* node health policy (health.h) */
+    struct quota_config quota_cfg;       /* per-user submission limits */
+    struct quota quota;                  /* their state (quota.h) */
+    struct schedd_fit fits[SCHEDD_FITS]; /* jobs_check_fits's cache */
+    size_t fits_next;                    /* the slot replaced next */
 
     struct db *db;
     struct logstore *logs;
