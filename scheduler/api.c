@@ -205,14 +205,25 @@ api_handle(struct http_req *req, struct http_resp *resp, void *arg)
 }
 
 static int
-api_flush(void *arg)
+api_flush(void *arg, uint64_t *ticket)
 {
     struct api *api = arg;
 
-    return schedd_flush(api->sd);
+    return schedd_flush(api->sd, ticket);
 }
 
 /* ---- hooks -------------------------------------------------------------- */
+
+/* Commits up to seq are durable: the replies waiting for them go. */
+static void
+api_synced_hook(struct schedd *sd, uint64_t seq, void *arg)
+{
+    struct api *api = arg;
+
+    (void)sd;
+    if (api->http)
+        http_server_settled(api->http, seq);
+}
 
 static void
 api_node_changed_hook(struct schedd *sd, struct node *node, void *arg)
@@ -300,6 +311,7 @@ api_free(struct api *api)
         api->sd->hooks.node_changed = NULL;
         api->sd->hooks.model_reset = NULL;
         api->sd->hooks.node_removed = NULL;
+        api->sd->hooks.synced = NULL;
         api->sd->hooks.arg = NULL;
     }
     free(api->waiters);
@@ -344,6 +356,7 @@ api_create(struct schedd *sd, const struct schedd_opts *opts, struct err *err)
     sd->hooks.node_changed = api_node_changed_hook;
     sd->hooks.model_reset = api_model_reset_hook;
     sd->hooks.node_removed = api_node_removed_hook;
+    sd->hooks.synced = api_synced_hook;
     sd->hooks.arg = api;
     return api;
 }

@@ -277,10 +277,9 @@ struct db *
 db_open(const char *path, bool sync_full, struct err *err)
 {
     struct db *db = xcalloc(1, sizeof(*db));
-
-    db->blame_gen = 1;
     int rc;
 
+    db->blame_gen = 1;
     db->path = xstrdup(path);
     rc = sqlite3_open_v2(path, &db->sq,
         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);

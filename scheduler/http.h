@@ -13,7 +13,12 @@
  * commits the open database transaction, and only then writes the queued
  * responses. If flush_fn fails, every queued durable response is replaced
  * by a 503 `unavailable` error before it is written, so a success reply
- * always means "committed".
+ * always means "committed". A flush may also answer "committed, on disk
+ * later" (HTTP_FLUSH_PENDING with a ticket): then every response it
+ * covered waits, unwritten (and so does everything after it on its
+ * connection), until the owner calls http_server_settled() with that
+ * ticket or a later one, once the commit is durable (group commit with
+ * the fsync off the loop: docs/scale.md).
  *
  * Long polls: a handler may call http_resp_defer() to keep its response
  * open after it returns, and complete it later with http_deferred_finish().
@@ -44,6 +49,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -85,8 +91,11 @@ typedef void http_handler_fn(struct http_req *req, struct http_resp *resp,
     void *arg);
 /* Called once per loop iteration before queued responses are written, only
  * when at least one response is queued or `force` state is pending.
- * Returns 0 or a negative errno. */
-typedef int http_flush_fn(void *arg);
+ * Returns 0 (write them), a negative errno (durable ones become 503) or
+ * HTTP_FLUSH_PENDING with *ticket set (they wait for
+ * http_server_settled(ticket), see the top of this file). Tickets grow. */
+typedef int http_flush_fn(void *arg, uint64_t *ticket);
+#define HTTP_FLUSH_PENDING 1
 /* A deferred response's connection went away; the token is invalid after
  * this returns. */
 typedef void http_cancel_fn(struct http_deferred *d, void *arg);
@@ -127,6 +136,10 @@ struct http_server_stats {
     unsigned long long accept_errors;
     unsigned long long timeouts[HTTP_DL_N];
 };
+
+/* Everything up to ticket (HTTP_FLUSH_PENDING) is durable: the responses
+ * waiting for it are written. Never calls back into the handler. */
+void http_server_settled(struct http_server *srv, uint64_t ticket);
 
 /* Returns NULL with err set on failure. The handler and flush callbacks are
  * never called before this returns. */

@@ -249,6 +249,7 @@ http_conn_close(struct http_conn *conn)
     conn->closing = true;
     http_list_remove(&conn->node);
     http_list_remove(&conn->dirty);
+    http_list_remove(&conn->waiting);
     conn->is_dirty = false;
     conn_uncount(conn);
     log_debug("conn=%lu closed", conn->id);
@@ -521,7 +522,7 @@ conn_settle(struct http_conn *conn, int flush_rc)
     for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
         struct http_out *out = conn_out(conn, l);
 
-        if (out->state != HTTP_OUT_READY || out->settled)
+        if (out->state != HTTP_OUT_READY || out->settled || out->ticket)
             continue;
         if (flush_rc < 0 && out->resp.durable) {
             sbuf_reset(&out->resp.headers);
@@ -562,6 +563,46 @@ conn_write_ready(struct http_conn *conn)
         /* Idle time counts from the last response, not the request. */
         http_conn_timer_restart(conn);
     }
+}
+
+void
+http_conn_wait(struct http_conn *conn, uint64_t ticket)
+{
+    bool any = false;
+
+    for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
+        struct http_out *out = conn_out(conn, l);
+
+        if (out->state != HTTP_OUT_READY || out->settled)
+            continue;
+        if (out->ticket == 0)
+            out->ticket = ticket;
+        any = true;
+    }
+    if (any && http_list_empty(&conn->waiting))
+        http_list_add_tail(&conn->srv->waiting, &conn->waiting);
+}
+
+void
+http_conn_durable(struct http_conn *conn, uint64_t ticket)
+{
+    bool still = false;
+
+    for (struct http_list *l = conn->outq.next; l != &conn->outq; l = l->next) {
+        struct http_out *out = conn_out(conn, l);
+
+        if (out->state != HTTP_OUT_READY || out->settled || !out->ticket)
+            continue;
+        if (out->ticket <= ticket)
+            out->settled = true;
+        else
+            still = true;
+    }
+    if (!still)
+        http_list_remove(&conn->waiting);
+    conn_write_ready(conn);
+    if (!conn->closing)
+        conn_resume(conn);
 }
 
 void
@@ -615,6 +656,7 @@ conn_create(struct http_server *srv, bool is_unix)
     conn->pid = -1;
     http_list_init(&conn->node);
     http_list_init(&conn->dirty);
+    http_list_init(&conn->waiting);
     http_list_init(&conn->outq);
     sbuf_init(&conn->url);
     sbuf_init(&conn->hname);

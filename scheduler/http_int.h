@@ -93,6 +93,7 @@ struct http_out {
     enum http_out_state state;
     bool deferred;   /* http_resp_defer() called, not yet finished */
     bool settled;    /* a flush ran after it became ready */
+    uint64_t ticket; /* ready, waiting for this durable point; 0 none */
     bool keep_alive; /* the connection stays open after it */
     bool head;       /* HEAD request: no body on the wire */
     char *what;      /* "GET /v1/jobs" for the log */
@@ -118,6 +119,8 @@ struct http_listener {
 struct http_conn {
     struct http_list node;  /* in srv->conns until it starts closing */
     struct http_list dirty; /* in srv->dirty while it has news */
+    struct http_list waiting; /* in srv->waiting while a response of it
+                               * waits for a durable point */
     struct http_server *srv;
     union http_stream h;
     uv_timer_t timer; /* idle timeout, then linger timeout */
@@ -199,6 +202,7 @@ struct http_server {
     struct http_list listeners;
     struct http_list conns;
     struct http_list dirty; /* conns with responses to settle */
+    struct http_list waiting; /* conns with responses for a ticket */
     size_t nconns;
     unsigned nhandles; /* every open handle, ours and conns' */
     unsigned long next_id;
@@ -297,6 +301,11 @@ int http_conn_write(struct http_conn *conn, char *head, size_t hlen, char *body,
  * limit) and close the connection after it. */
 void http_conn_reject(struct http_conn *conn, int status, const char *code,
     const char *msg);
+/* A flush returned HTTP_FLUSH_PENDING with ticket: the responses that
+ * became ready since the last flush wait for it (conn joins srv->waiting). */
+void http_conn_wait(struct http_conn *conn, uint64_t ticket);
+/* Everything up to ticket is durable: settle and write what waited. */
+void http_conn_durable(struct http_conn *conn, uint64_t ticket);
 /* A flush returned flush_rc (0 or a negative errno): settle the responses
  * that became ready before it, write what may go, and resume reading if
  * the queue drained. conn may be closing when this returns. */

@@ -129,6 +129,7 @@ server_check_cb(uv_check_t *check)
     struct http_server *srv = container_of(check, struct http_server, check);
     struct http_list batch;
     struct http_conn *conn;
+    uint64_t ticket = 0;
     int rc = 0;
 
     if (http_list_empty(&srv->dirty)) {
@@ -139,7 +140,7 @@ server_check_cb(uv_check_t *check)
      * queued while we work (a resumed connection) waits for the next. */
     http_list_move(&srv->dirty, &batch);
     if (srv->flush != NULL) {
-        rc = srv->flush(srv->arg);
+        rc = srv->flush(srv->arg, &ticket);
         if (rc < 0)
             log_warn("cannot commit, durable responses fail with 503: %s",
                 strerror(-rc));
@@ -150,10 +151,31 @@ server_check_cb(uv_check_t *check)
         conn->is_dirty = false;
         if (conn->closing)
             continue;
-        http_conn_flushed(conn, rc);
+        if (rc == HTTP_FLUSH_PENDING)
+            http_conn_wait(conn, ticket);
+        else
+            http_conn_flushed(conn, rc);
     }
     if (http_list_empty(&srv->dirty))
         uv_idle_stop(&srv->idle);
+}
+
+void
+http_server_settled(struct http_server *srv, uint64_t ticket)
+{
+    struct http_list batch;
+
+    /* A connection written to may close (and leave the list) meanwhile:
+     * walk a list of our own. */
+    http_list_move(&srv->waiting, &batch);
+    while (!http_list_empty(&batch)) {
+        struct http_conn *conn = container_of(batch.next, struct http_conn,
+            waiting);
+
+        http_list_remove(&conn->waiting);
+        http_list_add_tail(&srv->waiting, &conn->waiting);
+        http_conn_durable(conn, ticket);
+    }
 }
 
 /* --- create -------------------------------------------------------------- */
@@ -207,6 +229,7 @@ http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     http_list_init(&srv->listeners);
     http_list_init(&srv->conns);
     http_list_init(&srv->dirty);
+    http_list_init(&srv->waiting);
 
     rc = uv_check_init(loop, &srv->check);
     if (rc == 0)

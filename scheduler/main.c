@@ -61,7 +61,8 @@ static const struct config_key lockstepd_keys[] = {
     { "master_port_count", CONFIG_INT, "1000", 1, 65535,
         "size of the MASTER_PORT range" },
     { "db_synchronous", CONFIG_STR, "full", 0, 0,
-        "SQLite synchronous: full or normal" },
+        "full (replies wait for the WAL's fsync, done off the loop) or "
+        "normal (no fsync)" },
     { "lease_ms", CONFIG_INT, "5000", 100, 3600000,
         "job supervisors' lease, renewed by each status exchange; must be "
         "below node_timeout_ms" },

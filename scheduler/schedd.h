@@ -48,6 +48,7 @@
 #include "scheduler/quota.h"
 #include "scheduler/sched_pass.h"
 
+struct commitsync;
 struct db;
 struct logstore;
 
@@ -138,6 +139,10 @@ struct schedd_hooks {
     void (*sched_queued)(struct schedd *sd, struct job *job, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
+    /* Every commit up to seq is durable (group commit, schedd_flush):
+     * the replies waiting for it may go. Registered with node_changed
+     * (same arg). */
+    void (*synced)(struct schedd *sd, uint64_t seq, void *arg);
     void *arg;
     void *sched_arg;
     void *alert_arg;
@@ -183,6 +188,10 @@ struct schedd {
 
     struct db *db;
     struct logstore *logs;
+    /* Group commit (schedd_flush): transactions committed so far, and
+     * the WAL's syncer (commitsync.h; NULL with db_synchronous=normal). */
+    uint64_t commit_seq;
+    struct commitsync *sync;
 
     /* The model. */
     struct node_table nodes;
@@ -225,8 +234,12 @@ void schedd_destroy(struct schedd *sd);
  * then schedules the reload). */
 int schedd_commit(struct schedd *sd);
 /* The HTTP flush hook: commit, and fail if anything was rolled back since
- * the previous flush (the replies queued meanwhile may depend on it). */
-int schedd_flush(struct schedd *sd);
+ * the previous flush (the replies queued meanwhile may depend on it).
+ * Returns 0 when the replies may go now, a negative errno, or
+ * HTTP_FLUSH_PENDING (1) with *ticket set when some commit is not durable
+ * yet (with db_synchronous=full: the WAL's fdatasync runs off the loop,
+ * commitsync.h): they wait for the synced hook to report *ticket. */
+int schedd_flush(struct schedd *sd, uint64_t *ticket);
 /* Record a failed database write: the iteration will not be committed.
  * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);

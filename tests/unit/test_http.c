@@ -50,6 +50,10 @@ static char sock_path[100];
 
 static atomic_int flush_calls;
 static atomic_int fail_flush; /* flush_fn returns -EIO while set */
+static atomic_int pend_flush; /* flush_fn returns HTTP_FLUSH_PENDING */
+static atomic_int tickets;    /* the last ticket handed out */
+static atomic_int settle_to;  /* settle_async: settle up to this */
+static uv_async_t settle_async;
 static atomic_int cancel_calls;
 static atomic_int holds; /* /hold requests seen */
 static atomic_int defers_done;
@@ -120,11 +124,23 @@ finisher_cancel_cb(struct http_deferred *d, void *arg)
 }
 
 static int
-test_flush(void *arg)
+test_flush(void *arg, uint64_t *ticket)
 {
     (void)arg;
     atomic_fetch_add(&flush_calls, 1);
+    if (atomic_load(&pend_flush)) {
+        *ticket = (uint64_t)atomic_fetch_add(&tickets, 1) + 1;
+        return HTTP_FLUSH_PENDING;
+    }
     return atomic_load(&fail_flush) ? -EIO : 0;
+}
+
+static void
+settle_async_cb(uv_async_t *async)
+{
+    (void)async;
+    if (srv)
+        http_server_settled(srv, (uint64_t)atomic_load(&settle_to));
 }
 
 static void
@@ -212,6 +228,7 @@ stop_async_cb(uv_async_t *async)
     http_server_close(srv, server_done, &done_calls);
     srv = NULL;
     uv_close((uv_handle_t *)async, NULL);
+    uv_close((uv_handle_t *)&settle_async, NULL);
     uv_close((uv_handle_t *)&finisher, NULL);
 }
 
@@ -931,6 +948,54 @@ test_flush_failure(void)
     client_close(&c);
 }
 
+/* Whether anything arrived on c within about ms (nothing is consumed). */
+static bool
+client_quiet(struct client *c, int ms)
+{
+    char buf[16];
+
+    usleep((useconds_t)ms * 1000);
+    return recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_PEEK) < 0 &&
+           (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* A flush that commits but is not durable yet (HTTP_FLUSH_PENDING): the
+ * replies it covered, read-only ones too, wait for http_server_settled
+ * with their ticket or a later one; a connection that closes meanwhile
+ * costs nothing. */
+static void
+test_flush_pending(void)
+{
+    struct client a, b, gone;
+
+    if (!tcp_open(&a) || !tcp_open(&b) || !tcp_open(&gone))
+        return;
+    atomic_store(&pend_flush, 1);
+    client_sends(&a,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+    ok(client_quiet(&a, 200), "pending flush: the durable reply waits");
+    client_sends(&b, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    client_sends(&gone, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    ok(client_quiet(&b, 200), "pending flush: a read-only reply waits too");
+    client_close(&gone);
+    atomic_store(&settle_to, 1);
+    uv_async_send(&settle_async);
+    is_int(client_read(&a, 1), 1, "settled: the first ticket's reply comes");
+    is_int(a.r[0].status, 201, "settled: it is the 201");
+    ok(client_quiet(&b, 200), "settled 1: the later ticket still waits");
+    atomic_store(&pend_flush, 0);
+    atomic_store(&settle_to, atomic_load(&tickets));
+    uv_async_send(&settle_async);
+    is_int(client_read(&b, 1), 1, "settled to the last ticket: it comes");
+    is_int(b.r[0].status, 200, "settled: the GET's 200");
+    client_reset(&a);
+    client_sends(&a,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+    is_int(client_read(&a, 1), 1, "no longer pending: replies go at once");
+    client_close(&a);
+    client_close(&b);
+}
+
 static void
 test_unix(void)
 {
@@ -1118,6 +1183,7 @@ client_main(void *arg)
     test_limits();
     test_deferred();
     test_flush_failure();
+    test_flush_pending();
     test_unix();
     test_rude_peers();
     test_deadlines();
@@ -1309,6 +1375,7 @@ main(void)
     unlink(path2);
 
     uv_async_init(&loop, &stop_async, stop_async_cb);
+    uv_async_init(&loop, &settle_async, settle_async_cb);
     uv_timer_init(&loop, &finisher);
     rc = run_with_client(&loop, client_main);
 
