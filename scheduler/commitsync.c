@@ -24,11 +24,11 @@
 
 struct commitsync {
     uv_loop_t *loop;
-    char *wal;  /* the WAL's path */
-    char *dir;  /* its directory */
+    char *wal; /* the WAL's path */
+    char *dir; /* its directory */
     uv_work_t work;
-    bool busy;      /* work in flight */
-    bool closing;   /* commitsync_close was called */
+    bool busy;       /* work in flight */
+    bool closing;    /* commitsync_close was called */
     uint64_t wanted; /* the highest seq requested */
     uint64_t synced; /* the highest seq reported durable */
     commitsync_fn *cb;

@@ -56,7 +56,6 @@ uint64_t commitsync_synced(const struct commitsync *cs);
  * and one more if requests came after it started), then cs is freed and
  * done(arg) runs (never synchronously). Accepts NULL (done is then not
  * called). */
-void commitsync_close(struct commitsync *cs, void (*done)(void *),
-    void *arg);
+void commitsync_close(struct commitsync *cs, void (*done)(void *), void *arg);
 
 #endif

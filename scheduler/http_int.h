@@ -117,8 +117,8 @@ struct http_listener {
 };
 
 struct http_conn {
-    struct http_list node;  /* in srv->conns until it starts closing */
-    struct http_list dirty; /* in srv->dirty while it has news */
+    struct http_list node;    /* in srv->conns until it starts closing */
+    struct http_list dirty;   /* in srv->dirty while it has news */
     struct http_list waiting; /* in srv->waiting while a response of it
                                * waits for a durable point */
     struct http_server *srv;
@@ -201,7 +201,7 @@ struct http_server {
     uv_idle_t idle;
     struct http_list listeners;
     struct http_list conns;
-    struct http_list dirty; /* conns with responses to settle */
+    struct http_list dirty;   /* conns with responses to settle */
     struct http_list waiting; /* conns with responses for a ticket */
     size_t nconns;
     unsigned nhandles; /* every open handle, ours and conns' */

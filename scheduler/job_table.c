@@ -88,14 +88,12 @@ user_free_link(struct itab_link *l)
 static struct job_user *
 user_find(const struct job_table *t, const char *name)
 {
-    return user_of(
-        itab_find(&t->users, user_hash(name), user_has_name, name));
+    return user_of(itab_find(&t->users, user_hash(name), user_has_name, name));
 }
 
 /* Count (add) or uncount job under flags in its user's entry. */
 static void
-user_count(struct job_table *t, const struct job *job, unsigned flags,
-    bool add)
+user_count(struct job_table *t, const struct job *job, unsigned flags, bool add)
 {
     struct job_user *u;
 

@@ -35,18 +35,64 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
 }
 
 int
-jobs_quota(struct schedd *sd, const char *user, bool op, char *why, size_t len,
-    int64_t *retry_s)
+jobs_submit_many(struct schedd *sd, const char *user,
+    struct proto_job_spec *specs, size_t n, int64_t **ids)
+{
+    int64_t *out = xcalloc(n + 1, sizeof(*out));
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct job *job;
+
+        rc = jobs_submit(sd, user, &specs[i], &job);
+        if (rc == 0)
+            out[i] = job->id;
+    }
+    if (rc < 0) {
+        free(out);
+        out = NULL;
+    }
+    *ids = out;
+    return rc;
+}
+
+/* A batch of n jobs that would take user past the queued-jobs limit,
+ * though one more job would not: QUOTA_QUEUED with why, else QUOTA_OK. */
+static enum quota_verdict
+quota_batch(struct schedd *sd, const char *user, bool op, size_t queued,
+    size_t n, char *why, size_t len, int64_t *retry_s)
+{
+    const struct quota_limits *l = op ? &sd->quota_cfg.op : &sd->quota_cfg.user;
+    const char *who = op ? "operator" : "user";
+
+    if (n <= 1 || l->max_queued <= 0 || queued >= (size_t)l->max_queued ||
+        queued + n <= (size_t)l->max_queued)
+        return QUOTA_OK;
+    sd->quota.refused_queued++;
+    snprintf(why, len,
+        "%s %s has %zu queued jobs; %zu more would pass the limit of %d "
+        "(max queued jobs per %s)",
+        who, user, queued, n, l->max_queued, who);
+    *retry_s = 30;
+    return QUOTA_QUEUED;
+}
+
+int
+jobs_quota(struct schedd *sd, const char *user, bool op, size_t n, char *why,
+    size_t len, int64_t *retry_s)
 {
     int64_t now = timeid_mono_ms();
-    struct quota_user *qu;
+    size_t queued = job_table_user(&sd->jobs, user).queued;
+    struct quota_user *qu = NULL;
     enum quota_verdict v;
     char subject[128];
     cJSON *detail;
     int rc, k;
 
-    v = quota_check(&sd->quota, &sd->quota_cfg, user, op,
-        job_table_user(&sd->jobs, user).queued, now, why, len, retry_s, &qu);
+    v = quota_batch(sd, user, op, queued, n, why, len, retry_s);
+    if (v == QUOTA_OK)
+        v = quota_check(&sd->quota, &sd->quota_cfg, user, op, queued, now, why,
+            len, retry_s, &qu);
     if (v == QUOTA_OK)
         return 0;
     k = v == QUOTA_QUEUED ? 0 : 1;

@@ -20,13 +20,22 @@
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
 
-/* The per-user submission limits (quota.h) for one submission of user:
+/* jobs_submit for each of specs[0..n) (their contents taken), in order:
+ * *ids the new jobs' ids (the caller frees). On a failure the iteration
+ * is failed (its transaction rolls back: none of them was submitted) and
+ * *ids is NULL. */
+int jobs_submit_many(struct schedd *sd, const char *user,
+    struct proto_job_spec *specs, size_t n, int64_t **ids);
+
+/* The per-user submission limits (quota.h) for one request of user
+ * submitting n jobs (a batch, POST /v1/jobs with "jobs", is one request
+ * for the rate limit and n jobs for the queued-jobs limit, all or none):
  * 0, or -EBUSY with why (the limit and the user's count) and *retry_s for
  * the 429. A refusal is a `submit_refused` event on subject user/<name>,
  * at most one per user and limit per 10 s (the detail counts the ones
  * left out). */
-int jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
-    size_t len, int64_t *retry_s);
+int jobs_quota(struct schedd *sd, const char *user, bool op, size_t n,
+    char *why, size_t len, int64_t *retry_s);
 
 /*
  * Resolve where attempt 1 of a new job of spec resumes from, for a

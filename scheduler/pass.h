@@ -45,8 +45,8 @@
 #include "scheduler/schedd.h"
 
 /* Create the pass with the named policy (sched_pass.h) and register it as
- * the context's sched_trigger and sched_queued hooks. -EINVAL with err set for an unknown
- * policy. */
+ * the context's sched_trigger and sched_queued hooks. -EINVAL with err set for
+ * an unknown policy. */
 struct pass *pass_create(struct schedd *sd, const char *policy,
     struct err *err);
 /* Close its timers; freed once they are closed. Accepts NULL. */
