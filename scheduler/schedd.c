@@ -399,6 +399,7 @@ schedd_synced_cb(uint64_t seq, void *arg)
 {
     struct schedd *sd = arg;
 
+    sd->syncs++;
     if (sd->hooks.synced)
         sd->hooks.synced(sd, seq, sd->hooks.arg);
 }

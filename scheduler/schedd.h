@@ -191,6 +191,7 @@ struct schedd {
     /* Group commit (schedd_flush): transactions committed so far, and
      * the WAL's syncer (commitsync.h; NULL with db_synchronous=normal). */
     uint64_t commit_seq;
+    uint64_t syncs; /* WAL fsyncs that reported (each covers >= 1 commit) */
     struct commitsync *sync;
 
     /* The model. */
