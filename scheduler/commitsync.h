@@ -6,12 +6,13 @@
  * the scheduler loses nothing committed) without an fsync. This object
  * makes them durable against power loss: commitsync_request(seq) says
  * that transactions up to seq are committed, and libuv's thread pool
- * runs fdatasync on the WAL file, at most one at a time; when it
+ * runs fdatasync on the WAL file (at most two at once); when one
  * returns, everything committed before it started is on disk and the
- * callback reports that seq on the loop. Requests made while one runs
+ * callback reports that seq on the loop. Requests made while both run
  * are coalesced into the next: one fsync covers every commit made
- * meanwhile (group commit across loop iterations), and the loop never
- * waits for the disk.
+ * meanwhile (group commit across loop iterations), a commit waits for
+ * about one fsync (the second slot starts it at once), and the loop
+ * never waits for the disk.
  *
  * The caller holds every reply back until the synced seq covers the
  * commit it depends on (schedd_flush, http.h): docs/scale.md "Group

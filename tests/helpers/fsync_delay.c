@@ -1,7 +1,7 @@
 /*
  * fsync_delay.c - an LD_PRELOAD shim that slows the WAL's fdatasync
  *
- * For t4119: every fdatasync() of a file whose name ends in "-wal" (the
+ * For t4140: every fdatasync() of a file whose name ends in "-wal" (the
  * scheduler's WAL syncer, scheduler/commitsync.c) sleeps FSYNC_DELAY_MS
  * milliseconds first, and appends "start NS" before and "end NS" after
  * (CLOCK_REALTIME nanoseconds) to the file FSYNC_DELAY_LOG. Other calls

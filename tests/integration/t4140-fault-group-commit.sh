@@ -1,5 +1,5 @@
 #!/bin/bash
-# t4119: group commit with the WAL's fsync off the loop (docs/scale.md
+# t4140: group commit with the WAL's fsync off the loop (docs/scale.md
 # "Group commit"). An LD_PRELOAD shim (tests/helpers/fsync_delay.c) makes
 # every fdatasync of the WAL take 400 ms longer and logs when each starts
 # and ends. A reply must not leave before an fsync that began after its

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1016: many jobs in one request (docs/api.md "Many jobs in one
+# t1030: many jobs in one request (docs/api.md "Many jobs in one
 # request"): `lockstep submit --specs FILE` sends JSON lines as one batch
 # with the command line's options as common fields; a batch is all or
 # nothing (a bad spec, an unsatisfiable one or the queued-jobs limit
