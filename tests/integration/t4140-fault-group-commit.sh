@@ -60,7 +60,7 @@ test_expect_success 'four parallel clients share fsyncs (fewer than replies)' '
     syncs=$(syncs_within $t0 $t1) &&
     echo "acknowledged $acked, fsyncs $syncs" &&
     test "$acked" = 32 &&
-    test $((syncs * 4)) -le $((acked * 3))
+    test "$syncs" -lt "$acked"
 '
 
 test_expect_success 'kill -9 while fsyncs are slow: acknowledged submissions survive' '
