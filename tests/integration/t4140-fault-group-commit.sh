@@ -20,9 +20,12 @@ syncs_within() {
         END { print n + 0 }' "$SYNCLOG"
 }
 
+# Under ASan its runtime must come first in LD_PRELOAD.
+PRELOAD=$(ldd "$LOCKSTEPD" | awk '/libasan/ { printf "%s ", $3 }')$SHIM
+
 test_expect_success 'the scheduler runs with slow WAL fsyncs' '
     cc -shared -fPIC -o "$SHIM" "$SRC_DIR/tests/helpers/fsync_delay.c" -ldl &&
-    LD_PRELOAD=$SHIM FSYNC_DELAY_MS=400 FSYNC_DELAY_LOG=$SYNCLOG \
+    LD_PRELOAD=$PRELOAD FSYNC_DELAY_MS=400 FSYNC_DELAY_LOG=$SYNCLOG \
         start_scheduler &&
     ls_cli jobs >/dev/null
 '
