@@ -177,13 +177,12 @@ sim_report_cb(uv_timer_t *t)
     }
     printf("sim: nodes=%d registered=%d reports/s=%.0f rtt_p50_ms=%.1f "
            "rtt_p99_ms=%.1f works/s=%.1f logs/s=%.0f log_lines/s=%.0f "
-           "ranks_started=%" PRIu64
-           " ranks_ended=%" PRIu64 " ranks_failed=%" PRIu64 " errors=%" PRIu64
-           "\n",
+           "ranks_started=%" PRIu64 " ranks_ended=%" PRIu64
+           " ranks_failed=%" PRIu64 " errors=%" PRIu64 "\n",
         s->o.nodes, sim_registered(s), (double)st->statuses / secs, p50, p99,
         (double)st->works / secs, (double)st->logs / secs,
-        (double)st->log_lines / secs, st->started,
-        st->ended, st->failed, st->errors);
+        (double)st->log_lines / secs, st->started, st->ended, st->failed,
+        st->errors);
     fflush(stdout);
     st->statuses = st->works = st->logs = st->errors = st->log_lines = 0;
     st->started = st->ended = st->failed = 0;

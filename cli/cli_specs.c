@@ -47,15 +47,13 @@ specs_read(FILE *f, const char *name, cJSON *jobs, struct err *err)
         if (*p == '\n' || *p == '\0' || *p == '#')
             continue;
         o = cJSON_ParseWithOpts(p, &end, false);
-        while (o && end && (*end == ' ' || *end == '\t' || *end == '\n' ||
-                               *end == '\r'))
+        while (o && end &&
+               (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
             end++;
         if (!cJSON_IsObject(o) || (end && *end != '\0'))
-            rc = err_set(err, -EINVAL, "%s:%d: not a JSON object: %.*s",
-                name, lineno, (int)strcspn(p, "\r\n") < 60
-                                  ? (int)strcspn(p, "\r\n")
-                                  : 60,
-                p);
+            rc = err_set(err, -EINVAL, "%s:%d: not a JSON object: %.*s", name,
+                lineno,
+                (int)strcspn(p, "\r\n") < 60 ? (int)strcspn(p, "\r\n") : 60, p);
         if (rc == 0)
             cJSON_AddItemToArray(jobs, o);
         else
@@ -80,8 +78,8 @@ specs_common(const struct proto_job_spec *spec)
 
 /* POST jobs[from..to) with common; their ids appended to ids. */
 static int
-specs_post(struct cli *cli, cJSON *jobs, int from, int to,
-    const cJSON *common, cJSON *ids)
+specs_post(struct cli *cli, cJSON *jobs, int from, int to, const cJSON *common,
+    cJSON *ids)
 {
     cJSON *body = cJSON_CreateObject(), *chunk = cJSON_CreateArray();
     cJSON *reply = NULL, *item;
@@ -156,8 +154,9 @@ cli_submit_specs(struct cli *cli, const char *file,
     cJSON_Delete(common);
     if (rc < 0) {
         if (cJSON_GetArraySize(ids) > 0)
-            cli_warn(cli, "%d job(s) before the refused request were "
-                          "submitted; the rest were not",
+            cli_warn(cli,
+                "%d job(s) before the refused request were "
+                "submitted; the rest were not",
                 cJSON_GetArraySize(ids));
         rc = CLI_EXIT_FAIL;
     } else if (json) {

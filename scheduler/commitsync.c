@@ -45,8 +45,8 @@ struct commitsync {
     char *wal; /* the WAL's path */
     char *dir; /* its directory */
     struct commitsync_slot slots[COMMITSYNC_SLOTS];
-    bool closing;    /* commitsync_close was called */
-    uint64_t wanted; /* the highest seq requested */
+    bool closing;     /* commitsync_close was called */
+    uint64_t wanted;  /* the highest seq requested */
     uint64_t started; /* the highest target started */
     uint64_t synced;  /* the highest seq reported durable */
     commitsync_fn *cb;
@@ -96,8 +96,7 @@ commitsync_same(const struct commitsync_slot *sl)
 static void
 commitsync_work_cb(uv_work_t *w)
 {
-    struct commitsync_slot *sl = container_of(w, struct commitsync_slot,
-        work);
+    struct commitsync_slot *sl = container_of(w, struct commitsync_slot, work);
     int rc = 0;
 
     sl->err = 0;
@@ -153,8 +152,7 @@ static void commitsync_start(struct commitsync *cs);
 static void
 commitsync_after_cb(uv_work_t *w, int status)
 {
-    struct commitsync_slot *sl = container_of(w, struct commitsync_slot,
-        work);
+    struct commitsync_slot *sl = container_of(w, struct commitsync_slot, work);
     struct commitsync *cs = sl->cs;
 
     sl->busy = false;
