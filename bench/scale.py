@@ -224,7 +224,7 @@ def cmd_batch(api, count, spec_json):
     shapes = shapes if isinstance(shapes, list) else [shapes]
     sent, t0 = 0, time.time()
     while sent < count:
-        n = min(5000, count - sent)
+        n = min(1000, count - sent)
         jobs = [dict(shapes[(sent + i) % len(shapes)]) for i in range(n)]
         for j in jobs:
             j.pop("version", None)

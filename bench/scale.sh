@@ -150,12 +150,12 @@ sum_log_lines() { # the sims' latest log_lines/s, summed
 # faults: node loss, a gang after a loss, logs, the mixed queue and a
 # restart, at N (see the top of this file).
 faults() {
-    local gang=$(($N < 1000 ? $N : 1000)) k jobs= pids= id
-    local -a vic=()
+    local gang=$(($N < 1000 ? $N : 1000)) k jobs= pids= id node left
+    local -A vic=()
     echo "# faults at N=$N: $VICTIMS victims, $((VICTIMS + 1)) spares"
     cluster "$N" 360000000 "$LOG_RATE"
     for k in $(seq 1 $((VICTIMS + 1))); do
-        one_node vic "$k"; vic[$k]=$ONE_PID
+        one_node vic "$k"; vic[vic$k]=$ONE_PID
         one_node zsp "$k"
     done
     record faults "$(sp wait-up $((N + 2 * VICTIMS + 2)) 300 | sed 's/^/all_/; s/ / all_/')"
@@ -164,20 +164,25 @@ faults() {
     record faults "log_lines_per_s=$(sum_log_lines) log_ranks=$((gang * 8)) log_rate=$LOG_RATE"
     ls_cli cancel "$id" >/dev/null
     # The N nodes taken (names sim*, before vic* and zsp*), then one job
-    # on each victim.
+    # on each of V of the V+1 victims; their agents are the ones killed.
     id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$N,\"gpus_per_node\":8}" | sed 's/.*ids=//')
     wait_job_state "$id" RUNNING 300 || exit 1
     for k in $(seq 1 "$VICTIMS"); do
         jobs+=${jobs:+,}$(submit_id --gpus-per-node 8 --max-infra-restarts 5 -- sim)
-        pids+=${pids:+,}${vic[$k]}
     done
-    for j in ${jobs//,/ }; do wait_job_state "$j" RUNNING 120 || exit 1; done
+    for j in ${jobs//,/ }; do
+        wait_job_state "$j" RUNNING 120 || exit 1
+        node=$(ls_cli show "$j" --json | jget 'j["attempts"][-1]["nodes"][0]["node"]')
+        pids+=${pids:+,}${vic[$node]}
+        unset "vic[$node]"
+    done
+    left=${!vic[*]}
     record faults "$(sp loss "$jobs" "$pids")"
     ls_cli cancel "$id" ${jobs//,/ } >/dev/null
-    # A gang over the N nodes and the last victim.
+    # A gang over the N nodes and the victim left.
     id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$((N + 1)),\"ranks_per_node\":8,\"gpus_per_node\":8,\"max_infra_restarts\":5}" | sed 's/.*ids=//')
     wait_job_state "$id" RUNNING 300 || exit 1
-    record faults "$(sp loss "$id" "${vic[$((VICTIMS + 1))]}" | sed 's/loss_n=1 //; s/lost_p50_ms/gang_lost_ms/; s/ lost_p99_ms=[0-9]*//; s/recovered/gang_recovered/; s/recover_p50_ms/gang_recover_ms/; s/ recover_p99_ms=[0-9]*//')"
+    record faults "$(sp loss "$id" "${vic[$left]}" | sed 's/loss_n=1 //; s/lost_p50_ms/gang_lost_ms/; s/ lost_p99_ms=[0-9]*//; s/recovered/gang_recovered/; s/recover_p50_ms/gang_recover_ms/; s/ recover_p99_ms=[0-9]*//')"
     # The mixed queue behind the taken cluster, then freed.
     record faults "$(sp batch "$MIXED" '[{"argv":["sim"],"gpus_per_node":1},{"argv":["sim"],"gpus_per_node":2,"ranks_per_node":2},{"argv":["sim"],"gpus_per_node":8,"ranks_per_node":8},{"argv":["sim"],"nodes":4,"gpus_per_node":8,"ranks_per_node":8},{"argv":["sim"],"cpus_per_rank":4}]' | sed 's/batch_per_s/mixed_submit_per_s/')"
     sleep 2

@@ -13,7 +13,7 @@ caller's uid). Each subcommand prints one line of `key=value` figures:
                                    a time, default 1), as a shell loop does:
                                    jobs/s and ms per call
   batch URL TOKEN N                one request of N jobs: seconds, jobs/s
-  fill URL TOKEN TOTAL             batches of 5000 until TOTAL were sent
+  fill URL TOKEN TOTAL             batches of 1000 until TOTAL were sent
   metrics URL TOKEN                the commit and pass histograms' counts
                                    and sums, and the queue
   fsync DIR COUNT [rewrite]        write 4 KiB + fdatasync COUNT times in
@@ -171,7 +171,7 @@ def cmd_fill(url, token, total):
     c = connect(url)
     sent, t0 = 0, time.time()
     while sent < total:
-        n = min(5000, total - sent)
+        n = min(1000, total - sent)
         jobs = [{"argv": ["sleep", "1"], "name": "f%d" % (sent + i)}
                 for i in range(n)]
         post(c, token, {"version": 1, "jobs": jobs,

@@ -233,7 +233,11 @@ reply_list(struct list_ctx *ctx, const struct db_job_filter *filter,
     int rc;
 
     ctx->arr = cJSON_CreateArray();
-    rc = db_jobs_foreach(ctx->sd->db, filter, list_add, ctx);
+    /* Unfinished jobs are all in the model: no sort of every row. */
+    if (jobs_filter_live(filter))
+        rc = jobs_foreach_live(ctx->sd, filter, list_add, ctx);
+    else
+        rc = db_jobs_foreach(ctx->sd->db, filter, list_add, ctx);
     if (rc < 0) {
         cJSON_Delete(ctx->arr);
         return rc;

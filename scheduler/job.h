@@ -205,6 +205,9 @@ struct job *job_table_find(const struct job_table *t, int64_t id);
  * (NULL after the last), and how many. */
 struct job *job_table_first(const struct job_table *t);
 struct job *job_table_next(const struct job *job);
+/* The same, newest first: the last (NULL when empty), the one before. */
+struct job *job_table_last(const struct job_table *t);
+struct job *job_table_prev(const struct job *job);
 size_t job_table_count(const struct job_table *t);
 
 #endif

@@ -358,6 +358,18 @@ job_table_next(const struct job *job)
     return job_of(job->link.next);
 }
 
+struct job *
+job_table_last(const struct job_table *t)
+{
+    return job_of(t->t.tail);
+}
+
+struct job *
+job_table_prev(const struct job *job)
+{
+    return job_of(job->link.prev);
+}
+
 size_t
 job_table_count(const struct job_table *t)
 {

@@ -34,6 +34,37 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
     return rc;
 }
 
+bool
+jobs_filter_live(const struct db_job_filter *filter)
+{
+    if (filter->ended)
+        return false;
+    if (filter->has_state)
+        return !proto_job_state_finished(filter->state);
+    return !filter->all;
+}
+
+int
+jobs_foreach_live(struct schedd *sd, const struct db_job_filter *filter,
+    int (*fn)(struct job *job, void *arg), void *arg)
+{
+    int64_t n = 0;
+    int rc = 0;
+
+    for (struct job *job = job_table_last(&sd->jobs); job && rc == 0;
+         job = job_table_prev(job)) {
+        if (filter->limit > 0 && n >= filter->limit)
+            break;
+        if ((filter->user && strcmp(job->user, filter->user) != 0) ||
+            (filter->has_state && job->state != filter->state) ||
+            (filter->name && strcmp(job->spec.name, filter->name) != 0))
+            continue;
+        n++;
+        rc = fn(job, arg);
+    }
+    return rc;
+}
+
 int
 jobs_submit_many(struct schedd *sd, const char *user,
     struct proto_job_spec *specs, size_t n, int64_t **ids)

@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "common/proto.h"
+#include "scheduler/db.h"
 #include "scheduler/schedd.h"
 
 /* A new PENDING job of user with spec (its contents are taken; the struct
@@ -19,6 +20,15 @@
  * changes). */
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
+
+/* Whether filter selects unfinished jobs only (what the model holds):
+ * then jobs_foreach_live answers it without the database. */
+bool jobs_filter_live(const struct db_job_filter *filter);
+/* db_jobs_foreach over the model's unfinished jobs, newest first, with
+ * the filter's user, state, name and limit: O(jobs looked at) instead of
+ * a sort of every unfinished row. The job is borrowed for the call. */
+int jobs_foreach_live(struct schedd *sd, const struct db_job_filter *filter,
+    int (*fn)(struct job *job, void *arg), void *arg);
 
 /* jobs_submit for each of specs[0..n) (their contents taken), in order:
  * *ids the new jobs' ids (the caller frees). On a failure the iteration
