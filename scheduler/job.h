@@ -77,7 +77,8 @@ struct job {
     struct itab_link link; /* in the job_table, in id order */
     /* The job_table's queue and counts (job_queue.c): */
     struct job_qclass *qclass; /* its class while queued, else NULL */
-    struct job *qprev, *qnext; /* in its class, in id order */
+    struct job *qprev, *qnext; /* in its class's list, in id order */
+    bool qparked;              /* in its class's parked list */
     unsigned counted;          /* JOB_COUNT_* it is counted under */
     /* The nodes blamed for its failures, as the pass last read them
      * (pass.c): names and times, valid while blamed_gen is the store's
@@ -155,7 +156,12 @@ char *job_ckpt_path(const struct job *job, int64_t step);
  *    scheduling order: RESTARTING first, then priority (higher first),
  *    then id. It is kept in classes of equal (restarting, priority), each
  *    a list in id order, so a new submission is appended in O(log
- *    classes) and the scheduling pass walks the queue without sorting it;
+ *    classes) and the scheduling pass walks the queue without sorting it.
+ *    A queued job may be parked (job_table_park): it stays queued and
+ *    counted, but the walk (job_queue_first/next) passes it by until
+ *    job_table_unpark_all puts every parked job back in its place (a
+ *    merge, O(queue)). The pass parks the jobs that could never fit on
+ *    the nodes as they are, and unparks them when the nodes change;
  *  - per user, how many jobs count against the queued-jobs limit
  *    (PENDING, or held: quota.h) and how many are placed or running.
  */
@@ -163,7 +169,8 @@ struct job_table {
     struct itab t;               /* insertion order (ids ascend) */
     struct job_qclass **classes; /* in queue order; each owned */
     size_t nclasses;
-    size_t nqueued;
+    size_t nqueued; /* parked or not */
+    size_t nparked;
     struct itab users; /* struct job_user, by name */
 };
 
@@ -191,8 +198,13 @@ void job_table_remove(struct job_table *t, struct job *job);
 /* job's state, hold or priority may have changed: put it where it now
  * belongs in the queue and the counts. Cheap when nothing changed. */
 void job_table_sync(struct job_table *t, struct job *job);
-/* The queue in scheduling order: the first queued job (NULL when none),
- * the one after job (NULL after the last), and how many. */
+/* Park a queued job: out of the walk below until job_table_unpark_all.
+ * A change of its state or priority (job_table_sync) unparks it. */
+void job_table_park(struct job_table *t, struct job *job);
+void job_table_unpark_all(struct job_table *t);
+/* The queue in scheduling order, parked jobs left out: the first queued
+ * job (NULL when none), the one after job (NULL after the last); how many
+ * are queued, parked ones included. */
 struct job *job_queue_first(const struct job_table *t);
 struct job *job_queue_next(const struct job_table *t, const struct job *job);
 size_t job_queue_count(const struct job_table *t);

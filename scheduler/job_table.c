@@ -20,10 +20,17 @@
 
 #include "common/xalloc.h"
 
+/* A class's jobs in id order, in two lists: those the pass walks, and
+ * those parked (job_table_park). */
+struct job_qlist {
+    struct job *head, *tail;
+};
+
 struct job_qclass {
     bool restarting;
     int priority;
-    struct job *head, *tail;
+    struct job_qlist live;
+    struct job_qlist parked;
 };
 
 /* ---- by id -------------------------------------------------------------- */
@@ -196,46 +203,116 @@ class_get(struct job_table *t, bool restarting, int priority)
     return c;
 }
 
+static struct job_qlist *
+queue_list(struct job *job)
+{
+    return job->qparked ? &job->qclass->parked : &job->qclass->live;
+}
+
 static void
 queue_unlink(struct job_table *t, struct job *job)
 {
-    struct job_qclass *c = job->qclass;
+    struct job_qlist *l;
 
-    if (c == NULL)
+    if (job->qclass == NULL)
         return;
+    l = queue_list(job);
     if (job->qprev)
         job->qprev->qnext = job->qnext;
     else
-        c->head = job->qnext;
+        l->head = job->qnext;
     if (job->qnext)
         job->qnext->qprev = job->qprev;
     else
-        c->tail = job->qprev;
+        l->tail = job->qprev;
     job->qprev = job->qnext = NULL;
     job->qclass = NULL;
+    job->qparked = false;
     t->nqueued--;
 }
 
-/* Link job into c in id order, from the tail. */
+/* Link job into list l of class c in id order, from the tail. */
 static void
-queue_link(struct job_table *t, struct job_qclass *c, struct job *job)
+queue_link_list(struct job_qlist *l, struct job *job)
 {
-    struct job *after = c->tail;
+    struct job *after = l->tail;
 
     while (after && after->id > job->id)
         after = after->qprev;
     job->qprev = after;
-    job->qnext = after ? after->qnext : c->head;
+    job->qnext = after ? after->qnext : l->head;
     if (job->qnext)
         job->qnext->qprev = job;
     else
-        c->tail = job;
+        l->tail = job;
     if (after)
         after->qnext = job;
     else
-        c->head = job;
+        l->head = job;
+}
+
+static void
+queue_link(struct job_table *t, struct job_qclass *c, struct job *job)
+{
     job->qclass = c;
+    job->qparked = false;
+    queue_link_list(&c->live, job);
     t->nqueued++;
+}
+
+void
+job_table_park(struct job_table *t, struct job *job)
+{
+    struct job_qclass *c = job->qclass;
+
+    if (c == NULL || job->qparked)
+        return;
+    queue_unlink(t, job);
+    job->qclass = c;
+    job->qparked = true;
+    queue_link_list(&c->parked, job);
+    t->nqueued++;
+    t->nparked++;
+}
+
+/* Merge the parked list of c into its live one, both in id order. */
+static void
+queue_unpark_class(struct job_qclass *c)
+{
+    struct job *a = c->live.head, *b = c->parked.head, *prev = NULL;
+
+    c->live.head = c->live.tail = NULL;
+    c->parked.head = c->parked.tail = NULL;
+    while (a || b) {
+        struct job *j;
+
+        if (b == NULL || (a && a->id < b->id)) {
+            j = a;
+            a = a->qnext;
+        } else {
+            j = b;
+            b = b->qnext;
+            j->qparked = false;
+        }
+        j->qprev = prev;
+        j->qnext = NULL;
+        if (prev)
+            prev->qnext = j;
+        else
+            c->live.head = j;
+        prev = j;
+    }
+    c->live.tail = prev;
+}
+
+void
+job_table_unpark_all(struct job_table *t)
+{
+    if (t->nparked == 0)
+        return;
+    for (size_t i = 0; i < t->nclasses; i++)
+        queue_unpark_class(t->classes[i]);
+    t->nparked = 0;
 }
 
 void
@@ -252,8 +329,10 @@ job_table_sync(struct job_table *t, struct job *job)
         job->counted = flags;
     }
     if (c && queued && c->restarting == restarting &&
-        c->priority == job->spec.priority)
+        c->priority == job->spec.priority && !job->qparked)
         return;
+    if (job->qparked)
+        t->nparked--;
     queue_unlink(t, job);
     if (queued)
         queue_link(t, class_get(t, restarting, job->spec.priority), job);
@@ -263,8 +342,8 @@ struct job *
 job_queue_first(const struct job_table *t)
 {
     for (size_t i = 0; i < t->nclasses; i++) {
-        if (t->classes[i]->head)
-            return t->classes[i]->head;
+        if (t->classes[i]->live.head)
+            return t->classes[i]->live.head;
     }
     return NULL;
 }
@@ -274,7 +353,7 @@ job_queue_next(const struct job_table *t, const struct job *job)
 {
     size_t lo = 0, hi = t->nclasses;
 
-    if (job->qnext || job->qclass == NULL)
+    if (job->qnext || job->qclass == NULL || job->qparked)
         return job->qnext;
     /* The first job of the next class that has one. */
     while (lo < hi) {
@@ -287,8 +366,8 @@ job_queue_next(const struct job_table *t, const struct job *job)
             hi = mid;
     }
     for (size_t i = lo; i < t->nclasses; i++) {
-        if (t->classes[i]->head)
-            return t->classes[i]->head;
+        if (t->classes[i]->live.head)
+            return t->classes[i]->live.head;
     }
     return NULL;
 }
@@ -320,6 +399,7 @@ job_table_release(struct job_table *t)
     t->classes = NULL;
     t->nclasses = 0;
     t->nqueued = 0;
+    t->nparked = 0;
 }
 
 void
@@ -336,6 +416,8 @@ job_table_remove(struct job_table *t, struct job *job)
 {
     user_count(t, job, job->counted, false);
     job->counted = 0;
+    if (job->qparked)
+        t->nparked--;
     queue_unlink(t, job);
     itab_remove(&t->t, &job->link);
 }

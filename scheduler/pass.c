@@ -55,6 +55,9 @@ struct pass {
     int *gpu_pool;
     size_t gpu_cap;
     size_t nnodes;
+    uint64_t sig;        /* the last pass's nodes: what a never-fit
+                          * verdict depends on (pass_nodes); never 0 */
+    uint64_t parked_sig; /* the nodes the parked jobs could never fit */
     bool nodes_valid;
     struct pass_shape shapes[PASS_SHAPES];
     size_t nshapes;
@@ -93,6 +96,26 @@ pass_mark_draining(struct pass *ps)
         if (job)
             job->draining = ps->seq;
     }
+}
+
+/* What "could never fit" depends on: every node's totals and whether it
+ * takes work (FNV-1a; never 0). While it stays the same, a job the pass
+ * found could never fit still cannot, and the pass skips it. */
+static uint64_t
+pass_sig(const struct pass_input *in)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (size_t i = 0; i < in->nnodes; i++) {
+        const struct sched_node *n = &in->nodes[i];
+        uint64_t v[4] = { (uint64_t)n->schedulable, (uint64_t)n->cpus,
+            (uint64_t)n->ngpus, (uint64_t)n->memory_mb };
+
+        for (int k = 0; k < 4; k++)
+            h = (h ^ v[k]) * 1099511628211ULL;
+    }
+    h = (h ^ in->nnodes) * 1099511628211ULL;
+    return h ? h : 1;
 }
 
 /* Every node with what is free on it, indexed by node->idx, into the
@@ -136,6 +159,7 @@ pass_nodes(struct pass *ps, struct pass_input *in)
         off += node->ngpus;
         n->data = node;
     }
+    ps->sig = pass_sig(in);
 }
 
 /* The schedulable nodes' largest resources and count, for pass_queued. */
@@ -369,6 +393,10 @@ pass_apply(struct pass *ps, struct pass_input *in, int64_t now)
         struct job *job = j->data;
         int port;
 
+        /* Could never fit on these very nodes: out of the walk (its reason
+         * stands) until they change (pass_run). */
+        if (j->never && job->state == PROTO_JOB_PENDING)
+            job_table_park(&ps->sd->jobs, job);
         if (!j->placed) {
             if (j->blocked)
                 ps->blocker = j->id;
@@ -419,6 +447,10 @@ pass_run(struct pass *ps)
         return false;
     pass_mark_draining(ps);
     pass_nodes(ps, &in);
+    if (ps->sig != ps->parked_sig) {
+        job_table_unpark_all(&sd->jobs);
+        ps->parked_sig = ps->sig;
+    }
     pass_maxima(ps, &in);
     rc = pass_jobs(ps, &in, now);
     if (rc < 0) {

@@ -742,6 +742,7 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         jobs[i].gpus = NULL;
         jobs[i].reason[0] = '\0';
         jobs[i].blocked = false;
+        jobs[i].never = false;
     }
     sched_order(policy, jobs, njobs, order);
     for (size_t i = 0; i < njobs; i++) {
@@ -751,8 +752,10 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
 
         if (blocker || placed >= max_place) {
             if (sched_never_fits_cheap(ctx, &need, job->reason,
-                    sizeof(job->reason)))
+                    sizeof(job->reason))) {
+                job->never = true;
                 continue;
+            }
             if (blocker)
                 snprintf(job->reason, sizeof(job->reason),
                     "waiting behind job %lld", (long long)blocker->id);
@@ -764,6 +767,7 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         shape = sched_shape_get(ctx, &need);
         if (!shape->fits) {
             snprintf(job->reason, sizeof(job->reason), "%s", shape->reason);
+            job->never = true;
             continue;
         }
         if (sched_place(ctx, job, &need, cand)) {

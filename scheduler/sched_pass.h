@@ -93,6 +93,8 @@ struct sched_job {
                                     * major; NULL unless placed with GPUs */
     char reason[SCHED_REASON_MAX]; /* why not placed ("" when placed) */
     bool blocked; /* not placed, and every job after it waits for it */
+    bool never;   /* not placed: it could never fit on the schedulable
+                   * nodes, whatever is free (reason says why) */
 };
 
 struct sched_policy {

@@ -283,6 +283,17 @@ test_queue(void)
     is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4", "and out of the queue");
     ok(job_queue_before(job_table_find(&t, 1), job_table_find(&t, 3)),
         "job_queue_before: 1 before 3");
+    job_table_park(&t, job_table_find(&t, 1));
+    job_table_park(&t, job_table_find(&t, 4));
+    is_str(queue_ids(&t, buf, sizeof(buf)), "3", "parked jobs are passed by");
+    is_int(job_queue_count(&t), 3, "and still counted as queued");
+    queue_job(&t, 9, "bob", 0, PROTO_JOB_PENDING);
+    job_table_unpark_all(&t);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4 9",
+        "unparked: back in their places");
+    job_table_park(&t, job_table_find(&t, 3));
+    job_table_sync(&t, job_table_find(&t, 3));
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4 9", "a sync unparks");
     job_table_release(&t);
     is_int(job_queue_count(&t), 0, "released: empty");
 }
@@ -305,8 +316,13 @@ test_queue_random(void)
     for (int step = 0; step < 2000; step++) {
         struct job *j = jobs[rand_r(&seed) % 200];
         const struct job *prev = NULL;
-        size_t n = 0, want = 0, queued = 0;
+        size_t n = 0, want = 0, queued = 0, parked = 0, total = 0;
 
+        if (rand_r(&seed) % 3 == 0) {
+            job_table_park(&t, jobs[rand_r(&seed) % 200]);
+            if (rand_r(&seed) % 10 == 0)
+                job_table_unpark_all(&t);
+        }
         j->state = states[rand_r(&seed) % 4];
         if (rand_r(&seed) % 5 == 0)
             j->spec.priority = rand_r(&seed) % 4;
@@ -320,15 +336,32 @@ test_queue_random(void)
             prev = q;
         }
         for (int i = 0; i < 200; i++) {
-            want += proto_job_state_queued(jobs[i]->state);
+            want += proto_job_state_queued(jobs[i]->state) && !jobs[i]->qparked;
+            parked += jobs[i]->qparked;
+            total += proto_job_state_queued(jobs[i]->state);
             queued += strcmp(jobs[i]->user, "u1") == 0 &&
                       (jobs[i]->state == PROTO_JOB_PENDING ||
                           job_held(jobs[i]));
         }
-        bad += n != want || n != job_queue_count(&t);
+        bad += n != want || total != job_queue_count(&t) || parked != t.nparked;
         bad += queued != job_table_user(&t, "u1").queued;
     }
     is_int(bad, 0, "2000 random changes: queue in order, counts right");
+    job_table_unpark_all(&t);
+    {
+        const struct job *prev = NULL;
+        size_t n = 0, want = 0;
+
+        for (const struct job *q = job_queue_first(&t); q;
+             q = job_queue_next(&t, q), n++) {
+            bad += prev && !job_queue_before(prev, q);
+            prev = q;
+        }
+        for (int i = 0; i < 200; i++)
+            want += proto_job_state_queued(jobs[i]->state);
+        is_int(bad, 0, "all unparked: in order");
+        is_int((int)n, (int)want, "all unparked: every queued job walked");
+    }
     job_table_release(&t);
 }
 

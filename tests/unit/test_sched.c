@@ -215,6 +215,11 @@ test_blocked_vs_never(void)
         "needs 1 node with 8 GPUs and 1 CPU; the cluster has 2 nodes, none "
         "with at least 8 GPUs (the most any has is 4)",
         "never-fit keeps its own reason behind the blocker");
+    ok(jobs[0].never && !jobs[1].never && !jobs[2].never && jobs[3].never,
+        "never: set for the jobs that could never fit, before or behind the "
+        "blocker, and for no other");
+    ok(jobs[1].blocked && !jobs[0].blocked && !jobs[2].blocked,
+        "blocked: set for the blocker alone");
     release(jobs, 4);
 
     /* The never-fit job does not block lower jobs. */
