@@ -22,8 +22,9 @@
 # Every figure is printed beside its baseline and the ratio.
 # Then, at N only, on a fresh cluster whose ranks run until cancelled
 # (--faults, on by default; docs/scale.md "Faults, logs, restart"):
-#   - logs: one min(N,1000)-node x 8-rank job whose ranks each log
-#     --log-rate (10) lines a second: the lines/s the scheduler accepted
+#   - logs (a cluster of its own): one min(N,1000)-node x 8-rank job
+#     whose ranks each log --log-rate (10) lines a second: the lines/s
+#     the scheduler accepted, its CPU and loop lag meanwhile
 #   - node loss: --victims (10) extra one-node agents (own processes) each
 #     run a one-node job while the N nodes are taken; all are killed -9
 #     at once: kill -> node LOST, kill -> the job's next attempt running
@@ -38,6 +39,7 @@
 #     (lockstep_sched_pass_duration_seconds)
 #   - restart: kill -9 of lockstepd with those records and nodes ->
 #     serving again, -> every agent reconciled
+# (--no-faults leaves these out; --faults-only runs them alone.)
 set -u
 N=1000 BASE=100 PER=2500 SWEEP=1000 PENDING="1000 10000" IDLE_S=10
 VICTIMS=10 LOG_RATE=10 MIXED=100000 FAULTS=1
@@ -53,6 +55,7 @@ while [ $# -gt 0 ]; do
     --log-rate) LOG_RATE=$2; shift 2 ;;
     --mixed) MIXED=$2; shift 2 ;;
     --no-faults) FAULTS=0; shift ;;
+    --faults-only) FAULTS=2; shift ;;
     *) sed -n 2,43p "$0" >&2; exit 2 ;;
     esac
 done
@@ -152,17 +155,19 @@ sum_log_lines() { # the sims' latest log_lines/s, summed
 faults() {
     local gang=$(($N < 1000 ? $N : 1000)) k jobs= pids= id node left
     local -A vic=()
-    echo "# faults at N=$N: $VICTIMS victims, $((VICTIMS + 1)) spares"
+    echo "# logs at N=$N: a ${gang}-node x 8-rank job logging $LOG_RATE lines/s a rank"
     cluster "$N" 360000000 "$LOG_RATE"
+    id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$gang,\"ranks_per_node\":8,\"max_restarts\":0}" | sed 's/.*ids=//')
+    wait_job_state "$id" RUNNING 300 || exit 1
+    record faults "$(sp idle "$SCHED_PID" 11 | sed 's/^/log_/; s/ / log_/g')"
+    record faults "log_lines_per_s=$(sum_log_lines) log_ranks=$((gang * 8)) log_rate=$LOG_RATE"
+    echo "# faults at N=$N: $VICTIMS victims, $((VICTIMS + 1)) spares"
+    cluster "$N" 360000000 0
     for k in $(seq 1 $((VICTIMS + 1))); do
         one_node vic "$k"; vic[vic$k]=$ONE_PID
         one_node zsp "$k"
     done
     record faults "$(sp wait-up $((N + 2 * VICTIMS + 2)) 300 | sed 's/^/all_/; s/ / all_/')"
-    id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$gang,\"ranks_per_node\":8,\"max_restarts\":0}" | sed 's/.*ids=//')
-    sleep 12
-    record faults "log_lines_per_s=$(sum_log_lines) log_ranks=$((gang * 8)) log_rate=$LOG_RATE"
-    ls_cli cancel "$id" >/dev/null
     # The N nodes taken (names sim*, before vic* and zsp*), then one job
     # on each of V of the V+1 victims; their agents are the ones killed.
     id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$N,\"gpus_per_node\":8}" | sed 's/.*ids=//')
@@ -215,12 +220,15 @@ print("%-30s | %12s | %12s | %6s" % (f, b, v, r))
 ' "$@"
 }
 
-measure "$BASE"
-measure "$N"
-[ -n "$PENDING" ] && queue
-stop_sims
-[ "$FAULTS" = 1 ] && faults
+if [ "$FAULTS" != 2 ]; then
+    measure "$BASE"
+    measure "$N"
+    [ -n "$PENDING" ] && queue
+    stop_sims
+fi
+[ "$FAULTS" != 0 ] && faults
 
+[ "$FAULTS" = 2 ] || {
 echo
 printf '%-30s | %12s | %12s | %6s\n' figure "N=$BASE" "N=$N" ratio
 for k in up_after_s cpu_pct rss_mb loop_lag_p99_le_ms dispatch_p50_ms \
@@ -240,10 +248,12 @@ if [ -n "$PENDING" ]; then
         done
     done
 fi
-if [ "$FAULTS" = 1 ]; then
+}
+if [ "$FAULTS" != 0 ]; then
     echo
     echo "faults, logs, the mixed queue and a restart at N=$N:"
-    for k in log_lines_per_s log_ranks loss_n lost_p50_ms lost_p99_ms \
+    for k in log_lines_per_s log_ranks log_cpu_pct log_loop_lag_p99_le_ms \
+        loss_n lost_p50_ms lost_p99_ms \
         recovered recover_p50_ms recover_p99_ms gang_lost_ms gang_recover_ms \
         false_positives submitted mixed_submit_per_s queued_passes \
         queued_pass_mean_ms queued_pass_max_le_ms freed_passes \
