@@ -77,9 +77,9 @@ struct curlx {
     bool follow;                /* follow not_leader answers */
     curlx_switch_fn *switch_cb;
     void *switch_arg;
-    char *header;            /* extra header line, may be NULL */
-    char *ca;                /* CA file for https://, NULL: the system's */
-    curlx_sign_fn *sign;     /* a header line per request, may be NULL */
+    char *header;        /* extra header line, may be NULL */
+    char *ca;            /* CA file for https://, NULL: the system's */
+    curlx_sign_fn *sign; /* a header line per request, may be NULL */
     void *sign_arg;
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
