@@ -388,9 +388,19 @@ api_committed_hook(struct schedd *sd, uint64_t ticket, int rc, void *arg)
 {
     struct api *api = arg;
 
+    char msg[200];
+
     (void)sd;
+    /* A failure here comes after the local commit (a replica that lost
+     * the lead before a quorum had its entry): the change may survive
+     * under the next leader or not. */
+    if (rc < 0)
+        snprintf(msg, sizeof(msg),
+            "the change was not confirmed durable (%s): it may or may not "
+            "have taken effect; check before retrying",
+            strerror(-rc));
     if (api->http)
-        http_server_release(api->http, ticket, rc);
+        http_server_release(api->http, ticket, rc, rc < 0 ? msg : NULL);
 }
 
 static void

@@ -131,7 +131,8 @@ static void
 releaser_cb(uv_timer_t *timer)
 {
     (void)timer;
-    http_server_release(srv, hold_ticket, atomic_load(&release_rc));
+    http_server_release(srv, hold_ticket, atomic_load(&release_rc),
+        "not confirmed durable");
 }
 
 static int
@@ -159,7 +160,7 @@ release_async_cb(uv_async_t *async)
 {
     (void)async;
     if (srv)
-        http_server_release(srv, (uint64_t)atomic_load(&release_to), 0);
+        http_server_release(srv, (uint64_t)atomic_load(&release_to), 0, NULL);
 }
 
 static void
@@ -972,6 +973,7 @@ static void
 test_held_flush(void)
 {
     struct client c;
+    char msg[160];
     double t0, dt;
 
     if (!tcp_open(&c))
@@ -1007,6 +1009,8 @@ test_held_flush(void)
         "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 2), 2, "failed hold: two responses");
     is_int(c.r[0].status, 503, "failed hold: durable turns into 503");
+    is_str(error_field(&c.r[0], "message", msg, sizeof(msg)),
+        "not confirmed durable", "failed hold: the release's message");
     is_int(c.r[1].status, 200, "failed hold: non-durable stays 200");
     ok(!c.r[0].close, "failed hold: connection stays usable");
     atomic_store(&hold_flush, 0);
