@@ -602,13 +602,35 @@ pass_shape(struct pass *ps, const struct job *job)
     return s;
 }
 
+/* Whether job's user already has user_max_running_jobs running (the
+ * pass would hold the job back, sched.c): the reason the pass gives. */
+static bool
+pass_user_at_limit(const struct pass *ps, const struct job *job, char *buf,
+    size_t len)
+{
+    int max = ps->sd->quota_cfg.max_running;
+    size_t running;
+
+    if (max <= 0)
+        return false;
+    running = job_table_user(&ps->sd->jobs, job->user).running;
+    if (running < (size_t)max)
+        return false;
+    snprintf(buf, len,
+        "user %s has %zu running jobs; the limit is %d "
+        "(user_max_running_jobs)",
+        job->user, running, max);
+    return true;
+}
+
 /*
  * Why the pass could not place a job submitted since it last ran, or
  * NULL when it might (a pass is needed). Nothing that could free room or
  * move the queue happened since (that would have triggered a pass, which
  * is still to come: armed), so the last pass's findings stand: the job
- * waits when it could never fit on the schedulable nodes, when it comes
- * after the job that blocked the queue, or when no master port is free.
+ * waits when its user is at the running-jobs limit, when it could never
+ * fit on the schedulable nodes, when it comes after the job that blocked
+ * the queue, or when no master port is free.
  * The reasons are the ones the pass gives (sched.c): a job behind the
  * blocker is told so unless the nodes' largest resources show at a
  * glance that it could never fit.
@@ -625,6 +647,8 @@ pass_wait_reason(struct pass *ps, const struct job *job, char *buf, size_t len)
 
     if (ps->armed || !ps->nodes_valid || job_held(job))
         return NULL;
+    if (pass_user_at_limit(ps, job, buf, len))
+        return buf;
     cheap = sp->gpus_per_node <= ps->max_gpus &&
             (int64_t)sp->ranks_per_node * sp->cpus_per_rank <= ps->max_cpus &&
             sp->memory_mb_per_node <= ps->max_memory_mb &&
@@ -649,7 +673,7 @@ static void
 pass_hook_queued(struct schedd *sd, struct job *job, void *arg)
 {
     struct pass *ps = arg;
-    char buf[64];
+    char buf[SCHED_REASON_MAX];
     const char *why = pass_wait_reason(ps, job, buf, sizeof(buf));
 
     (void)sd;
