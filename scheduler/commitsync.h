@@ -15,8 +15,10 @@
  * never waits for the disk.
  *
  * The caller holds every reply back until the synced seq covers the
- * commit it depends on (schedd_flush, http.h): docs/scale.md "Group
- * commit" gives the argument that this keeps synchronous=FULL's promise.
+ * commit it depends on (schedd_commit_wait, http_server_hold; the
+ * callback releases them: docs/architecture.md "Durable replies"):
+ * docs/scale.md "Group commit" gives the argument that this keeps
+ * synchronous=FULL's promise.
  *
  * The WAL file is opened by path on the first sync, and its directory is
  * synced once after every open (a new file's entry must survive a power
