@@ -51,7 +51,7 @@ static const char *const bench_case_name[BENCH_NCASES] = {
 struct bench_input {
     struct sched_node *nodes;
     int *gpu_pool;
-    char (*names)[24];
+    char (*names)[32];
     size_t nnodes;
     struct sched_job *jobs;
     size_t njobs;
