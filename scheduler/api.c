@@ -387,7 +387,6 @@ static void
 api_committed_hook(struct schedd *sd, uint64_t ticket, int rc, void *arg)
 {
     struct api *api = arg;
-
     char msg[200];
 
     (void)sd;

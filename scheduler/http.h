@@ -15,14 +15,13 @@
  * by a 503 `unavailable` error before it is written, so a success reply
  * always means "committed".
  *
- * Held flushes (durable replies, docs/architecture.md): flush_fn may call
- * http_server_hold() to say that its commit is not final yet (a single
- * scheduler's WAL waits for its fsync, a replica's entry for a quorum).
- * The responses of that flush are
- * then held, neither written nor failed, until http_server_release()
- * settles them with the commit's outcome; responses that become ready
- * meanwhile on the same connections go with a later flush, so order on
- * a connection is kept.
+ * Held flushes (docs/architecture.md "Durable replies"): flush_fn may
+ * call http_server_hold() to say that its commit is not final yet (a
+ * single scheduler's WAL waits for its fsync, a replica's entry for a
+ * quorum). The responses of that flush are then held, neither written
+ * nor failed, until http_server_release() settles them with the
+ * commit's outcome; responses that become ready meanwhile on the same
+ * connections go with a later flush, so order on a connection is kept.
  *
  * Long polls: a handler may call http_resp_defer() to keep its response
  * open after it returns, and complete it later with http_deferred_finish().
