@@ -19,6 +19,20 @@ print one line of `key=value` figures each:
                                  nodes had reported since and was UP; then
                                  the running jobs, their ranks, and how
                                  many were restarted or failed
+  batch SOCK COUNT SPEC_JSON     COUNT jobs in batches (POST /v1/jobs with
+                                 "jobs"); SPEC_JSON may hold a list of
+                                 shapes, taken in turn
+  loss SOCK JOBS PIDS            kill -9 the lockstep-sim processes PIDS
+                                 (comma-separated), each running the one
+                                 node of one of JOBS; then, per job: kill
+                                 -> its node LOST (its node_lost event),
+                                 and kill -> its next attempt running
+  falsepos SOCK PREFIX           node_lost events of nodes not named
+                                 PREFIX* (not killed): false positives
+  restart-wait SOCK T0 N         after a restart begun at T0 (epoch s): ->
+                                 the API answers, -> N nodes have reported
+  passes SOCK                    the pass histogram: count, mean, the
+                                 bucket the longest falls under
 """
 import datetime
 import http.client
@@ -148,10 +162,10 @@ def cmd_gang(api, nodes, rpn):
 def cmd_submit(api, count, spec_json):
     s = json.loads(spec_json)
     t0 = time.time()
-    for _ in range(count):
-        api.submit(s)
+    ids = [api.submit(s) for _ in range(count)]
     dt = time.time() - t0
-    print("submitted=%d submit_per_s=%.0f" % (count, count / dt))
+    print("submitted=%d submit_per_s=%.0f ids=%s" % (count, count / dt,
+                                                     ",".join(map(str, ids))))
 
 
 def proc_cpu(pid):
@@ -285,6 +299,104 @@ def cmd_reconcile(api, n, since_ms, log, secs):
     return 0 if done else 1
 
 
+def cmd_batch(api, count, spec_json):
+    shapes = json.loads(spec_json)
+    shapes = shapes if isinstance(shapes, list) else [shapes]
+    sent, t0 = 0, time.time()
+    while sent < count:
+        n = min(1000, count - sent)
+        jobs = [dict(shapes[(sent + i) % len(shapes)]) for i in range(n)]
+        for j in jobs:
+            j.pop("version", None)
+        st, j = api.req("POST", "/v1/jobs", {"version": 1, "jobs": jobs})
+        if st != 201:
+            raise RuntimeError("batch: %s %s" % (st, j))
+        sent += n
+    print("submitted=%d batch_per_s=%.0f" % (count, count / (time.time() - t0)))
+
+
+def node_events(api, kind, since_ms):
+    st, j = api.req("GET", "/v1/events?kind=%s&since=%d&limit=1000"
+                    % (kind, since_ms))
+    return j["events"]
+
+
+def cmd_loss(api, jobs, pids):
+    jobs = [int(x) for x in jobs.split(",")]
+    nodes = {}
+    for jid in jobs:
+        a = api.job(jid)["attempts"][-1]
+        nodes[jid] = set(x["node"] for x in a["nodes"])
+    t0 = now_ms()
+    for pid in pids.split(","):
+        os.kill(int(pid), 9)
+    detect, recover = [], []
+    pending = set(jobs)
+    while pending and now_ms() - t0 < 600000:
+        for ev in node_events(api, "node_lost", int(t0)):
+            n = ev["subject"].split("/", 1)[1]
+            for jid in jobs:
+                if n in nodes[jid] and jid not in [d[0] for d in detect]:
+                    detect.append((jid, ev["time_ms"] - t0))
+        for jid in list(pending):
+            a = api.job(jid).get("attempts") or []
+            if len(a) >= 2 and a[-1].get("running_ms", 0) > 0:
+                recover.append(a[-1]["running_ms"] - t0)
+                pending.discard(jid)
+        time.sleep(0.1)
+    d = [x[1] for x in detect]
+    print("loss_n=%d lost_p50_ms=%.0f lost_p99_ms=%.0f recovered=%d "
+          "recover_p50_ms=%.0f recover_p99_ms=%.0f"
+          % (len(jobs), pct(d, 50), pct(d, 99), len(recover),
+             pct(recover, 50), pct(recover, 99)))
+
+
+def cmd_falsepos(api, prefix):
+    n = sum(1 for ev in node_events(api, "node_lost", 0)
+            if not ev["subject"].split("/", 1)[1].startswith(prefix))
+    print("false_positives=%d" % n)
+
+
+def cmd_restart_wait(sock, t0, n):
+    served = reconciled = None
+    while time.time() - t0 < 600:
+        try:
+            api = Api(sock)
+            st, j = api.req("GET", "/v1/nodes")
+        except (RuntimeError, OSError):
+            time.sleep(0.05)
+            continue
+        if served is None:
+            served = time.time() - t0
+        waiting = sum(1 for x in j if "no status since the scheduler" in
+                      x.get("reason", ""))
+        if len(j) >= n and waiting == 0:
+            reconciled = time.time() - t0
+            break
+        time.sleep(0.2)
+    print("restart_serving_s=%.2f restart_reconciled_s=%s"
+          % (served if served is not None else -1,
+             "%.2f" % reconciled if reconciled else "timeout"))
+
+
+def cmd_passes(api):
+    st, text = api.req("GET", "/metrics")
+    b, s, c = {}, 0.0, 0.0
+    for line in text.splitlines():
+        name = "lockstep_sched_pass_duration_seconds"
+        if line.startswith(name + "_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            b[float("inf") if le == "+Inf" else float(le)] = \
+                float(line.rsplit(" ", 1)[1])
+        elif line.startswith(name + "_sum"):
+            s = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(name + "_count"):
+            c = float(line.rsplit(" ", 1)[1])
+    top = min((le for le in b if b[le] >= c), default=0)
+    print("passes=%d pass_mean_ms=%.2f pass_max_le_ms=%g"
+          % (c, 1000 * s / c if c else 0, top * 1000))
+
+
 def main(argv):
     cmd, api = argv[1], Api(argv[2])
     a = argv[3:]
@@ -304,6 +416,16 @@ def main(argv):
         return cmd_wait_running(api, int(a[0]), float(a[1]))
     elif cmd == "reconcile":
         return cmd_reconcile(api, int(a[0]), float(a[1]), a[2], float(a[3]))
+    elif cmd == "batch":
+        cmd_batch(api, int(a[0]), a[1])
+    elif cmd == "loss":
+        cmd_loss(api, a[0], a[1])
+    elif cmd == "falsepos":
+        cmd_falsepos(api, a[0])
+    elif cmd == "restart-wait":
+        cmd_restart_wait(argv[2], float(a[0]), int(a[1]))
+    elif cmd == "passes":
+        cmd_passes(api)
     else:
         print(__doc__)
         return 2

@@ -113,6 +113,7 @@ struct sim_node {
 
 struct sim_stats {
     uint64_t statuses, works, logs, started, ended, failed, errors;
+    uint64_t log_lines; /* lines in the log posts accepted */
     double rtt[SIM_RTT_MAX];
     size_t nrtt;
 };
@@ -178,14 +179,15 @@ sim_report_cb(uv_timer_t *t)
         p99 = st->rtt[(st->nrtt * 99) / 100];
     }
     printf("sim: nodes=%d registered=%d reports/s=%.0f rtt_p50_ms=%.1f "
-           "rtt_p99_ms=%.1f works/s=%.1f logs/s=%.0f ranks_started=%" PRIu64
-           " ranks_ended=%" PRIu64 " ranks_failed=%" PRIu64 " errors=%" PRIu64
-           "\n",
+           "rtt_p99_ms=%.1f works/s=%.1f logs/s=%.0f log_lines/s=%.0f "
+           "ranks_started=%" PRIu64 " ranks_ended=%" PRIu64
+           " ranks_failed=%" PRIu64 " errors=%" PRIu64 "\n",
         s->o.nodes, sim_registered(s), (double)st->statuses / secs, p50, p99,
-        (double)st->works / secs, (double)st->logs / secs, st->started,
-        st->ended, st->failed, st->errors);
+        (double)st->works / secs, (double)st->logs / secs,
+        (double)st->log_lines / secs, st->started, st->ended, st->failed,
+        st->errors);
     fflush(stdout);
-    st->statuses = st->works = st->logs = st->errors = 0;
+    st->statuses = st->works = st->logs = st->errors = st->log_lines = 0;
     st->started = st->ended = st->failed = 0;
     st->nrtt = 0;
     s->last_report_mono = now;
@@ -533,7 +535,8 @@ struct sim_logreq {
     int64_t job;
     int attempt;
     int rank;
-    int64_t end; /* the offset once accepted */
+    int64_t end;   /* the offset once accepted */
+    int64_t lines; /* how many lines it carries */
 };
 
 static void
@@ -544,10 +547,12 @@ sim_log_done_cb(int rc, long http_status, const struct sbuf *body, void *arg)
     size_t i;
 
     (void)body;
-    if (rc < 0 || http_status != 200)
+    if (rc < 0 || http_status != 200) {
         lr->n->s->st.errors++;
-    else
+    } else {
         lr->n->s->st.logs++;
+        lr->n->s->st.log_lines += (uint64_t)lr->lines;
+    }
     for (i = 0; j != NULL && i < j->nranks; i++) {
         if (j->ranks[i].rank != lr->rank)
             continue;
@@ -569,11 +574,13 @@ sim_log_ship(struct sim_node *n, struct sim_job *j, struct sim_rank *r,
     struct sim_logreq *lr;
     struct sbuf sb;
     char path[256];
+    int64_t lines;
     size_t len;
     char *body;
 
     if (r->log_inflight || want <= r->log_lines)
         return;
+    lines = want - r->log_lines;
     sbuf_init(&sb);
     for (; r->log_lines < want; r->log_lines++)
         sbuf_addf(&sb, "rank %d step %" PRId64 " loss 0.%06d simulated\n",
@@ -581,7 +588,7 @@ sim_log_ship(struct sim_node *n, struct sim_job *j, struct sim_rank *r,
     body = sbuf_detach(&sb, &len);
     lr = xcalloc(1, sizeof(*lr));
     *lr = (struct sim_logreq){ n, j->job, j->attempt, r->rank,
-        r->log_offset + (int64_t)len };
+        r->log_offset + (int64_t)len, lines };
     snprintf(path, sizeof(path),
         "/v1/agent/logs?node=%s&job=%" PRId64
         "&attempt=%d&rank=%d&stream=out&offset=%" PRId64,

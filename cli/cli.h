@@ -484,6 +484,8 @@ void cli_outage_over(struct cli *cli, struct cli_outage *o);
 struct cli_submit_opts {
     struct proto_job_spec spec;
     char *export;         /* --export, NULL: ALL (cli_env.h) */
+    const char *specs;    /* --specs FILE|-: many jobs (cli_specs.c); the
+                           * options are their common fields */
     int64_t retry_for_ms; /* --retry-for; -1: CLI_RETRY_DEFAULT_MS */
     bool wait;
     bool json;
@@ -500,6 +502,13 @@ struct cli_submit_opts {
 int cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     struct err *err);
 void cli_submit_opts_release(struct cli_submit_opts *opts);
+/* lockstep submit --specs FILE|- (cli_specs.c): the job specs of FILE, one
+ * JSON object a line, with spec (the command line's options, the
+ * environment) as their common fields, in as few requests as the API
+ * allows. Prints what was submitted (json: {"count", "ids"}). Returns the
+ * exit status. */
+int cli_submit_specs(struct cli *cli, const char *file,
+    const struct proto_job_spec *spec, bool json);
 /* The one-line warning for a checkpoint directory that is not empty at
  * submit (docs/fault-tolerance.md §Checkpoints), from this machine's own
  * look at spec->checkpoint_dir: what is there (complete checkpoints,

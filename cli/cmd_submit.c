@@ -206,6 +206,14 @@ set_resume_from(void *opts, const char *value, struct sbuf *why)
     CLI_OPT_INT(name, struct cli_submit_opts, spec.field, min, max)
 
 static int
+set_specs(void *opts, const char *value, struct sbuf *why)
+{
+    (void)why;
+    ((struct cli_submit_opts *)opts)->specs = value;
+    return 0;
+}
+
+static int
 set_retry_for(void *opts, const char *value, struct sbuf *why)
 {
     return cli_set_retry_for(value,
@@ -234,21 +242,14 @@ static const struct cli_opt submit_opts[] = {
     CLI_OPT_FLAG("wait", struct cli_submit_opts, wait),
     CLI_OPT_CALL("retry-for", STR, set_retry_for),
     CLI_OPT_FLAG("wait-for-nodes", struct cli_submit_opts, spec.wait_for_nodes),
+    CLI_OPT_SELECT("specs", set_specs),
     CLI_OPT_END,
 };
 
-/* The command and the working directory, once the options are read. */
+/* The working directory, once the options are read. */
 static int
-finish_spec(struct proto_job_spec *spec, const struct cli_args *args,
-    struct err *err)
+finish_workdir(struct proto_job_spec *spec, struct err *err)
 {
-    if ((size_t)args->argc > PROTO_ARGV_MAX)
-        return err_set(err, -EINVAL, "the command has more than %d arguments",
-            PROTO_ARGV_MAX);
-    spec->argc = (size_t)args->argc;
-    spec->argv = xcalloc(spec->argc + 1, sizeof(*spec->argv));
-    for (size_t i = 0; i < spec->argc; i++)
-        spec->argv[i] = xstrdup(args->argv[i]);
     if (spec->workdir == NULL) {
         spec->workdir = getcwd(NULL, 0);
         if (spec->workdir == NULL) {
@@ -259,6 +260,42 @@ finish_spec(struct proto_job_spec *spec, const struct cli_args *args,
                 strerror(e));
         }
     }
+    return 0;
+}
+
+/* With --specs: no command (each line has its own), no --wait; the
+ * options are the jobs' common fields. */
+static int
+finish_specs(struct cli_submit_opts *opts, const struct cli_args *args,
+    struct err *err)
+{
+    if (args->argc > 0)
+        return err_set(err, -EINVAL,
+            "give either --specs FILE or a command, not both (each line of "
+            "FILE has its own \"argv\")");
+    if (opts->wait)
+        return err_set(err, -EINVAL,
+            "--wait follows one job; with --specs, follow them with "
+            "lockstep jobs");
+    return finish_workdir(&opts->spec, err);
+}
+
+/* The command and the working directory, once the options are read. */
+static int
+finish_spec(struct proto_job_spec *spec, const struct cli_args *args,
+    struct err *err)
+{
+    int rc;
+
+    if ((size_t)args->argc > PROTO_ARGV_MAX)
+        return err_set(err, -EINVAL, "the command has more than %d arguments",
+            PROTO_ARGV_MAX);
+    spec->argc = (size_t)args->argc;
+    spec->argv = xcalloc(spec->argc + 1, sizeof(*spec->argv));
+    for (size_t i = 0; i < spec->argc; i++)
+        spec->argv[i] = xstrdup(args->argv[i]);
+    if ((rc = finish_workdir(spec, err)) < 0)
+        return rc;
     return proto_job_spec_validate(spec, err);
 }
 
@@ -284,6 +321,8 @@ cli_submit_parse(int argc, char **argv, struct cli_submit_opts *opts,
     opts->help = args.help;
     if (args.help)
         return 0;
+    if (opts->specs)
+        return finish_specs(opts, &args, err);
     return finish_spec(&opts->spec, &args, err);
 }
 
@@ -532,6 +571,10 @@ cmd_submit(int argc, char **argv, struct cli *cli)
         status = CLI_EXIT_USAGE;
         goto out;
     }
+    if (opts.specs) {
+        status = cli_submit_specs(cli, opts.specs, &opts.spec, json);
+        goto out;
+    }
     body = proto_job_spec_to_json(&opts.spec);
     if (submit_post(cli, &opts, body, &resp, &job) < 0)
         goto out;
@@ -574,6 +617,7 @@ const struct cli_cmd cli_cmd_submit = {
     .summary = "submit a job",
     .usage =
         "usage: lockstep submit [options] [--] COMMAND [ARG...]\n"
+        "       lockstep submit [options] --specs FILE|-\n"
         "\n"
         "  --name NAME           job name (default: basename of COMMAND)\n"
         "  --nodes N             nodes to run on (default 1)\n"
@@ -623,7 +667,13 @@ const struct cli_cmd cli_cmd_submit = {
         "  --wait-for-nodes      queue the job even if the cluster's nodes\n"
         "                        could never hold it (it waits for more to\n"
         "                        join); without it such a job is refused\n"
-        "  --json                print the job object the scheduler returns\n",
+        "  --specs FILE|-        submit many jobs in one request: one JSON job\n"
+        "                        spec a line (the fields of POST /v1/jobs;\n"
+        "                        blank and # lines skipped), no COMMAND; the\n"
+        "                        other options apply to every line that does\n"
+        "                        not set the field itself\n"
+        "  --json                print the job object the scheduler returns\n"
+        "                        (with --specs: {\"count\", \"ids\"})\n",
     .opts = submit_opts,
     .min_args = 1,
     .max_args = -1,

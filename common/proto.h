@@ -133,6 +133,28 @@ cJSON *proto_job_spec_to_json(const struct proto_job_spec *spec);
  * before sending). from_json calls it too. */
 int proto_job_spec_validate(const struct proto_job_spec *spec, struct err *err);
 void proto_job_spec_release(struct proto_job_spec *spec);
+
+/*
+ * Many jobs in one request (POST /v1/jobs with "jobs"; proto_batch.c):
+ *   {"version": 1, "jobs": [SPEC, ...], "common": {FIELDS}}
+ * Each SPEC is a job spec without "version" (or with 1); "common"
+ * (optional) holds spec fields every job gets unless it sets the field
+ * itself, except "env", whose variables every job gets with its own added
+ * on top (its value wins). 1..PROTO_BATCH_MAX jobs (a batch is handled in
+ * one turn of the scheduler's loop: about 30-60 ms for 1000 jobs, which
+ * bounds the lag it causes everyone else). Every spec is
+ * validated as proto_job_spec_from_json does; the first error names its
+ * index: "jobs[7]: field 'argv': required".
+ */
+#define PROTO_BATCH_MAX 1000
+
+/* Whether json (an object) is a batch: it has "jobs". */
+bool proto_job_batch_is(const cJSON *json);
+/* The specs of a batch into *specs (*n of them; the caller releases each
+ * and frees the array), or a negative errno with err set (nothing to
+ * free). */
+int proto_job_batch_from_json(const cJSON *json, struct proto_job_spec **specs,
+    size_t *n, struct err *err);
 /* The step N of a checkpoint path whose last component is "step-<N>" (N
  * decimal, no leading zeros, trailing slashes allowed), as the convention
  * names them; -1 for any other path. */

@@ -146,7 +146,12 @@ witness_majority(size_t n)
     return n / 2 + 1;
 }
 
-/* FNV-1a over a, a 0 byte, b. */
+/* FNV-1a over a, a 0 byte, b, then a finalizer (MurmurHash3's fmix64).
+ * Without it the last bytes of a name reach only the low bits, so the
+ * order was set by the common prefix: nodes named alike ("rack7-n01",
+ * "rack7-n02"; nodes that tend to fail together) picked each other, and
+ * a set of them lost at once could leave a lost node without a majority
+ * of live witnesses, its jobs waiting for good (docs/scale.md). */
 static uint64_t
 witness_hash(const char *a, const char *b)
 {
@@ -157,6 +162,11 @@ witness_hash(const char *a, const char *b)
     h *= 1099511628211ULL;
     for (const char *p = b; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
     return h;
 }
 

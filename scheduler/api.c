@@ -356,8 +356,10 @@ api_flush(void *arg)
         schedd_unavailable_msg(api->sd, rc, msg, sizeof(msg));
         http_server_flush_msg(api->http, msg);
     }
-    /* A replica's leader: what was committed here is final only once a
-     * quorum has it (repl.h); the replies wait for the latest entry. */
+    /* What was committed here is final only once it is durable: the WAL
+     * fsynced (a single scheduler) or the entry held by a quorum (a
+     * replica's leader, repl.h). The replies wait for the latest commit
+     * (schedd_commit_wait); the committed hook releases them. */
     if (rc == 0 && (ticket = schedd_commit_wait(api->sd)) != 0)
         http_server_hold(api->http, ticket);
     return rc;
@@ -385,9 +387,19 @@ static void
 api_committed_hook(struct schedd *sd, uint64_t ticket, int rc, void *arg)
 {
     struct api *api = arg;
+    char msg[200];
 
     (void)sd;
-    http_server_release(api->http, ticket, rc);
+    /* A failure here comes after the local commit (a replica that lost
+     * the lead before a quorum had its entry): the change may survive
+     * under the next leader or not. */
+    if (rc < 0)
+        snprintf(msg, sizeof(msg),
+            "the change was not confirmed durable (%s): it may or may not "
+            "have taken effect; check before retrying",
+            strerror(-rc));
+    if (api->http)
+        http_server_release(api->http, ticket, rc, rc < 0 ? msg : NULL);
 }
 
 static void

@@ -32,6 +32,70 @@ check_priority(const struct api_req *r, const struct proto_job_spec *spec,
         spec->priority);
 }
 
+/* The 429 of a per-user limit. */
+static int
+submit_refused(struct http_resp *resp, const char *why, int64_t retry_s)
+{
+    http_resp_error(resp, 429, "too_many_requests", "%s", why);
+    http_resp_header(resp, "Retry-After", "%lld", (long long)retry_s);
+    return 0;
+}
+
+/* What a spec must pass before it is submitted: the priority rule, its
+ * resume point, the fit check (-ERANGE with why). */
+static int
+submit_check(struct schedd *sd, const struct api_req *r,
+    struct proto_job_spec *spec, char *why, size_t len, struct err *err)
+{
+    int rc = check_priority(r, spec, err);
+
+    if (rc == 0)
+        rc = jobs_resolve_resume(sd, spec, r->who.user, r->who.operator, err);
+    if (rc == 0)
+        rc = jobs_check_fits(sd, spec, why, len);
+    return rc;
+}
+
+/* A batch (docs/api.md "Many jobs in one request"): every spec is checked
+ * before any is submitted; then all go in, in this iteration's one
+ * transaction (one commit, one fsync). */
+static int
+submit_batch(struct schedd *sd, const struct api_req *r, const cJSON *json,
+    struct http_resp *resp, struct err *err)
+{
+    char why[JOBS_REFUSAL_MAX], at[32] = "";
+    struct proto_job_spec *specs = NULL;
+    int64_t retry_s = 0, *ids = NULL;
+    size_t n = 0, i = 0;
+    int rc;
+
+    if ((rc = proto_job_batch_from_json(json, &specs, &n, err)) < 0)
+        return rc;
+    rc = jobs_quota(sd, r->who.user, r->who.operator, n, why, sizeof(why),
+        &retry_s);
+    for (; rc == 0 && i < n; i++) {
+        snprintf(at, sizeof(at), "jobs[%zu]: ", i);
+        rc = submit_check(sd, r, &specs[i], why, sizeof(why), err);
+    }
+    if (rc == 0) {
+        at[0] = '\0';
+        rc = jobs_submit_many(sd, r->who.user, specs, n, &ids);
+    }
+    for (i = 0; i < n; i++)
+        proto_job_spec_release(&specs[i]);
+    free(specs);
+    if (rc == -EBUSY)
+        return submit_refused(resp, why, retry_s);
+    if (rc == -ERANGE)
+        http_resp_error(resp, 422, "unsatisfiable", "%s%s", at, why);
+    else if (rc < 0 && err->code != 0)
+        err_prefix(err, "%s", at);
+    else if (rc == 0)
+        http_resp_json(resp, 201, api_view_job_ids(ids, n));
+    free(ids);
+    return rc == -ERANGE ? 0 : rc;
+}
+
 int
 api_jobs_submit(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
@@ -43,21 +107,22 @@ api_jobs_submit(struct schedd *sd, const struct api_req *r,
     int64_t retry_s = 0;
     int rc;
 
-    if ((rc = jobs_quota(sd, r->who.user, r->who.operator, why, sizeof(why),
-             &retry_s)) == -EBUSY) {
-        http_resp_error(resp, 429, "too_many_requests", "%s", why);
-        http_resp_header(resp, "Retry-After", "%lld", (long long)retry_s);
-        return 0;
-    }
-    if (rc < 0 || (rc = api_req_body(r, &json, err)) < 0)
+    if ((rc = api_req_body(r, &json, err)) < 0)
         return rc;
-    rc = proto_job_spec_from_json(json, &spec, err);
+    if (proto_job_batch_is(json)) {
+        rc = submit_batch(sd, r, json, resp, err);
+        cJSON_Delete(json);
+        return rc;
+    }
+    if ((rc = jobs_quota(sd, r->who.user, r->who.operator, 1, why, sizeof(why),
+             &retry_s)) == 0)
+        rc = proto_job_spec_from_json(json, &spec, err);
     cJSON_Delete(json);
+    if (rc == -EBUSY)
+        return submit_refused(resp, why, retry_s);
     if (rc < 0)
         return rc;
-    if ((rc = check_priority(r, &spec, err)) == 0)
-        rc = jobs_resolve_resume(sd, &spec, r->who.user, r->who.operator, err);
-    if (rc == 0 && (rc = jobs_check_fits(sd, &spec, why, sizeof(why))) == 0)
+    if ((rc = submit_check(sd, r, &spec, why, sizeof(why), err)) == 0)
         rc = jobs_submit(sd, r->who.user, &spec, &job);
     proto_job_spec_release(&spec);
     if (rc == -ERANGE) {
@@ -161,7 +226,11 @@ reply_list(struct list_ctx *ctx, const struct db_job_filter *filter,
     int rc;
 
     ctx->arr = cJSON_CreateArray();
-    rc = db_jobs_foreach(ctx->sd->db, filter, list_add, ctx);
+    /* Unfinished jobs are all in the model: no sort of every row. */
+    if (jobs_filter_live(filter))
+        rc = jobs_foreach_live(ctx->sd, filter, list_add, ctx);
+    else
+        rc = db_jobs_foreach(ctx->sd->db, filter, list_add, ctx);
     if (rc < 0) {
         cJSON_Delete(ctx->arr);
         return rc;

@@ -251,6 +251,18 @@ api_view_goodput(const struct goodput *g, int world_size)
 }
 
 cJSON *
+api_view_job_ids(const int64_t *ids, size_t n)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(o, "ids");
+
+    jsonx_add_int(o, "count", (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ids[i]));
+    return o;
+}
+
+cJSON *
 api_view_job_new(struct schedd *sd, const struct job *job)
 {
     cJSON *o = api_view_job(sd, job);

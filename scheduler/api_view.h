@@ -27,6 +27,8 @@ void api_view_env_names(cJSON *job);
 /* The job object of a job just submitted: empty attempts, checkpoints
  * and goodput. */
 cJSON *api_view_job_new(struct schedd *sd, const struct job *job);
+/* The reply to a batch submission: {"count": n, "ids": [...]}. */
+cJSON *api_view_job_ids(const int64_t *ids, size_t n);
 /* The full view (GET /v1/jobs/ID): the job object, its checkpoints,
  * goodput, attempts and newest events. */
 int api_view_job_full(struct schedd *sd, const struct job *job, cJSON **out);

@@ -287,6 +287,7 @@ db_open(const char *path, const struct db_open_opts *o, struct err *err)
     bool create;
     int rc;
 
+    db->blame_gen = 1;
     db->path = xstrdup(path);
     if (db_check_presence(path, o->guard, &create, err) < 0)
         goto fail;

@@ -261,6 +261,10 @@ int db_blame_node_foreach(struct db *db, const char *node, int64_t since_ms,
 /* Every blame row of a node, newest first, at most limit. */
 int db_blame_node_history(struct db *db, const char *node, int limit,
     db_blame_fn *fn, void *arg);
+/* A number that changes whenever any blame row is written (inserted,
+ * withdrawn, settled, reset; also by a write later rolled back): a copy
+ * read at one value is current while it stays the same. Never 0. */
+uint64_t db_blame_gen(const struct db *db);
 /* Blame a job put on nodes that still stands (provisional or confirmed)
  * since since_ms. */
 int db_blame_job_foreach(struct db *db, int64_t job_id, int64_t since_ms,

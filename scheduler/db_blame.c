@@ -27,6 +27,7 @@ db_blame_insert(struct db *db, const char *node, int64_t job_id, int attempt,
     int64_t time_ms, const char *kind, const char *evidence,
     enum policy_blame_status status, int64_t step)
 {
+    db->blame_gen++;
     return DB_WRITE(db, db->blame_insert, "blame insert", DB_TEXT(node),
         DB_INT(job_id), DB_INT(attempt), DB_INT(time_ms), DB_TEXT(kind),
         DB_TEXT(evidence ? evidence : "{}"),
@@ -48,6 +49,7 @@ int
 db_blame_withdraw(struct db *db, int64_t job_id, int attempt, int64_t time_ms,
     const char *note)
 {
+    db->blame_gen++;
     int rc;
 
     rc = DB_WRITE(db, db->blame_withdraw, "blame withdraw", DB_INT(job_id),
@@ -66,6 +68,7 @@ int
 db_blame_settle(struct db *db, int64_t id, int64_t job_id, int attempt,
     enum policy_blame_status status, int64_t time_ms, const char *note)
 {
+    db->blame_gen++;
     bool withdrawn = status == POLICY_BLAME_WITHDRAWN;
     int rc;
 
@@ -86,6 +89,7 @@ int
 db_blame_reset(struct db *db, const char *node, int64_t time_ms,
     const char *note)
 {
+    db->blame_gen++;
     return DB_WRITE(db, db->blame_reset, "blame reset", DB_TEXT(node),
         DB_INT(time_ms), DB_TEXT(note));
 }
@@ -147,6 +151,12 @@ db_blame_node_history(struct db *db, const char *node, int limit,
 
     return DB_ROWS(db, db->blame_history, "blame history", blame_row, &w,
         DB_TEXT(node), DB_INT(limit));
+}
+
+uint64_t
+db_blame_gen(const struct db *db)
+{
+    return db->blame_gen;
 }
 
 int

@@ -55,6 +55,7 @@ struct db {
     bool in_txn;
     bool repl;                       /* record changes (db_repl.c) */
     struct sqlite3_session *session; /* the open transaction's */
+    uint64_t blame_gen; /* db_blame_gen: bumped by every blame write */
 
     /* db.c */
     struct sqlite3_stmt *begin;

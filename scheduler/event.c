@@ -81,7 +81,7 @@ event_job_submitted(struct schedd *sd, struct job *job)
         return rc;
     }
     job_table_add(&sd->jobs, job);
-    schedd_sched_trigger(sd);
+    schedd_sched_queued(sd, job);
     log_info("job=%lld submitted by %s name=%s nodes=%d", (long long)job->id,
         job->user, job->spec.name, job->spec.nodes);
     return 0;
@@ -156,6 +156,7 @@ event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
         return -EINVAL;
     }
     event_job_fields(job, to, c->attempt, c->reason, timeid_now_ms());
+    job_table_sync(&sd->jobs, job);
     rc = schedd_db_check(sd, db_job_update(sd->db, job));
     rc = event_write(sd, rc, c->actor,
         schedd_subject_job(subject, sizeof(subject), job->id),
@@ -183,6 +184,7 @@ event_job_fact(struct schedd *sd, struct job *job, const char *kind,
 
     if (c->reason)
         job_set_reason(job, c->reason);
+    job_table_sync(&sd->jobs, job); /* a hold or a release */
     rc = schedd_db_check(sd, db_job_update(sd->db, job));
     rc = event_write(sd, rc, c->actor,
         schedd_subject_job(subject, sizeof(subject), job->id), kind, c->detail);

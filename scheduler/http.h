@@ -15,13 +15,13 @@
  * by a 503 `unavailable` error before it is written, so a success reply
  * always means "committed".
  *
- * Held flushes (a replicated scheduler): flush_fn may call
- * http_server_hold() to say that its commit is not final yet (the
- * leader's entry waits for a quorum). The responses of that flush are
- * then held, neither written nor failed, until http_server_release()
- * settles them with the commit's outcome; responses that become ready
- * meanwhile on the same connections go with a later flush, so order on
- * a connection is kept.
+ * Held flushes (docs/architecture.md "Durable replies"): flush_fn may
+ * call http_server_hold() to say that its commit is not final yet (a
+ * single scheduler's WAL waits for its fsync, a replica's entry for a
+ * quorum). The responses of that flush are then held, neither written
+ * nor failed, until http_server_release() settles them with the
+ * commit's outcome; responses that become ready meanwhile on the same
+ * connections go with a later flush, so order on a connection is kept.
  *
  * Long polls: a handler may call http_resp_defer() to keep its response
  * open after it returns, and complete it later with http_deferred_finish().
@@ -213,8 +213,10 @@ void http_server_flush_msg(struct http_server *srv, const char *msg);
 void http_server_hold(struct http_server *srv, uint64_t ticket);
 /* Settle every held flush whose ticket is at most ticket: rc 0 writes
  * its responses, a negative errno turns its durable ones into 503 as a
- * failed flush does. Holds are settled oldest first. */
-void http_server_release(struct http_server *srv, uint64_t ticket, int rc);
+ * failed flush does, with msg (copied; NULL: "cannot commit:
+ * <strerror>"). Holds are settled oldest first. */
+void http_server_release(struct http_server *srv, uint64_t ticket, int rc,
+    const char *msg);
 /* Number of responses held (for metrics and tests). */
 size_t http_server_held(const struct http_server *srv);
 

@@ -211,8 +211,12 @@ http_server_hold(struct http_server *srv, uint64_t ticket)
 }
 
 void
-http_server_release(struct http_server *srv, uint64_t ticket, int rc)
+http_server_release(struct http_server *srv, uint64_t ticket, int rc,
+    const char *msg)
 {
+    /* The 503s read it (conn_settle); each flush clears it again. */
+    snprintf(srv->flush_msg, sizeof(srv->flush_msg), "%s",
+        rc < 0 && msg ? msg : "");
     while (!http_list_empty(&srv->held)) {
         struct http_hold *h = container_of(srv->held.next, struct http_hold,
             node);

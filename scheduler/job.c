@@ -112,6 +112,7 @@ job_destroy(struct job *job)
     free(job->held_by);
     free(job->stderr_tail);
     job_set_reserved(job, NULL, 0);
+    job_set_blamed(job, NULL, NULL, 0, 0);
     free(job->restart_reason);
     proto_job_spec_release(&job->spec);
     free(job);
@@ -173,7 +174,28 @@ job_control_refusal(const struct job *job, enum job_control op, char *why,
 void
 job_set_reason(struct job *job, const char *reason)
 {
+    /* The pass says the same of most jobs every time: no copy then. */
+    if (job->reason && reason && strcmp(job->reason, reason) == 0)
+        return;
     xstrset(&job->reason, reason);
+}
+
+void
+job_set_blamed(struct job *job, const char *const *names,
+    const int64_t *time_ms, size_t n, uint64_t gen)
+{
+    for (size_t i = 0; i < job->nblamed; i++)
+        free(job->blamed[i]);
+    free(job->blamed);
+    free(job->blamed_ms);
+    job->blamed = n ? xcalloc(n, sizeof(*job->blamed)) : NULL;
+    job->blamed_ms = n ? xcalloc(n, sizeof(*job->blamed_ms)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        job->blamed[i] = xstrdup(names[i]);
+        job->blamed_ms[i] = time_ms[i];
+    }
+    job->nblamed = n;
+    job->blamed_gen = gen;
 }
 
 void
@@ -215,78 +237,4 @@ job_ckpt_path(const struct job *job, int64_t step)
     while (n > 1 && dir[n - 1] == '/')
         n--;
     return xasprintf("%.*s/step-%lld", (int)n, dir, (long long)step);
-}
-
-/* ---- table -------------------------------------------------------------- */
-
-static size_t
-job_hash(int64_t id)
-{
-    return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17);
-}
-
-static struct job *
-job_of(const struct itab_link *l)
-{
-    return l ? container_of(l, struct job, link) : NULL;
-}
-
-static bool
-job_has_id(const struct itab_link *l, const void *id)
-{
-    return job_of(l)->id == *(const int64_t *)id;
-}
-
-static void
-job_free_link(struct itab_link *l)
-{
-    job_destroy(job_of(l));
-}
-
-void
-job_table_init(struct job_table *t)
-{
-    itab_init(&t->t);
-}
-
-void
-job_table_release(struct job_table *t)
-{
-    itab_release(&t->t, job_free_link);
-}
-
-void
-job_table_add(struct job_table *t, struct job *job)
-{
-    itab_add(&t->t, &job->link, job_hash(job->id));
-}
-
-void
-job_table_remove(struct job_table *t, struct job *job)
-{
-    itab_remove(&t->t, &job->link);
-}
-
-struct job *
-job_table_find(const struct job_table *t, int64_t id)
-{
-    return job_of(itab_find(&t->t, job_hash(id), job_has_id, &id));
-}
-
-struct job *
-job_table_first(const struct job_table *t)
-{
-    return job_of(t->t.head);
-}
-
-struct job *
-job_table_next(const struct job *job)
-{
-    return job_of(job->link.next);
-}
-
-size_t
-job_table_count(const struct job_table *t)
-{
-    return t->t.count;
 }

@@ -34,19 +34,96 @@ jobs_submit(struct schedd *sd, const char *user, struct proto_job_spec *spec,
     return rc;
 }
 
+bool
+jobs_filter_live(const struct db_job_filter *filter)
+{
+    if (filter->ended)
+        return false;
+    if (filter->has_state)
+        return !proto_job_state_finished(filter->state);
+    return !filter->all;
+}
+
 int
-jobs_quota(struct schedd *sd, const char *user, bool op, char *why, size_t len,
-    int64_t *retry_s)
+jobs_foreach_live(struct schedd *sd, const struct db_job_filter *filter,
+    int (*fn)(struct job *job, void *arg), void *arg)
+{
+    int64_t n = 0;
+    int rc = 0;
+
+    for (struct job *job = job_table_last(&sd->jobs); job && rc == 0;
+         job = job_table_prev(job)) {
+        if (filter->limit > 0 && n >= filter->limit)
+            break;
+        if ((filter->user && strcmp(job->user, filter->user) != 0) ||
+            (filter->has_state && job->state != filter->state) ||
+            (filter->name && strcmp(job->spec.name, filter->name) != 0))
+            continue;
+        n++;
+        rc = fn(job, arg);
+    }
+    return rc;
+}
+
+int
+jobs_submit_many(struct schedd *sd, const char *user,
+    struct proto_job_spec *specs, size_t n, int64_t **ids)
+{
+    int64_t *out = xcalloc(n + 1, sizeof(*out));
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct job *job;
+
+        rc = jobs_submit(sd, user, &specs[i], &job);
+        if (rc == 0)
+            out[i] = job->id;
+    }
+    if (rc < 0) {
+        free(out);
+        out = NULL;
+    }
+    *ids = out;
+    return rc;
+}
+
+/* A batch of n jobs that would take user past the queued-jobs limit,
+ * though one more job would not: QUOTA_QUEUED with why, else QUOTA_OK. */
+static enum quota_verdict
+quota_batch(struct schedd *sd, const char *user, bool op, size_t queued,
+    size_t n, char *why, size_t len, int64_t *retry_s)
+{
+    const struct quota_limits *l = op ? &sd->quota_cfg.op : &sd->quota_cfg.user;
+    const char *who = op ? "operator" : "user";
+
+    if (n <= 1 || l->max_queued <= 0 || queued >= (size_t)l->max_queued ||
+        queued + n <= (size_t)l->max_queued)
+        return QUOTA_OK;
+    sd->quota.refused_queued++;
+    snprintf(why, len,
+        "%s %s has %zu queued jobs; %zu more would pass the limit of %d "
+        "(max queued jobs per %s)",
+        who, user, queued, n, l->max_queued, who);
+    *retry_s = 30;
+    return QUOTA_QUEUED;
+}
+
+int
+jobs_quota(struct schedd *sd, const char *user, bool op, size_t n, char *why,
+    size_t len, int64_t *retry_s)
 {
     int64_t now = timeid_mono_ms();
-    struct quota_user *qu;
+    size_t queued = job_table_user(&sd->jobs, user).queued;
+    struct quota_user *qu = NULL;
     enum quota_verdict v;
     char subject[128];
     cJSON *detail;
     int rc, k;
 
-    v = quota_check(&sd->quota, &sd->quota_cfg, user, op,
-        quota_queued(&sd->jobs, user), now, why, len, retry_s, &qu);
+    v = quota_batch(sd, user, op, queued, n, why, len, retry_s);
+    if (v == QUOTA_OK)
+        v = quota_check(&sd->quota, &sd->quota_cfg, user, op, queued, now, why,
+            len, retry_s, &qu);
     if (v == QUOTA_OK)
         return 0;
     k = v == QUOTA_QUEUED ? 0 : 1;
@@ -111,20 +188,35 @@ jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
     return rc;
 }
 
-int
-jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
-    char *why, size_t len)
+/* The cached answer for spec's shape at the inventory's generation, or
+ * NULL. */
+static const struct schedd_fit *
+fits_cached(const struct schedd *sd, const struct proto_job_spec *spec)
+{
+    for (size_t i = 0; i < SCHEDD_FITS; i++) {
+        const struct schedd_fit *f = &sd->fits[i];
+
+        if (f->gen == sd->nodes.gen && f->nodes == spec->nodes &&
+            f->ranks_per_node == spec->ranks_per_node &&
+            f->gpus_per_node == spec->gpus_per_node &&
+            f->cpus_per_rank == spec->cpus_per_rank &&
+            f->memory_mb_per_node == spec->memory_mb_per_node)
+            return f;
+    }
+    return NULL;
+}
+
+/* Judge spec's shape against every node (sched_fits_ever) and keep the
+ * answer in the cache, replacing the oldest entry. */
+static const struct schedd_fit *
+fits_judge(struct schedd *sd, const struct proto_job_spec *spec)
 {
     size_t n = node_table_count(&sd->nodes), i = 0;
-    struct sched_node *nodes;
+    struct schedd_fit *f = &sd->fits[sd->fits_next];
+    struct sched_node *nodes = xcalloc(n + 1, sizeof(*nodes));
     struct sched_job j;
-    char short_of[SCHED_REASON_MAX];
-    bool fits;
 
-    if (spec->wait_for_nodes || n == 0 ||
-        timeid_now_ms() - sd->started_ms < sd->node_timeout_ms)
-        return 0;
-    nodes = xcalloc(n, sizeof(*nodes));
+    sd->fits_next = (sd->fits_next + 1) % SCHEDD_FITS;
     for (const struct node *node = node_table_first(&sd->nodes); node;
          node = node_table_next(node), i++) {
         nodes[i].name = node->name;
@@ -134,20 +226,38 @@ jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
         nodes[i].ngpus = node->ngpus;
     }
     memset(&j, 0, sizeof(j));
-    j.nodes = spec->nodes;
-    j.ranks_per_node = spec->ranks_per_node;
-    j.gpus_per_node = spec->gpus_per_node;
-    j.cpus_per_rank = spec->cpus_per_rank;
-    j.memory_mb_per_node = spec->memory_mb_per_node;
-    fits = sched_fits_ever(nodes, n, &j, short_of, sizeof(short_of));
+    j.nodes = f->nodes = spec->nodes;
+    j.ranks_per_node = f->ranks_per_node = spec->ranks_per_node;
+    j.gpus_per_node = f->gpus_per_node = spec->gpus_per_node;
+    j.cpus_per_rank = f->cpus_per_rank = spec->cpus_per_rank;
+    j.memory_mb_per_node = f->memory_mb_per_node = spec->memory_mb_per_node;
+    f->why[0] = '\0';
+    f->fits = sched_fits_ever(nodes, n, &j, f->why, sizeof(f->why));
+    f->gen = sd->nodes.gen;
     free(nodes);
-    if (fits)
+    return f;
+}
+
+int
+jobs_check_fits(struct schedd *sd, const struct proto_job_spec *spec, char *why,
+    size_t len)
+{
+    const struct schedd_fit *f;
+
+    if (spec->wait_for_nodes || node_table_count(&sd->nodes) == 0 ||
+        timeid_now_ms() - sd->started_ms < sd->node_timeout_ms)
+        return 0;
+    /* The answer depends only on the nodes' inventory (their state does
+     * not count), so a shape is judged once per change of it. */
+    if ((f = fits_cached(sd, spec)) == NULL)
+        f = fits_judge(sd, spec);
+    if (f->fits)
         return 0;
     snprintf(why, len,
         "this job can never run on this cluster: %s; submit it with "
         "\"wait_for_nodes\": true (lockstep submit --wait-for-nodes) to "
         "queue it until nodes join",
-        short_of);
+        f->why);
     return -ERANGE;
 }
 

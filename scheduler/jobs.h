@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "common/proto.h"
+#include "scheduler/db.h"
 #include "scheduler/schedd.h"
 
 /* A new PENDING job of user with spec (its contents are taken; the struct
@@ -20,13 +21,31 @@
 int jobs_submit(struct schedd *sd, const char *user,
     struct proto_job_spec *spec, struct job **out);
 
-/* The per-user submission limits (quota.h) for one submission of user:
+/* Whether filter selects unfinished jobs only (what the model holds):
+ * then jobs_foreach_live answers it without the database. */
+bool jobs_filter_live(const struct db_job_filter *filter);
+/* db_jobs_foreach over the model's unfinished jobs, newest first, with
+ * the filter's user, state, name and limit: O(jobs looked at) instead of
+ * a sort of every unfinished row. The job is borrowed for the call. */
+int jobs_foreach_live(struct schedd *sd, const struct db_job_filter *filter,
+    int (*fn)(struct job *job, void *arg), void *arg);
+
+/* jobs_submit for each of specs[0..n) (their contents taken), in order:
+ * *ids the new jobs' ids (the caller frees). On a failure the iteration
+ * is failed (its transaction rolls back: none of them was submitted) and
+ * *ids is NULL. */
+int jobs_submit_many(struct schedd *sd, const char *user,
+    struct proto_job_spec *specs, size_t n, int64_t **ids);
+
+/* The per-user submission limits (quota.h) for one request of user
+ * submitting n jobs (a batch, POST /v1/jobs with "jobs", is one request
+ * for the rate limit and n jobs for the queued-jobs limit, all or none):
  * 0, or -EBUSY with why (the limit and the user's count) and *retry_s for
  * the 429. A refusal is a `submit_refused` event on subject user/<name>,
  * at most one per user and limit per 10 s (the detail counts the ones
  * left out). */
-int jobs_quota(struct schedd *sd, const char *user, bool op, char *why,
-    size_t len, int64_t *retry_s);
+int jobs_quota(struct schedd *sd, const char *user, bool op, size_t n,
+    char *why, size_t len, int64_t *retry_s);
 
 /*
  * Resolve where attempt 1 of a new job of spec resumes from, for a
@@ -51,9 +70,11 @@ int jobs_resolve_resume(struct schedd *sd, struct proto_job_spec *spec,
  * node may come back), could hold it even were they idle
  * (sched_fits_ever). Never refused: a spec with wait_for_nodes, and any
  * job while no node is registered or within node_timeout_ms of start-up
- * (agents are still registering).
+ * (agents are still registering). The answer for a request shape is
+ * kept (sd->fits) until the node inventory changes (sd->nodes.gen), so a
+ * submission costs O(1), not a walk over the nodes.
  */
-int jobs_check_fits(const struct schedd *sd, const struct proto_job_spec *spec,
+int jobs_check_fits(struct schedd *sd, const struct proto_job_spec *spec,
     char *why, size_t len);
 
 /* Cancel job (by actor): its active attempt is torn down, the job ends

@@ -96,7 +96,8 @@ static const struct config_key lockstepd_keys[] = {
     { "master_port_count", CONFIG_INT, "1000", 1, 65535,
         "size of the MASTER_PORT range" },
     { "db_synchronous", CONFIG_STR, "full", 0, 0,
-        "SQLite synchronous: full or normal" },
+        "full (replies wait for the WAL's fsync, done off the loop; a "
+        "replica's wait for its quorum instead) or normal (no fsync)" },
     { "db_check_timeout_ms", CONFIG_INT, "60000", 0, 3600000,
         "at start-up PRAGMA quick_check reads the whole database to refuse "
         "a damaged one; a check longer than this is cut short and the "
@@ -191,11 +192,11 @@ static const struct config_key lockstepd_keys[] = {
     { "max_connections_per_peer", CONFIG_INT, "256", 0, 1000000,
         "user connections from one TCP address or one uid on the Unix "
         "socket (0: no cap)" },
-    { "user_max_queued_jobs", CONFIG_INT, "1000", 0, 100000000,
+    { "user_max_queued_jobs", CONFIG_INT, "100000", 0, 100000000,
         "queued (PENDING or held) jobs one user may have (0: no limit)" },
-    { "user_submit_rate", CONFIG_INT, "50", 0, 1000000,
+    { "user_submit_rate", CONFIG_INT, "2000", 0, 1000000,
         "submissions per second per user, on average (0: no limit)" },
-    { "user_submit_burst", CONFIG_INT, "200", 1, 1000000,
+    { "user_submit_burst", CONFIG_INT, "10000", 1, 1000000,
         "submissions one user may make at once" },
     { "user_max_running_jobs", CONFIG_INT, "0", 0, 100000000,
         "jobs one user may have running (placed, running or restarting); "

@@ -291,6 +291,13 @@ node_table_add(struct node_table *t, struct node *node)
 {
     node->idx = t->t.count;
     itab_add(&t->t, &node->link, node_hash(node->name));
+    t->gen++;
+}
+
+void
+node_table_touch(struct node_table *t)
+{
+    t->gen++;
 }
 
 void
@@ -299,6 +306,7 @@ node_table_remove(struct node_table *t, struct node *node)
     for (struct node *n = node_table_next(node); n; n = node_table_next(n))
         n->idx--;
     itab_remove(&t->t, &node->link);
+    t->gen++;
 }
 
 struct node *

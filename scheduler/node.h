@@ -148,6 +148,8 @@ void node_hold_remove(struct node *node, struct placement *p);
 
 struct node_table {
     struct itab t; /* insertion order (node->idx ascends) */
+    uint64_t gen;  /* the inventory's generation: bumped when a node
+                    * joins or leaves, and by node_table_touch */
 };
 
 void node_table_init(struct node_table *t);
@@ -161,6 +163,9 @@ void node_table_add(struct node_table *t, struct node *node);
  * array by idx must close its gap first. */
 void node_table_remove(struct node_table *t, struct node *node);
 struct node *node_table_find(const struct node_table *t, const char *name);
+/* A node's resources (CPUs, GPUs, memory) changed: what was derived from
+ * the inventory is stale (t->gen moves on). */
+void node_table_touch(struct node_table *t);
 /* The nodes in idx order: the first (NULL when empty), the one after node
  * (NULL after the last), and how many. */
 struct node *node_table_first(const struct node_table *t);

@@ -49,14 +49,18 @@ resources_json(const struct proto_node_report *rep)
 }
 
 /* Take the node's resources from its agent's report; true when anything
- * changed. */
+ * changed (then the inventory's generation moves on). */
 static bool
-nodes_update_resources(struct node *node, const struct proto_node_report *rep)
+nodes_update_resources(struct schedd *sd, struct node *node,
+    const struct proto_node_report *rep)
 {
     const struct proto_resources *res = &rep->res;
 
-    return node_update_resources(node, rep->addr, res->cpus, res->memory_mb,
-        res->gpus, res->ngpus, res->labels, res->nlabels);
+    if (!node_update_resources(node, rep->addr, res->cpus, res->memory_mb,
+            res->gpus, res->ngpus, res->labels, res->nlabels))
+        return false;
+    node_table_touch(&sd->nodes);
+    return true;
 }
 
 /* A node seen for the first time. */
@@ -67,7 +71,7 @@ nodes_register(struct schedd *sd, const struct proto_node_report *rep,
     struct node *node = node_create(rep->node);
     int rc;
 
-    nodes_update_resources(node, rep);
+    nodes_update_resources(sd, node, rep);
     free(node->agent_id);
     node->agent_id = xstrdup(rep->agent_id);
     node->registered_ms = now;
@@ -107,7 +111,7 @@ nodes_report(struct schedd *sd, const struct proto_node_report *rep,
     if (node == NULL)
         return nodes_register(sd, rep, now, out);
     *out = node;
-    changed = nodes_update_resources(node, rep);
+    changed = nodes_update_resources(sd, node, rep);
     if (strcmp(node->agent_id, rep->agent_id) != 0) {
         free(node->agent_id);
         node->agent_id = xstrdup(rep->agent_id);

@@ -375,6 +375,16 @@ obs_runtime(struct obs *obs, struct schedd *sd, struct sbuf *out)
         "time to commit one loop iteration's transaction");
     metrics_hist_write(out, "lockstep_db_commit_duration_seconds", NULL,
         &sd->commit_hist);
+    obs_one(out, "lockstep_db_commits_total", "counter",
+        "transactions committed since start-up", (double)sd->commit_seq);
+    obs_one(out, "lockstep_db_fsyncs_total", "counter",
+        "fsyncs of the WAL since start-up (group commit: one covers every "
+        "commit made while the previous one ran)",
+        (double)sd->syncs);
+    metrics_family(out, "lockstep_sched_pass_duration_seconds", "histogram",
+        "time of one scheduling pass over the queue (on the loop)");
+    metrics_hist_write(out, "lockstep_sched_pass_duration_seconds", NULL,
+        &sd->pass_hist);
     metrics_family(out, "lockstep_http_request_duration_seconds", "histogram",
         "API requests: time from dispatch to the handler's return, by "
         "route pattern");

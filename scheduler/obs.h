@@ -12,7 +12,8 @@
  *    is how long the loop was busy with something else;
  *  - each request's time in the API (obs_request, called by api.c with
  *    the route's pattern, never the raw path, so the labels stay few);
- *  - the commits' durations are schedd's (sd->commit_hist).
+ *  - the commits' durations are schedd's (sd->commit_hist), and so are
+ *    the scheduling passes' (sd->pass_hist, observed by pass.c).
  *
  * Per-node health-check results and durations have one place:
  * obs_node_checks() in obs.c (empty until the agent's checks report).

@@ -11,6 +11,16 @@
  * builds its input from the model and turns its decisions into
  * placements (launch.h).
  *
+ * Cost at scale (docs/scale.md): a pass walks the queue the job table
+ * keeps in scheduling order (job.h; nothing is sorted), fills arrays kept
+ * between passes (nothing is allocated per job), and its reasons replace
+ * a job's only when they change. A submission costs no pass when the last
+ * pass shows it could place nothing new (the job could never fit on the
+ * schedulable nodes, comes after the job that blocked the queue, or no
+ * master port is free): the job gets that reason at once (the sched_queued
+ * hook). Only a change that could move the queue (a job ending, a node
+ * joining or freeing room, a hold or release, a restart) triggers a pass.
+ *
  * Restarts: a RESTARTING job enters the pass only once its backoff has
  * passed and every placement of its previous attempt is released (or its
  * node LOST, whose supervisors' leases have expired): an attempt never
@@ -19,7 +29,9 @@
  * pass it goes first, prefers those nodes and avoids the nodes blamed for
  * its recent failures. All of that is in SQLite (the job's not_before_ms
  * and reserved, the attempts' placements, the blame table), so a restarted
- * scheduler continues exactly where it stopped. What keeps a restart from
+ * scheduler continues exactly where it stopped; the pass keeps each
+ * restarting job's blamed nodes in memory and reads the blame table again
+ * only after a blame row was written (db_blame_gen). What keeps a restart from
  * fitting can also lapse silently (the blame window of the nodes it
  * avoids), and a restart must never be forgotten, so pass_tick retries an
  * unplaced one: at its backoff deadline, else every PASS_RESTART_RETRY_MS.
@@ -33,8 +45,8 @@
 #include "scheduler/schedd.h"
 
 /* Create the pass with the named policy (sched_pass.h) and register it as
- * the context's sched_trigger hook. -EINVAL with err set for an unknown
- * policy. */
+ * the context's sched_trigger and sched_queued hooks. -EINVAL with err set for
+ * an unknown policy. */
 struct pass *pass_create(struct schedd *sd, const char *policy,
     struct err *err);
 /* Close its timers; freed once they are closed. Accepts NULL. */

@@ -12,18 +12,6 @@
 #include "common/xalloc.h"
 #include "scheduler/job.h"
 
-size_t
-quota_queued(const struct job_table *t, const char *user)
-{
-    size_t n = 0;
-
-    for (struct job *j = job_table_first(t); j; j = job_table_next(j))
-        if (strcmp(j->user, user) == 0 &&
-            (j->state == PROTO_JOB_PENDING || job_held(j)))
-            n++;
-    return n;
-}
-
 /* Forget users whose bucket has been full for a while (idle). */
 static void
 quota_prune(struct quota *q, const struct quota_limits *l, int64_t now_ms)
@@ -146,6 +134,7 @@ quota_running_slot(struct quota_running *qr, const char *user)
     if (u == NULL) {
         u = xcalloc(1, sizeof(*u));
         u->user = user;
+        u->running = (int)job_table_user(qr->jt, user).running;
         itab_add(&qr->t, &u->link, h);
     }
     return &u->running;
@@ -155,11 +144,7 @@ void
 quota_running_init(struct quota_running *qr, const struct job_table *t)
 {
     itab_init(&qr->t);
-    for (struct job *j = job_table_first(t); j; j = job_table_next(j)) {
-        if (j->state == PROTO_JOB_PLACED || j->state == PROTO_JOB_RUNNING ||
-            j->state == PROTO_JOB_RESTARTING)
-            (*quota_running_slot(qr, j->user))++;
-    }
+    qr->jt = t;
 }
 
 static void

@@ -13,8 +13,9 @@
  *
  * A third limit is the scheduling pass's: how many jobs one user may have
  * running (PLACED, RUNNING or RESTARTING), user_max_running_jobs, for
- * everyone alike (0: none). quota_running counts them per user for one
- * pass (sched_pass.h holds the jobs back).
+ * everyone alike (0: none). quota_running holds them per user for one
+ * pass, starting from job_table_user's count (kept by the event path)
+ * and counting the pass's placements (sched_pass.h holds the jobs back).
  */
 #ifndef SCHEDULER_QUOTA_H
 #define SCHEDULER_QUOTA_H
@@ -25,8 +26,6 @@
 
 #include "common/itab.h"
 #include "common/tbucket.h"
-
-struct job_table;
 
 struct quota_limits {
     int max_queued;  /* 0: none */
@@ -61,10 +60,8 @@ enum quota_verdict {
     QUOTA_RATE,   /* over the submission rate */
 };
 
-/* user's queued jobs in t: PENDING, or held. */
-size_t quota_queued(const struct job_table *t, const char *user);
-
-/* Judge one submission of user (queued: quota_queued's count) at now_ms.
+/* Judge one submission of user (queued: how many of its jobs are PENDING
+ * or held, job_table_user's count, kept by the event path) at now_ms.
  * On a refusal, msg gets the reason ("user alice has 5 queued jobs; the
  * limit is 5") and *retry_s the seconds to wait (>= 1); the table entry
  * of the user in *qu (NULL when none) is for the caller's rate limit on
@@ -78,13 +75,16 @@ void quota_release(struct quota *q);
 
 /* Running jobs per user, for one scheduling pass. */
 struct quota_running {
-    struct itab t; /* of struct quota_run_user, by name */
+    struct itab t;              /* of struct quota_run_user, by name */
+    const struct job_table *jt; /* borrowed */
 };
 
-/* Count the jobs of t that are PLACED, RUNNING or RESTARTING, by user. */
+/* Per-user counters over the jobs of t; t must outlive qr. */
 void quota_running_init(struct quota_running *qr, const struct job_table *t);
-/* user's counter (created at 0); valid until quota_running_release. The
- * user name is borrowed: it must outlive qr. */
+/* user's counter, created at the count of its jobs that are PLACED,
+ * RUNNING or RESTARTING (job_table_user); valid until
+ * quota_running_release. The user name is borrowed: it must outlive
+ * qr. */
 int *quota_running_slot(struct quota_running *qr, const char *user);
 void quota_running_release(struct quota_running *qr);
 

@@ -22,6 +22,15 @@
  * nodes is kept in ctx->mark while it is examined: its preferred nodes
  * (with their order in ctx->pos) and its excluded ones; nodes reserved for
  * another restarting job are never candidates.
+ *
+ * Placement: a job that prefers and excludes nothing and holds no
+ * reserved node (nearly every job) takes its nodes from the placement
+ * index (sched_index.h: the nodes grouped by free GPUs and free CPUs, in
+ * the policy's order), in O(groups + nodes needed); the others (restarts
+ * in place) scan and sort every node, as the rules above need a view of
+ * the nodes of their own. Both choose the same nodes for the same job
+ * (test_sched checks it on random clusters). The queue is sorted only
+ * when it does not come in policy order already.
  */
 #include "scheduler/sched_pass.h"
 
@@ -31,6 +40,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "scheduler/sched_index.h"
 
 /* What one node must offer for a job. */
 struct sched_need {
@@ -66,8 +76,11 @@ struct sched_pass_ctx {
     bool soft;           /* the examined job may use its excluded
                           * nodes, last */
     struct sched_shape *shapes;
-    size_t nshapes;    /* used slots */
-    size_t shapes_cap; /* a power of two */
+    size_t nshapes;           /* used slots */
+    size_t shapes_cap;        /* a power of two */
+    struct sched_index index; /* for jobs that prefer and exclude nothing */
+    int64_t *owners;          /* ids nodes are reserved for, ascending */
+    size_t nowners;
     /* Over the schedulable nodes, for O(1) "can never fit" answers. */
     size_t nschedulable;
     int64_t max_cpus;
@@ -398,13 +411,42 @@ sched_shapes_grow(struct sched_pass_ctx *ctx)
     free(old);
 }
 
+/* Whether need could never fit on the schedulable nodes, with why. */
+static bool
+sched_need_never_fits(const struct sched_node *nodes, size_t n,
+    const struct sched_need *need, char *reason, size_t len)
+{
+    struct sched_tally t;
+    bool schedulable;
+
+    sched_tally(nodes, n, true, need, &t);
+    if (t.all >= (size_t)need->nodes)
+        return false;
+    /* Short even counting the nodes that take no work now: the reason
+     * the submit check gives (sched_fits_ever); else what is short among
+     * the schedulable nodes. */
+    sched_tally(nodes, n, false, need, &t);
+    schedulable = t.all >= (size_t)need->nodes;
+    if (schedulable)
+        sched_tally(nodes, n, true, need, &t);
+    sched_explain(need, &t, schedulable, reason, len);
+    return true;
+}
+
+bool
+sched_never_fits(const struct sched_node *nodes, size_t n,
+    const struct sched_job *job, char *reason, size_t len)
+{
+    struct sched_need need = sched_job_need(job);
+
+    return sched_need_never_fits(nodes, n, &need, reason, len);
+}
+
 /* Whether the job could ever fit on the schedulable nodes; cached. */
 static const struct sched_shape *
 sched_shape_get(struct sched_pass_ctx *ctx, const struct sched_need *need)
 {
-    struct sched_tally t;
     struct sched_shape *s;
-    bool schedulable;
 
     if (2 * (ctx->nshapes + 1) > ctx->shapes_cap)
         sched_shapes_grow(ctx);
@@ -414,18 +456,8 @@ sched_shape_get(struct sched_pass_ctx *ctx, const struct sched_need *need)
     s->used = true;
     s->need = *need;
     ctx->nshapes++;
-    sched_tally(ctx->nodes, ctx->nnodes, true, need, &t);
-    s->fits = t.all >= (size_t)need->nodes;
-    if (s->fits)
-        return s;
-    /* Short even counting the nodes that take no work now: the reason
-     * the submit check gives (sched_fits_ever); else what is short among
-     * the schedulable nodes. */
-    sched_tally(ctx->nodes, ctx->nnodes, false, need, &t);
-    schedulable = t.all >= (size_t)need->nodes;
-    if (schedulable)
-        sched_tally(ctx->nodes, ctx->nnodes, true, need, &t);
-    sched_explain(need, &t, schedulable, s->reason, sizeof(s->reason));
+    s->fits = !sched_need_never_fits(ctx->nodes, ctx->nnodes, need, s->reason,
+        sizeof(s->reason));
     return s;
 }
 
@@ -540,7 +572,37 @@ sched_job_marks(struct sched_pass_ctx *ctx, const struct sched_job *job,
     ctx->soft = fit < (size_t)need->nodes;
 }
 
-/* Try to place job now; true on success (resources consumed). */
+/* Give job the nodes cand[0..need->nodes) (in node-rank order): their
+ * resources are consumed and the index refiles them. */
+static void
+sched_consume(struct sched_pass_ctx *ctx, struct sched_job *job,
+    const struct sched_need *need, const size_t *cand)
+{
+    job->node_idx = xcalloc((size_t)need->nodes, sizeof(*job->node_idx));
+    if (need->gpus > 0)
+        job->gpus = xcalloc((size_t)(need->nodes * need->gpus),
+            sizeof(*job->gpus));
+    for (int k = 0; k < need->nodes; k++) {
+        struct sched_node *node = &ctx->nodes[cand[k]];
+        size_t g = (size_t)need->gpus;
+
+        job->node_idx[k] = cand[k];
+        node->free_cpus -= (int)need->cpus;
+        node->free_memory_mb -= need->memory_mb;
+        if (g > 0) {
+            /* The lowest free ids; the list stays ascending. */
+            memcpy(job->gpus + (size_t)k * g, node->free_gpus, g * sizeof(int));
+            memmove(node->free_gpus, node->free_gpus + g,
+                (node->nfree_gpus - g) * sizeof(int));
+            node->nfree_gpus -= g;
+        }
+        sched_index_update(&ctx->index, cand[k]);
+    }
+    job->placed = true;
+}
+
+/* Try to place job now by looking at every node (a job with preferred,
+ * excluded or reserved nodes); true on success (resources consumed). */
 static bool
 sched_try_place(struct sched_pass_ctx *ctx, struct sched_job *job,
     const struct sched_need *need, size_t *cand)
@@ -560,45 +622,84 @@ sched_try_place(struct sched_pass_ctx *ctx, struct sched_job *job,
     if (n < (size_t)need->nodes)
         return false;
     qsort_r(cand, n, sizeof(*cand), sched_node_idx_cmp, ctx);
-    job->node_idx = xcalloc((size_t)need->nodes, sizeof(*job->node_idx));
-    if (need->gpus > 0)
-        job->gpus = xcalloc((size_t)(need->nodes * need->gpus),
-            sizeof(*job->gpus));
-    for (int k = 0; k < need->nodes; k++) {
-        struct sched_node *node = &ctx->nodes[cand[k]];
-        size_t g = (size_t)need->gpus;
-
-        job->node_idx[k] = cand[k];
-        node->free_cpus -= (int)need->cpus;
-        node->free_memory_mb -= need->memory_mb;
-        if (g > 0) {
-            /* The lowest free ids; the list stays ascending. */
-            memcpy(job->gpus + (size_t)k * g, node->free_gpus, g * sizeof(int));
-            memmove(node->free_gpus, node->free_gpus + g,
-                (node->nfree_gpus - g) * sizeof(int));
-            node->nfree_gpus -= g;
-        }
-    }
-    job->placed = true;
+    sched_consume(ctx, job, need, cand);
     return true;
 }
 
-void
-sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
-    size_t nnodes, struct sched_job *jobs, size_t njobs, size_t max_place)
+static int
+sched_id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Whether job needs the full scan: it prefers or excludes nodes, or some
+ * node is reserved for it (such nodes are not in the index). */
+static bool
+sched_job_special(const struct sched_pass_ctx *ctx, const struct sched_job *job)
+{
+    return job->nprefer > 0 || job->nexclude > 0 ||
+           (ctx->nowners > 0 && bsearch(&job->id, ctx->owners, ctx->nowners,
+                                    sizeof(*ctx->owners), sched_id_cmp));
+}
+
+/* Place job if it fits now: through the index, or by the full scan. */
+static bool
+sched_place(struct sched_pass_ctx *ctx, struct sched_job *job,
+    const struct sched_need *need, size_t *cand)
+{
+    bool placed;
+
+    if (!sched_job_special(ctx, job)) {
+        if (!sched_index_take(&ctx->index, need->gpus, need->cpus,
+                need->memory_mb, (size_t)need->nodes, cand))
+            return false;
+        sched_consume(ctx, job, need, cand);
+        return true;
+    }
+    sched_job_marks(ctx, job, need, true);
+    placed = sched_try_place(ctx, job, need, cand);
+    sched_job_marks(ctx, job, need, false);
+    return placed;
+}
+
+/* The jobs in policy order into order[]; a queue the caller already keeps
+ * in that order (pass.c does) is only checked, not sorted again. */
+static void
+sched_order(const struct sched_policy *policy, struct sched_job *jobs,
+    size_t njobs, struct sched_job **order)
+{
+    bool sorted = true;
+
+    for (size_t i = 0; i < njobs; i++) {
+        order[i] = &jobs[i];
+        if (sorted && i > 0 &&
+            sched_job_ptr_cmp(&order[i - 1], &order[i], (void *)policy) > 0)
+            sorted = false;
+    }
+    if (!sorted)
+        qsort_r(order, njobs, sizeof(*order), sched_job_ptr_cmp,
+            (void *)policy);
+}
+
+/* The context of one pass over nodes: the per-node marks, the index, the
+ * maxima of the schedulable nodes and the ids nodes are reserved for. */
+static struct sched_pass_ctx *
+sched_ctx_create(const struct sched_policy *policy, struct sched_node *nodes,
+    size_t nnodes)
 {
     struct sched_pass_ctx *ctx = xcalloc(1, sizeof(*ctx));
-    struct sched_job **order = xcalloc(njobs + 1, sizeof(*order));
-    size_t *cand = xcalloc(nnodes + 1, sizeof(*cand));
-    const struct sched_job *blocker = NULL;
-    size_t placed = 0;
 
     ctx->policy = policy;
     ctx->nodes = nodes;
     ctx->nnodes = nnodes;
     ctx->mark = xcalloc(nnodes + 1, sizeof(*ctx->mark));
     ctx->pos = xcalloc(nnodes + 1, sizeof(*ctx->pos));
+    ctx->owners = xcalloc(nnodes + 1, sizeof(*ctx->owners));
     for (size_t i = 0; i < nnodes; i++) {
+        if (nodes[i].reserved_for != 0)
+            ctx->owners[ctx->nowners++] = nodes[i].reserved_for;
         if (!nodes[i].schedulable)
             continue;
         ctx->nschedulable++;
@@ -609,15 +710,41 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         if (nodes[i].memory_mb > ctx->max_memory_mb)
             ctx->max_memory_mb = nodes[i].memory_mb;
     }
+    qsort(ctx->owners, ctx->nowners, sizeof(*ctx->owners), sched_id_cmp);
+    sched_index_init(&ctx->index, policy, nodes, nnodes);
+    return ctx;
+}
+
+static void
+sched_ctx_destroy(struct sched_pass_ctx *ctx)
+{
+    sched_index_release(&ctx->index);
+    free(ctx->owners);
+    free(ctx->mark);
+    free(ctx->pos);
+    free(ctx->shapes);
+    free(ctx);
+}
+
+void
+sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
+    size_t nnodes, struct sched_job *jobs, size_t njobs, size_t max_place)
+{
+    struct sched_pass_ctx *ctx = sched_ctx_create(policy, nodes, nnodes);
+    struct sched_job **order = xcalloc(njobs + 1, sizeof(*order));
+    size_t *cand = xcalloc(nnodes + 1, sizeof(*cand));
+    const struct sched_job *blocker = NULL;
+    size_t placed = 0;
+
     for (size_t i = 0; i < njobs; i++) {
         jobs[i].placed = false;
         jobs[i].node_idx = NULL;
         jobs[i].gpus = NULL;
         jobs[i].reason[0] = '\0';
-        order[i] = &jobs[i];
+        jobs[i].blocked = false;
+        jobs[i].never = false;
     }
-    qsort_r(order, njobs, sizeof(*order), sched_job_ptr_cmp, (void *)policy);
-
+    sched_order(policy, jobs, njobs, order);
     for (size_t i = 0; i < njobs; i++) {
         struct sched_job *job = order[i];
         struct sched_need need = sched_job_need(job);
@@ -633,8 +760,10 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         }
         if (blocker || placed >= max_place) {
             if (sched_never_fits_cheap(ctx, &need, job->reason,
-                    sizeof(job->reason)))
+                    sizeof(job->reason))) {
+                job->never = true;
                 continue;
+            }
             if (blocker)
                 snprintf(job->reason, sizeof(job->reason),
                     "waiting behind job %lld", (long long)blocker->id);
@@ -646,26 +775,24 @@ sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
         shape = sched_shape_get(ctx, &need);
         if (!shape->fits) {
             snprintf(job->reason, sizeof(job->reason), "%s", shape->reason);
+            job->never = true;
             continue;
         }
-        sched_job_marks(ctx, job, &need, true);
-        if (sched_try_place(ctx, job, &need, cand)) {
-            sched_job_marks(ctx, job, &need, false);
+        if (sched_place(ctx, job, &need, cand)) {
             placed++;
             if (job->user_running && !job->restarting)
                 (*job->user_running)++;
             continue;
         }
+        sched_job_marks(ctx, job, &need, true);
         sched_count(ctx, &need, job, job->reason, sizeof(job->reason));
         sched_job_marks(ctx, job, &need, false);
+        job->blocked = true;
         blocker = job;
     }
-    free(ctx->mark);
-    free(ctx->pos);
-    free(ctx->shapes);
+    sched_ctx_destroy(ctx);
     free(cand);
     free(order);
-    free(ctx);
 }
 
 void

@@ -40,9 +40,14 @@
  * (Named sched_pass.h, not sched.h: meson puts this directory on the
  * include path, where a sched.h would shadow the system's <sched.h>.)
  *
- * Cost: O(nodes) for each job examined before the first blocked job, plus
- * O(nodes) per distinct request shape for the "could it ever fit" test,
- * plus sorting; jobs behind the blocker cost O(1) each.
+ * Cost: O(nodes log nodes) to index the nodes (sched_index.h), then per
+ * job examined before the first blocked job O(groups + nodes it needs ×
+ * log nodes), where groups are the distinct (free GPUs, free CPUs) pairs
+ * (few), or O(nodes log nodes) for a job that prefers or excludes nodes
+ * (a restart in place); O(nodes) per distinct request shape for the
+ * "could it ever fit" test and once for the blocked job's reason; jobs
+ * behind the blocker cost O(1) each; the queue is sorted (O(jobs log
+ * jobs)) only when it is not given in policy order.
  */
 #ifndef SCHEDULER_SCHED_PASS_H
 #define SCHEDULER_SCHED_PASS_H
@@ -99,13 +104,18 @@ struct sched_job {
     int *gpus;                     /* nodes × gpus_per_node ids, node-rank
                                     * major; NULL unless placed with GPUs */
     char reason[SCHED_REASON_MAX]; /* why not placed ("" when placed) */
+    bool blocked; /* not placed, and every job after it waits for it */
+    bool never;   /* not placed: it could never fit on the schedulable
+                   * nodes, whatever is free (reason says why) */
 };
 
 struct sched_policy {
     const char *name;
     /* Queue order: negative when a goes first. */
     int (*job_cmp)(const struct sched_job *a, const struct sched_job *b);
-    /* Among fitting nodes, negative when a is the better choice. */
+    /* Among fitting nodes, negative when a is the better choice. It may
+     * look only at nfree_gpus, free_cpus and name (the placement index
+     * groups nodes by the first two, sched_index.h). */
     int (*node_cmp)(const struct sched_node *a, const struct sched_node *b);
 };
 
@@ -126,9 +136,10 @@ const struct sched_policy *sched_policy_find(const char *name);
 const char *sched_policy_names(void);
 
 /* Run one pass over jobs (any order; the pass orders them by the policy
- * without moving them). At most max_place jobs are placed; jobs that fit
- * beyond that get the reason "no free master port". Results go into each
- * job; free resources in nodes are reduced by what was placed. */
+ * without moving them, and sorts nothing when they come in that order). At most
+ * max_place jobs are placed; jobs that fit beyond that get the reason "no free
+ * master port". Results go into each job; free resources in nodes are reduced
+ * by what was placed. */
 void sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
     size_t nnodes, struct sched_job *jobs, size_t njobs, size_t max_place);
 
@@ -146,6 +157,17 @@ void sched_pass(const struct sched_policy *policy, struct sched_node *nodes,
  * (docs/api.md) refuses such a job.
  */
 bool sched_fits_ever(const struct sched_node *nodes, size_t n,
+    const struct sched_job *job, char *reason, size_t len);
+
+/*
+ * Whether job could never fit on the schedulable nodes of nodes[0..n) even
+ * were they empty (the test the pass makes before it tries a job; free
+ * resources, preferred and excluded nodes are not looked at). When it
+ * could not, reason (len bytes) gets the reason the pass would give it:
+ * sched_fits_ever's when all the nodes would not do either, else what is
+ * short among the schedulable ones. O(n).
+ */
+bool sched_never_fits(const struct sched_node *nodes, size_t n,
     const struct sched_job *job, char *reason, size_t len);
 
 /* Free a job's result arrays (not the job). */

@@ -30,6 +30,7 @@
 #include "common/timeid.h"
 #include "common/uvx.h"
 #include "common/xalloc.h"
+#include "scheduler/commitsync.h"
 #include "scheduler/db.h"
 #include "scheduler/logstore.h"
 
@@ -148,6 +149,15 @@ schedd_sched_trigger(struct schedd *sd)
 {
     if (sd->hooks.sched_trigger && !sd->stopping)
         sd->hooks.sched_trigger(sd, sd->hooks.sched_arg);
+}
+
+void
+schedd_sched_queued(struct schedd *sd, struct job *job)
+{
+    if (sd->hooks.sched_queued && !sd->stopping)
+        sd->hooks.sched_queued(sd, job, sd->hooks.sched_arg);
+    else
+        schedd_sched_trigger(sd);
 }
 
 void
@@ -434,6 +444,32 @@ schedd_commit_replicated(struct schedd *sd)
     return sd->hooks.replicate(sd, cs, len, sd->hooks.repl_arg);
 }
 
+/*
+ * Group commit (docs/architecture.md "Durable replies"): a single
+ * scheduler with db_synchronous=full runs SQLite with synchronous=NORMAL,
+ * so a commit writes the WAL without an fsync, and commitsync fdatasyncs
+ * the WAL off the loop; a reply is held until every commit before it is
+ * synced (schedd_commit_wait's ticket, released by schedd_committed).
+ * One fsync then covers every commit made while the previous one ran.
+ */
+static void
+schedd_synced_cb(uint64_t seq, void *arg)
+{
+    struct schedd *sd = arg;
+
+    sd->syncs++;
+    schedd_committed(sd, seq, 0);
+}
+
+/* A transaction was committed: count it, and have it synced. */
+static void
+schedd_count_commit(struct schedd *sd)
+{
+    sd->commit_seq++;
+    if (sd->sync)
+        commitsync_request(sd->sync, sd->commit_seq);
+}
+
 int
 schedd_commit(struct schedd *sd)
 {
@@ -457,6 +493,8 @@ schedd_commit(struct schedd *sd)
             log_notice("the database accepts changes again");
             sd->db_errno = 0;
         }
+        if (rc == 0)
+            schedd_count_commit(sd);
     } else {
         rc = db_txn_commit(sd->db);
     }
@@ -487,9 +525,14 @@ schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
 uint64_t
 schedd_commit_wait(struct schedd *sd)
 {
-    if (sd->hooks.replicate_wait == NULL)
-        return 0;
-    return sd->hooks.replicate_wait(sd, sd->hooks.repl_arg);
+    if (sd->hooks.replicate_wait)
+        return sd->hooks.replicate_wait(sd, sd->hooks.repl_arg);
+    /* Every reply waits until all that was committed before it is on
+     * disk: a reply that only reads may still show what a commit not yet
+     * synced wrote. */
+    if (sd->sync && commitsync_synced(sd->sync) < sd->commit_seq)
+        return sd->commit_seq;
+    return 0;
 }
 
 void
@@ -629,6 +672,8 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->metrics_token_required = opts->metrics_token_required;
     metrics_hist_init(&sd->commit_hist, metrics_latency_bounds,
         metrics_latency_nbounds);
+    metrics_hist_init(&sd->pass_hist, metrics_latency_bounds,
+        metrics_latency_nbounds);
     portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
     schedd_parse_operators(sd, opts->operators);
 }
@@ -655,14 +700,19 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     }
     /* A replica's database is rebuilt from its Raft log at every start
      * (the log is what is durable), so neither the guard against a lost
-     * database nor the check at open applies to it. */
+     * database nor the check at open applies to it, and it is never
+     * fsynced. A single scheduler's full durability is commitsync's, not
+     * SQLite's (see "commits" above). */
     sd->db = db_open(path,
-        &(struct db_open_opts){ .sync_full = opts->db_sync_full,
+        &(struct db_open_opts){ .sync_full = false,
             .guard = !opts->replica,
             .check_ms = opts->replica ? 0 : opts->db_check_ms },
         err);
+    if (sd->db && opts->db_sync_full && !opts->replica)
+        sd->sync = commitsync_create(loop, path, schedd_synced_cb, sd, err);
     free(path);
-    if (sd->db == NULL)
+    if (sd->db == NULL ||
+        (opts->db_sync_full && !opts->replica && sd->sync == NULL))
         goto fail;
     if (opts->replica && db_repl_enable(sd->db, err) < 0)
         goto fail;
@@ -699,19 +749,31 @@ schedd_closed(void *arg)
         sd->stopped_cb(sd);
 }
 
-void
-schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
+static void
+schedd_sync_closed(void *arg)
 {
+    struct schedd *sd = arg;
     uv_handle_t *hs[] = {
         (uv_handle_t *)&sd->reload_timer,
         (uv_handle_t *)&sd->commit_check,
     };
 
+    sd->sync = NULL;
+    uvx_close(hs, ARRAY_SIZE(hs), schedd_closed, sd);
+}
+
+void
+schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
+{
     sd->stopping = true;
     sd->stopped_cb = cb;
     uv_timer_stop(&sd->reload_timer);
     schedd_commit(sd);
-    uvx_close(hs, ARRAY_SIZE(hs), schedd_closed, sd);
+    /* The last commits are synced before the handles close. */
+    if (sd->sync)
+        commitsync_close(sd->sync, schedd_sync_closed, sd);
+    else
+        schedd_sync_closed(sd);
 }
 
 void

@@ -48,9 +48,22 @@
 #include "scheduler/portpool.h"
 #include "scheduler/quota.h"
 #include "scheduler/refusals.h"
+#include "scheduler/sched_pass.h"
 
+struct commitsync;
 struct db;
 struct logstore;
+
+/* One answer of jobs_check_fits (jobs.c) for a request shape, good while
+ * the node inventory's generation is still gen. */
+#define SCHEDD_FITS 16
+struct schedd_fit {
+    uint64_t gen; /* 0: empty */
+    int nodes, ranks_per_node, gpus_per_node, cpus_per_rank;
+    int64_t memory_mb_per_node;
+    bool fits;
+    char why[SCHED_REASON_MAX];
+};
 struct obs;
 struct pass;
 struct recovery;
@@ -149,6 +162,10 @@ struct schedd_hooks {
     /* A scheduling pass is wanted soon (coalesced by the callee; never
      * run synchronously). */
     void (*sched_trigger)(struct schedd *sd, void *arg);
+    /* job was just submitted: a pass is wanted unless the callee can
+     * tell, without one, that it could place nothing (then it sets the
+     * job's reason). Registered with sched_trigger (same arg). */
+    void (*sched_queued)(struct schedd *sd, struct job *job, void *arg);
     /* An alert was queued (alerts.h): deliver it once committed. */
     void (*alert_queued)(struct schedd *sd, void *arg);
     /* Replication (repl.h registers them on a replica). replicate: the
@@ -163,7 +180,8 @@ struct schedd_hooks {
     int (*replicate_log)(struct schedd *sd, const struct schedd_log_chunk *c,
         void *arg);
     uint64_t (*replicate_wait)(struct schedd *sd, void *arg);
-    /* The entries up to ticket were committed (rc 0) or failed (a
+    /* The commits up to ticket (schedd_commit_wait's) are durable (rc
+     * 0: synced by commitsync, or committed by a quorum) or failed (a
      * negative errno): release the replies held for them (the API). */
     void (*committed)(struct schedd *sd, uint64_t ticket, int rc, void *arg);
     void *arg;
@@ -203,20 +221,29 @@ struct schedd {
     int alert_backoff_max_ms;
     int event_retention_days;
     bool metrics_token_required;
-    uint64_t alerts_raised;          /* queued since start-up */
-    uint64_t alerts_dropped;         /* dropped from a full queue */
-    struct metrics_hist commit_hist; /* schedd_commit's, in seconds */
-    int lock_fd;                     /* flock on state_dir/lockstepd.lock */
-    struct health_config health;     /* node health policy (health.h) */
-    struct quota_config quota_cfg;   /* per-user submission limits */
-    struct quota quota;              /* their state (quota.h) */
-    struct nonces nonces;            /* agent requests seen (auth.c) */
-    struct refusals refusals;        /* refused requests (api_obs.c) */
-    uint64_t agent_auth_used[3];     /* by enum auth_agent_key (auth.h) */
-    int64_t agent_auth_logged_ms[3]; /* its last log line (monotonic) */
+    uint64_t alerts_raised;              /* queued since start-up */
+    uint64_t alerts_dropped;             /* dropped from a full queue */
+    struct metrics_hist commit_hist;     /* schedd_commit's, in seconds */
+    struct metrics_hist pass_hist;       /* each scheduling pass (pass.c) */
+    int lock_fd;                         /* flock on state_dir/lockstepd.lock */
+    struct health_config health;         /* node health policy (health.h) */
+    struct quota_config quota_cfg;       /* per-user submission limits */
+    struct quota quota;                  /* their state (quota.h) */
+    struct schedd_fit fits[SCHEDD_FITS]; /* jobs_check_fits's cache */
+    size_t fits_next;                    /* the slot replaced next */
+    struct nonces nonces;                /* agent requests seen (auth.c) */
+    struct refusals refusals;            /* refused requests (api_obs.c) */
+    uint64_t agent_auth_used[3];         /* by enum auth_agent_key (auth.h) */
+    int64_t agent_auth_logged_ms[3];     /* its last log line (monotonic) */
 
     struct db *db;
     struct logstore *logs;
+    /* Group commit (schedd_commit_wait): transactions committed so far,
+     * and the WAL's syncer (commitsync.h; NULL with db_synchronous=normal
+     * and on a replica, whose Raft log is what is durable). */
+    uint64_t commit_seq;
+    uint64_t syncs; /* WAL fsyncs that reported (each covers >= 1 commit) */
+    struct commitsync *sync;
 
     /* The model. */
     struct node_table nodes;
@@ -264,11 +291,19 @@ int schedd_commit(struct schedd *sd);
 /* The HTTP flush hook: commit, and fail if anything was rolled back since
  * the previous flush (the replies queued meanwhile may depend on it). */
 int schedd_flush(struct schedd *sd);
-/* What replies written now must wait for: the ticket of the latest
- * replicated entry not committed yet (0: none, or a single scheduler). */
+/*
+ * Durable replies (docs/architecture.md "Durable replies"): what replies
+ * written now must wait for, 0 when nothing: the ticket of the latest
+ * commit not yet durable. One sequence of tickets per process, from the
+ * one source of durability it has: on a replica, the latest Raft entry
+ * proposed and not yet committed by a quorum (the replicate_wait hook);
+ * on a single scheduler with db_synchronous=full, the latest transaction
+ * whose WAL frames are not yet fsynced (commitsync). Tickets never
+ * decrease.
+ */
 uint64_t schedd_commit_wait(struct schedd *sd);
-/* Replicated entries up to ticket were committed (rc 0) or failed: the
- * committed hook. */
+/* The commits up to ticket became durable (rc 0) or failed (a negative
+ * errno): the committed hook, which releases the replies held for them. */
 void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
 /* Clear the model and load it afresh from the database (the model_reset
  * hook runs first): what a failed commit leads to, and what a replica
@@ -294,6 +329,8 @@ void schedd_unavailable_msg(const struct schedd *sd, int rc, char *buf,
 
 /* Run the scheduling pass soon (the sched_trigger hook). */
 void schedd_sched_trigger(struct schedd *sd);
+/* job was submitted: the sched_queued hook, or else sched_trigger. */
+void schedd_sched_queued(struct schedd *sd, struct job *job);
 /* A node's desired state changed: a new generation, then the
  * node_changed hook. */
 void schedd_node_changed(struct schedd *sd, struct node *node);

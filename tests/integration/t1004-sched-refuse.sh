@@ -113,4 +113,11 @@ test_expect_success 'it runs once a fifth node joins' '
     wait_job_state $(cat waiting) SUCCEEDED 30
 '
 
+# The submit check keeps its answer per request shape until the
+# inventory changes: the shape refused above is judged again.
+test_expect_success 'the same 5-node job is now accepted without waiting' '
+    id=$(submit_id --nodes 5 -- true) &&
+    wait_job_state $id SUCCEEDED 30
+'
+
 test_done

@@ -45,6 +45,14 @@ test_expect_success 'bob is unaffected' '
     wait_job_state $id RUNNING && echo $id >bob.id
 '
 
+test_expect_success 'a job of hers queued behind a blocked one names the limit too' '
+    big=$(as bob submit --json --cpus-per-rank 8 -- sleep 60 | jget "j[\"id\"]") &&
+    wait_for 10 "test \"\$(reason $big)\" != \"\"" &&
+    id=$(as alice submit --json -- sleep 60 | jget "j[\"id\"]") &&
+    { wait_for 10 "test \"\$(reason $id)\" = \"user alice has 2 running jobs; the limit is 2 (user_max_running_jobs)\""
+      rc=$?; ls_cli cancel $big $id; test $rc = 0; }
+'
+
 test_expect_success 'an ended job of alice makes room for her next' '
     ls_cli cancel $(sed -n 1p alice.ids) &&
     wait_job_state $(sed -n 3p alice.ids) RUNNING &&

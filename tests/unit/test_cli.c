@@ -115,6 +115,37 @@ test_options(void)
 }
 
 /* --wait-for-nodes: a spec field the scheduler accepts; not --wait. */
+/* --specs FILE: no command, the options as the jobs' common fields. */
+static void
+test_specs(void)
+{
+    struct cli_submit_opts o;
+    struct err e;
+
+    is_int(parse(ARGC(ARGV("--gpus-per-node", "2", "--specs", "sweep.jsonl")),
+               ARGV("--gpus-per-node", "2", "--specs", "sweep.jsonl"), &o, &e),
+        0, "--specs without a command parses");
+    is_str(o.specs, "sweep.jsonl", "--specs: the file");
+    is_int(o.spec.gpus_per_node, 2, "--specs: options are kept for all");
+    ok(o.spec.workdir != NULL && o.spec.workdir[0] == '/',
+        "--specs: the working directory is filled in");
+    cli_submit_opts_release(&o);
+    is_int(parse(ARGC(ARGV("--specs", "-", "true")),
+               ARGV("--specs", "-", "true"), &o, &e),
+        -EINVAL, "--specs and a command: refused");
+    ok(strstr(e.msg, "either --specs FILE or a command") != NULL,
+        "saying so: %s", e.msg);
+    cli_submit_opts_release(&o);
+    is_int(parse(ARGC(ARGV("--wait", "--specs", "-")),
+               ARGV("--wait", "--specs", "-"), &o, &e),
+        -EINVAL, "--specs with --wait: refused");
+    cli_submit_opts_release(&o);
+    is_int(parse(ARGC(ARGV("--gpus-per-node", "2")),
+               ARGV("--gpus-per-node", "2"), &o, &e),
+        -EINVAL, "no command and no --specs: still a usage error");
+    cli_submit_opts_release(&o);
+}
+
 /* --retry-for and what a failed poll during an outage leads to. */
 static void
 test_outage(void)
@@ -1131,6 +1162,7 @@ main(void)
     test_export_limits();
     test_wait_for_nodes();
     test_outage();
+    test_specs();
     test_resume_from();
     test_ckpt_warning();
     test_relative_paths();

@@ -53,11 +53,15 @@ static atomic_int fail_flush; /* flush_fn returns -EIO while set */
 static atomic_int cancel_calls;
 static atomic_int holds; /* /hold requests seen */
 static atomic_int defers_done;
-static int done_calls;        /* loop thread only */
-static atomic_int hold_flush; /* flush_fn holds its responses while set */
-static atomic_int release_rc; /* ... and releases them with this */
-static uint64_t hold_ticket;  /* loop thread only */
-static uv_timer_t releaser;   /* releases what is held, 300 ms later */
+static int done_calls;         /* loop thread only */
+static atomic_int hold_flush;  /* flush_fn holds its responses while set */
+static atomic_int release_rc;  /* ... and releases them with this */
+static uint64_t hold_ticket;   /* loop thread only */
+static uv_timer_t releaser;    /* releases what is held, 300 ms later */
+static atomic_int hold_manual; /* flush_fn holds; only release_async frees */
+static atomic_int tickets;     /* the last ticket held (hold_manual) */
+static atomic_int release_to;  /* release_async: release up to this */
+static uv_async_t release_async;
 
 /* --- the server side (loop thread) --------------------------------------- */
 
@@ -127,7 +131,8 @@ static void
 releaser_cb(uv_timer_t *timer)
 {
     (void)timer;
-    http_server_release(srv, hold_ticket, atomic_load(&release_rc));
+    http_server_release(srv, hold_ticket, atomic_load(&release_rc),
+        "not confirmed durable");
 }
 
 static int
@@ -142,7 +147,20 @@ test_flush(void *arg)
         uv_timer_start(&releaser, releaser_cb, 300, 0);
         return 0;
     }
+    if (atomic_load(&hold_manual)) {
+        /* Final when the test says so (release_async). */
+        http_server_hold(srv, (uint64_t)atomic_fetch_add(&tickets, 1) + 1);
+        return 0;
+    }
     return atomic_load(&fail_flush) ? -EIO : 0;
+}
+
+static void
+release_async_cb(uv_async_t *async)
+{
+    (void)async;
+    if (srv)
+        http_server_release(srv, (uint64_t)atomic_load(&release_to), 0, NULL);
 }
 
 static void
@@ -232,6 +250,7 @@ stop_async_cb(uv_async_t *async)
     uv_close((uv_handle_t *)async, NULL);
     uv_close((uv_handle_t *)&finisher, NULL);
     uv_close((uv_handle_t *)&releaser, NULL);
+    uv_close((uv_handle_t *)&release_async, NULL);
 }
 
 /* --- the client side (client thread) ------------------------------------- */
@@ -954,6 +973,7 @@ static void
 test_held_flush(void)
 {
     struct client c;
+    char msg[160];
     double t0, dt;
 
     if (!tcp_open(&c))
@@ -989,6 +1009,8 @@ test_held_flush(void)
         "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
     is_int(client_read(&c, 2), 2, "failed hold: two responses");
     is_int(c.r[0].status, 503, "failed hold: durable turns into 503");
+    is_str(error_field(&c.r[0], "message", msg, sizeof(msg)),
+        "not confirmed durable", "failed hold: the release's message");
     is_int(c.r[1].status, 200, "failed hold: non-durable stays 200");
     ok(!c.r[0].close, "failed hold: connection stays usable");
     atomic_store(&hold_flush, 0);
@@ -1010,6 +1032,54 @@ test_held_flush(void)
     ask(&c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n", 200,
         "held flush: a client gone while held leaves the server serving");
     client_close(&c);
+}
+
+/* Whether anything arrived on c within about ms (nothing is consumed). */
+static bool
+client_quiet(struct client *c, int ms)
+{
+    char buf[16];
+
+    usleep((useconds_t)ms * 1000);
+    return recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_PEEK) < 0 &&
+           (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Holds released one ticket at a time (the WAL's fsync or a quorum
+ * reaching one commit and then the next): a release frees only the
+ * flushes up to its ticket, read-only replies wait with them, and a
+ * connection that closes meanwhile costs nothing. */
+static void
+test_held_in_order(void)
+{
+    struct client a, b, gone;
+
+    if (!tcp_open(&a) || !tcp_open(&b) || !tcp_open(&gone))
+        return;
+    atomic_store(&hold_manual, 1);
+    client_sends(&a,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+    ok(client_quiet(&a, 200), "held: the durable reply waits");
+    client_sends(&b, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    client_sends(&gone, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n");
+    ok(client_quiet(&b, 200), "held: a read-only reply waits too");
+    client_close(&gone);
+    atomic_store(&release_to, 1);
+    uv_async_send(&release_async);
+    is_int(client_read(&a, 1), 1, "released 1: the first ticket's reply");
+    is_int(a.r[0].status, 201, "released 1: it is the 201");
+    ok(client_quiet(&b, 200), "released 1: a later ticket still waits");
+    atomic_store(&hold_manual, 0);
+    atomic_store(&release_to, atomic_load(&tickets));
+    uv_async_send(&release_async);
+    is_int(client_read(&b, 1), 1, "released to the last ticket: it comes");
+    is_int(b.r[0].status, 200, "released: the GET's 200");
+    client_reset(&a);
+    client_sends(&a,
+        "POST /durable HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+    is_int(client_read(&a, 1), 1, "no longer held: replies go at once");
+    client_close(&a);
+    client_close(&b);
 }
 
 static void
@@ -1200,6 +1270,7 @@ client_main(void *arg)
     test_deferred();
     test_flush_failure();
     test_held_flush();
+    test_held_in_order();
     test_unix();
     test_rude_peers();
     test_deadlines();
@@ -1393,6 +1464,7 @@ main(void)
     uv_async_init(&loop, &stop_async, stop_async_cb);
     uv_timer_init(&loop, &finisher);
     uv_timer_init(&loop, &releaser);
+    uv_async_init(&loop, &release_async, release_async_cb);
     rc = run_with_client(&loop, client_main);
 
     is_int(rc, 0, "loop ran to completion");

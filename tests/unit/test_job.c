@@ -2,8 +2,11 @@
  * test_job.c - the job and attempt transition tables
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/xalloc.h"
 #include "scheduler/job.h"
 #include "tests/tap.h"
 
@@ -202,6 +205,166 @@ test_table(void)
     job_table_release(&t);
 }
 
+static struct job *
+queue_job(struct job_table *t, int64_t id, const char *user, int prio,
+    enum proto_job_state st)
+{
+    struct job *job = job_create();
+
+    job->id = id;
+    job->user = xstrdup(user);
+    job->spec.priority = prio;
+    job->state = st;
+    job_table_add(t, job);
+    return job;
+}
+
+/* The queue's ids in order, space-separated, into buf. */
+static const char *
+queue_ids(const struct job_table *t, char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (const struct job *j = job_queue_first(t); j && off < len;
+         j = job_queue_next(t, j))
+        off += (size_t)snprintf(buf + off, len - off, "%s%lld", off ? " " : "",
+            (long long)j->id);
+    return buf;
+}
+
+/* The queue and the per-user counts follow every change (job_table_sync,
+ * as the event path calls it). */
+static void
+test_queue(void)
+{
+    struct job_table t;
+    struct job *a, *b, *c;
+    char buf[256];
+
+    job_table_init(&t);
+    queue_job(&t, 1, "alice", 0, PROTO_JOB_PENDING);
+    a = queue_job(&t, 2, "alice", 5, PROTO_JOB_PENDING);
+    b = queue_job(&t, 3, "bob", 0, PROTO_JOB_RUNNING);
+    queue_job(&t, 4, "bob", 0, PROTO_JOB_PENDING);
+    c = queue_job(&t, 5, "alice", 5, PROTO_JOB_RESTARTING);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "5 2 1 4",
+        "queue: restarting first, then priority, then id; running left out");
+    is_int(job_queue_count(&t), 4, "queue: four queued");
+    is_int(job_table_user(&t, "alice").queued, 2, "alice: 2 pending");
+    is_int(job_table_user(&t, "bob").running, 1, "bob: 1 running");
+
+    b->state = PROTO_JOB_PENDING; /* requeued: an old id back in line */
+    job_table_sync(&t, b);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "5 2 1 3 4",
+        "a requeued job goes back in id order");
+    is_int(job_table_user(&t, "bob").running, 0, "bob: none running");
+    is_int(job_table_user(&t, "bob").queued, 2, "bob: 2 pending");
+
+    a->state = PROTO_JOB_PLACED;
+    job_table_sync(&t, a);
+    c->state = PROTO_JOB_PLACED;
+    job_set_held(c, NULL);
+    job_table_sync(&t, c);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4", "placed jobs leave");
+    is_int(job_table_user(&t, "alice").queued, 1, "alice: 1 pending");
+    is_int(job_table_user(&t, "alice").running, 2, "alice: 2 placed");
+
+    a->state = PROTO_JOB_RESTARTING;
+    job_set_held(a, "op");
+    job_table_sync(&t, a);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "2 1 3 4",
+        "a restarting job goes first, held or not");
+    is_int(job_table_user(&t, "alice").queued, 2,
+        "alice: a held restarting job counts as queued");
+    job_table_remove(&t, a);
+    job_destroy(a);
+    is_int(job_table_user(&t, "alice").queued, 1, "removed: uncounted");
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4", "and out of the queue");
+    ok(job_queue_before(job_table_find(&t, 1), job_table_find(&t, 3)),
+        "job_queue_before: 1 before 3");
+    job_table_park(&t, job_table_find(&t, 1));
+    job_table_park(&t, job_table_find(&t, 4));
+    is_str(queue_ids(&t, buf, sizeof(buf)), "3", "parked jobs are passed by");
+    is_int(job_queue_count(&t), 3, "and still counted as queued");
+    queue_job(&t, 9, "bob", 0, PROTO_JOB_PENDING);
+    job_table_unpark_all(&t);
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4 9",
+        "unparked: back in their places");
+    job_table_park(&t, job_table_find(&t, 3));
+    job_table_sync(&t, job_table_find(&t, 3));
+    is_str(queue_ids(&t, buf, sizeof(buf)), "1 3 4 9", "a sync unparks");
+    job_table_release(&t);
+    is_int(job_queue_count(&t), 0, "released: empty");
+}
+
+/* A random stream of changes: the queue always equals the jobs sorted. */
+static void
+test_queue_random(void)
+{
+    static const enum proto_job_state states[] = { PROTO_JOB_PENDING,
+        PROTO_JOB_RESTARTING, PROTO_JOB_PLACED, PROTO_JOB_RUNNING };
+    struct job_table t;
+    struct job *jobs[200];
+    unsigned seed = 11;
+    int bad = 0;
+
+    job_table_init(&t);
+    for (int i = 0; i < 200; i++)
+        jobs[i] = queue_job(&t, i + 1, i % 3 ? "u1" : "u2", rand_r(&seed) % 4,
+            states[rand_r(&seed) % 4]);
+    for (int step = 0; step < 2000; step++) {
+        struct job *j = jobs[rand_r(&seed) % 200];
+        const struct job *prev = NULL;
+        size_t n = 0, want = 0, queued = 0, parked = 0, total = 0;
+
+        if (rand_r(&seed) % 3 == 0) {
+            job_table_park(&t, jobs[rand_r(&seed) % 200]);
+            if (rand_r(&seed) % 10 == 0)
+                job_table_unpark_all(&t);
+        }
+        j->state = states[rand_r(&seed) % 4];
+        if (rand_r(&seed) % 5 == 0)
+            j->spec.priority = rand_r(&seed) % 4;
+        job_set_held(j,
+            rand_r(&seed) % 7 == 0 && proto_job_state_queued(j->state) ? "op"
+                                                                       : NULL);
+        job_table_sync(&t, j);
+        for (const struct job *q = job_queue_first(&t); q;
+             q = job_queue_next(&t, q), n++) {
+            bad += prev && !job_queue_before(prev, q);
+            prev = q;
+        }
+        for (int i = 0; i < 200; i++) {
+            want += proto_job_state_queued(jobs[i]->state) && !jobs[i]->qparked;
+            parked += jobs[i]->qparked;
+            total += proto_job_state_queued(jobs[i]->state);
+            queued += strcmp(jobs[i]->user, "u1") == 0 &&
+                      (jobs[i]->state == PROTO_JOB_PENDING ||
+                          job_held(jobs[i]));
+        }
+        bad += n != want || total != job_queue_count(&t) || parked != t.nparked;
+        bad += queued != job_table_user(&t, "u1").queued;
+    }
+    is_int(bad, 0, "2000 random changes: queue in order, counts right");
+    job_table_unpark_all(&t);
+    {
+        const struct job *prev = NULL;
+        size_t n = 0, want = 0;
+
+        for (const struct job *q = job_queue_first(&t); q;
+             q = job_queue_next(&t, q), n++) {
+            bad += prev && !job_queue_before(prev, q);
+            prev = q;
+        }
+        for (int i = 0; i < 200; i++)
+            want += proto_job_state_queued(jobs[i]->state);
+        is_int(bad, 0, "all unparked: in order");
+        is_int((int)n, (int)want, "all unparked: every queued job walked");
+    }
+    job_table_release(&t);
+}
+
 /* What hold, release and requeue refuse, state by state. */
 static void
 test_control(void)
@@ -279,6 +442,8 @@ main(void)
     test_names();
     test_attempt_table();
     test_table();
+    test_queue();
+    test_queue_random();
     test_control();
     return done_testing();
 }

@@ -179,9 +179,10 @@ test_quota(void)
     add_job(&t, 2, "alice", PROTO_JOB_RUNNING, false);
     add_job(&t, 3, "alice", PROTO_JOB_RESTARTING, true);
     add_job(&t, 4, "bob", PROTO_JOB_PENDING, false);
-    is_int(quota_queued(&t, "alice"), 2, "alice: a pending and a held job");
-    is_int(quota_queued(&t, "bob"), 1, "bob: one");
-    is_int(quota_queued(&t, "carol"), 0, "carol: none");
+    is_int(job_table_user(&t, "alice").queued, 2,
+        "alice: a pending and a held job");
+    is_int(job_table_user(&t, "bob").queued, 1, "bob: one");
+    is_int(job_table_user(&t, "carol").queued, 0, "carol: none");
 
     is_int(quota_check(&q, &cfg, "alice", false, 2, 1000, msg, sizeof(msg),
                &retry, &qu),

@@ -215,6 +215,11 @@ test_blocked_vs_never(void)
         "needs 1 node with 8 GPUs and 1 CPU; the cluster has 2 nodes, none "
         "with at least 8 GPUs (the most any has is 4)",
         "never-fit keeps its own reason behind the blocker");
+    ok(jobs[0].never && !jobs[1].never && !jobs[2].never && jobs[3].never,
+        "never: set for the jobs that could never fit, before or behind the "
+        "blocker, and for no other");
+    ok(jobs[1].blocked && !jobs[0].blocked && !jobs[2].blocked,
+        "blocked: set for the blocker alone");
     release(jobs, 4);
 
     /* The never-fit job does not block lower jobs. */
@@ -607,6 +612,113 @@ test_user_running(void)
     release(jobs, 5);
 }
 
+/* A random cluster of n nodes (some partly busy, SUSPECT, unschedulable
+ * or reserved for a job that is not in the queue) into c. */
+static void
+random_cluster(struct cluster *c, size_t n, unsigned *seed)
+{
+    static const int cpus[] = { 8, 16, 64 }, gpus[] = { 0, 2, 4, 8 };
+
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < n; i++) {
+        struct sched_node *node;
+        int busy;
+
+        snprintf(c->names[i], sizeof(c->names[i]), "r%02d",
+            (int)((i * 7 + 3) % n));
+        node = add_node(c, c->names[i], cpus[rand_r(seed) % 3],
+            1000 * (1 + rand_r(seed) % 4), gpus[rand_r(seed) % 4]);
+        busy = rand_r(seed) % 4;
+        node->free_cpus -= busy * node->cpus / 8;
+        node->free_memory_mb -= busy * 200;
+        if (busy > 0 && node->nfree_gpus > 0) {
+            /* Take the first `busy` ids (at most all of them). */
+            size_t g = (size_t)busy < node->nfree_gpus ? (size_t)busy
+                                                       : node->nfree_gpus;
+
+            node->free_gpus += g;
+            node->nfree_gpus -= g;
+        }
+        node->suspect = rand_r(seed) % 6 == 0;
+        node->schedulable = rand_r(seed) % 10 != 0;
+        if (rand_r(seed) % 12 == 0)
+            node->reserved_for = 999999;
+    }
+}
+
+/* A random job (id) into j. */
+static void
+random_job(struct sched_job *j, int64_t id, unsigned *seed)
+{
+    *j = mkjob(id, rand_r(seed) % 3, 1 + rand_r(seed) % 3, 1 + rand_r(seed) % 4,
+        rand_r(seed) % 5, 1 + rand_r(seed) % 2);
+    if (rand_r(seed) % 5 == 0)
+        j->memory_mb_per_node = 300 * (1 + rand_r(seed) % 5);
+}
+
+static bool
+same_result(const struct sched_job *a, const struct sched_job *b)
+{
+    if (a->placed != b->placed || strcmp(a->reason, b->reason) != 0)
+        return false;
+    for (int k = 0; a->placed && k < a->nodes; k++) {
+        if (a->node_idx[k] != b->node_idx[k])
+            return false;
+        for (int g = 0; g < a->gpus_per_node; g++) {
+            size_t at = (size_t)k * (size_t)a->gpus_per_node + (size_t)g;
+
+            if (a->gpus[at] != b->gpus[at])
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The grouped index (jobs that prefer and exclude nothing) chooses what
+ * the full scan of every node chooses: the same queue through both, the
+ * second time with every job excluding a node that does not exist (which
+ * sends it down the full scan and excludes nothing). */
+static void
+test_index_equals_scan(const struct sched_policy *policy)
+{
+    static const size_t nobody = (size_t)-1;
+    struct cluster *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    struct sched_job ja[24], jb[24];
+    unsigned seed = 7;
+    int diff = 0, placed = 0;
+
+    for (int round = 0; round < 300; round++) {
+        size_t nj = 1 + (size_t)(rand_r(&seed) % 24), mp;
+
+        random_cluster(a, 1 + (size_t)(rand_r(&seed) % MAXN), &seed);
+        *b = *a;
+        for (size_t i = 0; i < b->n; i++) {
+            b->nodes[i].name = b->names[i];
+            b->nodes[i].free_gpus = b->gpus[i] +
+                                    (a->nodes[i].free_gpus - a->gpus[i]);
+        }
+        for (size_t i = 0; i < nj; i++) {
+            random_job(&ja[i], (int64_t)(nj - i), &seed);
+            jb[i] = ja[i];
+            jb[i].exclude = &nobody;
+            jb[i].nexclude = 1;
+        }
+        mp = 1 + (size_t)(rand_r(&seed) % 20);
+        sched_pass(policy, a->nodes, a->n, ja, nj, mp);
+        sched_pass(policy, b->nodes, b->n, jb, nj, mp);
+        for (size_t i = 0; i < nj; i++) {
+            diff += !same_result(&ja[i], &jb[i]);
+            placed += ja[i].placed;
+        }
+        release(ja, nj);
+        release(jb, nj);
+    }
+    is_int(diff, 0, "%s: the index places as the full scan does (%d placed)",
+        policy->name, placed);
+    free(a);
+    free(b);
+}
+
 int
 main(void)
 {
@@ -622,5 +734,7 @@ main(void)
     test_restart_in_place();
     test_fits_ever();
     test_user_running();
+    test_index_equals_scan(&sched_policy_fifo);
+    test_index_equals_scan(&sched_policy_spread);
     return done_testing();
 }

@@ -80,6 +80,35 @@ test_pick(void)
         "three nodes: the two others");
 }
 
+/* Names alike do not pick each other: 11 nodes vic1..vic11 among 1000
+ * others; few of their witnesses are vic nodes, none has a majority. */
+static void
+test_pick_spread(void)
+{
+    static char names_buf[1011][16];
+    const char *names[1011];
+    size_t out[WITNESS_MAX], alike = 0, majority = 0;
+
+    for (int i = 0; i < 1000; i++)
+        snprintf(names_buf[i], sizeof(names_buf[i]), "sim%d", i + 1);
+    for (int i = 0; i < 11; i++)
+        snprintf(names_buf[1000 + i], sizeof(names_buf[0]), "vic%d", i + 1);
+    for (int i = 0; i < 1011; i++)
+        names[i] = names_buf[i];
+    for (int v = 1000; v < 1011; v++) {
+        size_t k = witness_pick(names[v], NULL, names, NULL, 1011, out);
+        size_t n = 0;
+
+        for (size_t i = 0; i < k; i++)
+            n += out[i] >= 1000;
+        alike += n;
+        majority += n >= witness_majority(k);
+    }
+    ok(alike <= 3, "nodes named alike rarely witness each other (%zu of 55)",
+        alike);
+    is_int((int)majority, 0, "none has a majority of witnesses named alike");
+}
+
 static void
 test_agent_rule(void)
 {
@@ -183,6 +212,7 @@ main(void)
     plan(NO_PLAN);
     test_messages();
     test_pick();
+    test_pick_spread();
     test_agent_rule();
     test_scheduler_rule();
     test_reply();
