@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - run every fuzz harness (or those named) for a bounded time
 #
-#   fuzz/run.sh [-t SECONDS] [-o DIR] BUILD_DIR [HARNESS...]
+#   fuzz/run.sh [-t SECONDS] [-o DIR] [-s SEEDS] [-n] BUILD_DIR [HARNESS...]
 #
 # BUILD_DIR is a build configured with -Dfuzz=true (make fuzz makes one:
 # build-fuzz). Each harness first runs every input it has: the regression
@@ -12,7 +12,8 @@
 # DIR/corpus/<name> (DIR: -o, default BUILD_DIR/fuzz-run). A crash, leak,
 # timeout (10 s an input), memory blow-up or sanitizer report fails the
 # harness; the input that caused it is kept as
-# DIR/findings/<name>-<kind>-<sha1>.
+# DIR/findings/<name>-<kind>-<sha1>. -s SEEDS: seeds fuzz/seeds.py wrote
+# already (tools/fuzz-campaign.sh writes them once); -n: do not build.
 #
 # One line per harness, "ok N fuzz_NAME: ..." or "not ok N fuzz_NAME: ...",
 # with its executions, executions per second and coverage (libFuzzer's cov:
@@ -20,16 +21,18 @@
 # "N passed, N failed".
 set -u
 secs=${FUZZ_SECONDS:-60}
-out=
-while getopts "t:o:h" c; do
+out= seeds= build_it=1
+while getopts "t:o:s:nh" c; do
     case $c in
     t) secs=$OPTARG ;;
     o) out=$OPTARG ;;
-    *) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    s) seeds=$OPTARG ;;
+    n) build_it= ;;
+    *) sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 2; }
 build=$1
 shift
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,25 +46,27 @@ fi
 # Build what is missing or stale (only the harnesses and what they link).
 targets=
 for n in $names; do targets="$targets fuzz/fuzz_$n"; done
-# shellcheck disable=SC2086
-ninja -C "$build" $targets >"$out.build.log" 2>&1 || {
-    tail -n 30 "$out.build.log"
-    echo "fuzz: cannot build the harnesses (all of it in $out.build.log)"
-    echo "0 passed, 1 failed"
-    exit 1
-}
-
 mkdir -p "$out/corpus" "$out/findings" "$out/logs"
-/usr/bin/env python3 "$src/fuzz/seeds.py" "$out/seeds" || {
-    echo "fuzz: cannot write the seeds"
+# shellcheck disable=SC2086
+[ -z "$build_it" ] || ninja -C "$build" $targets >"$out/build.log" 2>&1 || {
+    tail -n 30 "$out/build.log"
+    echo "fuzz: cannot build the harnesses (all of it in $out/build.log)"
     echo "0 passed, 1 failed"
     exit 1
 }
+if [ -z "$seeds" ]; then
+    seeds=$out/seeds
+    python3 "$src/fuzz/seeds.py" "$seeds" || {
+        echo "fuzz: cannot write the seeds"
+        echo "0 passed, 1 failed"
+        exit 1
+    }
+fi
 
 # What libFuzzer needs beyond its defaults, per harness: the longest
 # input worth trying, the dictionary of the JSON parsers.
 opts_of() {
-    local json="-dict=$out/seeds/json.dict"
+    local json="-dict=$seeds/json.dict"
     case $1 in
     http_request) echo "-max_len=65536" ;;
     kmsg) echo "-max_len=8192" ;;
@@ -84,7 +89,7 @@ for n in $names; do
     mkdir -p "$corpus"
     rm -f "$out/findings/$n"-*
     dirs=("$corpus")
-    for d in "$out/seeds/$n" "$src/fuzz/corpus/$n"; do
+    for d in "$seeds/$n" "$src/fuzz/corpus/$n"; do
         [ -d "$d" ] && dirs+=("$d")
     done
     # shellcheck disable=SC2046
