@@ -233,6 +233,56 @@ def text_seeds():
     return out
 
 
+# fuzz_api_request.c's routes[], by index.
+API_POST_BODIES = [
+    # (keys that mark a body for the route, route indexes)
+    ({"argv"}, [0]),
+    ({"agent_id"}, [27]),
+    ({"reason"}, [15, 16, 18, 19]),
+    ({"user"}, [22]),
+    ({"attempt", "step", "rank"}, [9, 10]),
+    ({"kind"}, [8]),
+    ({"hold"}, [7]),
+    ({"checkpoint"}, [4, 7]),
+    ({"nodes", "data"}, [30]),
+    ({"owner"}, [31]),
+    ({"id", "data"}, [33]),
+    ({"id", "error"}, [33]),
+]
+API_QUERIES = [
+    (1, b"state=RUNNING&user=root&limit=10&all=1"),
+    (2, b"since=0&limit=3&user=alice&state=FAILED"),
+    (11, b"rank=0&attempt=1&stream=err&offset=0&limit=4096"),
+    (20, b"job=1&node=n1&kind=job_submitted&limit=5&since=0"),
+    (28, b"node=n1&gen=0&wait_ms=0"),
+    (32, b"node=n1&wait_ms=0"),
+    (13, b"state=UP"),
+]
+
+
+def api_seeds(texts):
+    out = []
+    for text, v in texts:
+        if not isinstance(v, dict):
+            continue
+        k = set(v)
+        for want, idxs in API_POST_BODIES:
+            if want <= k:
+                for i in idxs:
+                    out.append(bytes([i, 0]) + text.encode())
+    for i in (4, 5, 6, 7, 16, 17):
+        out.append(bytes([i, 0]))
+        out.append(bytes([i, 2]) + b"n%2F1\n{}")
+    out.append(bytes([29, 0]) + b"?node=n1&job=1&attempt=1&rank=0&offset=0"
+               b"&stream=out\nhello\n")
+    for i, q in API_QUERIES:
+        out.append(bytes([i, 0]) + q)
+    out.append(bytes([len(API_POST_BODIES) + 200, 0]) +
+               b"GET /v1/jobs?limit=2 HTTP/1.1\r\n\r\n"
+               b"GET /v1/nodes HTTP/1.1\r\nConnection: close\r\n\r\n")
+    return out
+
+
 def file_seeds():
     """(harness, bytes) written out here: the files of an attempt
     directory in the formats their writers use, witness messages."""
@@ -334,6 +384,8 @@ def main():
                 add(harness, prefix + data)
     for data in http_seeds():
         add("http_request", data)
+    for data in api_seeds(json_texts()):
+        add("api_request", data)
     for harness, data in text_seeds() + file_seeds():
         add(harness, data)
 
