@@ -69,7 +69,7 @@ opts_of() {
     local json="-dict=$seeds/json.dict"
     case $1 in
     http_request) echo "-max_len=65536" ;;
-    kmsg) echo "-max_len=8192" ;;
+    kmsg|rank_output) echo "-max_len=8192" ;;
     gpu_csv|config|attempt_files) echo "-max_len=8192 $json" ;;
     cli_reply|progress|health_output) echo "-max_len=16384 $json" ;;
     witness) echo "-max_len=600" ;;

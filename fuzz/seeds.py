@@ -329,6 +329,12 @@ def file_seeds():
          b' "step_p50_us": 2000, "step_p99_us": 4000,'
          b' "sections": {"compute": {"p50_us": 50, "p99_us": 70, "n": 200}}}'
          b'\n\xff\xff\n10 1\n20 1\n15 2\n'),
+        ("rank_output", b"\x10Traceback (most recent call last):\n"
+         b'  File "train.py", line 12, in <module>\n'
+         b"    import torch_nonexistent\n"
+         b"ModuleNotFoundError: No module named 't\xc3\xb6rch' \xe2\x9c\x93"
+         b"\n\xff\xfe bad \xed\xa0\x80 surrogate \xf4\x90\x80\x80 big"
+         b"\x00 nul\nassertion failed at step 5\n"),
         ("witness", b"LSW1 Q n1 00000000deadbeef"),
         ("witness", b"LSW1 A n2 00000000deadbeef 1500"),
         ("witness", b"LSW1 A n2 00000000deadbeef -1"),
