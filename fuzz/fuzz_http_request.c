@@ -17,6 +17,10 @@
  *   bit 2     the commit fails: every durable response becomes a 503
  *   bit 3     a server with a 64-byte body limit (413s)
  *   bit 4     every response is durable
+ *   bit 5     over TCP to a server whose connection caps keep all its
+ *             room for agents: the connection is restricted, and only a
+ *             request with an Agent credential reaches the handler (the
+ *             rest get 503)
  *
  * Checked beyond the sanitizers, for every input:
  *   - what the server writes is well-formed HTTP (parsed by http_parser);
@@ -35,6 +39,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <http_parser.h>
 #include <uv.h>
 
@@ -47,9 +54,10 @@
 
 struct fuzz_http {
     uv_loop_t loop;
-    uv_timer_t finish; /* finishes the deferred responses */
-    struct http_server *srv[2];
+    uv_timer_t finish;          /* finishes the deferred responses */
+    struct http_server *srv[3]; /* Unix; Unix with a small body; TCP */
     char path[2][256];
+    int port; /* srv[2]'s */
     /* per input */
     unsigned flags;
     unsigned handled;   /* handler calls */
@@ -156,7 +164,8 @@ fuzz_http_flush(void *arg)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    struct http_server_opts opts[2] = { { 0 }, { .max_body = 64 } };
+    struct http_server_opts opts[3] = { { 0 }, { .max_body = 64 },
+        { .max_conns = 1, .reserve = 1 } };
     struct err err = { 0 };
 
     (void)argc;
@@ -164,16 +173,19 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_quiet();
     fuzz_assert(uv_loop_init(&fh.loop) == 0);
     fuzz_assert(uv_timer_init(&fh.loop, &fh.finish) == 0);
-    for (int i = 0; i < 2; i++) {
-        snprintf(fh.path[i], sizeof(fh.path[i]), "%s/http%d.sock", fuzz_dir(),
-            i);
+    for (int i = 0; i < 3; i++) {
         fh.srv[i] = http_server_create(&fh.loop, &opts[i], fuzz_http_handler,
             fuzz_http_flush, NULL, &err);
         fuzz_assert(fh.srv[i] != NULL);
-        if (http_server_listen_unix(fh.srv[i], fh.path[i], &err) < 0) {
-            fuzz_fail("fuzz_http_request: %s\n", err.msg);
-        }
     }
+    for (int i = 0; i < 2; i++) {
+        snprintf(fh.path[i], sizeof(fh.path[i]), "%s/http%d.sock", fuzz_dir(),
+            i);
+        if (http_server_listen_unix(fh.srv[i], fh.path[i], &err) < 0)
+            fuzz_fail("fuzz_http_request: %s\n", err.msg);
+    }
+    if (http_server_listen_tcp(fh.srv[2], "127.0.0.1", 0, &fh.port, &err) < 0)
+        fuzz_fail("fuzz_http_request: %s\n", err.msg);
     return 0;
 }
 
@@ -303,6 +315,21 @@ client_read(int fd, struct fuzz_reply *r)
     }
 }
 
+/* A connection to srv[2] over TCP, non-blocking once connected. */
+static int
+client_connect_tcp(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+        .sin_port = htons((uint16_t)fh.port),
+        .sin_addr = { htonl(INADDR_LOOPBACK) } };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    fuzz_assert(fd >= 0);
+    fuzz_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    fuzz_assert(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+    return fd;
+}
+
 static int
 client_connect(const char *path)
 {
@@ -375,7 +402,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sbuf_init(&r.hname);
     sbuf_init(&r.hval);
 
-    fd = client_connect(fh.path[(fh.flags >> 3) & 1]);
+    fd = (fh.flags & 0x20) ? client_connect_tcp()
+                           : client_connect(fh.path[(fh.flags >> 3) & 1]);
     client_send(fd, data, size, chunk, &r, &iter);
     fuzz_assert(shutdown(fd, SHUT_WR) == 0 || errno == ENOTCONN);
     while (!client_read(fd, &r))
@@ -383,7 +411,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(fd);
     /* The server noticed the close; its side is gone within a few more
      * iterations (close callbacks). */
-    while (http_server_nconns(fh.srv[0]) + http_server_nconns(fh.srv[1]) > 0)
+    while (http_server_nconns(fh.srv[0]) + http_server_nconns(fh.srv[1]) +
+               http_server_nconns(fh.srv[2]) >
+           0)
         run_once(&iter);
     run_once(&iter);
 

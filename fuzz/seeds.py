@@ -179,6 +179,10 @@ def http_seeds():
                  b"Content-Length: 2\r\n\r\n{}")
     seeds.append(b"\x00GET /defer HTTP/1.1\r\n\r\nGET /v1/health HTTP/1.1"
                  b"\r\n\r\n")
+    # over TCP, restricted: an agent's request, then a user's
+    seeds.append(b"\x20GET /v1/agent/work?node=n1 HTTP/1.1\r\n"
+                 b"Authorization: Agent n1:00ff\r\n\r\n"
+                 b"GET /v1/jobs HTTP/1.1\r\n\r\n")
     return seeds
 
 
