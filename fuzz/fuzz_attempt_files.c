@@ -146,10 +146,18 @@ control(const uint8_t *data, size_t size)
     uint8_t page[CTLFILE_SIZE] = { 0 };
     struct ctlfile *cf = NULL;
     const char *path;
-    uint64_t attempt, seq;
+    uint64_t attempt, seq, gen;
     int64_t step;
 
     memcpy(page, data, size < sizeof(page) ? size : sizeof(page));
+    /* gen counts the agent's slot changes from 0: one at 2^64 - 2 or
+     * more, whose next bump wraps the readers' "never 0", takes 2^64
+     * directives and is never there. */
+    memcpy(&gen, page + 24, sizeof(gen));
+    if (gen >= UINT64_MAX - 1) {
+        gen = 0;
+        memcpy(page + 24, &gen, sizeof(gen));
+    }
     path = fuzz_write_file(dir, SUPFILE_CONTROL, page, sizeof(page));
     memcpy(&attempt, page + 16, sizeof(attempt));
     control_read(path, attempt, 0, 0, 0);
