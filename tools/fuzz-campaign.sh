@@ -96,7 +96,7 @@ while [ $(($(date +%s) - start)) -lt "$dur" ]; do
     wait
     for n in $names; do
         line=$(grep -a -E '^(not )?ok [0-9]+ fuzz_' "$out/rounds/$n.out")
-        e=$(echo "$line" | sed -n 's/.*: \([0-9]*\) execs.*/\1/p')
+        e=$(echo "$line" | sed -n 's/.* \([0-9]*\) execs.*/\1/p')
         rounds[$n]=$((${rounds[$n]} + 1))
         execs[$n]=$((${execs[$n]} + ${e:-0}))
         c=$(echo "$line" | sed -n 's/.* cov \([0-9]*\) ft \([0-9]*\).*/\1 \2/p')
@@ -104,7 +104,7 @@ while [ $(($(date +%s) - start)) -lt "$dur" ]; do
         case $line in
         "not ok"*) found[$n]=$((${found[$n]} + 1))
             echo "# finding in $n:"
-            sed -n '/^not ok/,$p' "$out/rounds/$n.out" | head -n 8 ;;
+            grep -a -A 6 '^not ok' "$out/rounds/$n.out" | grep -v passed ;;
         esac
     done
     figures
