@@ -3,6 +3,8 @@
 #   make demo   install packages, build, start a 4-node local cluster under
 #               .local-cluster/ and run a 2-node job on it
 #   make test   install packages, build, run every test
+#   make fuzz   build the fuzz harnesses (clang, ASan+UBSan) and run each
+#               for FUZZ_SECONDS (docs/fuzzing.md)
 #
 # Both install what they need with apt-get (as root, or through sudo).
 
@@ -22,7 +24,14 @@ PACKAGES := build-essential meson ninja-build pkg-config python3 \
 	sqlite3 curl openssl procps python3-torch python3-numpy python3-pytest \
 	openmpi-bin libopenmpi-dev python3-mpi4py prometheus
 
-.PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean
+# The fuzz harnesses (docs/fuzzing.md) need clang and its libFuzzer runtime,
+# which Debian's clang only recommends.
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+FUZZ_HOURS ?= 4
+
+.PHONY: all deps build demo demo-down test test-unit test-sanitize bench clean \
+	fuzz-build fuzz fuzz-campaign
 
 all: build
 
@@ -64,5 +73,21 @@ test-sanitize: deps
 bench: build
 	bench/run.sh $(BUILD)
 
+# Every fuzz harness, with every library it links built for libFuzzer.
+fuzz-build: deps
+	@tools/apt-install.sh $(FUZZ_PACKAGES)
+	[ -f $(BUILD)-fuzz/build.ninja ] || \
+		CC=clang meson setup $(BUILD)-fuzz -Dfuzz=true -Dtests=false \
+			-Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(BUILD)-fuzz fuzzers
+
+# Each harness for FUZZ_SECONDS; ends with "N passed, N failed".
+fuzz: fuzz-build
+	fuzz/run.sh -t $(FUZZ_SECONDS) $(BUILD)-fuzz
+
+# Hours of it, in rounds (tools/fuzz-campaign.sh prints the figures).
+fuzz-campaign: fuzz-build
+	tools/fuzz-campaign.sh -d $$(($(FUZZ_HOURS) * 3600)) $(BUILD)-fuzz
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

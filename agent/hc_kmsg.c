@@ -31,6 +31,9 @@
 #define CHECK "kmsg"
 #define STATE_FILE "kmsg-state.json"
 #define RECORD_MAX 8192 /* bytes of a record read; the rest is dropped */
+/* A sequence number or a time past this is no kernel's (they count from
+ * boot), and would not survive the state file's JSON exactly. */
+#define RECORD_NUM_MAX (UINT64_C(1) << 53)
 
 struct finding {
     enum proto_check_status status;
@@ -54,6 +57,13 @@ struct scan {
     char *state_note; /* why the state was started afresh, or NULL */
 };
 
+/* a + b for counts of at least 1, saturating at RECORD_NUM_MAX. */
+static int64_t
+count_add(int64_t a, int64_t b)
+{
+    return b >= (int64_t)RECORD_NUM_MAX - a ? (int64_t)RECORD_NUM_MAX : a + b;
+}
+
 /* Counts n occurrences of the finding (code, scope), created with this
  * evidence when new; past HC_KMSG_FINDINGS_MAX distinct findings the
  * overflow finding counts them instead. */
@@ -66,8 +76,9 @@ raise_finding(struct scan *s, enum proto_check_status st, const char *code,
     for (size_t i = 0; i < s->nf; i++) {
         f = &s->f[i];
         if (strcmp(f->code, code) == 0 && strcmp(f->scope, scope) == 0) {
-            f->count += n;
-            f->fresh += n;
+            /* Counts stop at the largest a report carries exactly. */
+            f->count = count_add(f->count, n);
+            f->fresh = count_add(f->fresh, n);
             if (st > f->status && st <= PROTO_CHECK_FAIL)
                 f->status = st; /* FAIL outranks WARN outranks PASS */
             return;
@@ -143,23 +154,43 @@ judge(struct scan *s, int pri, uint64_t usec, const char *msg)
         judge_template(s, msg);
 }
 
+/* A field of a record: decimal digits only, then sep (sscanf's %llu would
+ * take blanks and a sign, and "-1" would become a huge number). */
+static bool
+parse_field(const char **p, char sep, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *q = *p;
+
+    if (*q < '0' || *q > '9')
+        return false;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        v = v * 10 + (uint64_t)(*q - '0');
+        if (v > max)
+            return false;
+    }
+    if (*q != sep)
+        return false;
+    *p = q + 1;
+    *out = v;
+    return true;
+}
+
 /* Parses "PRI,SEQ,USEC,FLAGS[,...];MESSAGE"; false when it is not one. */
 static bool
 parse_record(const char *line, int *pri, uint64_t *seq, uint64_t *usec,
     const char **msg)
 {
-    unsigned long long q, u;
-    int p, n = 0;
+    uint64_t p;
 
-    if (sscanf(line, "%d,%llu,%llu,%n", &p, &q, &u, &n) != 3 || n == 0 ||
-        p < 0 || p > 1023)
+    if (!parse_field(&line, ',', 1023, &p) ||
+        !parse_field(&line, ',', RECORD_NUM_MAX, seq) ||
+        !parse_field(&line, ',', RECORD_NUM_MAX, usec))
         return false;
-    if ((*msg = strchr(line + n, ';')) == NULL)
+    if ((*msg = strchr(line, ';')) == NULL)
         return false;
     (*msg)++;
-    *pri = p;
-    *seq = q;
-    *usec = u;
+    *pri = (int)p;
     return true;
 }
 

@@ -192,6 +192,11 @@ hc_kmsg_normalise(const char *in, size_t len, char *out, size_t outcap)
         }
     }
 #undef PUT
+    /* A template cut at outcap ends trimmed too, or it would not be its
+     * own template (the cut space goes when it is normalised again, and a
+     * learned baseline read back would never match). */
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
     out[o] = '\0';
     return o;
 }

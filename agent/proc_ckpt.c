@@ -141,10 +141,8 @@ proc_ckpt_in_base(const struct proc_ckpt_mark *base, size_t n, int64_t step,
     return memcmp(m, &now, sizeof(now)) == 0;
 }
 
-/* "step-<N>", N decimal without leading zeros (the path the scheduler
- * builds for LOCKSTEP_RESUME_FROM must name this very directory). */
-static bool
-proc_ckpt_parse(const char *name, int64_t *step)
+bool
+proc_ckpt_name_parse(const char *name, int64_t *step)
 {
     const char *p;
     int64_t v = 0;
@@ -197,7 +195,7 @@ proc_ckpt_scan_work(struct proc_ckpt_op *op)
             op->truncated = true;
             break;
         }
-        if (!proc_ckpt_parse(de->d_name, &step) ||
+        if (!proc_ckpt_name_parse(de->d_name, &step) ||
             (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
             continue;
         if (!proc_ckpt_has(op->in, op->nin, step)) {

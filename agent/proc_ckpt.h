@@ -22,6 +22,12 @@ struct proc_ckpt_mark {
     int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
 };
 
+/* Whether a directory entry's name is a checkpoint's, "step-<N>" with N
+ * decimal without leading zeros, and its step N. The scheduler builds
+ * LOCKSTEP_RESUME_FROM as <checkpoint_dir>/step-<N> and reads N back
+ * with proto_ckpt_path_step, so both must agree on every name. */
+bool proc_ckpt_name_parse(const char *name, int64_t *step);
+
 /*
  * Start a scan of job->checkpoint_dir for complete checkpoints
  * (directories step-<N> holding a regular file COMPLETE; nothing else

@@ -276,7 +276,10 @@ proc_commit_parse(const char *text, int attempt, size_t max, size_t *n)
         if (errno != 0 ||
             (*end != '\n' && *end != '\0' && !(*end == '\r' && end[1] == '\n')))
             continue;
-        if (a != attempt)
+        /* A step past what a JSON number holds exactly would make the
+         * scheduler refuse the whole node report (every rank's, every
+         * job's): the rank's file is never trusted. */
+        if (a != attempt || s > PROC_JSON_INT_MAX)
             continue;
         step = (int64_t)s;
         if (count == cap) {

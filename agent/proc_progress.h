@@ -55,8 +55,10 @@ size_t proc_sections_parse(const cJSON *sections, struct proto_section *out,
 
 /*
  * Parse a commit file's text: lines "<step> <attempt>"; lines of another
- * attempt and malformed lines are ignored. Returns the distinct steps,
- * ascending, at most the newest `max` (caller frees; NULL when none).
+ * attempt, malformed lines and steps past 2^53 (more than a JSON number
+ * holds exactly: the scheduler refuses them) are ignored. Returns the
+ * distinct steps, ascending, at most the newest `max` (caller frees; NULL
+ * when none).
  */
 int64_t *proc_commit_parse(const char *text, int attempt, size_t max,
     size_t *n);

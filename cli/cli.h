@@ -379,8 +379,11 @@ char *cli_path(struct cli *cli, const char *base, const char *name,
 
 /* Borrowed string field of o, or "" when missing, null or not a string. */
 const char *cli_jstr(const cJSON *o, const char *key);
-/* Integer field of o, or def when missing, null or not a number. */
+/* Integer field of o, or def when missing, null or not a number (or one
+ * outside int64_t: a reply is never trusted). */
 int64_t cli_jint(const cJSON *o, const char *key, int64_t def);
+/* The same of the item v itself. */
+int64_t cli_jnum(const cJSON *v, int64_t def);
 /* Whether o has key as a number (not null). */
 bool cli_jhas_num(const cJSON *o, const char *key);
 

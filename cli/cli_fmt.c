@@ -30,13 +30,26 @@ cli_jstr(const cJSON *o, const char *key)
 }
 
 int64_t
+cli_jnum(const cJSON *v, int64_t def)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return def;
+    /* A double outside int64_t's range (or NaN) converts to nothing:
+     * undefined behaviour, not a value. */
+    d = v->valuedouble;
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return def;
+    return (int64_t)d;
+}
+
+int64_t
 cli_jint(const cJSON *o, const char *key, int64_t def)
 {
-    const cJSON *v = cJSON_IsObject(o)
-                         ? cJSON_GetObjectItemCaseSensitive(o, key)
-                         : NULL;
-
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+    return cli_jnum(cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key)
+                                      : NULL,
+        def);
 }
 
 bool
@@ -135,7 +148,7 @@ cli_fmt_int_list(const cJSON *arr, bool compact)
         return xstrdup("-");
     sbuf_init(&sb);
     cJSON_ArrayForEach(it, arr) {
-        int64_t v = cJSON_IsNumber(it) ? (int64_t)it->valuedouble : 0;
+        int64_t v = cli_jnum(it, 0);
 
         if (compact && open && v == prev + 1) {
             prev = v;

@@ -35,7 +35,7 @@ print_stats(const cJSON *st, const char *name)
         cJSON_IsNumber(ettr) ? ettr->valuedouble : 0.0);
     printf("failures:     ");
     cJSON_ArrayForEach(it, fail)
-        printf(" %s %lld%s", it->string, (long long)it->valuedouble,
+        printf(" %s %lld%s", it->string, (long long)cli_jnum(it, 0),
             it->next ? "," : "");
     printf("\n");
 }

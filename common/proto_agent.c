@@ -375,26 +375,33 @@ job_status_from_json(const cJSON *json, struct proto_job_status *j,
              err)) ||
         (rc = get_steps(json, "checkpoints", &j->checkpoints, &j->ncheckpoints,
              err)))
-        return rc;
+        goto fail;
     ranks = cJSON_GetObjectItemCaseSensitive(json, "ranks");
-    if (!cJSON_IsArray(ranks))
-        return err_set(err, -EINVAL, "field 'ranks': must be an array");
     n = (size_t)cJSON_GetArraySize(ranks);
-    if (n > PROTO_RANKS_PER_NODE_MAX)
-        return err_set(err, -EINVAL, "field 'ranks': more than %d entries",
+    if (!cJSON_IsArray(ranks))
+        rc = err_set(err, -EINVAL, "field 'ranks': must be an array");
+    else if (n > PROTO_RANKS_PER_NODE_MAX)
+        rc = err_set(err, -EINVAL, "field 'ranks': more than %d entries",
             PROTO_RANKS_PER_NODE_MAX);
+    if (rc < 0)
+        goto fail;
     j->ranks = xcalloc(n + 1, sizeof(*j->ranks));
     cJSON_ArrayForEach(item, ranks) {
         rc = rank_status_from_json(item, &j->ranks[j->nranks], err);
         if (rc < 0) {
             err_prefix(err, "job %lld rank entry %zu: ", (long long)j->job,
                 j->nranks);
-            job_status_release(j);
-            return rc;
+            goto fail;
         }
         j->nranks++;
     }
     return 0;
+
+fail:
+    /* What was read so far (the checkpoints, the ranks before the bad
+     * one): the caller counts only complete entries. */
+    job_status_release(j);
+    return rc;
 }
 
 /* ---- node report -------------------------------------------------------- */

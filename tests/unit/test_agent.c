@@ -951,6 +951,15 @@ test_progress(void)
     steps = proc_commit_parse("1 1\n2 1\n3 1\n", 1, 2, &n);
     ok(n == 2 && steps[0] == 2 && steps[1] == 3, "... the newest only");
     free(steps);
+    /* Found by fuzzing (fuzz/corpus/progress/regress-huge-commit-step): a
+     * step past 2^53 went into the report, and the scheduler refused the
+     * node's whole report for it. */
+    steps = proc_commit_parse("20 1\n1088888888888888888 1\n"
+                              "9007199254740992 1\n9007199254740993 1\n",
+        1, 64, &n);
+    ok(n == 2 && steps[0] == 20 && steps[1] == 9007199254740992LL,
+        "... up to 2^53, what a JSON number holds exactly");
+    free(steps);
 
     if ((pt = agent_up(&t, "progress")) == NULL)
         return;

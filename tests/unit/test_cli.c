@@ -892,6 +892,27 @@ test_fmt(void)
     cJSON_Delete(argv);
 }
 
+/* Found by fuzzing (fuzz/corpus/cli_reply/regress-huge-number): a reply's
+ * number outside int64_t was converted anyway, which is undefined
+ * behaviour (UBSan stops there); it now reads as absent. */
+static void
+test_reply_numbers(void)
+{
+    cJSON *o = cJSON_Parse("{\"a\":1.2e21,\"b\":-1e300,\"c\":42,"
+                           "\"d\":-9223372036854775808,\"e\":\"7\"}");
+    cJSON *arr = cJSON_Parse("[1,2,1e30,4]");
+
+    is_int(cli_jint(o, "a", -1), -1, "a number above int64_t reads as absent");
+    is_int(cli_jint(o, "b", -1), -1, "one below it too");
+    is_int(cli_jint(o, "c", -1), 42, "an integer reads as itself");
+    ok(cli_jint(o, "d", 0) == INT64_MIN, "-2^63 is an int64_t");
+    is_int(cli_jint(o, "e", -1), -1, "a string is no number");
+    is_str_free(cli_fmt_int_list(arr, false), "1,2,0,4",
+        "a list's element outside int64_t prints as 0");
+    cJSON_Delete(o);
+    cJSON_Delete(arr);
+}
+
 static void
 test_table(void)
 {
@@ -1173,6 +1194,7 @@ main(void)
     test_opt_flags();
     test_cmd_entries();
     test_fmt();
+    test_reply_numbers();
     test_table();
     test_progress();
     test_since();

@@ -418,6 +418,42 @@ test_exact_and_gap(void)
         "an unreadable source: UNKNOWN kmsg.read, nothing else");
 }
 
+/* Found by fuzzing (fuzz/corpus/kmsg/regress-negative-seq): numbers with a
+ * sign were taken (sscanf's %llu), so "-65" became a sequence number near
+ * 2^64 and the gap after it a negative count, which the agent refused as
+ * the check's output. */
+static void
+test_record_fields(void)
+{
+    struct proto_check_result *r;
+    char *log;
+
+    log = put("signed.txt", "6,1,100,-;fuzz: one\n"
+                            "6,-65,200,-;fuzz: two\n"
+                            "6, 3,300,-;fuzz: three\n"
+                            "+6,4,400,-;fuzz: four\n"
+                            "6,5,-1,-;fuzz: five\n"
+                            "6,6,600,-;fuzz: six\n");
+    run(log, state_dir(), base, NULL);
+    r = hc_res_find(&res, "kmsg.scan", NULL);
+    ok(r && number(r, "malformed") == 4,
+        "a sign or a blank in PRI, SEQ or USEC: not a record");
+    r = hc_res_find(&res, "kmsg.gap", NULL);
+    ok(r && r->count == 4, "records 2..5 count as lost: kmsg.gap counts 4");
+    free(log);
+    log = put("huge.txt", "6,1,100,-;fuzz: one\n"
+                          "6,9007199254740992,200,-;fuzz: far\n"
+                          "6,9007199254740993,300,-;fuzz: too far\n");
+    run(log, state_dir(), base, NULL);
+    r = hc_res_find(&res, "kmsg.gap", NULL);
+    ok(r && r->count == 9007199254740990LL,
+        "a jump to 2^53 counts what lies between, exactly");
+    r = hc_res_find(&res, "kmsg.scan", NULL);
+    ok(r && number(r, "malformed") == 1,
+        "a sequence number past 2^53 is no kernel's: not a record");
+    free(log);
+}
+
 static void
 test_normaliser(void)
 {
@@ -436,6 +472,8 @@ test_normaliser(void)
         { "rtc_cmos 00:02: x", "rtc_cmos <n>:<n>: x" },
     };
     char out[HC_KMSG_TMPL_MAX], again[HC_KMSG_TMPL_MAX];
+    char long_line[HC_KMSG_LINE_MAX + 1];
+    size_t n;
 
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         hc_kmsg_normalise(cases[i][0], strlen(cases[i][0]), out, sizeof(out));
@@ -443,6 +481,17 @@ test_normaliser(void)
         hc_kmsg_normalise(out, strlen(out), again, sizeof(again));
         is_str(again, out, "normalising a template changes nothing");
     }
+    /* Found by fuzzing (fuzz/corpus/kmsg/regress-template-cut-space): a
+     * template cut at its size right after a blank kept the blank, so it
+     * was not its own template and a learned baseline never matched. */
+    memset(long_line, 'x', sizeof(long_line) - 1);
+    long_line[sizeof(long_line) - 1] = '\0';
+    long_line[sizeof(out) - 2] = ' ';
+    n = hc_kmsg_normalise(long_line, strlen(long_line), out, sizeof(out));
+    ok(n == sizeof(out) - 2 && out[n - 1] == 'x',
+        "a template cut after a blank ends without it");
+    hc_kmsg_normalise(out, n, again, sizeof(again));
+    is_str(again, out, "and is its own template");
 }
 
 int
@@ -461,6 +510,7 @@ main(void)
     test_xid();
     test_events();
     test_exact_and_gap();
+    test_record_fields();
     hc_res_release(&res);
     free(allow);
     free(base);

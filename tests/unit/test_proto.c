@@ -364,6 +364,14 @@ test_node_report(void)
            "[{\"name\":\"c\",\"p50_us\":-1}]}]}]}";
     ok(REFUSED(proto_node_report_from_json, text, &rep, &err, "p50_us"),
         "negative section time: %s", err.msg);
+    /* Found by fuzzing (fuzz/corpus/agent_status/regress-job-no-ranks):
+     * the job's checkpoints were read, then the entry was refused
+     * without freeing them (the sanitizer build sees the leak). */
+    text = "{\"version\":1,\"node\":\"n\",\"agent_id\":\"a\",\"addr\":\"x\","
+           "\"cpus\":1,\"memory_mb\":1,\"jobs\":[{\"job\":3,\"attempt\":1,"
+           "\"checkpoints\":[100]}]}";
+    ok(REFUSED(proto_node_report_from_json, text, &rep, &err, "'ranks'"),
+        "a job without ranks: %s", err.msg);
 }
 
 static void
