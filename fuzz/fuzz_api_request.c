@@ -38,6 +38,7 @@
 #include "common/cred.h"
 #include "common/jsonx.h"
 #include "common/sbuf.h"
+#include "common/timeid.h"
 #include "scheduler/api.h"
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
@@ -209,14 +210,16 @@ static void
 agent_credential(struct sbuf *s, const char *method, const char *target,
     const void *body, size_t blen)
 {
-    char mac[CRED_HEX_LEN + 1];
+    unsigned char key[CRED_KEY_LEN];
+    char *line;
 
-    (void)method;
-    (void)target;
-    (void)body;
-    (void)blen;
-    cred_agent_mac(w.secret, w.secret_len, "n1", mac);
-    sbuf_addf(s, "Authorization: Agent n1:%s\r\n", mac);
+    cred_node_key(w.secret, w.secret_len, "n1", key);
+    line = cred_agent_sign(key, "n1", method, target, body, blen,
+        timeid_now_ms());
+    if (line == NULL)
+        abort(); /* no random source: nothing here can run */
+    sbuf_addf(s, "%s\r\n", line);
+    free(line);
 }
 
 /* A request with the agent's credential when asked, closing after. */
