@@ -395,7 +395,8 @@ test_disk_stuck(void)
         /* pid 1's start time is not 1: that line was not a probe. */
         ok(n > 0 && strncmp(got, line, n) == 0 && got[n - 1] == '\n' &&
                 strchr(got, '\n') == got + n - 1,
-            "disk: the memory keeps only what still exists (%s)", got);
+            "disk: the memory keeps only what still exists (%.*s)",
+            (int)strcspn(got, "\n"), got);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
