@@ -24,7 +24,6 @@
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 
 #include "common/err.h"
 #include "common/proto.h"
@@ -44,6 +43,7 @@ enum cli_exit {
 };
 
 struct cli;
+struct hc_conn;
 
 typedef int cli_cmd_fn(int argc, char **argv, struct cli *cli);
 
@@ -227,17 +227,18 @@ struct cli {
                                         * errors: "--server",
                                         * "LOCKSTEP_SERVER" or NULL (the
                                         * default) */
-    const char *hint;    /* static; said after the next warning (how to
-                          * point the CLI elsewhere), then cleared */
-    const char *token;   /* bearer token or NULL; borrowed */
-    const char *ca;      /* CA file for https:// or NULL; borrowed */
-    const char *ca_from; /* "--ca" or "LOCKSTEP_CA", for errors */
-    bool json;           /* --json, before or after the command */
-    bool unreachable;    /* the last request could not connect (a failing
-                          * command then exits CLI_EXIT_UNREACHABLE) */
-    char *failure;       /* the whole text of the last request's failure to
-                          * get a reply (err may hold it cut short), or NULL */
-    CURL *curl;          /* created on first use, reused */
+    const char *hint;     /* static; said after the next warning (how to
+                           * point the CLI elsewhere), then cleared */
+    const char *token;    /* bearer token or NULL; borrowed */
+    const char *ca;       /* CA file for https:// or NULL; borrowed */
+    const char *ca_from;  /* "--ca" or "LOCKSTEP_CA", for errors */
+    bool json;            /* --json, before or after the command */
+    bool unreachable;     /* the last request could not connect (a failing
+                           * command then exits CLI_EXIT_UNREACHABLE) */
+    char *failure;        /* the whole text of the last request's failure to
+                           * get a reply (err may hold it cut short), or NULL */
+    struct hc_conn *conn; /* to the scheduler (http_client.h): created on
+                           * first use, reused */
     /* Replicas: server may name several, comma-separated (URLs or
      * sockets). Requests go to servers[cur]; a replica that does not
      * lead answers `not_leader` with the leader's URL, which the CLI then

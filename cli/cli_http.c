@@ -1,8 +1,9 @@
 /*
  * cli_http.c - talking to the scheduler
  *
- * One libcurl easy handle per process, reused so that `logs --follow` and
- * `submit --wait` keep one connection open. The scheduler is reached over
+ * One connection per process (http_client.c, the CLI's own HTTP/1.1
+ * client), reused so that `logs --follow` and `submit --wait` keep it
+ * open. The scheduler is reached over
  * TCP (an http:// or https:// URL, with an optional bearer token) or over
  * its Unix socket (an absolute path; the kernel tells the scheduler who we
  * are, so no token is needed). Errors the API returns as
@@ -18,9 +19,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cli/http_client.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
-#include "version.h"
 
 /* A CLI waits on a person's behalf: give up on a dead connection quickly,
  * but let a long reply (a 1 MiB log chunk, 100,000 jobs) arrive. */
@@ -92,14 +93,13 @@ cli_init(struct cli *cli, const char *server, const char *token,
 void
 cli_release(struct cli *cli)
 {
-    if (cli->curl)
-        curl_easy_cleanup(cli->curl);
+    hc_conn_free(cli->conn);
     for (size_t i = 0; i < cli->nservers; i++)
         free(cli->servers[i]);
     free(cli->servers);
     free(cli->leader_url);
     free(cli->failure);
-    cli->curl = NULL;
+    cli->conn = NULL;
     cli->servers = NULL;
     cli->nservers = 0;
     cli->leader_url = NULL;
@@ -114,33 +114,11 @@ cli_target(const struct cli *cli)
     return cli->leader_url ? cli->leader_url : cli->servers[cli->cur];
 }
 
-static CURL *
-cli_curl(struct cli *cli)
-{
-    if (cli->curl == NULL) {
-        cli->curl = curl_easy_init();
-        if (cli->curl == NULL) {
-            /* curl_easy_init fails only when it cannot allocate. */
-            fprintf(stderr, "%s: cannot initialise libcurl\n", CLI_PROG);
-            abort();
-        }
-    }
-    return cli->curl;
-}
-
 char *
 cli_escape(struct cli *cli, const char *s)
 {
-    char *e = curl_easy_escape(cli_curl(cli), s, 0);
-    char *copy;
-
-    if (e == NULL) {
-        fprintf(stderr, "%s: out of memory\n", CLI_PROG);
-        abort();
-    }
-    copy = xstrdup(e);
-    curl_free(e);
-    return copy;
+    (void)cli;
+    return hc_escape(s);
 }
 
 void
@@ -207,44 +185,35 @@ cli_resp_header(const struct cli_resp *resp, const char *name)
     return NULL;
 }
 
-static size_t
-cli_body_cb(char *data, size_t size, size_t nmemb, void *arg)
+static void
+cli_body_cb(void *arg, const char *data, size_t len)
 {
     struct cli_resp *resp = arg;
 
-    sbuf_add(&resp->body, data, size * nmemb);
-    return size * nmemb;
+    sbuf_add(&resp->body, data, len);
 }
 
-/* Called once per header line; a status line starts a new header block
- * (a 100 Continue or a redirect), so only the final reply's headers stay. */
-static size_t
-cli_header_cb(char *data, size_t size, size_t nmemb, void *arg)
+/* An interim reply (100 Continue) ended: only the final reply's headers
+ * stay. */
+static void
+cli_reset_cb(void *arg)
+{
+    cli_resp_clear_headers(arg);
+}
+
+static void
+cli_header_cb(void *arg, const char *name, size_t nlen, const char *value,
+    size_t vlen)
 {
     struct cli_resp *resp = arg;
-    size_t len = size * nmemb, nlen;
-    const char *colon, *v, *end = data + len;
 
-    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-        cli_resp_clear_headers(resp);
-        return len;
-    }
-    colon = memchr(data, ':', len);
-    if (colon == NULL)
-        return len;
-    nlen = (size_t)(colon - data);
-    v = colon + 1;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' ||
-                          end[-1] == '\t'))
-        end--;
+    while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+        vlen--;
     resp->headers = xreallocarray(resp->headers, resp->nheaders + 1,
         sizeof(*resp->headers));
-    resp->headers[resp->nheaders].name = xstrndup(data, nlen);
-    resp->headers[resp->nheaders].value = xstrndup(v, (size_t)(end - v));
+    resp->headers[resp->nheaders].name = xstrndup(name, nlen);
+    resp->headers[resp->nheaders].value = xstrndup(value, vlen);
     resp->nheaders++;
-    return len;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -278,57 +247,48 @@ cli_server_from(const struct cli *cli)
     "a scheduler with tls = off speaks plain HTTP: use its http:// URL, or "   \
     "a Unix socket"
 
-/* A TLS failure (cc is one) as a message in err; sets cli->hint. Returns
+/* A TLS failure (e is one) as a message in err; sets cli->hint. Returns
  * -EPROTO. */
 static int
-cli_tls_failed(struct cli *cli, CURLcode cc, const char *cause, struct err *err)
+cli_tls_failed(struct cli *cli, const struct hc_error *e, struct err *err)
 {
-    if (cc == CURLE_SSL_CACERT_BADFILE) {
+    if (e->fail == HC_TLS_CA) {
         cli->hint = NULL;
         return err_set(err, -EPROTO, "cannot use the CA file '%s' (%s): %s",
             cli->ca ? cli->ca : "(the system's)",
-            cli->ca_from ? cli->ca_from : "LOCKSTEP_CA", cause);
+            cli->ca_from ? cli->ca_from : "LOCKSTEP_CA", e->msg);
     }
-    if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+    if (e->fail == HC_TLS_VERIFY) {
         cli->hint = CLI_HINT_CA;
         return err_set(err, -EPROTO,
             "cannot verify the scheduler at %s: its TLS certificate was "
             "refused (%s)",
-            cli->server, cause);
+            cli->server, e->msg);
     }
     cli->hint = CLI_HINT_TLS;
     return err_set(err, -EPROTO, "TLS with the scheduler at %s failed: %s",
-        cli->server, cause);
+        cli->server, e->msg);
 }
 
-/* The error of a request that got no HTTP reply: cc and the OS errno.
- * A peer that answered in something other than HTTP is not a lockstep
- * scheduler; for one that could not be reached, say where we looked and
- * how to look elsewhere. Returns the negative errno set in err. */
+/* The error of a request that got no HTTP reply (e). A peer that
+ * answered in something other than HTTP is not a lockstep scheduler;
+ * for one that could not be reached, say where we looked and how to look
+ * elsewhere. Returns the negative errno set in err. */
 static int
-cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
-    struct err *err)
+cli_http_failed(struct cli *cli, const struct hc_error *e, struct err *err)
 {
-    const char *cause = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+    const char *cause = e->msg;
 
-    if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CONNECT_ERROR ||
-        cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM)
-        return cli_tls_failed(cli, cc, cause, err);
-    if (cc == CURLE_WEIRD_SERVER_REPLY || cc == CURLE_UNSUPPORTED_PROTOCOL) {
+    if (e->fail == HC_TLS_VERIFY || e->fail == HC_TLS || e->fail == HC_TLS_CA)
+        return cli_tls_failed(cli, e, err);
+    if (e->fail == HC_NOT_HTTP || e->fail == HC_BAD_URL) {
         cli->hint = CLI_HINT_SERVER;
         return err_set(err, -EPROTO,
             "the server at %s (%s) is not a lockstep scheduler: it does not "
             "answer HTTP (%s)",
             cli->server, cli_server_from(cli), cause);
     }
-    /* For a connection that never happened the OS reason ("no such file
-     * or directory", "connection refused") says more than curl's text,
-     * which talks of "localhost port 80" for a Unix socket. */
-    if (oserr != 0 &&
-        (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST))
-        cause = strerror(oserr);
-    if (cc != CURLE_COULDNT_CONNECT && cc != CURLE_COULDNT_RESOLVE_HOST &&
-        cc != CURLE_OPERATION_TIMEDOUT)
+    if (e->fail != HC_CONNECT && e->fail != HC_RESOLVE && e->fail != HC_TIMEOUT)
         return err_set(err, -EIO, "cannot reach scheduler at %s: %s",
             cli->server, cause);
     cli->unreachable = true;
@@ -336,7 +296,7 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
      * is down (one line: docs/operations.md "Scheduler outages"); no
      * socket file, a name that does not resolve or the default address
      * are more likely the wrong place, so the hint follows. */
-    if (oserr != ECONNREFUSED && cc != CURLE_OPERATION_TIMEDOUT)
+    if (e->oserr != ECONNREFUSED && e->fail != HC_TIMEOUT)
         cli->hint = CLI_HINT_UNREACHABLE;
     /* Whole in cli->failure: a long address would cut err's copy short
      * of what matters most, that running jobs are not affected. */
@@ -345,78 +305,48 @@ cli_http_failed(struct cli *cli, CURLcode cc, int oserr, const char *errbuf,
                              "running jobs are not affected",
         cli->server, cli_server_from(cli), tolower((unsigned char)cause[0]),
         cause[0] ? cause + 1 : "");
-    return err_set(err,
-        cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED, "%s",
-        cli->failure);
+    return err_set(err, e->fail == HC_TIMEOUT ? -ETIMEDOUT : -ECONNREFUSED,
+        "%s", cli->failure);
 }
 
-/* One request to the current target: curl's code, the OS errno of a
- * failed connection, the reply (status in resp->status). */
-static CURLcode
+/* One request to the current target: the reply (status in resp->status)
+ * and 0, or -1 with why in e. */
+static int
 cli_perform(struct cli *cli, const char *method, const char *path,
-    const char *json, struct cli_resp *resp, char *errbuf, long *oserr)
+    const char *json, struct cli_resp *resp, struct hc_error *e)
 {
-    CURL *c = cli_curl(cli);
     const char *target = cli_target(cli);
-    struct curl_slist *hdrs = NULL;
-    char *url = xasprintf("%s%s",
-        target[0] == '/' ? "http://localhost" : target, path);
-    char *auth = NULL;
-    CURLcode cc;
+    const struct hc_sink sink = { .header = cli_header_cb,
+        .reset = cli_reset_cb,
+        .body = cli_body_cb,
+        .arg = resp };
+    struct hc_request req = { .target = target,
+        .ca = target[0] == '/' ? NULL : cli->ca,
+        .method = method,
+        .path = path,
+        .body = json,
+        .body_len = json ? strlen(json) : 0,
+        .connect_timeout_ms = CLI_CONNECT_TIMEOUT_MS,
+        .timeout_ms = CLI_TIMEOUT_MS };
+    struct sbuf hdrs;
+    long status;
 
-    errbuf[0] = '\0';
-    *oserr = 0;
     cli_resp_release(resp);
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "lockstep/" LOCKSTEP_VERSION);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CLI_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, CLI_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_body_cb);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, cli_header_cb);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
-    if (target[0] == '/')
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, target);
-    else if (cli->ca != NULL)
-        curl_easy_setopt(c, CURLOPT_CAINFO, cli->ca);
-
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    /* Bodies are small; a 100-continue round trip would only add latency. */
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    if (cli->token) {
-        auth = xasprintf("Authorization: Bearer %s", cli->token);
-        hdrs = curl_slist_append(hdrs, auth);
-    }
-    if (json) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
-    } else if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-    }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    else if (strcmp(method, "GET") == 0)
-        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-
-    cc = curl_easy_perform(c);
-    if (cc != CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, oserr);
-    else
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-    /* The handle keeps pointers to these until the next reset. */
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(hdrs);
-    free(auth);
-    free(url);
-    return cc;
+    if (cli->conn == NULL)
+        cli->conn = hc_conn_new();
+    sbuf_init(&hdrs);
+    sbuf_addstr(&hdrs, "Accept: application/json\r\n");
+    if (cli->token)
+        sbuf_addf(&hdrs, "Authorization: Bearer %s\r\n", cli->token);
+    if (json)
+        sbuf_addstr(&hdrs, "Content-Type: application/json\r\n");
+    req.headers = hdrs.buf;
+    status = hc_perform(cli->conn, &req, &sink, e);
+    sbuf_release(&hdrs);
+    if (status < 0)
+        return -1;
+    resp->status = status;
+    return 0;
 }
 
 /* A replica that does not lead answered (docs/api.md "Replicas"): 421 or
@@ -492,27 +422,25 @@ int
 cli_http(struct cli *cli, const char *method, const char *path,
     const cJSON *body, unsigned flags, struct cli_resp *resp, struct err *err)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
     char *json = body ? jsonx_print(body) : NULL, *leader = NULL;
     size_t tried = 0, hops = 0;
     int64_t waited = 0;
+    struct hc_error e;
     struct err lerr;
-    CURLcode cc;
-    long oserr = 0;
-    int rc = 0;
+    int got, rc = 0;
 
     if (err == NULL)
         err = &lerr;
     for (;;) {
-        cc = cli_perform(cli, method, path, json, resp, errbuf, &oserr);
+        got = cli_perform(cli, method, path, json, resp, &e);
         /* Nothing was sent over a connection that was never made: the
          * next replica may be the one that answers. */
-        if (cc == CURLE_COULDNT_CONNECT && cli->nservers > 1 &&
+        if (got < 0 && e.fail == HC_CONNECT && cli->nservers > 1 &&
             ++tried < cli->nservers + (cli->leader_url ? 1 : 0)) {
             cli_next_server(cli);
             continue;
         }
-        if (cc != CURLE_OK || !cli_not_leader(resp, &leader))
+        if (got < 0 || !cli_not_leader(resp, &leader))
             break;
         /* A replica that does not lead processed nothing either. */
         if (leader && hops++ < 2 * cli->nservers + 2) {
@@ -527,10 +455,10 @@ cli_http(struct cli *cli, const char *method, const char *path,
         cli_next_server(cli);
         tried = hops = 0;
     }
-    if (cc != CURLE_OK) {
+    if (got < 0) {
         free(cli->failure);
         cli->failure = NULL;
-        rc = cli_http_failed(cli, cc, (int)oserr, errbuf, err);
+        rc = cli_http_failed(cli, &e, err);
         if (!(flags & (CLI_HTTP_QUIET | CLI_HTTP_QUIET_DOWN)))
             cli_warn(cli, "%s", cli->failure ? cli->failure : err->msg);
         resp->status = 0;

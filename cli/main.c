@@ -150,15 +150,10 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
         server = CLI_DEFAULT_SERVER;
         from = NULL;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "%s: cannot initialise libcurl\n", CLI_PROG);
-        return CLI_EXIT_FAIL;
-    }
     if (cli_init(&cli, server, g->token, &err) < 0 &&
         !(cmd->flags & CLI_CMD_LOCAL)) {
         fprintf(stderr, "%s: %s\n", CLI_PROG, err.msg);
         cli_release(&cli);
-        curl_global_cleanup();
         return CLI_EXIT_USAGE;
     }
     cli.server_from = from;
@@ -176,7 +171,6 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
         rc = CLI_EXIT_UNREACHABLE;
 
     cli_release(&cli);
-    curl_global_cleanup();
     return check_stdout(cmd, rc);
 }
 

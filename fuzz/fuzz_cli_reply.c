@@ -2,8 +2,8 @@
  * fuzz_cli_reply.c - the CLI reading whatever a server answers
  *
  * No seam: a lockstep command runs as `lockstep` runs it (its entry's
- * function with a struct cli, libcurl and all) against a server thread of
- * the harness on a Unix socket, which answers each request with the next
+ * function with a struct cli, its HTTP client and all) against a server thread
+ * of the harness on a Unix socket, which answers each request with the next
  * reply of the input: the replies of a listing, a job, a node, a token, a
  * submit, an error body. The command parses and prints them (to
  * /dev/null).
@@ -26,8 +26,6 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-
-#include <curl/curl.h>
 
 #include "cli/cli.h"
 
@@ -235,7 +233,6 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     fuzz_quiet();
-    fuzz_assert(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK);
     snprintf(srv.path, sizeof(srv.path), "%s/cli.sock", fuzz_dir());
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", srv.path);
     srv.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
