@@ -206,6 +206,7 @@ struct schedd {
     uid_t self_uid;
     int heartbeat_ms;
     int node_timeout_ms;
+    int64_t stalled_ms; /* loop stalls not counted as silence (tick.c) */
     size_t max_body;
     int lease_ms;             /* supervisors' lease, sent to agents */
     int dump_timeout_ms;      /* how long a hang waits for stack dumps */
