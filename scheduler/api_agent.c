@@ -328,12 +328,14 @@ log_written_cb(struct schedd *sd, int rc, int64_t size, void *arg)
         if (rc == -ENOSPC || rc == -EDQUOT)
             schedd_unavailable_msg(sd, rc, err.msg, sizeof(err.msg));
         else if (rc == -EMFILE || rc == -ENFILE || rc == -ECANCELED)
-            rc = err_set(&err, -EAGAIN, "cannot store log of job %lld rank "
-                                        "%d now: %s; retry",
+            rc = err_set(&err, -EAGAIN,
+                "cannot store log of job %lld rank "
+                "%d now: %s; retry",
                 (long long)w->job, w->rank, strerror(-rc));
         else
-            rc = err_set(&err, -EFAULT, "cannot store log of job %lld rank %d: %s",
-                (long long)w->job, w->rank, strerror(-rc));
+            rc = err_set(&err, -EFAULT,
+                "cannot store log of job %lld rank %d: %s", (long long)w->job,
+                w->rank, strerror(-rc));
         api_req_error(resp, rc, &err);
         log_warn("POST /v1/agent/logs: %s", err.msg);
     }

@@ -749,9 +749,8 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     path = xasprintf("%s/logs", sd->state_dir);
     sd->logs = logstore_create(path, opts->log_max_bytes, err);
     free(path);
-    if (sd->logs == NULL ||
-        (sd->logw = logwriter_create(loop, sd->logs, SCHEDD_LOG_QUEUE_MAX,
-             err)) == NULL)
+    if (sd->logs == NULL || (sd->logw = logwriter_create(loop, sd->logs,
+                                 SCHEDD_LOG_QUEUE_MAX, err)) == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
     if (opts->replica && schedd_replica_reset(sd->state_dir, err) < 0) {
