@@ -9,15 +9,18 @@
 # (default 300) agents simulated by lockstep-sim (bench/sim.c), one
 # N-node x 8-rank job whose ranks each log R (default 10) lines a second
 # as the real agent ships them (one POST /v1/agent/logs per rank and
-# round). Over S (default 20) seconds once it runs: the lines/s the
-# scheduler accepted (the sims' last report), the chunks refused or
-# failed, the scheduler's CPU, and its loop lag p99 (GET /metrics,
-# lockstep_loop_lag_seconds: the bucket bound it falls under).
+# round). Over S (default 30) seconds from when it runs: the lines/s the
+# scheduler accepted and the requests that failed (refused or timed out)
+# per 5 s (the sims' reports, averaged), the sims' status round trip p99
+# (the largest of their averages), the scheduler's CPU, its loop lag p99
+# (GET /metrics, lockstep_loop_lag_seconds: the bucket bound it falls
+# under), and the node_lost events of the whole run (no node is killed:
+# each is a false positive).
 # With --baseline, the same is measured first with that build's lockstepd
 # (e.g. main's, built in a temporary worktree), the sims being this
 # build's, and each figure is printed beside it.
 set -u
-N=300 LOG_RATE=10 SECS=20 PER=2500 BASELINE=
+N=300 LOG_RATE=10 SECS=30 PER=2500 BASELINE=
 while [ $# -gt 0 ]; do
     case $1 in
     --nodes) N=$2; shift 2 ;;
@@ -48,11 +51,15 @@ stop_sims() {
     SIM_PIDS=()
 }
 
-sum_sims() { # TAG KEY: the sims' latest KEY, summed
+# sum_sims TAG KEY K: KEY averaged over each sim's last K reports (5 s
+# each), summed over the sims (max: the largest instead).
+sum_sims() {
     local f
     for f in "$TEST_DIR"/sim-"$1"-*.log; do
-        tail -n 1 "$f" | grep -o "$2=[0-9]*" | cut -d= -f2
-    done | awk '{ s += $1 } END { print s + 0 }'
+        grep '^sim:' "$f" | tail -n "$3" | grep -o " $2=[0-9.]*" | cut -d= -f2 |
+            awk '{ s += $1; n++ } END { print n ? s / n : 0 }'
+    done | awk -v m="${4:-sum}" '{ s += $1; if ($1 > x) x = $1 }
+        END { printf "%.0f\n", m == "max" ? x : s }'
 }
 
 # run TAG LOCKSTEPD: the whole measurement with that scheduler binary.
@@ -75,10 +82,10 @@ run() {
     sp wait-up "$N" 300 >/dev/null || exit 1
     id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$N,\"ranks_per_node\":8,\"max_restarts\":0}" | sed 's/.*ids=//')
     wait_job_state "$id" RUNNING 300 || exit 1
-    sleep 6 # one report of the sims' covers the flood only
     line="$(sp idle "$SCHED_PID" "$SECS")"
-    line="$line lines_per_s=$(sum_sims "$tag" log_lines/s)"
-    line="$line refused=$(sum_sims "$tag" errors)"
+    line="$line lines_per_s=$(sum_sims "$tag" log_lines/s $((SECS / 5)))"
+    line="$line status_rtt_p99_ms=$(sum_sims "$tag" rtt_p99_ms $((SECS / 5)) max)"
+    line="$line failed_per_5s=$(sum_sims "$tag" errors $((SECS / 5)))"
     line="$line lost_events=$(db_query "SELECT count(*) FROM events WHERE kind = 'node_lost'")"
     echo "  [$tag] $line"
     for kv in $line; do FIG[$tag.${kv%%=*}]=${kv#*=}; done
@@ -90,6 +97,7 @@ echo "# logs: $N nodes x 8 ranks, $LOG_RATE lines/s a rank ($((N * 8 * LOG_RATE)
 [ -n "$BASELINE" ] && run before "$BASELINE/scheduler/lockstepd"
 run after "$LOCKSTEPD"
 printf '%-22s %12s %12s\n' figure before after
-for k in lines_per_s loop_lag_p99_le_ms cpu_pct rss_mb refused lost_events; do
+for k in lines_per_s loop_lag_p99_le_ms status_rtt_p99_ms cpu_pct rss_mb \
+    failed_per_5s lost_events; do
     printf '%-22s %12s %12s\n' "$k" "${FIG[before.$k]:--}" "${FIG[after.$k]:--}"
 done

@@ -377,9 +377,13 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
             offset, r->http->body, r->http->body_len },
         log_written_cb, w);
     if (rc < 0) {
+        /* Backpressure, not a failure: answered here, without a warning
+         * per chunk (schedd_log_write notes it). */
         free(w);
-        return err_set(err, -EAGAIN,
+        http_resp_error(resp, 503, "unavailable",
             "the scheduler's log store is behind; send again later");
+        http_resp_header(resp, "Retry-After", "1");
+        return 0;
     }
     w->d = http_resp_defer(resp, log_wait_cancel_cb, w);
     return 0;

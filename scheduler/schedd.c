@@ -539,6 +539,21 @@ schedd_log_written(void *arg, int rc, int64_t size,
     free(op);
 }
 
+/* A chunk refused for the queue's length: noted at most every 10 s. */
+static void
+schedd_log_refused(struct schedd *sd)
+{
+    int64_t mono = timeid_mono_ms();
+
+    sd->log_refused++;
+    if (mono - sd->log_refused_noted_ms < 10000)
+        return;
+    log_notice("the log store is behind (%zu bytes wait to be written): "
+               "agents send their output again later (%llu chunks refused)",
+        logwriter_queued(sd->logw), (unsigned long long)sd->log_refused);
+    sd->log_refused_noted_ms = mono;
+}
+
 int
 schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
     schedd_log_done_fn *done, void *arg)
@@ -553,8 +568,10 @@ schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
     op = xmalloc(sizeof(*op));
     *op = (struct schedd_log_op){ sd, done, arg };
     rc = logwriter_write(sd->logw, &w, false, schedd_log_written, op);
-    if (rc < 0)
+    if (rc < 0) {
         free(op);
+        schedd_log_refused(sd);
+    }
     return rc;
 }
 

@@ -239,7 +239,9 @@ struct schedd {
 
     struct db *db;
     struct logstore *logs;
-    struct logwriter *logw; /* its writes (NULL once stopped) */
+    struct logwriter *logw;       /* its writes (NULL once stopped) */
+    uint64_t log_refused;         /* chunks refused, the queue too long */
+    int64_t log_refused_noted_ms; /* when that was last logged */
     /* Group commit (schedd_commit_wait): transactions committed so far,
      * and the WAL's syncer (commitsync.h; NULL with db_synchronous=normal
      * and on a replica, whose Raft log is what is durable). */
