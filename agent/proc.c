@@ -641,6 +641,27 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
     return seq;
 }
 
+/*
+ * Move job's lease deadline on to deadline, never back. Each grant is
+ * safe by itself (docs/fault-tolerance.md "Why two attempts never
+ * overlap"), so the later of two is too; but a reply to a status sent
+ * long ago (a scheduler that was stopped answers the statuses waiting in
+ * its sockets when it goes on) grants sent + lease_ms, which may lie
+ * before the deadline the witnesses granted meanwhile: writing it would
+ * fence ranks that the witnesses kept alive. 0 or a negative errno.
+ */
+static int
+proc_lease_renew(struct proc_job *job, int64_t deadline)
+{
+    int rc;
+
+    if (deadline <= job->lease_until)
+        return 0;
+    if ((rc = supfile_lease_write(job->dir, deadline)) == 0)
+        job->lease_until = deadline;
+    return rc;
+}
+
 void
 proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms)
@@ -666,7 +687,7 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
         proc_dump_delivered(job, seq);
         if (!proc_job_supervised(job))
             continue;
-        rc = supfile_lease_write(job->dir, sent_mono_ms + lease_ms);
+        rc = proc_lease_renew(job, sent_mono_ms + lease_ms);
         if (rc < 0)
             log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));
@@ -692,7 +713,7 @@ proc_lease_extend(struct proc_table *pt, int64_t deadline_mono_ms)
     for (job = pt->jobs; job != NULL; job = job->next) {
         if (!proc_job_supervised(job))
             continue;
-        rc = supfile_lease_write(job->dir, deadline_mono_ms);
+        rc = proc_lease_renew(job, deadline_mono_ms);
         if (rc < 0)
             log_error("job=%lld attempt=%d cannot extend lease in '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));

@@ -114,6 +114,9 @@ struct proc_job {
     size_t nranks;
     char *dir;        /* <state_dir>/jobs/<job>.<attempt> */
     int64_t uid, gid; /* the ranks' user; -1 the agent's */
+    /* The latest lease deadline this agent wrote (CLOCK_MONOTONIC ms; 0:
+     * none yet): a renewal never moves it back (proc_lease_renew). */
+    int64_t lease_until;
 
     /* the supervisor */
     uv_process_t sv_process; /* valid while has_process */

@@ -21,7 +21,6 @@
 #include "scheduler/api_coll.h"
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
-#include "scheduler/logstore.h"
 #include "scheduler/nodes.h"
 #include "scheduler/status.h"
 
@@ -289,14 +288,69 @@ log_rank_check(struct schedd *sd, const char *name, int64_t job, int attempt,
     return rc;
 }
 
+/* A log chunk being written (schedd_log_write): its reply waits. */
+struct log_wait {
+    struct http_deferred *d; /* NULL once its client went away */
+    int64_t job;
+    int rank;
+};
+
+static void
+log_wait_cancel_cb(struct http_deferred *d, void *arg)
+{
+    (void)d;
+    ((struct log_wait *)arg)->d = NULL;
+}
+
+/* The chunk is written (or not): the agent's reply. A full disk or no
+ * descriptor left is a 503, and the agent sends again from the size we
+ * hold. */
+static void
+log_written_cb(struct schedd *sd, int rc, int64_t size, void *arg)
+{
+    struct log_wait *w = arg;
+    struct http_resp *resp;
+    struct err err;
+    cJSON *o;
+
+    if (w->d == NULL) {
+        free(w);
+        return;
+    }
+    resp = http_deferred_resp(w->d);
+    err_clear(&err);
+    if (rc == 0) {
+        o = cJSON_CreateObject();
+        jsonx_add_int(o, "version", PROTO_VERSION);
+        jsonx_add_int(o, "size", size);
+        http_resp_json(resp, 200, o);
+    } else {
+        if (rc == -ENOSPC || rc == -EDQUOT)
+            schedd_unavailable_msg(sd, rc, err.msg, sizeof(err.msg));
+        else if (rc == -EMFILE || rc == -ENFILE || rc == -ECANCELED)
+            rc = err_set(&err, -EAGAIN,
+                "cannot store log of job %lld rank "
+                "%d now: %s; retry",
+                (long long)w->job, w->rank, strerror(-rc));
+        else
+            rc = err_set(&err, -EFAULT,
+                "cannot store log of job %lld rank %d: %s", (long long)w->job,
+                w->rank, strerror(-rc));
+        api_req_error(resp, rc, &err);
+        log_warn("POST /v1/agent/logs: %s", err.msg);
+    }
+    http_deferred_finish(w->d);
+    free(w);
+}
+
 int
 api_agent_logs(struct schedd *sd, const struct api_req *r,
     struct http_resp *resp, struct err *err)
 {
     char name[PROTO_NODE_NAME_MAX + 2];
-    int64_t job, attempt, rank, offset, size = 0;
+    int64_t job, attempt, rank, offset;
     bool err_stream = false;
-    cJSON *o;
+    struct log_wait *w;
     int rc;
 
     if ((rc = api_req_node_param(r, name, sizeof(name), err)) < 0 ||
@@ -315,22 +369,22 @@ api_agent_logs(struct schedd *sd, const struct api_req *r,
             API_LOG_CHUNK_MAX);
     if ((rc = log_rank_check(sd, name, job, (int)attempt, (int)rank, err)) < 0)
         return rc;
+    w = xcalloc(1, sizeof(*w));
+    w->job = job;
+    w->rank = (int)rank;
     rc = schedd_log_write(sd,
         &(struct schedd_log_chunk){ job, (int)attempt, (int)rank, err_stream,
             offset, r->http->body, r->http->body_len },
-        &size);
-    /* A full disk or no descriptor left passes: 503, and the agent sends
-     * again from the size we hold. */
-    if (rc == -ENOSPC || rc == -EDQUOT)
-        return rc;
-    if (rc == -EMFILE || rc == -ENFILE)
-        return -EAGAIN;
-    if (rc < 0)
-        return err_set(err, -EFAULT, "cannot store log of job %lld rank %d: %s",
-            (long long)job, (int)rank, strerror(-rc));
-    o = cJSON_CreateObject();
-    jsonx_add_int(o, "version", PROTO_VERSION);
-    jsonx_add_int(o, "size", size);
-    http_resp_json(resp, 200, o);
+        log_written_cb, w);
+    if (rc < 0) {
+        /* Backpressure, not a failure: answered here, without a warning
+         * per chunk (schedd_log_write notes it). */
+        free(w);
+        http_resp_error(resp, 503, "unavailable",
+            "the scheduler's log store is behind; send again later");
+        http_resp_header(resp, "Retry-After", "1");
+        return 0;
+    }
+    w->d = http_resp_defer(resp, log_wait_cancel_cb, w);
     return 0;
 }

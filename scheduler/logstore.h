@@ -17,9 +17,11 @@
  * logstore_read reports, so a reader can say how much is gone. A file
  * system that cannot punch holes keeps everything (logged once).
  *
- * Synchronous file I/O on the loop thread, bounded by the request size
- * (and, at a job's first write after a start and when the cap is
- * reached, by the job's number of files).
+ * Synchronous file I/O, bounded by the request size (and, at a job's
+ * first write after a start and when the cap is reached, by the job's
+ * number of files). logstore_write runs on the log writer's thread only
+ * (logwriter.h: one thread, so the cap's table has one user),
+ * logstore_read on the loop (it touches no shared state).
  */
 #ifndef SCHEDULER_LOGSTORE_H
 #define SCHEDULER_LOGSTORE_H

@@ -103,6 +103,14 @@ node_state_compute(const struct node *node)
  * the agent is most likely dead: new work would only wait for the node to
  * be declared LOST.
  */
+void
+node_stalled(struct node *node, int64_t mono, int64_t stall_ms)
+{
+    if (stall_ms <= 0 || node->last_seen_mono >= mono - stall_ms)
+        return;
+    node->last_seen_mono += stall_ms;
+}
+
 bool
 node_schedulable(const struct node *node)
 {

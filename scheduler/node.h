@@ -123,6 +123,12 @@ enum node_state node_state_compute(const struct node *node);
  * the scheduler started, and its agent's connection was not seen to
  * drop. */
 bool node_schedulable(const struct node *node);
+/* The scheduler could not hear anyone for stall_ms up to mono (its loop
+ * stalled): that time is not the node's silence. Unless it was heard
+ * since the stall began, its last_seen_mono moves forward by stall_ms, as
+ * if the stall had not happened (never past mono). Only ever delays a
+ * LOST (docs/fault-tolerance.md "Scheduler stalls"). */
+void node_stalled(struct node *node, int64_t mono, int64_t stall_ms);
 
 /* Replace resources/labels/addr (copied). Returns true when anything
  * differs from what the node had. */

@@ -361,6 +361,19 @@ nodes_tick(struct schedd *sd, int64_t mono)
 }
 
 void
+nodes_stalled(struct schedd *sd, int64_t mono, int64_t stall_ms)
+{
+    for (struct node *node = node_table_first(&sd->nodes); node;
+         node = node_table_next(node))
+        node_stalled(node, mono, stall_ms);
+    sd->stalled_ms += stall_ms;
+    if (stall_ms >= sd->node_timeout_ms / 4)
+        log_warn("the scheduler's loop stalled for %lld ms: no node's "
+                 "silence counts it",
+            (long long)stall_ms);
+}
+
+void
 nodes_persist_last_seen(struct schedd *sd)
 {
     for (struct node *node = node_table_first(&sd->nodes); node;

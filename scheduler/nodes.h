@@ -45,6 +45,9 @@ void nodes_agent_gone(struct schedd *sd, struct node *node);
 /* From the tick: nodes silent for node_timeout_ms are LOST; nodes being
  * removed that nothing holds any more are forgotten. */
 int nodes_tick(struct schedd *sd, int64_t mono);
+/* The scheduler's loop made no progress for stall_ms up to mono (tick.c
+ * measures it): no node's silence counts that time (node_stalled). */
+void nodes_stalled(struct schedd *sd, int64_t mono, int64_t stall_ms);
 /* Write every node's last_seen that changed (one batch). */
 void nodes_persist_last_seen(struct schedd *sd);
 

@@ -371,6 +371,10 @@ obs_runtime(struct obs *obs, struct schedd *sd, struct sbuf *out)
     metrics_family(out, "lockstep_loop_lag_seconds", "histogram",
         "how late the scheduler loop ran a timer (the loop was busy)");
     metrics_hist_write(out, "lockstep_loop_lag_seconds", NULL, &obs->lag);
+    obs_one(out, "lockstep_loop_stalled_seconds_total", "counter",
+        "time the scheduler loop made no progress, not counted as any "
+        "node's silence",
+        (double)sd->stalled_ms / 1000.0);
     metrics_family(out, "lockstep_db_commit_duration_seconds", "histogram",
         "time to commit one loop iteration's transaction");
     metrics_hist_write(out, "lockstep_db_commit_duration_seconds", NULL,

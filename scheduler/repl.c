@@ -58,7 +58,6 @@
 #include "common/uvx.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
-#include "scheduler/logstore.h"
 #include "scheduler/schedd.h"
 
 #define REPL_MAGIC "LSR1"
@@ -257,21 +256,22 @@ repl_break(struct repl *r, const char *why)
  * before it (it caught up from a snapshot, which holds no rank output):
  * an agent still running that attempt ships it all again to a leader
  * that lacks it (agent/logship.c), output of an attempt that ended
- * stays short here. A write that fails costs this output only. */
+ * stays short here. A write that fails costs this output only. Written
+ * off the loop, in order with every other write (schedd_log_apply). */
 static void
 repl_apply_log(struct repl *r, const unsigned char *p, size_t len)
 {
-    int64_t job = (int64_t)rd64(p), offset = (int64_t)rd64(p + 24), size;
-    int attempt = (int)(uint32_t)(rd64(p + 8) & 0xffffffffu);
-    int rank = (int)(uint32_t)(rd64(p + 8) >> 32);
-    int rc;
+    struct schedd_log_chunk c = {
+        .job = (int64_t)rd64(p),
+        .attempt = (int)(uint32_t)(rd64(p + 8) & 0xffffffffu),
+        .rank = (int)(uint32_t)(rd64(p + 8) >> 32),
+        .err_stream = p[16] == 1,
+        .offset = (int64_t)rd64(p + 24),
+        .data = p + REPL_LOG_HDR,
+        .len = len - REPL_LOG_HDR,
+    };
 
-    rc = logstore_write(r->sd->logs, job, attempt, rank, p[16] == 1, offset,
-        p + REPL_LOG_HDR, len - REPL_LOG_HDR, &size);
-    if (rc < 0)
-        log_warn("replica=%" PRIu64 " cannot store output of job=%lld "
-                 "rank=%d: %s",
-            r->id, (long long)job, rank, strerror(-rc));
+    schedd_log_apply(r->sd, &c);
 }
 
 static int

@@ -33,6 +33,7 @@
 #include "scheduler/commitsync.h"
 #include "scheduler/db.h"
 #include "scheduler/logstore.h"
+#include "scheduler/logwriter.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -509,17 +510,91 @@ schedd_commit(struct schedd *sd)
     return rc;
 }
 
+/* Bytes of rank output that may wait for the writer thread: past it,
+ * agents are asked to send again later (logwriter.h). */
+#define SCHEDD_LOG_QUEUE_MAX (64 << 20)
+
+struct schedd_log_op {
+    struct schedd *sd;
+    schedd_log_done_fn *done;
+    void *arg;
+};
+
+static void
+schedd_log_written(void *arg, int rc, int64_t size,
+    const struct logwriter_chunk *w)
+{
+    struct schedd_log_op *op = arg;
+    struct schedd *sd = op->sd;
+    struct schedd_log_chunk c = { w->job, w->attempt, w->rank, w->err_stream,
+        w->offset, w->data, w->len };
+
+    /* A leader that stops replicates nothing more: the agent is not
+     * answered, and sends it again to the next one. */
+    if (rc == 0 && sd->hooks.replicate_log != NULL && c.len > 0 &&
+        size >= c.offset + (int64_t)c.len)
+        rc = sd->stopping ? -ECANCELED
+                          : sd->hooks.replicate_log(sd, &c, sd->hooks.repl_arg);
+    op->done(sd, rc, size, op->arg);
+    free(op);
+}
+
+/* A chunk refused for the queue's length: noted at most every 10 s. */
+static void
+schedd_log_refused(struct schedd *sd)
+{
+    int64_t mono = timeid_mono_ms();
+
+    sd->log_refused++;
+    if (mono - sd->log_refused_noted_ms < 10000)
+        return;
+    log_notice("the log store is behind (%zu bytes wait to be written): "
+               "agents send their output again later (%llu chunks refused)",
+        logwriter_queued(sd->logw), (unsigned long long)sd->log_refused);
+    sd->log_refused_noted_ms = mono;
+}
+
 int
 schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
-    int64_t *size)
+    schedd_log_done_fn *done, void *arg)
 {
-    int rc = logstore_write(sd->logs, c->job, c->attempt, c->rank,
-        c->err_stream, c->offset, c->data, c->len, size);
+    struct logwriter_chunk w = { c->job, c->attempt, c->rank, c->err_stream,
+        c->offset, c->data, c->len };
+    struct schedd_log_op *op;
+    int rc;
 
-    if (rc < 0 || sd->hooks.replicate_log == NULL || c->len == 0 ||
-        *size < c->offset + (int64_t)c->len)
-        return rc;
-    return sd->hooks.replicate_log(sd, c, sd->hooks.repl_arg);
+    if (sd->logw == NULL)
+        return -EAGAIN;
+    op = xmalloc(sizeof(*op));
+    *op = (struct schedd_log_op){ sd, done, arg };
+    rc = logwriter_write(sd->logw, &w, false, schedd_log_written, op);
+    if (rc < 0) {
+        free(op);
+        schedd_log_refused(sd);
+    }
+    return rc;
+}
+
+static void
+schedd_log_applied(void *arg, int rc, int64_t size,
+    const struct logwriter_chunk *w)
+{
+    (void)arg;
+    (void)size;
+    if (rc < 0 && rc != -ECANCELED)
+        log_warn("cannot store output of job=%lld attempt=%d rank=%d from "
+                 "the leader: %s",
+            (long long)w->job, w->attempt, w->rank, strerror(-rc));
+}
+
+void
+schedd_log_apply(struct schedd *sd, const struct schedd_log_chunk *c)
+{
+    struct logwriter_chunk w = { c->job, c->attempt, c->rank, c->err_stream,
+        c->offset, c->data, c->len };
+
+    if (sd->logw != NULL)
+        logwriter_write(sd->logw, &w, true, schedd_log_applied, NULL);
 }
 
 uint64_t
@@ -691,7 +766,8 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
     path = xasprintf("%s/logs", sd->state_dir);
     sd->logs = logstore_create(path, opts->log_max_bytes, err);
     free(path);
-    if (sd->logs == NULL)
+    if (sd->logs == NULL || (sd->logw = logwriter_create(loop, sd->logs,
+                                 SCHEDD_LOG_QUEUE_MAX, err)) == NULL)
         goto fail;
     path = xasprintf("%s/lockstep.db", sd->state_dir);
     if (opts->replica && schedd_replica_reset(sd->state_dir, err) < 0) {
@@ -768,6 +844,9 @@ schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
     sd->stopping = true;
     sd->stopped_cb = cb;
     uv_timer_stop(&sd->reload_timer);
+    /* The writes under way end; those still queued are answered 503. */
+    logwriter_destroy(sd->logw);
+    sd->logw = NULL;
     schedd_commit(sd);
     /* The last commits are synced before the handles close. */
     if (sd->sync)
@@ -783,6 +862,7 @@ schedd_destroy(struct schedd *sd)
         return;
     schedd_model_clear(sd);
     db_close(sd->db);
+    logwriter_destroy(sd->logw);
     logstore_destroy(sd->logs);
     if (sd->lock_fd >= 0)
         close(sd->lock_fd);

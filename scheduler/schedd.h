@@ -206,6 +206,7 @@ struct schedd {
     uid_t self_uid;
     int heartbeat_ms;
     int node_timeout_ms;
+    int64_t stalled_ms; /* loop stalls not counted as silence (tick.c) */
     size_t max_body;
     int lease_ms;             /* supervisors' lease, sent to agents */
     int dump_timeout_ms;      /* how long a hang waits for stack dumps */
@@ -238,6 +239,9 @@ struct schedd {
 
     struct db *db;
     struct logstore *logs;
+    struct logwriter *logw;       /* its writes (NULL once stopped) */
+    uint64_t log_refused;         /* chunks refused, the queue too long */
+    int64_t log_refused_noted_ms; /* when that was last logged */
     /* Group commit (schedd_commit_wait): transactions committed so far,
      * and the WAL's syncer (commitsync.h; NULL with db_synchronous=normal
      * and on a replica, whose Raft log is what is durable). */
@@ -309,11 +313,20 @@ void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
  * hook runs first): what a failed commit leads to, and what a replica
  * does when it starts to lead. 0, or a negative errno with err set. */
 int schedd_reload(struct schedd *sd, struct err *err);
+/* The outcome of schedd_log_write, on the loop: rc and size as
+ * logstore_write gives them (size: the size held after). */
+typedef void schedd_log_done_fn(struct schedd *sd, int rc, int64_t size,
+    void *arg);
 /* Store rank output shipped by an agent (logstore_write: written when
- * offset <= the size held; *size is the size held after) and, on a
- * replica, replicate what was written. 0 or a negative errno. */
+ * offset <= the size held), off the loop (logwriter.h), and, on a
+ * replica, replicate what was written; then done(sd, rc, size, arg),
+ * in the order of the calls. 0 when queued (done will run), -EAGAIN
+ * when too much waits to be written (done will not run). */
 int schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
-    int64_t *size);
+    schedd_log_done_fn *done, void *arg);
+/* A replica stores the rank output of the leader's log entry the same
+ * way (never refused; a failure is logged and costs that output). */
+void schedd_log_apply(struct schedd *sd, const struct schedd_log_chunk *c);
 /* Record a failed database write: the iteration will not be committed.
  * Returns rc. */
 int schedd_db_error(struct schedd *sd, int rc);

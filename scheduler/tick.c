@@ -25,8 +25,28 @@
 struct tick {
     struct schedd *sd;
     uv_timer_t timer;
+    int64_t every_ms;
+    int64_t due_mono; /* when the timer should run next */
     int64_t last_persist_mono;
 };
+
+/* The loop is stalled when the tick runs late: stopped (SIGSTOP, a
+ * frozen VM) or busy in one callback. Whatever its cause, the loop heard
+ * nobody meanwhile (a status is read only by the loop), so that time is
+ * no node's silence (nodes_stalled). Measured before nodes_tick looks at
+ * any silence: after a stall, libuv 1.44 runs the due timers before it
+ * reads the statuses waiting in the sockets (a later libuv reads them
+ * first; node_stalled leaves a node heard since the stall began as it
+ * is). */
+static void
+tick_measure(struct tick *t, int64_t mono)
+{
+    int64_t late = mono - t->due_mono;
+
+    t->due_mono = mono + t->every_ms;
+    if (late > 0)
+        nodes_stalled(t->sd, mono, late);
+}
 
 static void
 tick_cb(uv_timer_t *timer)
@@ -35,6 +55,7 @@ tick_cb(uv_timer_t *timer)
     struct schedd *sd = t->sd;
     int64_t mono = timeid_mono_ms();
 
+    tick_measure(t, mono);
     if (!schedd_available(sd) || nodes_tick(sd, mono) < 0)
         return;
     if (mono - t->last_persist_mono >= TICK_PERSIST_MS) {
@@ -64,7 +85,9 @@ tick_create(struct schedd *sd, struct err *err)
     if (every < 50)
         every = 50;
     t->sd = sd;
+    t->every_ms = (int64_t)every;
     t->last_persist_mono = timeid_mono_ms();
+    t->due_mono = t->last_persist_mono + t->every_ms;
     uv_timer_init(sd->loop, &t->timer);
     rc = uv_timer_start(&t->timer, tick_cb, every, every);
     if (rc < 0) {

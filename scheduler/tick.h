@@ -5,7 +5,8 @@
  * for node_timeout_ms become LOST (nodes.h), hangs are looked for and
  * dump waits ended (watchdog.h), an unplaced restart is retried when due
  * (pass.h), and every TICK_PERSIST_MS the nodes' last_seen is written in
- * one batch.
+ * one batch. A tick that runs late measures a stall of the loop, which no
+ * node's silence counts (nodes_stalled).
  */
 #ifndef SCHEDULER_TICK_H
 #define SCHEDULER_TICK_H

@@ -6,7 +6,9 @@
  * 0 does not write the dropped part again, the file written is trimmed
  * first and then the job's other files (older attempts first), and a new
  * store counts what the files already hold. Skipped where the file system
- * of $TMPDIR cannot punch holes.
+ * of $TMPDIR cannot punch holes. The writer thread (logwriter.h): chunks
+ * written and reported in queue order, refused over the bound unless
+ * forced, and those still queued at its end reported -ECANCELED.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "scheduler/logstore.h"
+#include "scheduler/logwriter.h"
 #include "tests/tap.h"
 #include "tests/testdir.h"
 
@@ -200,6 +203,96 @@ test_cap_counts_existing(void)
     logstore_destroy(ls);
 }
 
+/* ---- the writer thread --------------------------------------------------- */
+
+struct lw_seen {
+    int n;         /* done callbacks so far */
+    int order[16]; /* the offsets they reported, in their order */
+    int rc[16];
+    int64_t size[16];
+};
+
+static void
+lw_done(void *arg, int rc, int64_t size, const struct logwriter_chunk *c)
+{
+    struct lw_seen *s = arg;
+
+    if (s->n < 16) {
+        s->order[s->n] = (int)c->offset;
+        s->rc[s->n] = rc;
+        s->size[s->n] = size;
+    }
+    s->n++;
+}
+
+static void
+test_writer(void)
+{
+    uv_loop_t loop;
+    struct err err;
+    struct logstore *ls;
+    struct logwriter *lw;
+    struct lw_seen seen = { 0 };
+    struct logwriter_chunk c = { .job = 70, .attempt = 1, .rank = 0 };
+    struct sbuf out;
+    int64_t size = 0, start = 0;
+    bool in_order = true;
+    char *path = xasprintf("%s/writer", dir);
+    int queued = 0;
+
+    uv_loop_init(&loop);
+    ls = logstore_create(path, 0, &err);
+    lw = logwriter_create(&loop, ls, 100, &err);
+    ok(lw != NULL, "the writer starts");
+    /* Eight chunks of 10 bytes back to back, each at the end of the last:
+     * in order they all land; out of order the later ones are refused. */
+    for (int i = 0; i < 8; i++) {
+        c.offset = i * 10;
+        c.data = "0123456789";
+        c.len = 10;
+        if (logwriter_write(lw, &c, false, lw_done, &seen) == 0)
+            queued++;
+    }
+    is_int(queued, 8, "80 bytes queued under a bound of 100");
+    c.offset = 80;
+    c.len = 30;
+    c.data = "abcdefghijklmnopqrstuvwxyzABCD";
+    is_int(logwriter_write(lw, &c, false, lw_done, &seen), -EAGAIN,
+        "a chunk that takes it over the bound is refused");
+    is_int(logwriter_write(lw, &c, true, lw_done, &seen), 0,
+        "unless forced (a replica's apply)");
+    while (seen.n < 9)
+        uv_run(&loop, UV_RUN_ONCE);
+    for (int i = 0; i < 9; i++)
+        if (seen.order[i] != i * 10 || seen.rc[i] != 0 ||
+            seen.size[i] != i * 10 + (i == 8 ? 30 : 10))
+            in_order = false;
+    ok(in_order, "every chunk written and reported in queue order");
+    is_int((int64_t)logwriter_queued(lw), 0, "nothing waits any more");
+    sbuf_init(&out);
+    logstore_read(ls, 70, 1, 0, false, 0, 1000, &out, &size, &start);
+    is_int(size, 110, "the file holds all of it");
+    ok(out.len == 110 && memcmp(out.buf + 70, "0123456789abc", 13) == 0,
+        "at its offsets");
+    sbuf_release(&out);
+    /* Queued at the end: written or cancelled, each reported once. */
+    seen.n = 0;
+    for (int i = 0; i < 4; i++) {
+        c.offset = 110 + i;
+        c.len = 1;
+        logwriter_write(lw, &c, true, lw_done, &seen);
+    }
+    logwriter_destroy(lw);
+    is_int(seen.n, 4, "at the end every queued chunk is reported");
+    for (int i = 0; i < 4 && i < seen.n; i++)
+        ok(seen.rc[i] == 0 || seen.rc[i] == -ECANCELED,
+            "chunk %d: written or cancelled (%d)", i, seen.rc[i]);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    is_int(uv_loop_close(&loop), 0, "its handle closed");
+    logstore_destroy(ls);
+    free(path);
+}
+
 int
 main(void)
 {
@@ -207,6 +300,7 @@ main(void)
     if (test_tmpdir(dir, sizeof(dir), "lockstep-test-logstore") < 0)
         return done_testing();
     test_no_cap();
+    test_writer();
     if (can_punch()) {
         test_cap_one_file();
         test_cap_older_attempt();

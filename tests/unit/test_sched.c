@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "scheduler/attempt.h"
+#include "scheduler/node.h"
 #include "scheduler/sched_pass.h"
 #include "tests/tap.h"
 
@@ -719,6 +720,38 @@ test_index_equals_scan(const struct sched_policy *policy)
     free(b);
 }
 
+/* A stall of the loop is no node's silence: a node not heard since the
+ * stall began has its last_seen moved forward by the stall, one heard
+ * during it (after the loop resumed) keeps it, and it never goes past
+ * now; nothing moves it back. */
+static void
+test_node_stalled(void)
+{
+    struct node *n = node_create("n1");
+
+    n->last_seen_mono = 1000;
+    node_stalled(n, 20000, 15000); /* stall 5000..20000, heard at 1000 */
+    is_int(n->last_seen_mono, 16000, "silent before the stall: moved by it");
+    is_int(20000 - n->last_seen_mono, 4000,
+        "its silence is what the loop could hear (1000..5000)");
+    n->last_seen_mono = 5000;
+    node_stalled(n, 20000, 15000);
+    is_int(n->last_seen_mono, 5000, "heard as the stall began: kept");
+    n->last_seen_mono = 19000;
+    node_stalled(n, 20000, 15000);
+    is_int(n->last_seen_mono, 19000, "heard after the loop resumed: kept");
+    n->last_seen_mono = 4999;
+    node_stalled(n, 20000, 15000);
+    ok(n->last_seen_mono <= 20000, "never past now (%lld)",
+        (long long)n->last_seen_mono);
+    n->last_seen_mono = 1000;
+    node_stalled(n, 20000, 0);
+    is_int(n->last_seen_mono, 1000, "no stall: unchanged");
+    node_stalled(n, 20000, -5);
+    is_int(n->last_seen_mono, 1000, "a negative stall: unchanged");
+    node_destroy(n);
+}
+
 int
 main(void)
 {
@@ -731,6 +764,7 @@ main(void)
     test_gpu_ids();
     test_many_shapes();
     test_rank_gpus();
+    test_node_stalled();
     test_restart_in_place();
     test_fits_ever();
     test_user_running();
