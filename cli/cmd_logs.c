@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proto.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
@@ -78,6 +79,25 @@ logs_failed(struct logs *L, const struct err *err)
         L->resp.status == 0 && L->cli->failure ? L->cli->failure : err->msg);
 }
 
+/* The job's ranks (nodes x ranks_per_node) as the reply gives them; a
+ * shape no job can have is the reply's fault, said as such. */
+static int
+job_world(const cJSON *job, int64_t *world, struct err *err)
+{
+    int64_t nodes = cli_jint(job, "nodes", 0);
+    int64_t per = cli_jint(job, "ranks_per_node", 0);
+
+    if (nodes < 0 || nodes > PROTO_NODES_MAX || per < 0 ||
+        per > PROTO_RANKS_PER_NODE_MAX) {
+        return err_set(err, -EPROTO,
+            "the scheduler's reply gives the job %lld nodes of %lld ranks: "
+            "no job has that shape",
+            (long long)nodes, (long long)per);
+    }
+    *world = nodes * per;
+    return 0;
+}
+
 static int
 get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
 {
@@ -90,8 +110,7 @@ get_job(struct logs *L, unsigned flags, struct job_view *v, struct err *err)
         snprintf(v->state, sizeof(v->state), "%s", cli_jstr(job, "state"));
         snprintf(v->reason, sizeof(v->reason), "%s", cli_jstr(job, "reason"));
         v->attempt = cli_jint(job, "attempt", 0);
-        v->world = cli_jint(job, "nodes", 0) *
-                   cli_jint(job, "ranks_per_node", 0);
+        rc = job_world(job, &v->world, err);
     }
     cJSON_Delete(job);
     free(path);

@@ -18,8 +18,12 @@
  * Requests after the last reply are answered 404 with an API error body.
  *
  * Checked beyond the sanitizers: the command ends (a command that sends
- * more than FUZZ_CLI_REQ_MAX requests for one invocation is looping on
- * what it was told) with an exit status the CLI defines.
+ * more than FUZZ_CLI_REQ_MAX requests for one invocation, plus one per
+ * rank of the largest job a reply describes, is looping on what it was
+ * told) with an exit status the CLI defines. `logs JOB` asks for each
+ * rank's output in turn, so an input whose replies describe a job of
+ * more than FUZZ_CLI_WORLD_MAX ranks is not run (its requests would
+ * only take time).
  */
 #include "fuzz/fuzz.h"
 
@@ -27,9 +31,13 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
+#include "common/proto.h"
 
 #define FUZZ_CLI_REQ_MAX 64
+#define FUZZ_CLI_WORLD_MAX 256
 #define FUZZ_CLI_SEP "\n\xff\xff\n"
 
 static const char *const cmdlines[][8] = {
@@ -101,6 +109,7 @@ static struct {
     size_t size;
     size_t off;
     unsigned nreq;
+    unsigned maxreq; /* FUZZ_CLI_REQ_MAX + the largest world of a reply */
     int listen_fd;
     char path[256];
 } srv = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -186,8 +195,8 @@ answer(int fd)
 
     /* A copy: the input is gone once the command returned. */
     pthread_mutex_lock(&srv.lock);
-    if (++srv.nreq > FUZZ_CLI_REQ_MAX)
-        fuzz_fail("the command sent more than %d requests\n", FUZZ_CLI_REQ_MAX);
+    if (++srv.nreq > srv.maxreq)
+        fuzz_fail("the command sent more than %u requests\n", srv.maxreq);
     (void)next_reply(&set, &p, &len);
     body = xmalloc(len + 1);
     memcpy(body, p, len);
@@ -254,6 +263,33 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* The most ranks a reply of the input gives a job (nodes x
+ * ranks_per_node of a JSON object, each in the range a job can have, as
+ * the CLI reads them); under srv.lock. */
+static int64_t
+replies_world(void)
+{
+    const uint8_t *body;
+    size_t len;
+    unsigned set;
+    int64_t most = 0;
+
+    while (next_reply(&set, &body, &len)) {
+        cJSON *o = cJSON_ParseWithLength((const char *)body, len);
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "nodes");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "ranks_per_node");
+
+        if (cJSON_IsNumber(n) && cJSON_IsNumber(r) && n->valuedouble >= 0 &&
+            n->valuedouble <= PROTO_NODES_MAX && r->valuedouble >= 0 &&
+            r->valuedouble <= PROTO_RANKS_PER_NODE_MAX &&
+            (int64_t)n->valuedouble * (int64_t)r->valuedouble > most)
+            most = (int64_t)n->valuedouble * (int64_t)r->valuedouble;
+        cJSON_Delete(o);
+    }
+    srv.off = 0;
+    return most;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -261,19 +297,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *argv[9];
     struct cli cli;
     struct err err = { 0 };
+    int64_t world;
     int argc = 0, rc;
 
     line = cmdlines[fuzz_take_byte(&data, &size) % NCMDLINES];
-    for (; argc < 8 && line[argc] != NULL; argc++)
-        argv[argc] = xstrdup(line[argc]);
-    argv[argc] = NULL;
 
     pthread_mutex_lock(&srv.lock);
     srv.data = data;
     srv.size = size;
     srv.off = 0;
     srv.nreq = 0;
+    world = replies_world();
+    srv.maxreq = FUZZ_CLI_REQ_MAX + (unsigned)world;
+    if (world > FUZZ_CLI_WORLD_MAX) {
+        srv.data = NULL;
+        srv.size = 0;
+    }
     pthread_mutex_unlock(&srv.lock);
+    if (world > FUZZ_CLI_WORLD_MAX)
+        return 0;
+
+    for (; argc < 8 && line[argc] != NULL; argc++)
+        argv[argc] = xstrdup(line[argc]);
+    argv[argc] = NULL;
 
     fuzz_assert(cli_init(&cli, srv.path, "lst_fuzz", &err) == 0);
     cli.cmd = cli_cmd_find(cmds, argv[0]);
