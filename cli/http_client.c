@@ -351,12 +351,16 @@ hc_tls_start(struct hc_conn *c, const struct hc_url *u, const char *ca,
     c->ssl = SSL_new(ctx);
     if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
         return hc_fail(err, HC_TLS, "cannot set up TLS");
+    /* The name checked against the certificate: never connect without. */
     if (inet_pton(AF_INET, u->host, ip) == 1 ||
         inet_pton(AF_INET6, u->host, ip) == 1) {
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host);
-    } else {
-        SSL_set_tlsext_host_name(c->ssl, u->host);
-        SSL_set1_host(c->ssl, u->host);
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host) != 1)
+            return hc_fail(err, HC_TLS, "cannot check the certificate for %s",
+                u->host);
+    } else if (SSL_set_tlsext_host_name(c->ssl, u->host) != 1 ||
+               SSL_set1_host(c->ssl, u->host) != 1) {
+        return hc_fail(err, HC_TLS, "cannot check the certificate for %s",
+            u->host);
     }
     for (;;) {
         int e;
@@ -511,6 +515,7 @@ struct hc_reply {
     struct sbuf field, value; /* the header being read */
     bool in_value;
     bool complete;
+    bool leftover; /* bytes came after the complete reply */
 };
 
 static void
@@ -604,11 +609,16 @@ hc_feed(struct hc_reply *r, const char *buf, size_t len, bool first,
     struct hc_error *err)
 {
     enum http_errno e;
+    size_t used = http_parser_execute(&r->parser, &hc_settings, buf, len);
 
-    http_parser_execute(&r->parser, &hc_settings, buf, len);
     e = HTTP_PARSER_ERRNO(&r->parser);
-    if (e == HPE_OK || (e == HPE_PAUSED && r->complete))
+    if (e == HPE_OK || (e == HPE_PAUSED && r->complete)) {
+        /* More than the reply: the connection is out of step, and is not
+         * kept for the next request (its reply would be these bytes). */
+        if (r->complete && used < len)
+            r->leftover = true;
         return 0;
+    }
     if (first && r->parser.status_code == 0)
         return hc_not_http(buf, len, err);
     if (r->parser.status_code == 0)
@@ -623,6 +633,7 @@ hc_read_reply(struct hc_conn *c, struct hc_reply *r, int64_t deadline,
     long timeout_ms, bool *got, struct hc_error *err)
 {
     char buf[16384];
+    bool first;
 
     *got = false;
     while (!r->complete) {
@@ -640,9 +651,12 @@ hc_read_reply(struct hc_conn *c, struct hc_reply *r, int64_t deadline,
             return hc_fail(err, HC_IO,
                 "the connection closed before the reply was complete");
         }
-        if (hc_feed(r, buf, (size_t)n, !*got, err) < 0)
-            return -1;
+        /* Set before the parse: a reply that broke after its first
+         * bytes must not be retried into a response already begun. */
+        first = !*got;
         *got = true;
+        if (hc_feed(r, buf, (size_t)n, first, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -696,7 +710,8 @@ hc_exchange(struct hc_conn *c, const struct hc_request *req,
     sbuf_release(&r.value);
     if (rc < 0)
         return -1;
-    if (!http_should_keep_alive(&r.parser))
+    if (!http_should_keep_alive(&r.parser) || r.leftover ||
+        (c->ssl != NULL && SSL_pending(c->ssl) > 0))
         hc_close(c);
     return r.parser.status_code;
 }

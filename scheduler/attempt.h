@@ -63,7 +63,8 @@ struct attempt_rank {
     /* In memory only: progress as last reported, for the watchdog. */
     int64_t idle_ms; /* the agent's measure at seen_mono */
     enum proto_progress progress;
-    int64_t seen_mono;   /* when that report arrived; 0 never */
+    int64_t seen_mono;   /* when that report arrived, less the loop's
+                            stalls so far (schedd stalled_ms); 0 never */
     int64_t ckpt_max;    /* highest SDK commit counted; -1 none */
     int64_t step_p50_us; /* the SDK's step time: median, p99 (in */
     int64_t step_p99_us; /* memory; 0 unknown) */

@@ -439,6 +439,22 @@ logstore_read(struct logstore *ls, int64_t job, int attempt, int rank,
             break;
         got += (size_t)n;
     }
+    /* The writer thread (logwriter.c) may have punched the start of what
+     * was read into a hole meanwhile: those bytes read as zeros, not as
+     * output, so they are left out and the start moves past them. */
+    if (got > 0) {
+        int64_t now_start = ls_data_start(fd, offset + (int64_t)got);
+
+        if (now_start > offset) {
+            size_t skip = (size_t)(now_start - offset) < got
+                              ? (size_t)(now_start - offset)
+                              : got;
+
+            memmove(buf, buf + skip, got - skip);
+            got -= skip;
+            *start = offset + (int64_t)skip;
+        }
+    }
     sbuf_add(out, buf, got);
 out:
     free(buf);

@@ -141,9 +141,11 @@ int
 logwriter_write(struct logwriter *lw, const struct logwriter_chunk *c,
     bool force, logwriter_done_fn *done, void *arg)
 {
+    size_t max = force ? LOGWRITER_FORCE_FACTOR * lw->max_queued
+                       : lw->max_queued;
     struct lw_item *it;
 
-    if (!force && lw->queued > 0 && lw->queued + c->len > lw->max_queued)
+    if (lw->queued > 0 && lw->queued + c->len > max)
         return -EAGAIN;
     it = xmalloc(sizeof(*it) + c->len + 1);
     memset(it, 0, sizeof(*it));

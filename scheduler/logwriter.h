@@ -35,6 +35,8 @@
 struct logstore;
 struct logwriter;
 
+#define LOGWRITER_FORCE_FACTOR 4
+
 struct logwriter_chunk {
     int64_t job;
     int attempt;
@@ -56,7 +58,9 @@ typedef void logwriter_done_fn(void *arg, int rc, int64_t size,
 struct logwriter *logwriter_create(uv_loop_t *loop, struct logstore *ls,
     size_t max_queued, struct err *err);
 /* Queue a copy of c; done(arg, ...) runs on the loop when it is written.
- * 0, or -EAGAIN when over max_queued bytes wait and !force. */
+ * 0, or -EAGAIN when over max_queued bytes wait and !force, or over
+ * LOGWRITER_FORCE_FACTOR times that even when forced (a replica whose
+ * disk is slower than its leader's must not queue without end). */
 int logwriter_write(struct logwriter *lw, const struct logwriter_chunk *c,
     bool force, logwriter_done_fn *done, void *arg);
 /* Bytes queued and not yet reported done. */

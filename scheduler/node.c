@@ -95,14 +95,6 @@ node_state_compute(const struct node *node)
     return NODE_STATE_UP;
 }
 
-/*
- * A node loaded from the database has not been heard from since this
- * scheduler started: it stays UP (its agent gets node_timeout_ms to come
- * back) but gets no new work until it reports. An agent keeps a long poll
- * open at all times, so when that connection closes without a new request
- * the agent is most likely dead: new work would only wait for the node to
- * be declared LOST.
- */
 void
 node_stalled(struct node *node, int64_t mono, int64_t stall_ms)
 {
@@ -111,6 +103,14 @@ node_stalled(struct node *node, int64_t mono, int64_t stall_ms)
     node->last_seen_mono += stall_ms;
 }
 
+/*
+ * A node loaded from the database has not been heard from since this
+ * scheduler started: it stays UP (its agent gets node_timeout_ms to come
+ * back) but gets no new work until it reports. An agent keeps a long poll
+ * open at all times, so when that connection closes without a new request
+ * the agent is most likely dead: new work would only wait for the node to
+ * be declared LOST.
+ */
 bool
 node_schedulable(const struct node *node)
 {

@@ -539,18 +539,27 @@ schedd_log_written(void *arg, int rc, int64_t size,
     free(op);
 }
 
-/* A chunk refused for the queue's length: noted at most every 10 s. */
+/* A chunk refused for the queue's length: noted at most every 10 s. An
+ * agent sends a refused chunk again later; one from the leader
+ * (applied) is lost on this replica. */
 static void
-schedd_log_refused(struct schedd *sd)
+schedd_log_refused(struct schedd *sd, bool applied)
 {
     int64_t mono = timeid_mono_ms();
 
     sd->log_refused++;
     if (mono - sd->log_refused_noted_ms < 10000)
         return;
-    log_notice("the log store is behind (%zu bytes wait to be written): "
-               "agents send their output again later (%llu chunks refused)",
-        logwriter_queued(sd->logw), (unsigned long long)sd->log_refused);
+    if (applied)
+        log_warn("the log store is behind (%zu bytes wait to be written): "
+                 "output the leader stored is dropped on this replica "
+                 "(%llu chunks refused)",
+            logwriter_queued(sd->logw), (unsigned long long)sd->log_refused);
+    else
+        log_notice("the log store is behind (%zu bytes wait to be "
+                   "written): agents send their output again later (%llu "
+                   "chunks refused)",
+            logwriter_queued(sd->logw), (unsigned long long)sd->log_refused);
     sd->log_refused_noted_ms = mono;
 }
 
@@ -570,7 +579,7 @@ schedd_log_write(struct schedd *sd, const struct schedd_log_chunk *c,
     rc = logwriter_write(sd->logw, &w, false, schedd_log_written, op);
     if (rc < 0) {
         free(op);
-        schedd_log_refused(sd);
+        schedd_log_refused(sd, false);
     }
     return rc;
 }
@@ -593,8 +602,11 @@ schedd_log_apply(struct schedd *sd, const struct schedd_log_chunk *c)
     struct logwriter_chunk w = { c->job, c->attempt, c->rank, c->err_stream,
         c->offset, c->data, c->len };
 
-    if (sd->logw != NULL)
-        logwriter_write(sd->logw, &w, true, schedd_log_applied, NULL);
+    /* The leader acknowledged this output already: past the forced
+     * bound it is lost on this replica only, and said so. */
+    if (sd->logw != NULL &&
+        logwriter_write(sd->logw, &w, true, schedd_log_applied, NULL) < 0)
+        schedd_log_refused(sd, true);
 }
 
 uint64_t

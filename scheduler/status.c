@@ -240,7 +240,9 @@ status_attempt(struct schedd *sd, struct placement *p,
         if (in->step > fastest)
             fastest = in->step;
         rk = &a->ranks[in->rank];
-        if (rank_apply(rk, in, mono) &&
+        /* On the clock the watchdog reads: the loop's stalls are not
+         * the rank's idleness (watchdog.c). */
+        if (rank_apply(rk, in, mono - sd->stalled_ms) &&
             (rc = schedd_db_check(sd, db_rank_update(sd->db, a, rk))) < 0)
             return rc;
         if (latest && (rc = rank_commits(sd, job, a, rk, in)) < 0)

@@ -24,7 +24,11 @@
 #define WATCHDOG_STARTUP_MS (300 * 1000)
 
 /* The rank's idle time now, or -1 when it is not watched: not running, or
- * no report since the scheduler started. */
+ * no report since the scheduler started. mono and seen_mono are on the
+ * clock that leaves out the scheduler's own stalls (monotonic time less
+ * sd->stalled_ms): a loop that could not read the rank's reports for a
+ * while is no sign that the rank was idle (docs/fault-tolerance.md
+ * "Scheduler stalls"). */
 static int64_t
 rank_idle_now(const struct attempt_rank *rk, int64_t mono)
 {
@@ -146,7 +150,7 @@ attempt_check(struct schedd *sd, struct attempt *a, int64_t mono, int64_t now)
     long pick;
 
     for (size_t r = 0; r < a->nranks; r++) {
-        idle[r] = rank_idle_now(&a->ranks[r], mono);
+        idle[r] = rank_idle_now(&a->ranks[r], mono - sd->stalled_ms);
         step[r] = a->ranks[r].step;
         limit[r] = t;
     }

@@ -261,6 +261,19 @@ test_writer(void)
         "a chunk that takes it over the bound is refused");
     is_int(logwriter_write(lw, &c, true, lw_done, &seen), 0,
         "unless forced (a replica's apply)");
+    {
+        static char big[300];
+        struct logwriter_chunk b = c;
+
+        b.offset = 110;
+        b.data = big;
+        b.len = sizeof(big);
+        /* 110 queued (counted down on the loop only, which has not run). */
+        is_int(logwriter_write(lw, &b, true, lw_done, &seen), -EAGAIN,
+            "forced, still refused past %d times the bound (a replica "
+            "whose disk is slower than its leader's)",
+            LOGWRITER_FORCE_FACTOR);
+    }
     while (seen.n < 9)
         uv_run(&loop, UV_RUN_ONCE);
     for (int i = 0; i < 9; i++)
