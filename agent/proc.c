@@ -642,24 +642,35 @@ proc_fill_report(struct proc_table *pt, struct proto_node_report *rep)
 }
 
 /*
- * Move job's lease deadline on to deadline, never back. Each grant is
- * safe by itself (docs/fault-tolerance.md "Why two attempts never
- * overlap"), so the later of two is too; but a reply to a status sent
- * long ago (a scheduler that was stopped answers the statuses waiting in
- * its sockets when it goes on) grants sent + lease_ms, which may lie
- * before the deadline the witnesses granted meanwhile: writing it would
- * fence ranks that the witnesses kept alive. 0 or a negative errno.
+ * Set job's lease deadline from a grant made at granted: the scheduler's
+ * answer to a status sent then (exact), or the witnesses' extension
+ * (!exact). Each grant is safe by itself (docs/fault-tolerance.md "Why
+ * two attempts never overlap"), so the later of two is too; but a reply
+ * to a status sent long ago (a scheduler that was stopped answers the
+ * statuses waiting in its sockets when it goes on) grants sent +
+ * lease_ms, which may lie before the deadline the witnesses granted
+ * meanwhile: writing it would fence ranks that the witnesses kept alive.
+ * So a grant older than the one in force only moves the deadline on,
+ * and so does an extension; the scheduler's answer to a status sent
+ * since the grant in force sets it as it says, also shorter (a lowered
+ * lease_ms takes effect at once). 0 or a negative errno.
  */
 static int
-proc_lease_renew(struct proc_job *job, int64_t deadline)
+proc_lease_renew(struct proc_job *job, int64_t deadline, int64_t granted,
+    bool exact)
 {
     int rc;
 
-    if (deadline <= job->lease_until)
+    if ((!exact || granted < job->lease_granted) &&
+        deadline <= job->lease_until)
         return 0;
-    if ((rc = supfile_lease_write(job->dir, deadline)) == 0)
-        job->lease_until = deadline;
-    return rc;
+    if (deadline != job->lease_until &&
+        (rc = supfile_lease_write(job->dir, deadline)) < 0)
+        return rc;
+    job->lease_until = deadline;
+    if (granted > job->lease_granted)
+        job->lease_granted = granted;
+    return 0;
 }
 
 void
@@ -687,7 +698,7 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
         proc_dump_delivered(job, seq);
         if (!proc_job_supervised(job))
             continue;
-        rc = proc_lease_renew(job, sent_mono_ms + lease_ms);
+        rc = proc_lease_renew(job, sent_mono_ms + lease_ms, sent_mono_ms, true);
         if (rc < 0)
             log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));
@@ -713,7 +724,7 @@ proc_lease_extend(struct proc_table *pt, int64_t deadline_mono_ms)
     for (job = pt->jobs; job != NULL; job = job->next) {
         if (!proc_job_supervised(job))
             continue;
-        rc = proc_lease_renew(job, deadline_mono_ms);
+        rc = proc_lease_renew(job, deadline_mono_ms, timeid_mono_ms(), false);
         if (rc < 0)
             log_error("job=%lld attempt=%d cannot extend lease in '%s': %s",
                 (long long)job->job, job->attempt, job->dir, strerror(-rc));

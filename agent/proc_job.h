@@ -115,8 +115,11 @@ struct proc_job {
     char *dir;        /* <state_dir>/jobs/<job>.<attempt> */
     int64_t uid, gid; /* the ranks' user; -1 the agent's */
     /* The latest lease deadline this agent wrote (CLOCK_MONOTONIC ms; 0:
-     * none yet): a renewal never moves it back (proc_lease_renew). */
+     * none yet), and when the grant behind it was made (a status's send
+     * time, or a witnesses' extension's): only a newer grant may move
+     * it back (proc_lease_renew). */
     int64_t lease_until;
+    int64_t lease_granted;
 
     /* the supervisor */
     uv_process_t sv_process; /* valid while has_process */
