@@ -133,11 +133,23 @@ test_expect_success 'a grandchild holding stdout does not stall the result' '
 '
 
 # The escapee left its group (setsid): only the test's cleanup ends it.
-test_expect_success 'the grandchild in the group is killed with it' '
+# A run of the check every second starts a new grandchild, which lives
+# until the run is reaped: a grandchild seen is gone within seconds.
+sleeping() { # ARG: the tagged "sleep ARG" processes, "PID ARG" each
     for pid in $(tagged_pids); do
-        tr "\0" " " </proc/$pid/cmdline 2>/dev/null; echo
-    done >cmds &&
-    grep -q "^sleep 301 $" cmds && ! grep -q "^sleep 317 $" cmds
+        echo "$pid $(tr "\0" " " </proc/$pid/cmdline 2>/dev/null)"
+    done | sed -n "s/^\([0-9]*\) sleep $1 $/\1/p"
+}
+alive_of() { # PIDS: those of them that still run "sleep 317"
+    for pid in "$@"; do
+        tr "\0" " " </proc/$pid/cmdline 2>/dev/null | grep -qx "sleep 317 " &&
+            echo $pid
+    done
+}
+test_expect_success 'the grandchild in the group is killed with it' '
+    test -n "$(sleeping 301)" &&
+    seen=$(sleeping 317) && echo "grandchildren now: $seen" &&
+    wait_for 10 "test -z \"\$(alive_of $seen)\""
 '
 
 test_expect_success 'disk: a mount over its thresholds is WARN, then FAIL' '
