@@ -5,7 +5,8 @@
 # running on an agent and a token is stopped; replica 1 bootstraps a
 # replica set seeded from its database, replicas 2 and 3 join it empty.
 # Every replica then holds the seed; the leader has the jobs, the token
-# and the node; the agent, whose server list names the replicas after
+# and the node, and the rank output copied into each replica's state
+# directory; the agent, whose server list names the replicas after
 # the old scheduler, reconnects to the leader and its running job is
 # adopted (attempt 1, the same process), also after the leader is
 # killed. Seeding a replica set that already has state is refused (exit
@@ -51,8 +52,9 @@ names() { # names: the jobs' "name state" lines, by id
 test_expect_success 'a single scheduler with jobs, a token and a node' '
     start_scheduler && start_agent n1 && wait_nodes_up 1 30 &&
     for k in 1 2; do
-        id=$(submit_id --name "done-$k" --nodes 1 -- true) &&
-        wait_job_state "$id" SUCCEEDED 30 || return 1
+        id=$(submit_id --name "done-$k" --nodes 1 -- echo "out-$k") &&
+        wait_job_state "$id" SUCCEEDED 30 && echo "$id" >"done-$k" ||
+            return 1
     done &&
     id=$(submit_id --name long --nodes 1 -- sleep 600) && echo "$id" >long &&
     wait_job_state "$id" RUNNING 30 &&
@@ -99,6 +101,10 @@ test_expect_success 'refused: a seed of a newer schema, or not a lockstep databa
 
 test_expect_success 'three replicas seeded from the stopped scheduler' '
     export LOCKSTEP_SERVER=$socks &&
+    for i in 1 2 3; do
+        mkdir -p "rep$i/state" && cp -a sched/state/logs "rep$i/state/" ||
+            return 1
+    done &&
     start_replica 1 --seed-from "$TEST_DIR/sched/state/lockstep.db" &&
     start_replica 2 -o replicas= && start_replica 3 -o replicas= &&
     for i in 1 2 3; do
@@ -121,7 +127,8 @@ test_expect_success 'every replica holds the seed; the token and node are there'
     test "$(replica_db 2 "SELECT COUNT(*) FROM jobs")" = 4 &&
     LOCKSTEP_SERVER=$(replica_url 1) LOCKSTEP_TOKEN=$(cat alice.tok) \
         ls_cli jobs --all >alice.out && cat alice.out &&
-    ls_cli nodes --json | jget "[n[\"name\"] for n in j]" | grep -q n1
+    ls_cli nodes --json | jget "[n[\"name\"] for n in j]" | grep -q n1 &&
+    ls_cli logs "$(cat done-1)" | grep -qx out-1
 '
 
 running_adopted() { # the long job runs on attempt 1 in its first process
@@ -139,6 +146,7 @@ test_expect_success 'the leader killed: the new leader has it all' '
     kill_replica 1 &&
     leader=$(wait_leader 30) && test "$leader" != 1 &&
     names >after2 && cat after2 && diff before after2 &&
+    ls_cli logs "$(cat done-2)" | grep -qx out-2 &&
     LOCKSTEP_SERVER=$(replica_url "$leader") LOCKSTEP_TOKEN=$(cat alice.tok) \
         ls_cli jobs --all >/dev/null &&
     wait_until 30 nodes_up_is 1 && running_adopted &&
