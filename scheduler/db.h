@@ -125,8 +125,7 @@ int db_backup(struct db *db, char **data, size_t *len, struct err *err);
  * (-EPROTO a newer one) without a write to the file, its replicas table
  * emptied, and returned as an image for db_image_load. *data: caller
  * frees. 0, or a negative errno with err naming the file. */
-int db_seed_image(const char *path, void **data, size_t *len,
-    struct err *err);
+int db_seed_image(const char *path, void **data, size_t *len, struct err *err);
 
 /* ---- nodes -------------------------------------------------------------- */
 

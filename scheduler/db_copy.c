@@ -106,8 +106,7 @@ db_seed_read(const char *path, sqlite3 *mem, struct err *err)
     rc = db_seed_version(src, path, err);
     if (rc == 0)
         rc = err_set(err, -EINVAL,
-            "'%s' is not a lockstep database (it has no schema version)",
-            path);
+            "'%s' is not a lockstep database (it has no schema version)", path);
     /* Every page and b-tree, however long it takes: this is the state
      * every replica will start from. */
     if (rc > 0)

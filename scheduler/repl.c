@@ -693,8 +693,7 @@ repl_promote_step(struct repl *r)
             if (!r->widen_warned)
                 log_warn("replica=%" PRIu64 " cannot make replica %llu a "
                          "voter yet: %s; trying again",
-                    r->id, (unsigned long long)r->widen_id,
-                    raft_strerror(rc));
+                    r->id, (unsigned long long)r->widen_id, raft_strerror(rc));
             r->widen_warned = true;
         }
         return;
