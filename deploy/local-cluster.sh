@@ -182,8 +182,9 @@ if [ -n "$nodes" ]; then
 fi
 
 if [ -n "$seed" ]; then
-    [ "$cmd" = up ] && [ "${schedulers:-1}" -gt 1 ] && [ ! -e "$dir" ] ||
+    if [ "$cmd" != up ] || [ "${schedulers:-1}" -eq 1 ] || [ -e "$dir" ]; then
         die "--seed-from seeds a new replica set: it needs up, --schedulers 3 or 5 and a new --dir"
+    fi
     [ -f "$seed" ] || die "--seed-from: no file '$seed'"
     seed=$(cd "$(dirname "$seed")" && pwd)/$(basename "$seed")
 fi
