@@ -149,7 +149,7 @@ test_expect_success 'the leader killed: the new leader has it all' '
     ls_cli logs "$(cat done-2)" | grep -qx out-2 &&
     LOCKSTEP_SERVER=$(replica_url "$leader") LOCKSTEP_TOKEN=$(cat alice.tok) \
         ls_cli jobs --all >/dev/null &&
-    wait_until 30 nodes_up_is 1 && running_adopted &&
+    wait_until 30 nodes_up_is 1 && wait_until 30 running_adopted &&
     max=$(replica_db "$leader" "SELECT MAX(id) FROM jobs") &&
     id=$(submit_id --name after --nodes 1 -- true) && test "$id" -gt "$max" &&
     wait_job_state "$id" SUCCEEDED 30
@@ -161,7 +161,7 @@ test_expect_success 'seeding a replica set that already has state is refused' '
     test $rc = 78 && grep -q "already has state" rep1/log &&
     start_replica 1 && wait_until 30 same_state 1 &&
     test "$(replica_db 1 "SELECT COUNT(*) FROM jobs WHERE name = \"after\"")" = 1 &&
-    running_adopted
+    wait_until 30 running_adopted
 '
 
 test_done
