@@ -2,12 +2,14 @@
 # t1035: a single scheduler becomes three replicas without losing its
 # state (lockstepd --seed-from, docs/operations.md "From one scheduler
 # to replicas"). A single scheduler with finished jobs, a queued one, one
-# running on an agent and a token is stopped; replica 1 bootstraps a
+# running on one of two agents (each the other's witness, so that the
+# switch is an outage they ride out, however long it takes under ASan)
+# and a token is stopped; replica 1 bootstraps a
 # replica set seeded from its database, replicas 2 and 3 join it empty.
 # Every replica then holds the seed; the leader has the jobs, the token
-# and the node, and the rank output copied into each replica's state
-# directory; the agent, whose server list names the replicas after
-# the old scheduler, reconnects to the leader and its running job is
+# and the nodes, and the rank output copied into each replica's state
+# directory; the agents, whose server lists name the replicas after
+# the old scheduler, reconnect to the leader and the running job is
 # adopted (attempt 1, the same process), also after the leader is
 # killed. Seeding a replica set that already has state is refused (exit
 # 78), as are a damaged seed (exit 65), one of a newer schema, and a
@@ -50,7 +52,8 @@ names() { # names: the jobs' "name state" lines, by id
 }
 
 test_expect_success 'a single scheduler with jobs, a token and a node' '
-    start_scheduler && start_agent n1 && wait_nodes_up 1 30 &&
+    start_scheduler && start_agent n1 && start_agent n2 &&
+    wait_nodes_up 2 30 &&
     for k in 1 2; do
         id=$(submit_id --name "done-$k" --nodes 1 -- echo "out-$k") &&
         wait_job_state "$id" SUCCEEDED 30 && echo "$id" >"done-$k" ||
@@ -59,7 +62,7 @@ test_expect_success 'a single scheduler with jobs, a token and a node' '
     id=$(submit_id --name long --nodes 1 -- sleep 600) && echo "$id" >long &&
     wait_job_state "$id" RUNNING 30 &&
     wait_until 20 test -n "\$(rank_pid $id 0)" && rank_pid "$id" 0 >pid &&
-    submit_id --name queued --nodes 2 --wait-for-nodes -- true >queued &&
+    submit_id --name queued --nodes 3 --wait-for-nodes -- true >queued &&
     ls_cli token create --user alice >alice.tok &&
     names >before && cat before && test "$(wc -l <before)" = 4
 '
@@ -127,7 +130,8 @@ test_expect_success 'every replica holds the seed; the token and node are there'
     test "$(replica_db 2 "SELECT COUNT(*) FROM jobs")" = 4 &&
     LOCKSTEP_SERVER=$(replica_url 1) LOCKSTEP_TOKEN=$(cat alice.tok) \
         ls_cli jobs --all >alice.out && cat alice.out &&
-    ls_cli nodes --json | jget "[n[\"name\"] for n in j]" | grep -q n1 &&
+    ls_cli nodes --json | jget "\" \".join(sorted(n[\"name\"] for n in j))" |
+        grep -qx "n1 n2" &&
     ls_cli logs "$(cat done-1)" | grep -qx out-1
 '
 
@@ -138,7 +142,7 @@ running_adopted() { # the long job runs on attempt 1 in its first process
 }
 
 test_expect_success 'the agent reconnects to the leader; its job is adopted' '
-    wait_until 30 nodes_up_is 1 &&
+    wait_until 30 nodes_up_is 2 &&
     wait_until 30 running_adopted
 '
 
@@ -149,7 +153,7 @@ test_expect_success 'the leader killed: the new leader has it all' '
     ls_cli logs "$(cat done-2)" | grep -qx out-2 &&
     LOCKSTEP_SERVER=$(replica_url "$leader") LOCKSTEP_TOKEN=$(cat alice.tok) \
         ls_cli jobs --all >/dev/null &&
-    wait_until 30 nodes_up_is 1 && wait_until 30 running_adopted &&
+    wait_until 30 nodes_up_is 2 && wait_until 30 running_adopted &&
     max=$(replica_db "$leader" "SELECT MAX(id) FROM jobs") &&
     id=$(submit_id --name after --nodes 1 -- true) && test "$id" -gt "$max" &&
     wait_job_state "$id" SUCCEEDED 30
