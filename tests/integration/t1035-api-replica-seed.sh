@@ -11,7 +11,8 @@
 # directory; the agents, whose server lists name the replicas after
 # the old scheduler, reconnect to the leader and the running job is
 # adopted (attempt 1, the same process), also after the leader is
-# killed. Seeding a replica set that already has state is refused (exit
+# killed. The seeding replica, deposed, re-executes as a follower
+# without its seed. Seeding a replica set that already has state is refused (exit
 # 78), as are a damaged seed (exit 65), one of a newer schema, and a
 # seed given to a replica that does not bootstrap the set.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -146,9 +147,25 @@ test_expect_success 'the agent reconnects to the leader; its job is adopted' '
     wait_until 30 running_adopted
 '
 
+# leads_not I: a replica other than I serves.
+leads_not() {
+    local l
+    l=$(serving_replicas) && [ -n "$l" ] && [ "$l" != "$1" ]
+}
+
+test_expect_success 'the seeding replica, deposed, comes back a follower' '
+    kill -STOP "${REPLICA_PID[1]}" &&
+    { wait_until 30 leads_not 1; rc=$?; kill -CONT "${REPLICA_PID[1]}"; } &&
+    test $rc = 0 &&
+    wait_until 30 grep -q "restarting as a follower" rep1/log &&
+    wait_until 30 same_state 1 && kill -0 "${REPLICA_PID[1]}" &&
+    ! grep -q "already has state" rep1/log &&
+    replica_health 1 | grep -q "\"role\":\"follower\""
+'
+
 test_expect_success 'the leader killed: the new leader has it all' '
-    kill_replica 1 &&
-    leader=$(wait_leader 30) && test "$leader" != 1 &&
+    old=$(wait_leader 30) && echo "$old" >killed && kill_replica "$old" &&
+    leader=$(wait_leader 30) && test "$leader" != "$old" &&
     names >after2 && cat after2 && diff before after2 &&
     ls_cli logs "$(cat done-2)" | grep -qx out-2 &&
     LOCKSTEP_SERVER=$(replica_url "$leader") LOCKSTEP_TOKEN=$(cat alice.tok) \
@@ -156,10 +173,12 @@ test_expect_success 'the leader killed: the new leader has it all' '
     wait_until 30 nodes_up_is 2 && wait_until 30 running_adopted &&
     max=$(replica_db "$leader" "SELECT MAX(id) FROM jobs") &&
     id=$(submit_id --name after --nodes 1 -- true) && test "$id" -gt "$max" &&
-    wait_job_state "$id" SUCCEEDED 30
+    wait_job_state "$id" SUCCEEDED 30 &&
+    start_replica "$old" && wait_until 30 same_state "$old"
 '
 
 test_expect_success 'seeding a replica set that already has state is refused' '
+    stop_replica 1 &&
     start_replica 1 --seed-from "$TEST_DIR/backup.db" &&
     wait "${REPLICA_PID[1]}"; rc=$? && REPLICA_PID[1]= &&
     test $rc = 78 && grep -q "already has state" rep1/log &&
