@@ -4,6 +4,7 @@
 # lockstep-agents with fake GPUs, everything kept under one directory.
 #
 #   deploy/local-cluster.sh up --dir DIR --nodes N [--schedulers S]
+#                              [--seed-from DB]
 #                              [--gpus-per-node G] [--cpus-per-node C]
 #                              [--agent-opt KEY=VALUE]...
 #                              [--agent-opt-node I KEY=VALUE]...
@@ -52,7 +53,12 @@
 # serving TLS with the same certificate, the agents naming every
 # replica's https:// URL and DIR/env every replica's socket and URL. The
 # count is the cluster's once written: `up` on an existing DIR needs no
-# --schedulers.
+# --schedulers. With --seed-from DB (a `lockstep admin backup` file or a
+# stopped scheduler's lockstep.db, e.g. another local cluster's
+# scheduler/state/lockstep.db) the new replicas start from that state
+# (docs/operations.md "From one scheduler to replicas"): replica 1
+# bootstraps the set with `lockstepd --seed-from DB`, the others are
+# written with an empty `replicas` and join it. Only for a new DIR.
 #
 # The scheduler listens on 127.0.0.1 with an ephemeral port (written to
 # scheduler/port), speaking TLS with the certificate in tls/, and on
@@ -85,7 +91,8 @@ die() {
 
 usage() {
     cat >&2 <<EOF
-usage: $prog up --dir DIR --nodes N [--schedulers S] [--gpus-per-node G]
+usage: $prog up --dir DIR --nodes N [--schedulers S] [--seed-from DB]
+                [--gpus-per-node G]
                 [--cpus-per-node C] [--agent-opt KEY=VALUE]...
                 [--agent-opt-node I KEY=VALUE]...
        $prog down --dir DIR
@@ -111,7 +118,7 @@ up | down | status) ;;
     ;;
 esac
 
-dir='' nodes='' gpus=8 cpus=8 schedulers=''
+dir='' nodes='' gpus=8 cpus=8 schedulers='' seed=''
 agent_opts=()           # -o KEY=VALUE for every agent
 declare -A node_opts=() # node number -> its own "-o", "KEY=VALUE" lines
 while [ $# -gt 0 ]; do
@@ -134,12 +141,13 @@ while [ $# -gt 0 ]; do
         node_opts[$2]+="-o"$'\n'"$3"$'\n'
         shift 3
         ;;
-    --dir | --nodes | --gpus-per-node | --cpus-per-node | --schedulers)
+    --dir | --nodes | --gpus-per-node | --cpus-per-node | --schedulers | --seed-from)
         [ $# -ge 2 ] || { echo "$prog: option '$1' requires a value" >&2; usage; }
         case $1 in
         --dir) dir=$2 ;;
         --nodes) nodes=$2 ;;
         --schedulers) schedulers=$2 ;;
+        --seed-from) seed=$2 ;;
         --gpus-per-node) gpus=$2 ;;
         --cpus-per-node) cpus=$2 ;;
         esac
@@ -148,6 +156,7 @@ while [ $# -gt 0 ]; do
     --dir=*) dir=${1#*=}; shift ;;
     --nodes=*) nodes=${1#*=}; shift ;;
     --schedulers=*) schedulers=${1#*=}; shift ;;
+    --seed-from=*) seed=${1#*=}; shift ;;
     --gpus-per-node=*) gpus=${1#*=}; shift ;;
     --cpus-per-node=*) cpus=${1#*=}; shift ;;
     *)
@@ -170,6 +179,14 @@ if [ -n "$nodes" ]; then
     if ! [[ $nodes =~ ^[1-9][0-9]*$ ]] || [ "$nodes" -gt 1000 ]; then
         die "invalid --nodes '$nodes': expected 1 to 1000"
     fi
+fi
+
+if [ -n "$seed" ]; then
+    if [ "$cmd" != up ] || [ "${schedulers:-1}" -eq 1 ] || [ -e "$dir" ]; then
+        die "--seed-from seeds a new replica set: it needs up, --schedulers 3 or 5 and a new --dir"
+    fi
+    [ -f "$seed" ] || die "--seed-from: no file '$seed'"
+    seed=$(cd "$(dirname "$seed")" && pwd)/$(basename "$seed")
 fi
 
 created=''
@@ -512,22 +529,27 @@ write_replica_confs() {
     done < <(replica_ports)
     while read -r i api raft; do
         mkdir -p "$dir/scheduler$i/state"
+        # Seeded, replica 1 alone bootstraps the set; the others join it.
         [ -f "$dir/scheduler$i/lockstepd.conf" ] ||
-            write_replica_conf "$i" "$api" "$raft" "$peers" "$base"
+            write_replica_conf "$i" "$api" "$raft" \
+                "$([ -n "$seed" ] && [ "$i" != 1 ] || echo "$peers")" "$base"
     done < <(replica_ports)
 }
 
 # start_replicas_up: start every replica that does not run, then wait
 # until one leads and answers.
 start_replicas_up() {
-    local i d pid deadline
+    local i d pid deadline seed_args
     for ((i = 1; i <= nsched; i++)); do
         d=$dir/scheduler$i
         if pid=$(running "$d/pid" "$d/lockstepd.conf"); then
             echo "scheduler replica $i already running (pid $pid)"
         else
             rm -f "$d/port" "$d/lockstepd.sock"
-            start "scheduler replica $i" "$lockstepd" "$d/lockstepd.conf" "$d"
+            seed_args=()
+            [ -n "$seed" ] && [ "$i" = 1 ] && seed_args=(--seed-from "$seed")
+            start "scheduler replica $i" "$lockstepd" "$d/lockstepd.conf" "$d" \
+                "${seed_args[@]}"
         fi
     done
     deadline=$((SECONDS + timeout))

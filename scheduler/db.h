@@ -119,6 +119,13 @@ int db_replica_url(struct db *db, uint64_t id, char *buf, size_t len);
  * the iteration's open transaction. *data: caller frees. 0, or -EIO with
  * err set. */
 int db_backup(struct db *db, char **data, size_t *len, struct err *err);
+/* The database file at path (a backup, or a stopped single scheduler's
+ * lockstep.db) as a seed: checked (-EUCLEAN damaged; -EINVAL not a
+ * lockstep database), brought to this binary's schema in memory
+ * (-EPROTO a newer one) without a write to the file, its replicas table
+ * emptied, and returned as an image for db_image_load. *data: caller
+ * frees. 0, or a negative errno with err naming the file. */
+int db_seed_image(const char *path, void **data, size_t *len, struct err *err);
 
 /* ---- nodes -------------------------------------------------------------- */
 

@@ -272,6 +272,7 @@ usage(FILE *f)
 {
     fprintf(f,
         "usage: lockstepd [-c FILE] [-o KEY=VALUE]... [--check-config]\n"
+        "       lockstepd [-c FILE] [-o KEY=VALUE]... --seed-from DB\n"
         "       lockstepd [-c FILE] [-o KEY=VALUE]... --derive-node-key NODE\n"
         "       lockstepd --dump-routes\n"
         "       lockstepd --version\n"
@@ -279,6 +280,8 @@ usage(FILE *f)
         "  -c, --config FILE     read the configuration file FILE\n"
         "  -o, --option K=V      set a configuration key (after the file)\n"
         "      --check-config    check the configuration and exit\n"
+        "      --seed-from DB    bootstrap a new replica set from DB (a\n"
+        "                        backup, or a single scheduler's database)\n"
         "      --derive-node-key NODE\n"
         "                        print the key file of agent NODE, derived\n"
         "                        from the cluster secret(s), and exit\n"
@@ -694,6 +697,7 @@ walk_cb(uv_handle_t *h, void *arg)
 struct lockstepd_args {
     bool check;
     const char *derive_node; /* --derive-node-key NODE, or NULL */
+    const char *seed;        /* --seed-from DB, or NULL */
 };
 
 /* Parse the command line: 0 to go on, else the exit status + 1 (so 0
@@ -707,6 +711,7 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
         { "option", required_argument, NULL, 'o' },
         { "check-config", no_argument, NULL, 'C' },
         { "derive-node-key", required_argument, NULL, 'K' },
+        { "seed-from", required_argument, NULL, 'S' },
         { "dump-routes", no_argument, NULL, 'R' },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
@@ -736,6 +741,9 @@ parse_args(int argc, char **argv, const char **file, char ***overrides,
                 return 3;
             }
             a->derive_node = optarg;
+            break;
+        case 'S':
+            a->seed = optarg;
             break;
         case 'R':
             api_routes_dump(stdout);
@@ -859,6 +867,7 @@ lockstepd_start_replica(struct lockstepd *d, struct lockstepd_conf *conf,
     if (d->api == NULL)
         return err->code ? err->code : -EIO;
     d->repl = repl_create(d->sd, &conf->repl, lockstepd_lead, d);
+    conf->repl.seed = NULL; /* the replica's now */
     if (conf->repl.url == NULL || conf->repl.url[0] == '\0') {
         url = xasprintf("%s://%s:%d", conf->opts.tls ? "https" : "http",
             conf->host, api_port(d->api));
@@ -907,7 +916,7 @@ lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
                             : lockstepd_start(d, conf, &err);
     if (rc < 0) {
         log_error("%s", err.msg);
-        status = 1;
+        status = rc == -EEXIST && conf->repl.seed_path ? EX_CONFIG : 1;
         lockstepd_shutdown(d);
     }
     uv_run(&d->loop, UV_RUN_DEFAULT);
@@ -936,7 +945,7 @@ main(int argc, char **argv)
     const char *file = NULL;
     char **overrides = NULL;
     size_t noverrides = 0;
-    struct lockstepd_args args = { false, NULL };
+    struct lockstepd_args args = { false, NULL, NULL };
     int status;
 
     memset(&d, 0, sizeof(d));
@@ -951,6 +960,9 @@ main(int argc, char **argv)
     if (load_config(cfg, file, overrides, noverrides, &conf, &err) < 0) {
         fprintf(stderr, "lockstepd: %s\n", err.msg);
         status = EX_CONFIG;
+    } else if (args.seed && repl_seed_load(&conf.repl, args.seed, &err) < 0) {
+        fprintf(stderr, "lockstepd: %s\n", err.msg);
+        status = err.code == -EUCLEAN ? EX_DB_DAMAGED : EX_CONFIG;
     } else if (args.derive_node) {
         status = derive_node_key(&conf, args.derive_node);
     } else if (args.check) {
@@ -958,9 +970,12 @@ main(int argc, char **argv)
     } else {
         log_init("lockstepd", conf.level, LOG_MODE_AUTO);
         signal(SIGPIPE, SIG_IGN);
-        conf.repl.argv = argv;
+        conf.repl.argv = args.seed ? repl_seed_argv(argv) : argv;
         status = lockstepd_run(&d, &conf);
+        if (conf.repl.argv != argv)
+            free((void *)conf.repl.argv);
     }
+    free(conf.repl.seed);
     free(overrides);
     conf_secrets_free(&conf);
     config_destroy(cfg);

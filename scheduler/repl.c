@@ -8,8 +8,8 @@
  * An entry is a header and a changeset:
  *
  *   0  "LSR1"       4 bytes
- *   4  kind         u8, 1: a transaction's changes, 2: rank output
- *                   (3 bytes zero)
+ *   4  kind         u8, 1: a transaction's changes, 2: rank output,
+ *                   3: a seed (3 bytes zero)
  *   8  incarnation  u64, random per process: whose entry it is
  *   16 seq          u64, the proposal's number in that incarnation
  *   24 length       u64, of the payload
@@ -18,7 +18,8 @@
  *                   attempt and a rank (u32 each, in one u64, the rank
  *                   high), the stream (u8, 1: stderr; 7 bytes zero), an
  *                   offset (u64), then the bytes the leader stored there
- *                   (logstore.h)
+ *                   (logstore.h); for a seed, a database image
+ *                   (db_seed_image)
  *
  * all little-endian. The padding is libraft's need, not ours: it sends
  * a batch of entries back to back but decodes each at an 8-byte
@@ -29,6 +30,13 @@
  * that stops leading re-executes (a new incarnation whose database is
  * rebuilt): an incarnation's entries are only ever applied by itself
  * while it leads.
+ *
+ * A seed (lockstepd --seed-from) is the first entry after the bootstrap
+ * configuration, proposed by the replica that bootstrapped the set once
+ * it is elected and before it serves: every replica, its proposer
+ * included, replaces its database by the image when it applies it, so
+ * each starts from the seed and rebuilds it from the log (or from a
+ * snapshot taken since) at every start, as any other state.
  *
  * The snapshot is the database image. A leader's database runs ahead of
  * what is committed while its proposals are in flight (and holds the
@@ -64,6 +72,7 @@
 #define REPL_HDR 32
 #define REPL_KIND_CHANGES 1
 #define REPL_KIND_LOG 2
+#define REPL_KIND_SEED 3
 #define REPL_LOG_HDR 32
 
 /* ---- configuration ------------------------------------------------------ */
@@ -274,6 +283,28 @@ repl_apply_log(struct repl *r, const unsigned char *p, size_t len)
     schedd_log_apply(r->sd, &c);
 }
 
+/* The seed: the database becomes the image, on every replica (its
+ * proposer's too: it loads the seed only when the entry is committed,
+ * before it serves). */
+static int
+repl_apply_seed(struct repl *r, const unsigned char *p, size_t len)
+{
+    struct err err;
+
+    err_clear(&err);
+    if (r->serving) {
+        repl_break(r, "a serving leader got a seed");
+        return 0;
+    }
+    if (db_image_load(r->sd->db, p, len, &err) < 0) {
+        repl_break(r, err.msg);
+        return 0;
+    }
+    log_notice("replica=%" PRIu64 " state replaced by the seed: %zu bytes",
+        r->id, len);
+    return 0;
+}
+
 static int
 repl_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     void **result)
@@ -286,12 +317,15 @@ repl_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
     if (r->broken)
         return 0;
     if (buf->len < REPL_HDR || memcmp(p, REPL_MAGIC, 4) != 0 ||
-        (p[4] != REPL_KIND_CHANGES && p[4] != REPL_KIND_LOG) ||
+        p[4] < REPL_KIND_CHANGES || p[4] > REPL_KIND_SEED ||
         rd64(p + 24) > buf->len - REPL_HDR ||
         (p[4] == REPL_KIND_LOG && rd64(p + 24) < REPL_LOG_HDR)) {
         repl_break(r, "an entry of an unknown format");
         return 0;
     }
+    r->applied_any = true;
+    if (p[4] == REPL_KIND_SEED)
+        return repl_apply_seed(r, p + REPL_HDR, (size_t)rd64(p + 24));
     if (rd64(p + 8) == r->incarnation)
         return 0; /* ours: in our database since we proposed it */
     if (r->serving) {
@@ -346,6 +380,7 @@ repl_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
         repl_break(r, "a serving leader was sent a snapshot");
         return RAFT_BUSY;
     }
+    r->applied_any = true;
     rc = db_image_load(r->sd->db, buf->base, buf->len, &err);
     if (rc < 0) {
         repl_break(r, err.msg);
@@ -551,27 +586,143 @@ repl_barrier_cb(struct raft_barrier *req, int status)
 }
 
 static void
+repl_seed_cb(struct raft_apply *req, int status, void *result)
+{
+    struct repl *r = container_of(req, struct repl, seed_req);
+
+    (void)result;
+    if (status == RAFT_SHUTDOWN) {
+        log_warn("replica=%" PRIu64 " stopped before its seed was committed: "
+                 "stop every replica, remove their state directories and "
+                 "seed again (docs/operations.md \"Replicas\")",
+            r->id);
+        return;
+    }
+    if (status != 0)
+        fatalx("replica=%" PRIu64 " the seed entry failed (%s) and may or "
+               "may not be committed: stop every replica, remove their "
+               "state directories and seed again (docs/operations.md "
+               "\"Replicas\")",
+            r->id, raft_strerror(status));
+    log_notice("replica=%" PRIu64 " seeded the replica set from '%s' "
+               "(%zu bytes, committed)",
+        r->id, r->seed_path, r->seed_len);
+    free(r->seed);
+    r->seed = NULL;
+}
+
+/* Elected with a seed: propose it, first of all (the barrier that comes
+ * next waits for it to be applied). A log that changed the database
+ * since the start means another leader wrote to this replica set: the
+ * seed would overwrite its state, which is refused. */
+static void
+repl_propose_seed(struct repl *r)
+{
+    struct raft_buffer buf;
+    unsigned char *p;
+    int rc;
+
+    if (r->applied_any)
+        fatalx("replica=%" PRIu64 " --seed-from '%s' refused: the replica set "
+               "already has state (another replica led it and wrote to it); "
+               "a seed never overwrites a replica set's state",
+            r->id, r->seed_path);
+    buf.len = (REPL_HDR + r->seed_len + 7) & ~(size_t)7;
+    buf.base = raft_calloc(1, buf.len);
+    if (buf.base == NULL)
+        fatalx("out of memory");
+    p = buf.base;
+    memcpy(p, REPL_MAGIC, 4);
+    p[4] = REPL_KIND_SEED;
+    wr64(p + 8, r->incarnation);
+    wr64(p + 24, r->seed_len);
+    memcpy(p + REPL_HDR, r->seed, r->seed_len);
+    r->seed_req.data = r;
+    rc = raft_apply(&r->raft, &r->seed_req, &buf, 1, repl_seed_cb);
+    if (rc != 0)
+        fatalx("replica=%" PRIu64 " cannot propose the seed: %s", r->id,
+            raft_strerror(rc));
+    r->seed_sent = true;
+    log_notice("replica=%" PRIu64 " proposed the seed '%s': %zu bytes", r->id,
+        r->seed_path, r->seed_len);
+}
+
+/* A standby made a voter (or not: the watch tries again). */
+static void
+repl_widen_cb(struct raft_change *req, int status)
+{
+    struct repl *r = container_of(req, struct repl, widen);
+
+    r->promoting = false;
+    if (status == 0)
+        log_notice("replica=%" PRIu64 " replica %llu votes now", r->id,
+            (unsigned long long)r->widen_id);
+    else if (!r->widen_warned)
+        log_warn("replica=%" PRIu64 " cannot make replica %llu a voter yet: "
+                 "%s; trying again",
+            r->id, (unsigned long long)r->widen_id, raft_strerror(status));
+    r->widen_warned = r->widen_warned || status != 0;
+}
+
+/*
+ * The next step of an elected replica towards serving: the seed first
+ * (when it has one), then every standby made a voter (a seeded set is
+ * bootstrapped with the other replicas as standbys, so that nothing but
+ * the seeding replica can lead it before it holds the seed: see
+ * repl_bootstrap), one at a time, libraft catching each up first; then
+ * the barrier. A set of voters that is not yet the whole list never
+ * serves: what it acknowledged would have a quorum of fewer replicas.
+ */
+static void
+repl_promote_step(struct repl *r)
+{
+    const struct raft_configuration *c = &r->raft.configuration;
+    int rc;
+
+    if (r->seed && !r->seed_sent)
+        repl_propose_seed(r);
+    r->promoting = true;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (c->servers[i].role != RAFT_STANDBY)
+            continue;
+        r->widen_id = c->servers[i].id;
+        rc = raft_assign(&r->raft, &r->widen, r->widen_id, RAFT_VOTER,
+            repl_widen_cb);
+        if (rc != 0) {
+            r->promoting = false;
+            if (!r->widen_warned)
+                log_warn("replica=%" PRIu64 " cannot make replica %llu a "
+                         "voter yet: %s; trying again",
+                    r->id, (unsigned long long)r->widen_id, raft_strerror(rc));
+            r->widen_warned = true;
+        }
+        return;
+    }
+    r->promote_ms = uv_now(r->sd->loop);
+    rc = raft_barrier(&r->raft, &r->barrier, repl_barrier_cb);
+    if (rc != 0) {
+        r->promoting = false;
+        log_warn("replica=%" PRIu64 " cannot append a barrier: %s", r->id,
+            raft_strerror(rc));
+    }
+}
+
+static void
 repl_watch_cb(uv_check_t *h)
 {
     struct repl *r = container_of(h, struct repl, watch);
     int state = raft_state(&r->raft);
-    int rc;
 
     if (r->broken)
         repl_reexec(r, r->broken_why ? r->broken_why : "it failed");
     if (r->serving && state != RAFT_LEADER)
         repl_reexec(r, "it no longer leads");
     if (!r->serving && !r->promoting && state == RAFT_LEADER) {
-        log_info("replica=%" PRIu64 " elected: term=%llu; catching up", r->id,
-            r->raft.current_term);
-        r->promoting = true;
-        r->promote_ms = uv_now(r->sd->loop);
-        rc = raft_barrier(&r->raft, &r->barrier, repl_barrier_cb);
-        if (rc != 0) {
-            r->promoting = false;
-            log_warn("replica=%" PRIu64 " cannot append a barrier: %s", r->id,
-                raft_strerror(rc));
-        }
+        if (r->elected_term != r->raft.current_term)
+            log_info("replica=%" PRIu64 " elected: term=%llu; catching up",
+                r->id, r->raft.current_term);
+        r->elected_term = r->raft.current_term;
+        repl_promote_step(r);
     }
 }
 
@@ -589,10 +740,13 @@ repl_bootstrap(struct repl *r, struct err *err)
         listed = listed || r->peers[i].id == r->id;
     if (!listed)
         return 0; /* joins: an operator adds it (raft_add) */
+    /* With a seed, the others are standbys until it is committed (only
+     * this replica can lead a set that lacks it; repl_promote_step). */
     raft_configuration_init(&conf);
     for (size_t i = 0; rc == 0 && i < r->npeers; i++)
         rc = raft_configuration_add(&conf, r->peers[i].id, r->peers[i].address,
-            RAFT_VOTER);
+            r->seed == NULL || r->peers[i].id == r->id ? RAFT_VOTER
+                                                       : RAFT_STANDBY);
     if (rc == 0)
         rc = raft_bootstrap(&r->raft, &conf);
     raft_configuration_close(&conf);
@@ -663,6 +817,9 @@ repl_create(struct schedd *sd, const struct repl_opts *o,
     r->snapshot_entries = o->snapshot_entries;
     r->promote = promote;
     r->promote_arg = arg;
+    r->seed = o->seed;
+    r->seed_len = o->seed_len;
+    r->seed_path = o->seed_path ? xstrdup(o->seed_path) : NULL;
     if (getrandom(&r->incarnation, sizeof(r->incarnation), 0) !=
         sizeof(r->incarnation))
         r->incarnation = (uint64_t)timeid_now_ms() ^ ((uint64_t)getpid() << 40);
@@ -685,6 +842,18 @@ repl_start(struct repl *r, struct err *err)
     if ((rc = raft_start(&r->raft)) != 0)
         return err_set(err, -EIO, "cannot start Raft on %s: %s", r->address,
             raft_errmsg(&r->raft));
+    /* Index 1 is the bootstrap configuration; anything past it (or a
+     * snapshot) is the state of a replica set that already ran. */
+    if (r->seed && (raft_last_index(&r->raft) > 1 || r->applied_any)) {
+        log_error("replica=%" PRIu64 " '%s' holds the Raft state of a replica "
+                  "set that already has state (its log reaches index %llu): "
+                  "a seed never overwrites it; start without --seed-from, or "
+                  "remove the state directory of every replica to seed a "
+                  "new set",
+            r->id, r->dir, raft_last_index(&r->raft));
+        return err_set(err, -EEXIST,
+            "--seed-from refused: the replica set already has state");
+    }
     rc = uv_check_start(&r->watch, repl_watch_cb);
     if (rc < 0)
         return err_set(err, rc, "cannot watch the Raft role: %s",
@@ -794,6 +963,8 @@ repl_destroy(struct repl *r)
     free(r->bind_address);
     free(r->url);
     free(r->dir);
+    free(r->seed);
+    free(r->seed_path);
     free(r);
 }
 

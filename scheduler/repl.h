@@ -60,7 +60,23 @@ struct repl_opts {
     int election_ms;
     unsigned snapshot_entries;
     char *const *argv; /* to re-execute (borrowed: main's) */
+    /* The state a new replica set starts from (lockstepd --seed-from):
+     * db_seed_image's image, taken over by repl_create; NULL: none.
+     * Only a replica listed in peers may seed (it bootstraps the set). */
+    void *seed;
+    size_t seed_len;
+    const char *seed_path; /* named in the log */
 };
+
+/* lockstepd --seed-from path (repl_seed.c): check that o is a replica
+ * that bootstraps the set, and read the seed into o->seed (db_seed_image).
+ * 0, or a negative errno with err saying what is wrong (-EUCLEAN: the
+ * file is damaged). */
+int repl_seed_load(struct repl_opts *o, const char *path, struct err *err);
+/* argv without --seed-from and its argument (a copy of the pointers;
+ * caller frees the array): what a seeding replica re-executes with, as
+ * its seed is then in its Raft log. */
+char **repl_seed_argv(char **argv);
 
 /* Parse `replicas` ("1@10.0.0.1:7400, 2@10.0.0.2:7400, ...") into
  * o->peers. 0, or -EINVAL with err naming what is wrong. */
@@ -84,15 +100,19 @@ int repl_conf(const struct config *cfg, const char *listen_host, int lease_ms,
 typedef int repl_promote_fn(struct schedd *sd, void *arg, struct err *err);
 
 /* The replica of sd (sd->repl): register the replicate hooks on sd and
- * keep the promote callback. Starts nothing. */
+ * keep the promote callback. Starts nothing. Takes o->seed over (the
+ * caller forgets it). */
 struct repl *repl_create(struct schedd *sd, const struct repl_opts *o,
     repl_promote_fn *promote, void *arg);
 /* Set up libraft on sd's loop with its files under state_dir/raft,
  * bootstrap a fresh cluster when this replica is one of the initial
  * peers and has no Raft state yet, and start it: the snapshot is
  * restored into the database, the log loaded, the Raft address
- * listened on, the role watched. On failure (err set) the caller still
- * calls repl_close(). */
+ * listened on, the role watched. With a seed, -EEXIST when the log
+ * holds anything past the bootstrap configuration (the replica set has
+ * state: a seed never overwrites it); otherwise the seed is the first
+ * entry this replica proposes once elected, before it serves. On
+ * failure (err set) the caller still calls repl_close(). */
 int repl_start(struct repl *r, struct err *err);
 /* Close Raft; cb(arg) runs once every handle is closed (never
  * synchronously). */

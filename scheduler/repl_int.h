@@ -63,6 +63,17 @@ struct repl {
     bool broken;                   /* the state machine failed: re-execute */
     const char *broken_why;
 
+    void *seed; /* the image to propose once elected; NULL: none (or done) */
+    size_t seed_len;
+    char *seed_path;
+    bool seed_sent;   /* the seed entry is in flight */
+    bool applied_any; /* an entry or a snapshot changed the database */
+    struct raft_apply seed_req;
+    struct raft_change widen; /* a standby made a voter (repl_promote_step) */
+    uint64_t widen_id;
+    bool widen_warned;
+    unsigned long long elected_term; /* "elected" logged for it */
+
     void (*closed_cb)(void *);
     void *closed_arg;
 };

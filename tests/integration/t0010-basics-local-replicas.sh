@@ -5,7 +5,8 @@
 # all; a job runs; the leader is killed and another replica serves, the
 # job still on its first attempt, its output from before shipped to the
 # new leader by the agents; `up` again restarts the dead replica;
-# `down` stops everything.
+# `down` stops everything; `up --seed-from` starts a new replica set
+# from the stopped one's database.
 . "$(dirname "$0")/../lib/harness.sh"
 
 LC=$SRC_DIR/deploy/local-cluster.sh
@@ -56,6 +57,19 @@ test_expect_success 'down stops every daemon and the job' '
     test "$(grep -c "stopped scheduler[123]" down.out)" = 3 &&
     ! lc status --dir "$DIR" >/dev/null &&
     wait_until 20 job_gone "$(cat job)"
+'
+
+test_expect_success 'up --seed-from: a new replica set starts from that state' '
+    lc up --dir "$TEST_DIR/seeded" --nodes 1 --schedulers 3 \
+        --seed-from "$DIR/scheduler1/state/lockstep.db" >up3.out &&
+    cat up3.out && grep -q "seeded the replica set" "$TEST_DIR/seeded/scheduler1/log" &&
+    (. "$TEST_DIR/seeded/env" && ls_cli jobs --all --json) >jobs.json &&
+    jget "[x[\"name\"] for x in j]" <jobs.json | grep -q lc-job &&
+    (. "$TEST_DIR/seeded/env" && ls_cli replicas) >rep3.out &&
+    test "$(grep -c voter rep3.out)" = 3 &&
+    ! lc up --dir "$TEST_DIR/seeded" --seed-from "$DIR/scheduler1/state/lockstep.db" 2>err &&
+    grep -q "new --dir" err &&
+    lc down --dir "$TEST_DIR/seeded" >/dev/null
 '
 
 test_done
