@@ -740,10 +740,23 @@ hc_perform(struct hc_conn *c, const struct hc_request *req,
         if (status > 0)
             break;
         hc_close(c);
-        /* A kept connection the server closed meanwhile: once more on a
-         * new one, as nothing of this request was processed. */
-        if (!reused || got || err->fail == HC_TIMEOUT)
+        if (attempt == 1 || got || err->fail == HC_TIMEOUT)
             break;
+        /* A kept connection the server closed meanwhile: once more on a
+         * new one, as nothing of this request was processed. A new one
+         * reset before any reply (a scheduler dying with it in its
+         * listen queue) is tried once more only for a GET, which
+         * changes nothing, shortly after: the outage then reads as one
+         * (refused), and a request that changes state is never sent
+         * twice. */
+        if (!reused) {
+            struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+            if (strcmp(req->method, "GET") != 0 ||
+                (err->fail != HC_IO && err->fail != HC_EMPTY))
+                break;
+            nanosleep(&pause, NULL);
+        }
         memset(err, 0, sizeof(*err));
     }
 out:

@@ -279,10 +279,41 @@ start_scheduler() {
     export LOCKSTEP_URL
 }
 
+# wait_dead PID: until PID is gone or a zombie (its descriptors closed),
+# at most 10 s.
+wait_dead() {
+    local i state
+    for ((i = 0; i < 200; i++)); do
+        state=$(sed -n "s/^[0-9]* (.*) \(.\) .*/\1/p" "/proc/$1/stat" 2>/dev/null)
+        [ -z "$state" ] || [ "$state" = Z ] || [ "$state" = X ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# sock_refuses PATH: a connection to the Unix socket PATH is refused (or
+# the socket is gone): nothing listens there any more.
+sock_refuses() {
+    "$PY" - "$1" <<'PYEOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except (ConnectionRefusedError, FileNotFoundError):
+    sys.exit(0)
+sys.exit(1)
+PYEOF
+}
+
+# kill_scheduler: SIGKILL lockstepd; returns once nothing listens on its
+# socket (a client connecting while the dying process still held it got
+# "connection reset", not "refused", under ASan).
 kill_scheduler() {
     [ -n "$SCHED_PID" ] || return 0
     kill -9 "$SCHED_PID" 2>/dev/null
     wait "$SCHED_PID" 2>/dev/null
+    wait_dead "$SCHED_PID"
+    wait_until 10 sock_refuses "$TEST_DIR/sched/sock"
     SCHED_PID=
 }
 
@@ -357,6 +388,7 @@ kill_agent() {
     [ -n "$pid" ] || return 0
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    wait_dead "$pid"
     AGENT_PID[$1]=
 }
 

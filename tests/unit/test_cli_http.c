@@ -99,7 +99,8 @@ srv_answer(int fd, const struct sbuf *req, int nconn)
     } else if (strncmp(req->buf, "GET /ssh ", 9) == 0) {
         r = xstrdup("SSH-2.0-OpenSSH_9.2\r\n");
         more = false;
-    } else if (strncmp(req->buf, "GET /empty ", 11) == 0) {
+    } else if (strncmp(req->buf, "GET /empty ", 11) == 0 ||
+               strncmp(req->buf, "POST /empty ", 12) == 0) {
         more = false;
     } else if (strncmp(req->buf, "GET /short ", 11) == 0) {
         r = xstrdup("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
@@ -290,6 +291,16 @@ test_request_text(const char *sock)
     hc_conn_free(c);
 }
 
+/* The server's number of the connection of the last /cl reply (its
+ * X-Conn header: the body is cut at 6 bytes). */
+static int
+conn_no(void)
+{
+    const char *h = strstr(g.headers.buf, "X-Conn=");
+
+    return h ? atoi(h + 7) : -1;
+}
+
 static void
 test_failures(const char *sock, int port, int closed_port)
 {
@@ -298,6 +309,7 @@ test_failures(const char *sock, int port, int closed_port)
     char *url = xasprintf("http://127.0.0.1:%d/prefix", port);
     char *closed = xasprintf("http://127.0.0.1:%d", closed_port);
     char *tls = xasprintf("https://127.0.0.1:%d", port);
+    int n0;
 
     is_int(req(c, url, "/v1/y", NULL, 10000, &e), 200, "over TCP");
     ok(strncmp(g.body.buf, "GET /prefix/v1/y HTTP/1.1\r\n", 27) == 0,
@@ -308,6 +320,23 @@ test_failures(const char *sock, int port, int closed_port)
         "is said, with what came: %s", e.msg);
     is_int(req(c, sock, "/empty", NULL, 10000, &e), -1, "nothing");
     ok(e.fail == HC_EMPTY, "an empty reply: %s", e.msg);
+    /* Closed or reset before any reply on a new connection (a server
+     * dying with it in its listen queue): a GET is tried once more, a
+     * POST never (it may have been taken). Connections counted by the
+     * server: a fresh one's number before and after. */
+    hc_conn_free(c);
+    c = hc_conn_new();
+    is_int(req(c, sock, "/cl", NULL, 10000, &e), 200, "a connection");
+    n0 = conn_no();
+    hc_conn_free(c);
+    c = hc_conn_new();
+    is_int(req(c, sock, "/empty", NULL, 10000, &e), -1, "a GET: nothing");
+    is_int(req(c, sock, "/empty", "{}", 10000, &e), -1, "a POST: nothing");
+    ok(e.fail == HC_EMPTY, "said as such: %s", e.msg);
+    is_int(req(c, sock, "/cl", NULL, 10000, &e), 200, "another connection");
+    is_int(conn_no(), n0 + 4, "the GET was tried twice, the POST once");
+    hc_conn_free(c);
+    c = hc_conn_new();
     is_int(req(c, sock, "/short", NULL, 10000, &e), -1, "half a reply");
     ok(e.fail == HC_IO, "cut short: %s", e.msg);
     is_int(req(c, sock, "/silent", NULL, 300, &e), -1, "no reply in time");
