@@ -893,6 +893,9 @@ lockstepd_run(struct lockstepd *d, struct lockstepd_conf *conf)
     conf_secrets_free(conf);
     if (d->sd == NULL) {
         log_error("%s", err.msg);
+        /* Let the handles schedd_create made and closed (the log writer's)
+         * finish closing, so their memory is freed. */
+        uv_run(&d->loop, UV_RUN_DEFAULT);
         uv_loop_close(&d->loop);
         if (err.code != -EUCLEAN && err.code != -ENODATA)
             return 1;
