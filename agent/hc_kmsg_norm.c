@@ -152,12 +152,15 @@ hc_kmsg_normalise(const char *in, size_t len, char *out, size_t outcap)
     const char *p = in,
                *end = in + (len < HC_KMSG_LINE_MAX ? len : HC_KMSG_LINE_MAX);
     size_t o = 0;
+    bool cut = false;
 
 #define PUT(s, k)                                                              \
     do {                                                                       \
         size_t k_ = (k);                                                       \
-        if (o + k_ >= outcap)                                                  \
+        if (o + k_ >= outcap) {                                                \
             k_ = outcap - 1 - o;                                               \
+            cut = true;                                                        \
+        }                                                                      \
         memcpy(out + o, (s), k_);                                              \
         o += k_;                                                               \
     } while (0)
@@ -192,9 +195,18 @@ hc_kmsg_normalise(const char *in, size_t len, char *out, size_t outcap)
         }
     }
 #undef PUT
-    /* A template cut at outcap ends trimmed too, or it would not be its
-     * own template (the cut space goes when it is normalised again, and a
-     * learned baseline read back would never match). */
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    /* A template cut at outcap ends with its last whole word, trimmed, or
+     * it would not be its own template: the cut end of a word may read
+     * as another token when normalised again ("sddress" cut to "sdd", a
+     * disk), a cut space goes, and a learned baseline read back would
+     * never match. Tokens hold no space, so the words before the last
+     * space are whole. */
+    if (cut || p < end) {
+        while (o > 0 && out[o - 1] != ' ')
+            o--;
+    }
     while (o > 0 && out[o - 1] == ' ')
         o--;
     out[o] = '\0';

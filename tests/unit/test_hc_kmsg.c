@@ -492,6 +492,20 @@ test_normaliser(void)
         "a template cut after a blank ends without it");
     hc_kmsg_normalise(out, n, again, sizeof(again));
     is_str(again, out, "and is its own template");
+    /* Found by the fuzz campaign (fuzz/corpus/kmsg/regress-template-cut-
+     * word): a word cut at the template's size ("sddress" to "sdd") read
+     * as a disk when normalised again. The cut word goes. */
+    /* "1 " becomes "<n> ": the word starts at the template's 1020th
+     * byte, 3 of it fit. */
+    for (size_t i = 0; i < (sizeof(out) - 4) / 2; i++)
+        long_line[i] = i % 2 ? ' ' : '1';
+    snprintf(long_line + (sizeof(out) - 4) / 2,
+        sizeof(long_line) - (sizeof(out) - 4) / 2, "sddress: 5c:ec:ef");
+    n = hc_kmsg_normalise(long_line, strlen(long_line), out, sizeof(out));
+    ok(n == sizeof(out) - 5 && out[n - 1] == '>',
+        "a template cut inside a word ends before it (%zu bytes)", n);
+    hc_kmsg_normalise(out, n, again, sizeof(again));
+    is_str(again, out, "and is its own template");
 }
 
 int
