@@ -792,6 +792,23 @@ test_loop(void)
     proto_launch_release(&l3);
 }
 
+/* Whether process pid's command name is name. */
+static bool
+comm_is(pid_t pid, const char *name)
+{
+    char path[64], comm[64] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return false;
+    if (fgets(comm, sizeof(comm), f) == NULL)
+        comm[0] = '\0';
+    fclose(f);
+    comm[strcspn(comm, "\n")] = '\0';
+    return strcmp(comm, name) == 0;
+}
+
 /* An agent that goes away and a new one: re-adoption in its three forms,
  * and a supervisor killed under a running agent. */
 static void
@@ -842,6 +859,11 @@ test_adopt(void)
     kill(sv3, SIGKILL);
     waitpid(sv3, NULL, 0);
     ok(kill(pid2, 0) == 0, "a rank outlives its killed supervisor");
+    /* Its shell forks the background child before it execs sleep: wait
+     * for the exec, so the child surely exists (a busy machine ran the
+     * kill below first). */
+    for (int i = 0; i < 500 && !comm_is(pid2, "sleep"); i++)
+        usleep(10000);
     kill(pid2, SIGKILL);
     waitpid(pid2, NULL, 0); /* we are the subreaper it fell to */
     ok(kill(-pid2, 0) == 0, "its leader is gone, its group is not");
