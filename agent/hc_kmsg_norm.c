@@ -179,7 +179,11 @@ hc_kmsg_normalise(const char *in, size_t len, char *out, size_t outcap)
                 PUT(" ", 1);
             continue;
         }
-        if (p == in || !isalnum_(p[-1]))
+        /* A token starts where the template so far ends a word: the
+         * template's last byte, not the message's, so that what follows
+         * a placeholder ("12sdad": "<n>" then "sdad") reads the same when
+         * the template is normalised again. */
+        if (o == 0 || !isalnum_(out[o - 1]))
             ph = token_at(p, end, &n);
         if (ph == NULL && isdigit((unsigned char)*p)) {
             for (n = 0; p + n < end && isdigit((unsigned char)p[n]); n++)

@@ -470,6 +470,9 @@ test_normaliser(void)
         { "sda1: p1 sdhci ffff8881c0a1b000 +0x2ad/0x6e0",
             "<disk><n>: p<n> sdhci <hex> +<hex>/<hex>" },
         { "rtc_cmos 00:02: x", "rtc_cmos <n>:<n>: x" },
+        /* Found by the fuzz campaign (regress-token-after-number): a
+         * token right after a number starts a word of the template. */
+        { "cd12sdad x", "cd<n><disk> x" },
     };
     char out[HC_KMSG_TMPL_MAX], again[HC_KMSG_TMPL_MAX];
     char long_line[HC_KMSG_LINE_MAX + 1];
