@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli/http_client.h"
+#include "common/config.h"
 #include "common/jsonx.h"
 #include "common/xalloc.h"
 
@@ -29,6 +30,11 @@
 #define CLI_TIMEOUT_MS 120000L
 
 /* ---- set-up -------------------------------------------------------------- */
+
+struct cli_add {
+    struct cli *cli;
+    struct err *err;
+};
 
 /* One server of the list: a URL (trailing '/' dropped) or a socket. */
 static int
@@ -50,44 +56,39 @@ cli_server_check(const char *s, size_t n, char **out, struct err *err)
     return 0;
 }
 
+/* One item of the server list into cli->servers (config_each_item). */
+static int
+cli_add_server(const char *item, size_t n, void *arg)
+{
+    struct cli_add *a = arg;
+    char *one = NULL;
+    int rc;
+
+    if ((rc = cli_server_check(item, n, &one, a->err)) < 0)
+        return rc;
+    a->cli->servers = xreallocarray(a->cli->servers, a->cli->nservers + 1,
+        sizeof(*a->cli->servers));
+    a->cli->servers[a->cli->nservers++] = one;
+    return 0;
+}
+
 int
 cli_init(struct cli *cli, const char *server, const char *token,
     struct err *err)
 {
-    const char *p = server;
+    struct cli_add a = { cli, err };
     int rc;
 
     memset(cli, 0, sizeof(*cli));
     cli->server = server;
     cli->token = token && *token ? token : NULL;
     /* Replicas: a list, split at commas (blanks around items ignored). */
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        const char *item = p;
-        char *one = NULL;
-
-        p += n;
-        if (*p == ',')
-            p++;
-        while (n > 0 && (*item == ' ' || *item == '\t')) {
-            item++;
-            n--;
-        }
-        while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'))
-            n--;
-        if (n == 0)
-            continue;
-        if ((rc = cli_server_check(item, n, &one, err)) < 0) {
-            cli_release(cli);
-            return rc;
-        }
-        cli->servers = xreallocarray(cli->servers, cli->nservers + 1,
-            sizeof(*cli->servers));
-        cli->servers[cli->nservers++] = one;
-    }
-    if (cli->nservers == 0)
+    rc = config_each_item(server, cli_add_server, &a);
+    if (rc == -ENOENT)
         return cli_server_check(server, strlen(server), &cli->leader_url, err);
-    return 0;
+    if (rc < 0)
+        cli_release(cli);
+    return rc;
 }
 
 void

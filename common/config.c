@@ -306,3 +306,32 @@ config_dump(const struct config *cfg)
     for (size_t i = 0; i < cfg->nkeys; i++)
         printf("%s = %s\n", cfg->keys[i].name, cfg->vals[i].text);
 }
+
+int
+config_each_item(const char *list,
+    int (*fn)(const char *item, size_t n, void *arg), void *arg)
+{
+    const char *p = list;
+    int rc, n_items = 0;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *item = p;
+
+        p += n;
+        if (*p == ',')
+            p++;
+        while (n > 0 && (*item == ' ' || *item == '\t')) {
+            item++;
+            n--;
+        }
+        while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+            n--;
+        if (n == 0)
+            continue;
+        n_items++;
+        if ((rc = fn(item, n, arg)) != 0)
+            return rc;
+    }
+    return n_items == 0 ? -ENOENT : 0;
+}

@@ -13,6 +13,7 @@
 #define COMMON_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -70,5 +71,13 @@ bool config_is_set(const struct config *cfg, const char *key);
 
 /* Print every key with its value ("key = value") to stdout. */
 void config_dump(const struct config *cfg);
+
+/* Call fn(item, length, arg) for each item of a comma-separated list
+ * (blanks around an item trimmed, empty items skipped); stops at fn's
+ * first non-zero return and returns it. -ENOENT when the list holds no
+ * item, else 0. A list of servers (LOCKSTEP_SERVER, the agent's server)
+ * is read with it by the CLI and by curlx. */
+int config_each_item(const char *list,
+    int (*fn)(const char *item, size_t n, void *arg), void *arg);
 
 #endif

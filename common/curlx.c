@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 
+#include "common/config.h"
 #include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -611,37 +612,6 @@ curlx_check_one(const char *s, size_t n, struct err *err)
     return rc;
 }
 
-/* Calls fn for each server of a comma-separated list (blanks around an
- * item ignored); stops at a non-zero return. */
-static int
-curlx_each_server(const char *list, int (*fn)(const char *, size_t, void *),
-    void *arg)
-{
-    const char *p = list;
-    int rc, n_items = 0;
-
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        const char *item = p;
-
-        p += n;
-        if (*p == ',')
-            p++;
-        while (n > 0 && (*item == ' ' || *item == '\t')) {
-            item++;
-            n--;
-        }
-        while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t'))
-            n--;
-        if (n == 0)
-            continue;
-        n_items++;
-        if ((rc = fn(item, n, arg)) != 0)
-            return rc;
-    }
-    return n_items == 0 ? -ENOENT : 0;
-}
-
 static int
 curlx_check_item(const char *s, size_t n, void *arg)
 {
@@ -651,8 +621,7 @@ curlx_check_item(const char *s, size_t n, void *arg)
 int
 curlx_check_server(const char *server, struct err *err)
 {
-    int rc = server ? curlx_each_server(server, curlx_check_item, err)
-                    : -ENOENT;
+    int rc = server ? config_each_item(server, curlx_check_item, err) : -ENOENT;
 
     if (rc == -ENOENT)
         return curlx_check_one(server ? server : "",
@@ -710,7 +679,7 @@ curlx_create(uv_loop_t *loop, const char *server, struct err *err)
         curl_global_cleanup();
         return NULL;
     }
-    curlx_each_server(server, curlx_add_server, cx);
+    config_each_item(server, curlx_add_server, cx);
     curl_multi_setopt(cx->multi, CURLMOPT_SOCKETFUNCTION, curlx_socket_fn);
     curl_multi_setopt(cx->multi, CURLMOPT_SOCKETDATA, cx);
     curl_multi_setopt(cx->multi, CURLMOPT_TIMERFUNCTION, curlx_timer_fn);

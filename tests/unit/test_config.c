@@ -2,6 +2,7 @@
  * test_config.c - the key = value config parser
  */
 #include "common/config.h"
+#include "common/sbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +48,36 @@ load_fails(struct config *cfg, const char *name, const char *text, int rc,
     is_int(config_load_file(cfg, write_file(name, text), &err), rc, "%s", desc);
     if (want != NULL)
         ok(strstr(err.msg, want) != NULL, "%s (%s)", want_desc, err.msg);
+}
+
+/* Items joined with '|' (config_each_item); stops at "stop". */
+static int
+join_item(const char *item, size_t n, void *arg)
+{
+    struct sbuf *sb = arg;
+
+    if (n == 4 && memcmp(item, "stop", 4) == 0)
+        return -EINTR;
+    sbuf_addf(sb, "%.*s|", (int)n, item);
+    return 0;
+}
+
+static void
+test_each_item(void)
+{
+    struct sbuf sb;
+
+    sbuf_init(&sb);
+    is_int(config_each_item(" a ,b\t,, https://x:1 ,", join_item, &sb), 0,
+        "a list of three");
+    is_str(sb.buf, "a|b|https://x:1|", "blanks trimmed, empty items skipped");
+    sbuf_reset(&sb);
+    is_int(config_each_item(" , ,", join_item, &sb), -ENOENT,
+        "no item is -ENOENT");
+    is_int(config_each_item("a,stop,c", join_item, &sb), -EINTR,
+        "fn's error stops the walk");
+    is_str(sb.buf, "a|", "before the rest");
+    sbuf_release(&sb);
 }
 
 int
@@ -117,6 +148,7 @@ main(void)
 
     config_destroy(cfg);
     config_destroy(NULL);
+    test_each_item();
     test_rmtree(dir);
     return done_testing();
 }
