@@ -540,6 +540,8 @@ int64_t cli_parse_duration(const char *s);
 
 /* ---- the list of commands (cmd_help.c) --------------------------------- */
 
+/* Every command, NULL-terminated: the whole command surface. */
+extern const struct cli_cmd *const cli_cmds[];
 /* The command named exactly name (no prefix matching), or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *cmds,
     const char *name);

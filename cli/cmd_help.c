@@ -2,8 +2,9 @@
  * cmd_help.c - lockstep help: the list of commands, or one command's usage
  *
  * Also what main.c prints for `lockstep --help` and for a missing
- * command. The list itself lives in main.c and reaches `help` through
- * cli->cmds, so that this library does not depend on the executable.
+ * command, and the list of commands itself (cli_cmds), which main.c
+ * dispatches on and the fuzz harness drives; `help` reads the list
+ * through cli->cmds.
  */
 #include "cli/cli.h"
 
@@ -13,6 +14,33 @@ static const char main_usage[] =
     "usage: lockstep [--server URL|PATH] [--token TOKEN] [--ca FILE] [--json]\n"
     "                COMMAND [ARGS]\n"
     "       lockstep --version\n";
+
+const struct cli_cmd *const cli_cmds[] = {
+    &cli_cmd_submit,
+    &cli_cmd_jobs,
+    &cli_cmd_history,
+    &cli_cmd_show,
+    &cli_cmd_logs,
+    &cli_cmd_cancel,
+    &cli_cmd_hold,
+    &cli_cmd_release,
+    &cli_cmd_requeue,
+    &cli_cmd_checkpoint,
+    &cli_cmd_nodes,
+    &cli_cmd_node,
+    &cli_cmd_cordon,
+    &cli_cmd_uncordon,
+    &cli_cmd_events,
+    &cli_cmd_drain,
+    &cli_cmd_health,
+    &cli_cmd_token,
+    &cli_cmd_admin,
+    &cli_cmd_replicas,
+    &cli_cmd_stats,
+    &cli_cmd_whoami,
+    &cli_cmd_help,
+    NULL,
+};
 
 const struct cli_cmd *
 cli_cmd_find(const struct cli_cmd *const *cmds, const char *name)

@@ -1,8 +1,9 @@
 /*
  * main.c - the lockstep command: global options and subcommand dispatch
  *
- * `cmds[]` is the whole command surface (git's commands[], tmux's
- * cmd_table); each entry lives with its code in cmd_<name>.c. Names match
+ * `cli_cmds[]` (cmd_help.c) is the whole command surface (git's
+ * commands[], tmux's cmd_table); each entry lives with its code in
+ * cmd_<name>.c. Names match
  * exactly, never by prefix, so that a script written today keeps meaning
  * the same thing when a command is added. Global options come before the
  * subcommand; each subcommand parses its own with cli_parse. After the
@@ -17,33 +18,6 @@
 #include <string.h>
 
 #include "version.h"
-
-static const struct cli_cmd *const cmds[] = {
-    &cli_cmd_submit,
-    &cli_cmd_jobs,
-    &cli_cmd_history,
-    &cli_cmd_show,
-    &cli_cmd_logs,
-    &cli_cmd_cancel,
-    &cli_cmd_hold,
-    &cli_cmd_release,
-    &cli_cmd_requeue,
-    &cli_cmd_checkpoint,
-    &cli_cmd_nodes,
-    &cli_cmd_node,
-    &cli_cmd_cordon,
-    &cli_cmd_uncordon,
-    &cli_cmd_events,
-    &cli_cmd_drain,
-    &cli_cmd_health,
-    &cli_cmd_token,
-    &cli_cmd_admin,
-    &cli_cmd_replicas,
-    &cli_cmd_stats,
-    &cli_cmd_whoami,
-    &cli_cmd_help,
-    NULL,
-};
 
 /* The global options, from the environment and the command line. */
 struct globals {
@@ -95,7 +69,7 @@ parse_globals(int argc, char **argv, struct globals *g)
             return fflush(stdout) || ferror(stdout) ? CLI_EXIT_FAIL
                                                     : CLI_EXIT_OK;
         case 'h':
-            cli_print_main_help(cmds, stdout);
+            cli_print_main_help(cli_cmds, stdout);
             return CLI_EXIT_OK;
         default:
             return cli_opt_error(NULL, argv, c);
@@ -112,7 +86,7 @@ find_command(int argc, char **argv)
 
     if (optind >= argc) {
         cli_print_main_usage(stderr);
-    } else if ((cmd = cli_cmd_find(cmds, argv[optind])) != NULL) {
+    } else if ((cmd = cli_cmd_find(cli_cmds, argv[optind])) != NULL) {
         return cmd;
     } else {
         fprintf(stderr, "%s: unknown command '%s'\n", CLI_PROG, argv[optind]);
@@ -160,7 +134,7 @@ run(const struct cli_cmd *cmd, const struct globals *g, int argc, char **argv)
     cli.ca = g->ca != NULL && g->ca[0] != '\0' ? g->ca : NULL;
     cli.ca_from = g->ca_from;
     cli.cmd = cmd;
-    cli.cmds = cmds;
+    cli.cmds = cli_cmds;
     cli.json = g->json;
 
     /* Each command parses from its own name, with getopt fully reset. */

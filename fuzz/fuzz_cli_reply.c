@@ -73,31 +73,6 @@ static const char *const cmdlines[][8] = {
 };
 #define NCMDLINES (sizeof(cmdlines) / sizeof(cmdlines[0]))
 
-static const struct cli_cmd *const cmds[] = {
-    &cli_cmd_submit,
-    &cli_cmd_jobs,
-    &cli_cmd_history,
-    &cli_cmd_show,
-    &cli_cmd_logs,
-    &cli_cmd_cancel,
-    &cli_cmd_hold,
-    &cli_cmd_release,
-    &cli_cmd_requeue,
-    &cli_cmd_checkpoint,
-    &cli_cmd_nodes,
-    &cli_cmd_node,
-    &cli_cmd_cordon,
-    &cli_cmd_uncordon,
-    &cli_cmd_events,
-    &cli_cmd_drain,
-    &cli_cmd_health,
-    &cli_cmd_token,
-    &cli_cmd_stats,
-    &cli_cmd_whoami,
-    &cli_cmd_help,
-    NULL,
-};
-
 static const int statuses[16] = { 200, 201, 202, 204, 400, 401, 403, 404, 409,
     413, 429, 500, 502, 503, 504, 302 };
 
@@ -322,9 +297,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     argv[argc] = NULL;
 
     fuzz_assert(cli_init(&cli, srv.path, "lst_fuzz", &err) == 0);
-    cli.cmd = cli_cmd_find(cmds, argv[0]);
+    cli.cmd = cli_cmd_find(cli_cmds, argv[0]);
     fuzz_assert(cli.cmd != NULL);
-    cli.cmds = cmds;
+    cli.cmds = cli_cmds;
     optind = 0;
     rc = cli.cmd->fn(argc, argv, &cli);
     fuzz_assert(
