@@ -191,28 +191,33 @@ witness_before(const char *self, const char *self_rack,
 }
 
 size_t
+witness_offer(const char *self, const char *self_rack, const char *const *names,
+    const char *const *racks, size_t *out, size_t k, size_t c)
+{
+    size_t pos = k;
+
+    if (strcmp(names[c], self) == 0)
+        return k;
+    while (pos > 0 &&
+           witness_before(self, self_rack, names, racks, c, out[pos - 1]))
+        pos--;
+    if (pos >= WITNESS_MAX)
+        return k;
+    if (k < WITNESS_MAX)
+        k++;
+    memmove(&out[pos + 1], &out[pos], (k - 1 - pos) * sizeof(out[0]));
+    out[pos] = c;
+    return k;
+}
+
+size_t
 witness_pick(const char *self, const char *self_rack, const char *const *names,
     const char *const *racks, size_t n, size_t *out)
 {
     size_t k = 0;
 
-    /* Insertion into the WITNESS_MAX best so far. */
-    for (size_t i = 0; i < n; i++) {
-        size_t pos;
-
-        if (strcmp(names[i], self) == 0)
-            continue;
-        pos = k;
-        while (pos > 0 &&
-               witness_before(self, self_rack, names, racks, i, out[pos - 1]))
-            pos--;
-        if (pos >= WITNESS_MAX)
-            continue;
-        if (k < WITNESS_MAX)
-            k++;
-        memmove(&out[pos + 1], &out[pos], (k - 1 - pos) * sizeof(out[0]));
-        out[pos] = i;
-    }
+    for (size_t i = 0; i < n; i++)
+        k = witness_offer(self, self_rack, names, racks, out, k, i);
     return k;
 }
 

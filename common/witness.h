@@ -75,6 +75,17 @@ size_t witness_majority(size_t n);
 size_t witness_pick(const char *self, const char *self_rack,
     const char *const *names, const char *const *racks, size_t n, size_t *out);
 
+/* Offer candidate c (an index into names and racks) to the set out[0..k)
+ * of self, best first, as witness_pick ranks them: it takes its place
+ * when it beats one of them (the last falls out past WITNESS_MAX); self
+ * is never taken. Returns the set's new size. The order is a total one,
+ * so offering the same candidates in any order, or only the best of an
+ * earlier set and the new ones, gives witness_pick's set: what lets the
+ * scheduler keep each node's set and offer it only the nodes that join. */
+size_t witness_offer(const char *self, const char *self_rack,
+    const char *const *names, const char *const *racks, size_t *out, size_t k,
+    size_t c);
+
 /* ---- the agent's rule ---------------------------------------------------- */
 
 /* Whether an answer received at recv_mono says its agent lost the

@@ -119,6 +119,15 @@ node_schedulable(const struct node *node)
            node->reconciled && !node->agent_gone;
 }
 
+const char *
+node_label(const struct node *node, const char *key)
+{
+    for (size_t i = 0; i < node->nlabels; i++)
+        if (strcmp(node->labels[i].key, key) == 0)
+            return node->labels[i].value;
+    return NULL;
+}
+
 bool
 node_labels_equal(const struct node *node, const struct proto_kv *kv, size_t n)
 {

@@ -87,6 +87,12 @@ struct node {
     struct witness_contact contact;
     char *wit_sent[WITNESS_MAX];
     size_t nwit_sent;
+    /* W(node) now, kept by nodes_witness.c as nodes join, leave and
+     * change racks (borrowed pointers; valid while wit_known), so that a
+     * status reply does not rank every node of the table. */
+    struct node *wit[WITNESS_MAX];
+    size_t nwit;
+    bool wit_known;
     bool lost_waiting;
 
     uint64_t gen;       /* desired-state generation */
@@ -136,6 +142,8 @@ bool node_update_resources(struct node *node, const char *addr, int cpus,
     int64_t memory_mb, const int *gpus, size_t ngpus,
     const struct proto_kv *labels, size_t nlabels);
 /* Labels as text would compare; true when equal. */
+/* The value of the node's label key; NULL when it has none. */
+const char *node_label(const struct node *node, const char *key);
 bool node_labels_equal(const struct node *node, const struct proto_kv *kv,
     size_t n);
 

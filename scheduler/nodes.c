@@ -55,11 +55,26 @@ nodes_update_resources(struct schedd *sd, struct node *node,
     const struct proto_node_report *rep)
 {
     const struct proto_resources *res = &rep->res;
+    const char *was = node_label(node, "rack");
+    char *rack = was ? xstrdup(was) : NULL;
+    bool moved;
 
     if (!node_update_resources(node, rep->addr, res->cpus, res->memory_mb,
-            res->gpus, res->ngpus, res->labels, res->nlabels))
+            res->gpus, res->ngpus, res->labels, res->nlabels)) {
+        free(rack);
         return false;
+    }
     node_table_touch(&sd->nodes);
+    was = node_label(node, "rack");
+    moved = (rack == NULL) != (was == NULL) ||
+            (rack != NULL && strcmp(rack, was) != 0);
+    free(rack);
+    /* Its rack orders witness sets (its own and others'): rank it anew,
+     * unless it is joining (nodes_register does). */
+    if (moved && node_table_find(&sd->nodes, node->name) == node) {
+        nodes_witness_left(sd, node);
+        nodes_witness_joined(sd, node);
+    }
     return true;
 }
 
@@ -91,6 +106,7 @@ nodes_register(struct schedd *sd, const struct proto_node_report *rep,
         return rc;
     }
     node_table_add(&sd->nodes, node);
+    nodes_witness_joined(sd, node);
     log_info("node=%s registered addr=%s cpus=%d memory_mb=%lld gpus=%zu",
         node->name, node->addr, node->cpus, (long long)node->memory_mb,
         node->ngpus);
@@ -324,6 +340,7 @@ nodes_forget(struct schedd *sd, struct node *node, const char *actor)
     if (rc < 0)
         return rc;
     log_notice("node=%s removed by %s", node->name, actor);
+    nodes_witness_left(sd, node);
     schedd_node_forget(sd, node);
     schedd_sched_trigger(sd);
     return 0;

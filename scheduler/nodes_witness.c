@@ -16,16 +16,15 @@
 static const char *
 nodes_witness_rack(const struct node *node)
 {
-    for (size_t i = 0; i < node->nlabels; i++)
-        if (strcmp(node->labels[i].key, "rack") == 0)
-            return node->labels[i].value;
-    return NULL;
+    return node_label(node, "rack");
 }
 
-size_t
-nodes_witness_set(struct schedd *sd, const struct node *node, struct node **out)
+/* W(node) from the whole table: O(nodes), once per node (and again only
+ * when one of its witnesses leaves). */
+static void
+nodes_witness_rank(struct schedd *sd, struct node *node)
 {
-    size_t n = node_table_count(&sd->nodes), k = 0, idx[WITNESS_MAX];
+    size_t n = node_table_count(&sd->nodes), idx[WITNESS_MAX];
     struct node **all = xcalloc(n + 1, sizeof(*all));
     const char **names = xcalloc(n + 1, sizeof(*names));
     const char **racks = xcalloc(n + 1, sizeof(*racks));
@@ -37,14 +36,68 @@ nodes_witness_set(struct schedd *sd, const struct node *node, struct node **out)
         names[i] = m->name;
         racks[i] = nodes_witness_rack(m);
     }
-    k = witness_pick(node->name, nodes_witness_rack(node), names, racks, i,
-        idx);
-    for (size_t j = 0; j < k; j++)
-        out[j] = all[idx[j]];
+    node->nwit = witness_pick(node->name, nodes_witness_rack(node), names,
+        racks, i, idx);
+    for (size_t j = 0; j < node->nwit; j++)
+        node->wit[j] = all[idx[j]];
+    node->wit_known = true;
     free(all);
     free(names);
     free(racks);
-    return k;
+}
+
+size_t
+nodes_witness_set(struct schedd *sd, struct node *node, struct node **out)
+{
+    if (!node->wit_known)
+        nodes_witness_rank(sd, node);
+    memcpy(out, node->wit, node->nwit * sizeof(*out));
+    return node->nwit;
+}
+
+/* Offer m to x's kept set. */
+static void
+nodes_witness_offer(struct node *x, struct node *m)
+{
+    const char *names[WITNESS_MAX + 1], *racks[WITNESS_MAX + 1];
+    struct node *cand[WITNESS_MAX + 1];
+    size_t idx[WITNESS_MAX], k = x->nwit;
+
+    for (size_t i = 0; i < k; i++) {
+        cand[i] = x->wit[i];
+        names[i] = cand[i]->name;
+        racks[i] = nodes_witness_rack(cand[i]);
+        idx[i] = i;
+    }
+    cand[k] = m;
+    names[k] = m->name;
+    racks[k] = nodes_witness_rack(m);
+    x->nwit = witness_offer(x->name, nodes_witness_rack(x), names, racks, idx,
+        k, k);
+    for (size_t i = 0; i < x->nwit; i++)
+        x->wit[i] = cand[idx[i]];
+}
+
+void
+nodes_witness_joined(struct schedd *sd, struct node *m)
+{
+    m->wit_known = false;
+    for (struct node *x = node_table_first(&sd->nodes); x;
+         x = node_table_next(x))
+        if (x != m && x->wit_known)
+            nodes_witness_offer(x, m);
+}
+
+void
+nodes_witness_left(struct schedd *sd, struct node *m)
+{
+    m->wit_known = false;
+    for (struct node *x = node_table_first(&sd->nodes); x;
+         x = node_table_next(x)) {
+        for (size_t i = 0; x->wit_known && i < x->nwit; i++)
+            if (x->wit[i] == m)
+                x->wit_known = false;
+    }
 }
 
 /* Whether the k nodes w are, in order, the set last sent to node. */
@@ -115,8 +168,8 @@ nodes_witness_continuous(struct schedd *sd, struct node *const *w, size_t k,
 }
 
 bool
-nodes_witness_may_replace(struct schedd *sd, const struct node *node,
-    int64_t mono, char *why, size_t cap)
+nodes_witness_may_replace(struct schedd *sd, struct node *node, int64_t mono,
+    char *why, size_t cap)
 {
     struct node *cur[WITNESS_MAX], *sent[WITNESS_MAX];
     size_t ncur = nodes_witness_set(sd, node, cur), nsent = node->nwit_sent;

@@ -21,9 +21,16 @@
 struct node;
 struct schedd;
 
-/* W(node) now: at most WITNESS_MAX nodes into out; returns how many. */
-size_t nodes_witness_set(struct schedd *sd, const struct node *node,
+/* W(node) now: at most WITNESS_MAX nodes into out; returns how many.
+ * Each node keeps its set (ranked over the table the first time), so
+ * the table must say when it changes: */
+size_t nodes_witness_set(struct schedd *sd, struct node *node,
     struct node **out);
+/* m was added to the table (offered to every kept set: O(nodes)). */
+void nodes_witness_joined(struct schedd *sd, struct node *m);
+/* m leaves the table, or its rack is about to change (then call
+ * nodes_witness_joined after): the sets holding it are ranked anew. */
+void nodes_witness_left(struct schedd *sd, struct node *m);
 
 /* Fill reply's witnesses with W(node) and remember them as sent (in the
  * database too, when they changed). 0 or a negative errno (recorded). */
@@ -45,7 +52,7 @@ void nodes_witness_seen(struct schedd *sd, struct node *node, int64_t mono);
  * contact for node_timeout_ms. When not, why (cap bytes) says what is
  * awaited.
  */
-bool nodes_witness_may_replace(struct schedd *sd, const struct node *node,
+bool nodes_witness_may_replace(struct schedd *sd, struct node *node,
     int64_t mono, char *why, size_t cap);
 
 #endif

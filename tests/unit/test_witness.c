@@ -109,6 +109,81 @@ test_pick_spread(void)
     is_int((int)majority, 0, "none has a majority of witnesses named alike");
 }
 
+/* The scheduler's way: every node keeps its set and is offered only the
+ * nodes that join after it; at every step each kept set is the set
+ * witness_pick ranks over the whole table. Racks of three, joins in a
+ * scrambled order. */
+static void
+test_offer_incremental(void)
+{
+    enum { N = 60 };
+    static char names_buf[N][16], racks_buf[N][8];
+    const char *names[N], *racks[N];
+    size_t kept[N][WITNESS_MAX], nkept[N], joined[N], fresh[WITNESS_MAX];
+    size_t mismatched = 0;
+
+    for (size_t i = 0; i < N; i++) {
+        snprintf(names_buf[i], sizeof(names_buf[i]), "n%02zu", i);
+        snprintf(racks_buf[i], sizeof(racks_buf[i]), "r%zu", i / 3);
+        names[i] = names_buf[i];
+        racks[i] = i % 7 == 0 ? NULL : racks_buf[i];
+        joined[i] = (i * 37) % N; /* 37 is prime to N: a permutation */
+    }
+    for (size_t t = 0; t < N; t++) {
+        const char *tn[N], *tr[N];
+        size_t m = joined[t];
+
+        /* The table after t + 1 joins, in join order. */
+        for (size_t j = 0; j <= t; j++) {
+            tn[j] = names[joined[j]];
+            tr[j] = racks[joined[j]];
+        }
+        for (size_t j = 0; j < t; j++) {
+            size_t x = joined[j], idx[WITNESS_MAX + 1], k = nkept[x];
+            const char *cn[WITNESS_MAX + 1], *cr[WITNESS_MAX + 1];
+            size_t map[WITNESS_MAX + 1];
+
+            for (size_t q = 0; q < k; q++) {
+                map[q] = kept[x][q];
+                cn[q] = names[map[q]];
+                cr[q] = racks[map[q]];
+                idx[q] = q;
+            }
+            map[k] = m;
+            cn[k] = names[m];
+            cr[k] = racks[m];
+            k = witness_offer(names[x], racks[x], cn, cr, idx, k, k);
+            for (size_t q = 0; q < k; q++)
+                kept[x][q] = map[idx[q]];
+            nkept[x] = k;
+        }
+        nkept[m] = witness_pick(names[m], racks[m], tn, tr, t + 1, fresh);
+        for (size_t q = 0; q < nkept[m]; q++)
+            kept[m][q] = joined[fresh[q]];
+        for (size_t j = 0; j <= t; j++) {
+            size_t x = joined[j], k;
+
+            k = witness_pick(names[x], racks[x], tn, tr, t + 1, fresh);
+            if (k != nkept[x]) {
+                mismatched++;
+                continue;
+            }
+            for (size_t q = 0; q < k; q++)
+                if (joined[fresh[q]] != kept[x][q]) {
+                    mismatched++;
+                    break;
+                }
+        }
+    }
+    is_int((int)mismatched, 0,
+        "kept sets offered each joining node equal the sets ranked anew");
+    is_int((int)witness_offer("a", NULL, names, racks, fresh, 0, 0), 1,
+        "an empty set takes any other node");
+    names[1] = "a";
+    is_int((int)witness_offer("a", NULL, names, racks, fresh, 0, 1), 0,
+        "never itself");
+}
+
 static void
 test_agent_rule(void)
 {
@@ -213,6 +288,7 @@ main(void)
     test_messages();
     test_pick();
     test_pick_spread();
+    test_offer_incremental();
     test_agent_rule();
     test_scheduler_rule();
     test_reply();
