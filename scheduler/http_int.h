@@ -139,6 +139,9 @@ struct http_listener {
 struct http_conn {
     struct http_list node;  /* in srv->conns until it starts closing */
     struct http_list dirty; /* in srv->dirty while it has news */
+    /* In srv->headless (accept order) while it may be evicted: a TCP
+     * connection no agent's or operator's that sent no request head. */
+    struct http_list headless;
     struct http_server *srv;
     union http_stream h;
     uv_timer_t timer; /* idle timeout, then linger timeout */
@@ -247,9 +250,10 @@ struct http_server {
     uv_idle_t idle;
     struct http_list listeners;
     struct http_list conns;
-    struct http_list dirty; /* conns with responses to settle */
-    struct http_list held;  /* struct http_hold, oldest first */
-    uint64_t hold_ticket;   /* set by http_server_hold during a flush */
+    struct http_list headless; /* by conn->headless: eviction candidates */
+    struct http_list dirty;    /* conns with responses to settle */
+    struct http_list held;     /* struct http_hold, oldest first */
+    uint64_t hold_ticket;      /* set by http_server_hold during a flush */
     bool in_flush;
     size_t nheld; /* responses in held flushes */
     size_t nconns;
@@ -338,6 +342,8 @@ void http_conn_accept(struct http_server *srv, uv_stream_t *listener,
 /* Cancel conn's deferred responses, drop its queue and close its handles;
  * conn is freed from the last close callback. Idempotent. */
 void http_conn_close(struct http_conn *conn);
+/* A complete request head arrived on conn: it is evictable no more. */
+void http_conn_head_seen(struct http_conn *conn);
 /* Append out to conn's response queue; conn owns it from here. */
 void http_conn_enqueue(struct http_conn *conn, struct http_out *out);
 /* Whether conn has enough unwritten output to stop parsing its input. */

@@ -147,7 +147,7 @@ parser_headers_complete_cb(http_parser *p)
         conn_header_done(conn);
         conn->in_value = false;
     }
-    conn->seen_head = true;
+    http_conn_head_seen(conn);
     conn->phase = HTTP_PHASE_BODY;
     conn->phase_since = uv_now(conn->srv->loop);
     if (p->method == HTTP_CONNECT)

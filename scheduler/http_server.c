@@ -336,6 +336,7 @@ http_server_create(uv_loop_t *loop, const struct http_server_opts *opts,
     srv->arg = arg;
     http_list_init(&srv->listeners);
     http_list_init(&srv->conns);
+    http_list_init(&srv->headless);
     http_list_init(&srv->dirty);
     http_list_init(&srv->held);
 
