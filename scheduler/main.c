@@ -383,8 +383,10 @@ nofile_limit(void)
 
 /* The connection deadlines and caps (docs/operations.md "Connection
  * limits"). Connections may use what the descriptor limit leaves after a
- * headroom of a quarter (at least 256, or half of a small limit) for the
- * database, log files, webhooks and the agents' own needs. */
+ * headroom of a quarter (at least 256, or half of a small limit; at most
+ * 1,024) for the database, log files, webhooks and Raft: the scheduler
+ * keeps no descriptor per job or node besides connections, so a quarter
+ * of a large limit (5,000 of 20,000) only turned agents away. */
 static int
 conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
 {
@@ -396,6 +398,7 @@ conf_limits(const struct config *cfg, struct schedd_opts *o, struct err *err)
     h->write_timeout_ms = (int)config_int(cfg, "http_write_timeout_ms");
     h->idle_timeout_ms = (int)config_int(cfg, "http_idle_timeout_ms");
     head = nofile / 4 > 256 ? nofile / 4 : 256;
+    head = head < 1024 ? head : 1024;
     room = nofile > 2 * head ? nofile - head : nofile / 2;
     h->max_conns = (size_t)config_int(cfg, "max_connections");
     if (h->max_conns == 0 || h->max_conns > room) {
