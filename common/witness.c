@@ -170,43 +170,47 @@ witness_hash(const char *a, const char *b)
     return h;
 }
 
-/* Whether candidate i should come before j for self. */
-static bool
-witness_before(const char *self, const char *self_rack,
-    const char *const *names, const char *const *racks, size_t i, size_t j)
+struct witness_rank
+witness_rank_of(const char *self, const char *self_rack, const char *name,
+    const char *rack)
 {
-    bool oi = self_rack == NULL || racks[i] == NULL ||
-              strcmp(self_rack, racks[i]) != 0;
-    bool oj = self_rack == NULL || racks[j] == NULL ||
-              strcmp(self_rack, racks[j]) != 0;
-    uint64_t hi, hj;
+    struct witness_rank r = {
+        .same_rack = self_rack != NULL && rack != NULL &&
+                     strcmp(self_rack, rack) == 0,
+        .hash = witness_hash(self, name),
+        .name = name,
+    };
 
-    if (oi != oj)
-        return oi;
-    hi = witness_hash(self, names[i]);
-    hj = witness_hash(self, names[j]);
-    if (hi != hj)
-        return hi < hj;
-    return strcmp(names[i], names[j]) < 0;
+    return r;
+}
+
+/* Whether a ranks before b. */
+static bool
+witness_before(const struct witness_rank *a, const struct witness_rank *b)
+{
+    if (a->same_rack != b->same_rack)
+        return !a->same_rack;
+    if (a->hash != b->hash)
+        return a->hash < b->hash;
+    return strcmp(a->name, b->name) < 0;
 }
 
 size_t
-witness_offer(const char *self, const char *self_rack, const char *const *names,
-    const char *const *racks, size_t *out, size_t k, size_t c)
+witness_offer(struct witness_rank *ranks, size_t *ids, size_t k,
+    const struct witness_rank *r, size_t id)
 {
     size_t pos = k;
 
-    if (strcmp(names[c], self) == 0)
-        return k;
-    while (pos > 0 &&
-           witness_before(self, self_rack, names, racks, c, out[pos - 1]))
+    while (pos > 0 && witness_before(r, &ranks[pos - 1]))
         pos--;
     if (pos >= WITNESS_MAX)
         return k;
     if (k < WITNESS_MAX)
         k++;
-    memmove(&out[pos + 1], &out[pos], (k - 1 - pos) * sizeof(out[0]));
-    out[pos] = c;
+    memmove(&ranks[pos + 1], &ranks[pos], (k - 1 - pos) * sizeof(ranks[0]));
+    memmove(&ids[pos + 1], &ids[pos], (k - 1 - pos) * sizeof(ids[0]));
+    ranks[pos] = *r;
+    ids[pos] = id;
     return k;
 }
 
@@ -214,10 +218,17 @@ size_t
 witness_pick(const char *self, const char *self_rack, const char *const *names,
     const char *const *racks, size_t n, size_t *out)
 {
+    struct witness_rank ranks[WITNESS_MAX];
     size_t k = 0;
 
-    for (size_t i = 0; i < n; i++)
-        k = witness_offer(self, self_rack, names, racks, out, k, i);
+    for (size_t i = 0; i < n; i++) {
+        struct witness_rank r;
+
+        if (strcmp(names[i], self) == 0)
+            continue;
+        r = witness_rank_of(self, self_rack, names[i], racks ? racks[i] : NULL);
+        k = witness_offer(ranks, out, k, &r, i);
+    }
     return k;
 }
 

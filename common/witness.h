@@ -75,16 +75,26 @@ size_t witness_majority(size_t n);
 size_t witness_pick(const char *self, const char *self_rack,
     const char *const *names, const char *const *racks, size_t n, size_t *out);
 
-/* Offer candidate c (an index into names and racks) to the set out[0..k)
- * of self, best first, as witness_pick ranks them: it takes its place
- * when it beats one of them (the last falls out past WITNESS_MAX); self
- * is never taken. Returns the set's new size. The order is a total one,
- * so offering the same candidates in any order, or only the best of an
- * earlier set and the new ones, gives witness_pick's set: what lets the
- * scheduler keep each node's set and offer it only the nodes that join. */
-size_t witness_offer(const char *self, const char *self_rack,
-    const char *const *names, const char *const *racks, size_t *out, size_t k,
-    size_t c);
+/* Where one candidate ranks for self: another rack's nodes first, then
+ * by the hash of the pair, then by name (borrowed). */
+struct witness_rank {
+    bool same_rack;
+    uint64_t hash;
+    const char *name;
+};
+
+struct witness_rank witness_rank_of(const char *self, const char *self_rack,
+    const char *name, const char *rack);
+
+/* Offer the candidate id, ranked r, to the set (ranks, ids)[0..k), best
+ * first: it takes its place when it beats one of them (the last falls out
+ * past WITNESS_MAX). Returns the set's new size. The order is a total
+ * one, so offering the same candidates in any order, or only the best of
+ * an earlier set and the new ones, gives witness_pick's set: what lets
+ * the scheduler keep each node's set and offer it only the nodes that
+ * join. Never offer self. */
+size_t witness_offer(struct witness_rank *ranks, size_t *ids, size_t k,
+    const struct witness_rank *r, size_t id);
 
 /* ---- the agent's rule ---------------------------------------------------- */
 

@@ -91,6 +91,7 @@ struct node {
      * change racks (borrowed pointers; valid while wit_known), so that a
      * status reply does not rank every node of the table. */
     struct node *wit[WITNESS_MAX];
+    struct witness_rank wit_rank[WITNESS_MAX]; /* how each ranks */
     size_t nwit;
     bool wit_known;
     bool lost_waiting;

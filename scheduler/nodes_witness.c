@@ -24,26 +24,25 @@ nodes_witness_rack(const struct node *node)
 static void
 nodes_witness_rank(struct schedd *sd, struct node *node)
 {
-    size_t n = node_table_count(&sd->nodes), idx[WITNESS_MAX];
-    struct node **all = xcalloc(n + 1, sizeof(*all));
-    const char **names = xcalloc(n + 1, sizeof(*names));
-    const char **racks = xcalloc(n + 1, sizeof(*racks));
-    size_t i = 0;
+    const char *rack = nodes_witness_rack(node);
+    size_t idx[WITNESS_MAX], i = 0;
+    struct node **all = xcalloc(node_table_count(&sd->nodes) + 1, sizeof(*all));
 
-    for (struct node *m = node_table_first(&sd->nodes); m && i < n;
+    node->nwit = 0;
+    for (struct node *m = node_table_first(&sd->nodes); m;
          m = node_table_next(m), i++) {
+        struct witness_rank r;
+
         all[i] = m;
-        names[i] = m->name;
-        racks[i] = nodes_witness_rack(m);
+        if (m == node)
+            continue;
+        r = witness_rank_of(node->name, rack, m->name, nodes_witness_rack(m));
+        node->nwit = witness_offer(node->wit_rank, idx, node->nwit, &r, i);
     }
-    node->nwit = witness_pick(node->name, nodes_witness_rack(node), names,
-        racks, i, idx);
     for (size_t j = 0; j < node->nwit; j++)
         node->wit[j] = all[idx[j]];
     node->wit_known = true;
     free(all);
-    free(names);
-    free(racks);
 }
 
 size_t
@@ -55,37 +54,29 @@ nodes_witness_set(struct schedd *sd, struct node *node, struct node **out)
     return node->nwit;
 }
 
-/* Offer m to x's kept set. */
-static void
-nodes_witness_offer(struct node *x, struct node *m)
-{
-    const char *names[WITNESS_MAX + 1], *racks[WITNESS_MAX + 1];
-    struct node *cand[WITNESS_MAX + 1];
-    size_t idx[WITNESS_MAX], k = x->nwit;
-
-    for (size_t i = 0; i < k; i++) {
-        cand[i] = x->wit[i];
-        names[i] = cand[i]->name;
-        racks[i] = nodes_witness_rack(cand[i]);
-        idx[i] = i;
-    }
-    cand[k] = m;
-    names[k] = m->name;
-    racks[k] = nodes_witness_rack(m);
-    x->nwit = witness_offer(x->name, nodes_witness_rack(x), names, racks, idx,
-        k, k);
-    for (size_t i = 0; i < x->nwit; i++)
-        x->wit[i] = cand[idx[i]];
-}
-
 void
 nodes_witness_joined(struct schedd *sd, struct node *m)
 {
+    const char *mrack = nodes_witness_rack(m);
+
     m->wit_known = false;
     for (struct node *x = node_table_first(&sd->nodes); x;
-         x = node_table_next(x))
-        if (x != m && x->wit_known)
-            nodes_witness_offer(x, m);
+         x = node_table_next(x)) {
+        struct node *was[WITNESS_MAX];
+        size_t ids[WITNESS_MAX], k = x->nwit;
+        struct witness_rank r;
+
+        if (x == m || !x->wit_known)
+            continue;
+        r = witness_rank_of(x->name, nodes_witness_rack(x), m->name, mrack);
+        for (size_t i = 0; i < k; i++) {
+            was[i] = x->wit[i];
+            ids[i] = i;
+        }
+        x->nwit = witness_offer(x->wit_rank, ids, k, &r, k);
+        for (size_t i = 0; i < x->nwit; i++)
+            x->wit[i] = ids[i] == k ? m : was[ids[i]];
+    }
 }
 
 void

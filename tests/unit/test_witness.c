@@ -109,18 +109,20 @@ test_pick_spread(void)
     is_int((int)majority, 0, "none has a majority of witnesses named alike");
 }
 
-/* The scheduler's way: every node keeps its set and is offered only the
- * nodes that join after it; at every step each kept set is the set
- * witness_pick ranks over the whole table. Racks of three, joins in a
- * scrambled order. */
+/* The scheduler's way: every node keeps its set (with each member's
+ * rank) and is offered only the nodes that join after it; at every step
+ * each kept set is the set witness_pick ranks over the whole table.
+ * Racks of three, some nodes without one, joins in a scrambled order. */
 static void
 test_offer_incremental(void)
 {
     enum { N = 60 };
     static char names_buf[N][16], racks_buf[N][8];
     const char *names[N], *racks[N];
+    struct witness_rank kept_rank[N][WITNESS_MAX];
     size_t kept[N][WITNESS_MAX], nkept[N], joined[N], fresh[WITNESS_MAX];
     size_t mismatched = 0;
+    struct witness_rank r;
 
     for (size_t i = 0; i < N; i++) {
         snprintf(names_buf[i], sizeof(names_buf[i]), "n%02zu", i);
@@ -139,27 +141,19 @@ test_offer_incremental(void)
             tr[j] = racks[joined[j]];
         }
         for (size_t j = 0; j < t; j++) {
-            size_t x = joined[j], idx[WITNESS_MAX + 1], k = nkept[x];
-            const char *cn[WITNESS_MAX + 1], *cr[WITNESS_MAX + 1];
-            size_t map[WITNESS_MAX + 1];
+            size_t x = joined[j];
 
-            for (size_t q = 0; q < k; q++) {
-                map[q] = kept[x][q];
-                cn[q] = names[map[q]];
-                cr[q] = racks[map[q]];
-                idx[q] = q;
-            }
-            map[k] = m;
-            cn[k] = names[m];
-            cr[k] = racks[m];
-            k = witness_offer(names[x], racks[x], cn, cr, idx, k, k);
-            for (size_t q = 0; q < k; q++)
-                kept[x][q] = map[idx[q]];
-            nkept[x] = k;
+            r = witness_rank_of(names[x], racks[x], names[m], racks[m]);
+            nkept[x] = witness_offer(kept_rank[x], kept[x], nkept[x], &r, m);
         }
-        nkept[m] = witness_pick(names[m], racks[m], tn, tr, t + 1, fresh);
-        for (size_t q = 0; q < nkept[m]; q++)
-            kept[m][q] = joined[fresh[q]];
+        /* The new node ranks the whole table once. */
+        nkept[m] = 0;
+        for (size_t j = 0; j < t; j++) {
+            size_t c = joined[j];
+
+            r = witness_rank_of(names[m], racks[m], names[c], racks[c]);
+            nkept[m] = witness_offer(kept_rank[m], kept[m], nkept[m], &r, c);
+        }
         for (size_t j = 0; j <= t; j++) {
             size_t x = joined[j], k;
 
@@ -177,11 +171,10 @@ test_offer_incremental(void)
     }
     is_int((int)mismatched, 0,
         "kept sets offered each joining node equal the sets ranked anew");
-    is_int((int)witness_offer("a", NULL, names, racks, fresh, 0, 0), 1,
-        "an empty set takes any other node");
-    names[1] = "a";
-    is_int((int)witness_offer("a", NULL, names, racks, fresh, 0, 1), 0,
-        "never itself");
+    r = witness_rank_of("a", "r1", "b", "r1");
+    ok(r.same_rack, "a node of the same rack is ranked so");
+    r = witness_rank_of("a", "r1", "b", NULL);
+    ok(!r.same_rack, "a node without a rack is another rack's");
 }
 
 static void
