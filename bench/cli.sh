@@ -20,6 +20,10 @@
 #     (a user's shell loop) to a local lockstepd over TCP with a token, no
 #     nodes (the jobs wait), ROUNDS (3) rounds alternating the binaries;
 #     the median round
+#   - the floor of such a loop: CALLS fdatasyncs of a 200-byte append in
+#     the scheduler's state directory before each round (the median), and
+#     1000 / (whoami_tcp_ms + that): the rate a loop would make if a
+#     submission cost the scheduler nothing but its one fsync
 set -u
 N=200 JOBS=200 ROUNDS=3 BEFORE= REV=
 while [ $# -gt 0 ]; do
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     -r) ROUNDS=$2; shift 2 ;;
     --before) BEFORE=$2; shift 2 ;;
     --before-rev) REV=$2; shift 2 ;;
-    *) sed -n 2,23p "$0" >&2; exit 2 ;;
+    *) sed -n 2,27p "$0" >&2; exit 2 ;;
     esac
 done
 
@@ -96,6 +100,28 @@ submits() {
     "$PY" -c "print('%.1f' % ($JOBS / ($t1 - $t0)))"
 }
 
+# fsyncs: N appends of 200 bytes, each made durable with fdatasync, in
+# the scheduler's state directory (its file system); prints the median
+# and p90 ms: what one serial acknowledged submission waits for at least.
+fsyncs() {
+    "$PY" - "$N" "$TEST_DIR/sched/state" <<'EOF'
+import os, statistics, sys, time
+n, d = int(sys.argv[1]), sys.argv[2]
+path = os.path.join(d, "fsync-bench")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+v = []
+for _ in range(n):
+    os.write(fd, b"x" * 200)
+    t0 = time.perf_counter()
+    os.fdatasync(fd)
+    v.append(time.perf_counter() - t0)
+os.close(fd)
+os.unlink(path)
+v.sort()
+print("%.2f %.2f" % (1000 * statistics.median(v), 1000 * v[int(0.9 * len(v))]))
+EOF
+}
+
 declare -A FIG=()
 args=("true=[\"/bin/true\"]")
 for i in "${!NAMES[@]}"; do
@@ -107,7 +133,10 @@ for i in "${!NAMES[@]}"; do
 done
 line=$(calls "${args[@]}") || exit 1
 for kv in $line; do FIG[${kv%%=*}]=${kv#*=}; done
+FSYNC=()
 for r in $(seq 1 "$ROUNDS"); do
+    read -r f50 _ <<<"$(fsyncs)"
+    FSYNC+=("$f50")
     for i in "${!NAMES[@]}"; do
         FIG[${NAMES[$i]}.submit_per_s]+="$(submits "${BINS[$i]}") "
     done
@@ -137,4 +166,16 @@ for k in libs help_ms help_p90_ms whoami_ms whoami_p90_ms whoami_tcp_ms \
 done
 echo "(help_ms's /bin/true column: the same process start doing nothing;" \
     "submit_per_s: rounds ${ROUNDS}, each $JOBS calls)"
+# The floor of a serial shell loop: one process start and request (the
+# whoami over TCP) and one fsync per call.
+"$PY" - "${FIG[after.whoami_tcp_ms]}" "${FIG[after.submit_per_s]}" "${FSYNC[@]}" <<'EOF'
+import statistics, sys
+call, rates, fs = float(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
+f = statistics.median(float(x) for x in fs)
+rate = statistics.median(float(x) for x in rates)
+floor = 1000.0 / (call + f)
+print("fdatasync in the state directory: median %.2f ms (rounds: %s); a serial "
+      "loop's floor with this CLI (whoami_tcp_ms + fdatasync): %.0f calls/s; "
+      "submit_per_s is %.2f of it" % (f, " ".join(fs), floor, rate / floor))
+EOF
 stop_scheduler
