@@ -66,6 +66,24 @@ struct db *db_open(const char *path, const struct db_open_opts *opts,
  * NULL. */
 void db_close(struct db *db);
 
+/* ---- WAL checkpoints (db_wal.c) ------------------------------------------
+ *
+ * db_wal_manual: db's commits no longer checkpoint the WAL (SQLite's
+ * automatic checkpoint, at 1,000 pages, fsyncs twice in the committing
+ * thread); db_wal_pages says how many pages it held at the last commit.
+ * A struct db_ckpt is a connection of its own that db_ckpt_run
+ * checkpoints with (PASSIVE: it never waits for a lock, and copies what
+ * no reader still needs), made for one thread at a time: the scheduler
+ * runs it on the thread pool (walckpt.c). db_ckpt_run: 0 (pages in the
+ * WAL and copied out through the pointers) or -EIO with msg set. */
+void db_wal_manual(struct db *db);
+int db_wal_pages(const struct db *db);
+struct db_ckpt;
+struct db_ckpt *db_ckpt_create(const char *path);
+int db_ckpt_run(struct db_ckpt *c, int *wal_pages, int *copied, char *msg,
+    size_t cap);
+void db_ckpt_destroy(struct db_ckpt *c);
+
 /* The schema version the database is at (PRAGMA user_version). */
 int db_schema_version(struct db *db);
 

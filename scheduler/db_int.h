@@ -56,6 +56,7 @@ struct db {
     bool repl;                       /* record changes (db_repl.c) */
     struct sqlite3_session *session; /* the open transaction's */
     uint64_t blame_gen; /* db_blame_gen: bumped by every blame write */
+    int wal_pages;      /* db_wal.c: the WAL's pages at the last commit */
 
     /* db.c */
     struct sqlite3_stmt *begin;

@@ -34,6 +34,7 @@
 #include "scheduler/db.h"
 #include "scheduler/logstore.h"
 #include "scheduler/logwriter.h"
+#include "scheduler/walckpt.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -469,6 +470,7 @@ schedd_count_commit(struct schedd *sd)
     sd->commit_seq++;
     if (sd->sync)
         commitsync_request(sd->sync, sd->commit_seq);
+    walckpt_poke(sd->walck, db_wal_pages(sd->db));
 }
 
 int
@@ -798,6 +800,11 @@ schedd_create(uv_loop_t *loop, const struct schedd_opts *opts, struct err *err)
         err);
     if (sd->db && opts->db_sync_full && !opts->replica)
         sd->sync = commitsync_create(loop, path, schedd_synced_cb, sd, err);
+    /* A replica's database is never fsynced: its checkpoints cost little. */
+    if (sd->db && !opts->replica) {
+        db_wal_manual(sd->db);
+        sd->walck = walckpt_create(loop, path);
+    }
     free(path);
     if (sd->db == NULL ||
         (opts->db_sync_full && !opts->replica && sd->sync == NULL))
@@ -860,6 +867,9 @@ schedd_stop(struct schedd *sd, void (*cb)(struct schedd *sd))
     logwriter_destroy(sd->logw);
     sd->logw = NULL;
     schedd_commit(sd);
+    /* A checkpoint in flight ends on its own (and frees it). */
+    walckpt_close(sd->walck);
+    sd->walck = NULL;
     /* The last commits are synced before the handles close. */
     if (sd->sync)
         commitsync_close(sd->sync, schedd_sync_closed, sd);
@@ -873,6 +883,7 @@ schedd_destroy(struct schedd *sd)
     if (sd == NULL)
         return;
     schedd_model_clear(sd);
+    walckpt_close(sd->walck);
     db_close(sd->db);
     logwriter_destroy(sd->logw);
     logstore_destroy(sd->logs);

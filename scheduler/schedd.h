@@ -51,6 +51,7 @@
 #include "scheduler/sched_pass.h"
 
 struct commitsync;
+struct walckpt;
 struct db;
 struct logstore;
 
@@ -248,6 +249,8 @@ struct schedd {
     uint64_t commit_seq;
     uint64_t syncs; /* WAL fsyncs that reported (each covers >= 1 commit) */
     struct commitsync *sync;
+    /* The WAL's checkpoints, off the loop (NULL on a replica). */
+    struct walckpt *walck;
 
     /* The model. */
     struct node_table nodes;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -1013,6 +1014,58 @@ test_newer_refused(void)
     db_close(db);
 }
 
+/* With db_wal_manual, commits never checkpoint: the WAL grows past
+ * SQLite's 1,000 pages; a checkpoint of a connection of its own copies
+ * it all, and the next commit starts the WAL over. */
+static void
+test_wal_manual(void)
+{
+    char wal[300], msg[256] = "";
+    struct db *db = open_checked("open for the WAL test");
+    struct db_ckpt *ck;
+    struct job *job;
+    struct stat st;
+    int pages = 0, copied = 0, i;
+
+    if (db == NULL)
+        return;
+    db_wal_manual(db);
+    for (i = 0; i < 400 && db_wal_pages(db) <= 1200; i++) {
+        db_txn_begin(db);
+        for (int k = 0; k < 50; k++) {
+            job = sample_job();
+            db_job_insert(db, job);
+            job_destroy(job);
+        }
+        db_txn_commit(db);
+    }
+    ok(db_wal_pages(db) > 1200, "commits leave the WAL to grow (%d pages)",
+        db_wal_pages(db));
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    ok(stat(wal, &st) == 0 && st.st_size > 1200 * 4096,
+        "no automatic checkpoint started it over (%lld bytes)",
+        (long long)st.st_size);
+    ck = db_ckpt_create(path);
+    is_int(db_ckpt_run(ck, &pages, &copied, msg, sizeof(msg)), 0,
+        "a checkpoint of its own connection: %s", msg);
+    ok(pages > 1200 && copied == pages, "it copied every page (%d of %d)",
+        copied, pages);
+    job = sample_job();
+    db_txn_begin(db);
+    db_job_insert(db, job);
+    db_txn_commit(db);
+    job_destroy(job);
+    ok(db_wal_pages(db) < 100, "the next commit starts the WAL over (%d)",
+        db_wal_pages(db));
+    db_ckpt_destroy(ck);
+    ck = db_ckpt_create("/nonexistent/lockstep.db");
+    ok(db_ckpt_run(ck, &pages, &copied, msg, sizeof(msg)) == -EIO &&
+            strstr(msg, "/nonexistent/lockstep.db") != NULL,
+        "a database it cannot open: -EIO, named (%s)", msg);
+    db_ckpt_destroy(ck);
+    db_close(db);
+}
+
 int
 main(void)
 {
@@ -1031,6 +1084,7 @@ main(void)
     test_rank_stats();
     test_rank_sections();
     test_history_and_remove();
+    test_wal_manual();
     test_newer_refused();
     test_rmtree(dir);
     return done_testing();
