@@ -53,6 +53,7 @@ struct logs {
     const char *stream; /* "out" or "err" */
     bool prefix;        /* more than one rank: "[rank N] " */
     bool json;          /* --json: an object per line */
+    bool many;          /* every rank, PROTO_LOG_RANKS_MAX a request */
     struct rank_log *ranks;
     size_t nranks;
     struct cli_resp resp;
@@ -294,6 +295,11 @@ fetch_many(struct logs *L, size_t first, size_t n, bool ending, bool *more,
     rc = cli_call(L->cli, "GET", path, NULL, CLI_HTTP_QUIET, &L->resp, NULL,
         err);
     free(path);
+    /* A scheduler from before the many-ranks read wants rank=: read rank
+     * by rank from it (the caller goes back to that). */
+    if (rc < 0 && L->resp.status == 400 &&
+        strstr(err->msg, "missing field 'rank'") != NULL)
+        return -ENOTSUP;
     if (rc < 0)
         return rc == -EIO && L->resp.status == 404 ? -ENOENT : rc;
     cli_outage_over(L->cli, &L->outage);
@@ -354,8 +360,11 @@ window(const struct logs *L, size_t first)
                                                    : PROTO_LOG_RANKS_MAX;
 }
 
+static int logs_once(struct logs *L);
+
 /* Without --follow, every rank: PROTO_LOG_RANKS_MAX in a request, each
- * to its end, in rank order. */
+ * to its end, in rank order; rank by rank from a scheduler that has no
+ * many-ranks read. */
 static int
 logs_once_many(struct logs *L)
 {
@@ -363,6 +372,10 @@ logs_once_many(struct logs *L)
         struct err err;
         int64_t n = drain_many(L, first, window(L, first), true, &err);
 
+        if (n == -ENOTSUP) {
+            L->many = false;
+            return logs_once(L);
+        }
         for (size_t i = first; i < first + window(L, first); i++)
             emit_rest(L, &L->ranks[i]);
         if (n < 0) {
@@ -379,7 +392,7 @@ logs_once(struct logs *L)
 {
     int status = CLI_EXIT_OK;
 
-    if (L->nranks > 1)
+    if (L->many)
         return logs_once_many(L);
     for (size_t i = 0; i < L->nranks; i++) {
         struct rank_log *r = &L->ranks[i];
@@ -424,6 +437,20 @@ logs_outcome(struct logs *L, const struct job_view *v)
     return CLI_EXIT_FAIL;
 }
 
+/* Following: the ranks read from rank i on, as one step. */
+static size_t
+step(const struct logs *L, size_t i)
+{
+    return L->many ? window(L, i) : 1;
+}
+
+static int64_t
+drain_step(struct logs *L, size_t i, struct err *err)
+{
+    return L->many ? drain_many(L, i, window(L, i), false, err)
+                   : drain(L, &L->ranks[i], err);
+}
+
 static int
 logs_follow(struct logs *L, bool pinned)
 {
@@ -435,16 +462,15 @@ logs_follow(struct logs *L, bool pinned)
         int64_t got = 0;
         int rc;
 
-        for (size_t i = 0; i<L->nranks; i += L->nranks> 1 ? window(L, i) : 1) {
+        for (size_t i = 0; i < L->nranks; i += step(L, i)) {
             int64_t n;
 
             /* A rank the scheduler has no file for yet (-ENOENT) has
              * said nothing so far. */
-            while (
-                (n = L->nranks > 1 ? drain_many(L, i, window(L, i), false, &err)
-                                   : drain(L, &L->ranks[i], &err)) < 0 &&
-                n != -ENOENT) {
-                if (!logs_retry(L, (int)n, &err))
+            while ((n = drain_step(L, i, &err)) < 0 && n != -ENOENT) {
+                if (n == -ENOTSUP)
+                    L->many = false; /* and again, rank by rank */
+                else if (!logs_retry(L, (int)n, &err))
                     return logs_failed(L, &err);
             }
             if (n > 0)
@@ -599,6 +625,7 @@ logs_init_ranks(struct logs *L, int64_t rank, int64_t world)
         sbuf_init(&L->ranks[i].line);
     }
     L->prefix = L->nranks > 1;
+    L->many = L->nranks > 1;
 }
 
 static int

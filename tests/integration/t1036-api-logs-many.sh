@@ -4,7 +4,8 @@
 # printing three lines (rank 5's last without a newline): `lockstep logs`
 # reads every rank in one request (the scheduler's own request count for
 # the route says so) and prints them complete, in rank order, as the
-# per-rank reads did; --json too; a small limit pages (X-Lockstep-Log-More)
+# per-rank reads did (following, an unfinished last line comes at the
+# end, as before); --follow and --json too; a small limit pages (X-Lockstep-Log-More)
 # and each rank's offsets carry on where the last reply stopped, giving
 # the same bytes as the per-rank form, which still answers as before; bad
 # ranks and offsets are refused with a message naming them.
@@ -43,7 +44,9 @@ test_expect_success 'lockstep logs: every rank in one request, in rank order' '
     before=$(logs_requests) &&
     ls_cli logs $id >out && diff -u expect out &&
     after=$(logs_requests) &&
-    test $((after - before)) = 1
+    test $((after - before)) = 1 &&
+    { grep -v "rank 5 end" expect && echo "[rank 5] rank 5 end"; } >fexpect &&
+    ls_cli logs $id --follow >fout && diff -u fexpect fout
 '
 
 test_expect_success 'lockstep logs --json: one object per line, rank order' '
