@@ -104,7 +104,12 @@ test_expect_success 'the per-rank form answers as before' '
     printf "one\nrank 3 two\nrank 3 three\n" >want && cmp want api.body &&
     grep -i "^X-Lockstep-Log-Size: 35" api.hdr &&
     grep -i "^X-Lockstep-Log-Offset: 7" api.hdr &&
-    test "$(api "/v1/jobs/$id/logs?rank=16")" = 404
+    test "$(api "/v1/jobs/$id/logs?rank=16")" = 404 &&
+    grep "has no rank 16 (world size 16)" api.body &&
+    test "$(api "/v1/jobs/$id/logs?rank=0&attempt=2")" = 404 &&
+    grep "has no attempt 2" api.body &&
+    test "$(api "/v1/jobs/$id/logs?attempt=2")" = 404 &&
+    grep "has no attempt 2" api.body
 '
 
 test_expect_success 'a range and offsets that are wrong are refused, named' '
