@@ -33,6 +33,8 @@ print one line of `key=value` figures each:
                                  the API answers, -> N nodes have reported
   passes SOCK                    the pass histogram: count, mean, the
                                  bucket the longest falls under
+  scrape SOCK COUNT              GET /metrics COUNT times, one after the
+                                 other: its wall time, p50 and max
 """
 import datetime
 import http.client
@@ -397,6 +399,18 @@ def cmd_passes(api):
           % (c, 1000 * s / c if c else 0, top * 1000))
 
 
+def cmd_scrape(api, count):
+    v = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        st, _ = api.req("GET", "/metrics")
+        v.append((time.perf_counter() - t0) * 1000)
+        if st != 200:
+            raise RuntimeError("scrape: %s" % st)
+    print("scrapes=%d scrape_p50_ms=%.2f scrape_max_ms=%.2f"
+          % (count, pct(v, 50), max(v)))
+
+
 def main(argv):
     cmd, api = argv[1], Api(argv[2])
     a = argv[3:]
@@ -426,6 +440,8 @@ def main(argv):
         cmd_restart_wait(argv[2], float(a[0]), int(a[1]))
     elif cmd == "passes":
         cmd_passes(api)
+    elif cmd == "scrape":
+        cmd_scrape(api, int(a[0]))
     else:
         print(__doc__)
         return 2

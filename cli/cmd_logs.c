@@ -3,9 +3,12 @@
  *
  * The agents ship rank output to the scheduler as it is written, so logs
  * stay readable after a node is gone; this command reads them with
- * GET /v1/jobs/ID/logs, one rank and one stream at a time, from an offset.
- * X-Lockstep-Log-Size says how much the scheduler holds, so a file is
- * drained when our offset reaches it.
+ * GET /v1/jobs/ID/logs, one stream at a time: --rank R (or a job of one
+ * rank) with rank=R, from an offset; every rank with the many-ranks form
+ * (common/proto_logs.h), PROTO_LOG_RANKS_MAX ranks a request, each from
+ * its own offset, asked again while the reply was cut by its byte limit
+ * (X-Lockstep-Log-More). The size the scheduler holds comes with each
+ * reply, so a rank is drained when our offset reaches it.
  *
  * With more than one rank each line is prefixed "[rank N] " and only whole
  * lines are printed while following, so lines of different ranks never mix
@@ -30,6 +33,7 @@
 #include <string.h>
 
 #include "common/proto.h"
+#include "common/proto_logs.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
 
@@ -49,6 +53,7 @@ struct logs {
     const char *stream; /* "out" or "err" */
     bool prefix;        /* more than one rank: "[rank N] " */
     bool json;          /* --json: an object per line */
+    bool many;          /* every rank, PROTO_LOG_RANKS_MAX a request */
     struct rank_log *ranks;
     size_t nranks;
     struct cli_resp resp;
@@ -176,6 +181,20 @@ emit_rest(struct logs *L, struct rank_log *r)
     }
 }
 
+/* The dropped output from r's offset to from: said where it was. */
+static void
+emit_dropped(struct logs *L, struct rank_log *r, int64_t from)
+{
+    char *mark = xasprintf("[lockstep: %lld bytes of older output were "
+                           "dropped: the job's stored output is capped "
+                           "(log_max_bytes_per_job)]\n",
+        (long long)(from - r->offset));
+
+    emit(L, r, mark, strlen(mark));
+    free(mark);
+    r->offset = from;
+}
+
 /* One request for rank r from its offset. Returns the bytes read, or a
  * negative errno with err set (-ENOENT: 404, nothing printed). */
 static int64_t
@@ -199,21 +218,122 @@ fetch(struct logs *L, struct rank_log *r, struct err *err)
      * where it was. */
     start = cli_resp_header(&L->resp, "X-Lockstep-Log-Offset");
     from = start ? strtoll(start, NULL, 10) : r->offset;
-    if (from > r->offset) {
-        char *mark = xasprintf("[lockstep: %lld bytes of older output were "
-                               "dropped: the job's stored output is capped "
-                               "(log_max_bytes_per_job)]\n",
-            (long long)(from - r->offset));
-
-        emit(L, r, mark, strlen(mark));
-        free(mark);
-        r->offset = from;
-    }
+    if (from > r->offset)
+        emit_dropped(L, r, from);
     emit(L, r, L->resp.body.buf, L->resp.body.len);
     r->offset += (int64_t)L->resp.body.len;
     size = cli_resp_header(&L->resp, "X-Lockstep-Log-Size");
     r->size = size ? strtoll(size, NULL, 10) : r->offset;
     return (int64_t)L->resp.body.len;
+}
+
+/* The query of a many-ranks request for ranks [first, first + n): the
+ * range and, when any is past 0, each one's offset (trailing zeros
+ * left out). */
+static char *
+many_path(struct logs *L, size_t first, size_t n)
+{
+    struct sbuf sb;
+    size_t used = 0;
+
+    sbuf_init(&sb);
+    sbuf_addf(&sb, "/v1/jobs/%lld/logs?ranks=%zu-%zu&attempt=%lld&stream=%s",
+        (long long)L->id, first, first + n - 1, (long long)L->attempt,
+        L->stream);
+    for (size_t i = 0; i < n; i++) {
+        if (L->ranks[first + i].offset > 0)
+            used = i + 1;
+    }
+    for (size_t i = 0; i < used; i++)
+        sbuf_addf(&sb, "%s%lld",
+            i ? "," : "&offsets=", (long long)L->ranks[first + i].offset);
+    return sbuf_detach(&sb, NULL);
+}
+
+/* One frame of a many-ranks reply for a rank of [first, first + n). */
+static int
+take_frame(struct logs *L, size_t first, size_t n,
+    const struct proto_log_frame *f, bool ending, struct err *err)
+{
+    struct rank_log *r;
+
+    if (f->rank < (int64_t)first || f->rank >= (int64_t)(first + n))
+        return err_set(err, -EPROTO,
+            "the scheduler's reply holds rank %lld, not asked for",
+            (long long)f->rank);
+    r = &L->ranks[f->rank];
+    if (f->start < r->offset)
+        return err_set(err, -EPROTO,
+            "the scheduler's reply holds rank %lld from %lld, before %lld",
+            (long long)f->rank, (long long)f->start, (long long)r->offset);
+    if (f->start > r->offset)
+        emit_dropped(L, r, f->start);
+    emit(L, r, f->data, f->len);
+    r->offset += (int64_t)f->len;
+    r->size = f->size;
+    /* Read to its end once and for all: its last line, unfinished,
+     * goes out now, before the next rank's. */
+    if (ending && r->offset >= r->size)
+        emit_rest(L, r);
+    return 0;
+}
+
+/* One many-ranks request for ranks [first, first + n) from their
+ * offsets. Returns the bytes read, *more when the reply was cut by its
+ * limit, or a negative errno with err set (-ENOENT: 404). */
+static int64_t
+fetch_many(struct logs *L, size_t first, size_t n, bool ending, bool *more,
+    struct err *err)
+{
+    char *path = many_path(L, first, n);
+    struct proto_log_frame f;
+    const char *p;
+    size_t left;
+    int64_t got = 0;
+    int rc;
+
+    rc = cli_call(L->cli, "GET", path, NULL, CLI_HTTP_QUIET, &L->resp, NULL,
+        err);
+    free(path);
+    /* A scheduler from before the many-ranks read wants rank=: read rank
+     * by rank from it (the caller goes back to that). */
+    if (rc < 0 && L->resp.status == 400 &&
+        strstr(err->msg, "missing field 'rank'") != NULL)
+        return -ENOTSUP;
+    if (rc < 0)
+        return rc == -EIO && L->resp.status == 404 ? -ENOENT : rc;
+    cli_outage_over(L->cli, &L->outage);
+    *more = cli_resp_header(&L->resp, "X-Lockstep-Log-More") != NULL;
+    p = L->resp.body.buf;
+    left = L->resp.body.len;
+    while ((rc = proto_log_frame_next(&p, &left, &f, err)) > 0) {
+        if ((rc = take_frame(L, first, n, &f, ending, err)) < 0)
+            return rc;
+        got += (int64_t)f.len;
+    }
+    /* Cut by the limit yet nothing new: the scheduler is not keeping its
+     * word; asking again would loop. */
+    if (rc == 0 && *more && got == 0)
+        return err_set(err, -EPROTO,
+            "the scheduler's reply says more is left but holds nothing");
+    return rc < 0 ? rc : got;
+}
+
+/* Read ranks [first, first + n) up to what the scheduler holds now.
+ * Returns the bytes read or a negative errno (err set). */
+static int64_t
+drain_many(struct logs *L, size_t first, size_t n, bool ending, struct err *err)
+{
+    int64_t got, total = 0;
+    bool more = false;
+
+    do {
+        got = fetch_many(L, first, n, ending, &more, err);
+        if (got < 0)
+            return got;
+        total += got;
+    } while (more);
+    return total;
 }
 
 /* Read rank r up to what the scheduler holds now. Returns the bytes read
@@ -232,12 +352,48 @@ drain(struct logs *L, struct rank_log *r, struct err *err)
     return total;
 }
 
+/* The step of the many-ranks reads: ranks a request. */
+static size_t
+window(const struct logs *L, size_t first)
+{
+    return L->nranks - first < PROTO_LOG_RANKS_MAX ? L->nranks - first
+                                                   : PROTO_LOG_RANKS_MAX;
+}
+
+static int logs_once(struct logs *L);
+
+/* Without --follow, every rank: PROTO_LOG_RANKS_MAX in a request, each
+ * to its end, in rank order; rank by rank from a scheduler that has no
+ * many-ranks read. */
+static int
+logs_once_many(struct logs *L)
+{
+    for (size_t first = 0; first < L->nranks; first += window(L, first)) {
+        struct err err;
+        int64_t n = drain_many(L, first, window(L, first), true, &err);
+
+        if (n == -ENOTSUP) {
+            L->many = false;
+            return logs_once(L);
+        }
+        for (size_t i = first; i < first + window(L, first); i++)
+            emit_rest(L, &L->ranks[i]);
+        if (n < 0) {
+            cli_warn(L->cli, "%s", err.msg);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
 /* Without --follow: each rank in turn, to its end. */
 static int
 logs_once(struct logs *L)
 {
     int status = CLI_EXIT_OK;
 
+    if (L->many)
+        return logs_once_many(L);
     for (size_t i = 0; i < L->nranks; i++) {
         struct rank_log *r = &L->ranks[i];
         struct err err;
@@ -281,6 +437,20 @@ logs_outcome(struct logs *L, const struct job_view *v)
     return CLI_EXIT_FAIL;
 }
 
+/* Following: the ranks read from rank i on, as one step. */
+static size_t
+step(const struct logs *L, size_t i)
+{
+    return L->many ? window(L, i) : 1;
+}
+
+static int64_t
+drain_step(struct logs *L, size_t i, struct err *err)
+{
+    return L->many ? drain_many(L, i, window(L, i), false, err)
+                   : drain(L, &L->ranks[i], err);
+}
+
 static int
 logs_follow(struct logs *L, bool pinned)
 {
@@ -292,13 +462,15 @@ logs_follow(struct logs *L, bool pinned)
         int64_t got = 0;
         int rc;
 
-        for (size_t i = 0; i < L->nranks; i++) {
+        for (size_t i = 0; i < L->nranks; i += step(L, i)) {
             int64_t n;
 
             /* A rank the scheduler has no file for yet (-ENOENT) has
              * said nothing so far. */
-            while ((n = drain(L, &L->ranks[i], &err)) < 0 && n != -ENOENT) {
-                if (!logs_retry(L, (int)n, &err))
+            while ((n = drain_step(L, i, &err)) < 0 && n != -ENOENT) {
+                if (n == -ENOTSUP)
+                    L->many = false; /* and again, rank by rank */
+                else if (!logs_retry(L, (int)n, &err))
                     return logs_failed(L, &err);
             }
             if (n > 0)
@@ -453,6 +625,7 @@ logs_init_ranks(struct logs *L, int64_t rank, int64_t world)
         sbuf_init(&L->ranks[i].line);
     }
     L->prefix = L->nranks > 1;
+    L->many = L->nranks > 1;
 }
 
 static int

@@ -15,15 +15,20 @@
  *   bit 4     a Retry-After header
  *   bit 5     Content-Type text/html instead of application/json
  *   bit 6     no reply at all: the connection closes after the request
+ *   bit 7     an X-Lockstep-Log-More header (the many-ranks log read was
+ *             cut by its byte limit: the command asks again)
  * Requests after the last reply are answered 404 with an API error body.
  *
- * Checked beyond the sanitizers: the command ends (a command that sends
- * more than FUZZ_CLI_REQ_MAX requests for one invocation, plus one per
- * rank of the largest job a reply describes, is looping on what it was
- * told) with an exit status the CLI defines. `logs JOB` asks for each
- * rank's output in turn, so an input whose replies describe a job of
- * more than FUZZ_CLI_WORLD_MAX ranks is not run (its requests would
- * only take time).
+ * Checked beyond the sanitizers: the command ends with an exit status
+ * the CLI defines, and it is not looping on what it was told: it sends
+ * at most FUZZ_CLI_REQ_MAX requests for one invocation, plus one per
+ * reply of the input (a reply that says more is left may be followed by
+ * another request), plus one per PROTO_LOG_RANKS_MAX ranks of the
+ * largest job a reply describes (`logs JOB` reads that many ranks a
+ * request: common/proto_logs.h; a CLI that asked rank by rank would
+ * fail here). An input whose replies describe a job of more than
+ * FUZZ_CLI_WORLD_MAX ranks is not run (the command's per-rank state
+ * would only take memory and time).
  */
 #include "fuzz/fuzz.h"
 
@@ -35,9 +40,10 @@
 
 #include "cli/cli.h"
 #include "common/proto.h"
+#include "common/proto_logs.h"
 
 #define FUZZ_CLI_REQ_MAX 64
-#define FUZZ_CLI_WORLD_MAX 256
+#define FUZZ_CLI_WORLD_MAX 65536
 #define FUZZ_CLI_SEP "\n\xff\xff\n"
 
 static const char *const cmdlines[][8] = {
@@ -70,6 +76,7 @@ static const char *const cmdlines[][8] = {
     { "logs", "7", "--rank", "0", "--stream", "err" },
     { "submit", "--", "true" },
     { "submit", "--json", "--nodes", "2", "--", "true" },
+    { "logs", "7", "--json", "--attempt", "1" },
 };
 #define NCMDLINES (sizeof(cmdlines) / sizeof(cmdlines[0]))
 
@@ -84,7 +91,7 @@ static struct {
     size_t size;
     size_t off;
     unsigned nreq;
-    unsigned maxreq; /* FUZZ_CLI_REQ_MAX + the largest world of a reply */
+    unsigned maxreq; /* FUZZ_CLI_REQ_MAX + replies + windows (above) */
     int listen_fd;
     char path[256];
 } srv = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -182,9 +189,10 @@ answer(int fd)
     }
     n = snprintf(head, sizeof(head),
         "HTTP/1.1 %d Fuzz\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-        "%sConnection: close\r\n\r\n",
+        "%s%sConnection: close\r\n\r\n",
         statuses[set & 15], (set & 0x20) ? "text/html" : "application/json",
-        len, (set & 0x10) ? "Retry-After: 1\r\n" : "");
+        len, (set & 0x10) ? "Retry-After: 1\r\n" : "",
+        (set & 0x80) ? "X-Lockstep-Log-More: 0\r\n" : "");
     write_all(fd, head, (size_t)n);
     write_all(fd, body, len);
     free(body);
@@ -240,16 +248,19 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* The most ranks a reply of the input gives a job (nodes x
  * ranks_per_node of a JSON object, each in the range a job can have, as
- * the CLI reads them); under srv.lock. */
+ * the CLI reads them), and (*n) how many replies it has; under
+ * srv.lock. */
 static int64_t
-replies_world(void)
+replies_world(unsigned *n)
 {
     const uint8_t *body;
     size_t len;
     unsigned set;
     int64_t most = 0;
 
+    *n = 0;
     while (next_reply(&set, &body, &len)) {
+        (*n)++;
         cJSON *o = cJSON_ParseWithLength((const char *)body, len);
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "nodes");
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "ranks_per_node");
@@ -273,6 +284,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cli cli;
     struct err err = { 0 };
     int64_t world;
+    unsigned nreplies;
     int argc = 0, rc;
 
     line = cmdlines[fuzz_take_byte(&data, &size) % NCMDLINES];
@@ -282,8 +294,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     srv.size = size;
     srv.off = 0;
     srv.nreq = 0;
-    world = replies_world();
-    srv.maxreq = FUZZ_CLI_REQ_MAX + (unsigned)world;
+    world = replies_world(&nreplies);
+    srv.maxreq = FUZZ_CLI_REQ_MAX + nreplies +
+                 (unsigned)(world / PROTO_LOG_RANKS_MAX);
     if (world > FUZZ_CLI_WORLD_MAX) {
         srv.data = NULL;
         srv.size = 0;

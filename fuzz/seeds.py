@@ -132,7 +132,7 @@ def classify(v):
 
 # fuzz_cli_reply.c's cmdlines[], by what their first reply looks like.
 CLI_LISTS = [0, 1, 3, 7, 9, 13]          # jobs, history, nodes, events, tokens
-CLI_JOB = [5, 6, 15, 17, 25, 27, 28]     # show, cancel, hold, logs, submit
+CLI_JOB = [5, 6, 15, 17, 25, 27, 28, 29]  # show, cancel, hold, logs, submit
 CLI_NODE = [8, 21, 22, 23, 24]           # node, cordon, uncordon, drain, ack
 CLI_OTHER = [11, 12, 14, 20]             # stats, whoami, token create, ckpt
 
@@ -186,9 +186,33 @@ def http_seeds():
     return seeds
 
 
+# The many-ranks log read (common/proto_logs.h): a job of 2 x 4 ranks,
+# then frames of its output (one cut by the limit: settings bit 7), then
+# frames that lie (a rank not asked for, a length past the body).
+LOGS_JOB = (b'{"id":7,"state":"RUNNING","reason":"","attempt":1,'
+            b'"nodes":2,"ranks_per_node":4}')
+LOGS_FRAMES = [
+    b"\x80rank=0 start=0 size=9 len=4\nstep\n",
+    b"\x00rank=0 start=4 size=9 len=5\n 1\nab\nrank=3 start=4096 "
+    b"size=4100 len=4\nend\n\n",
+    b"\x00rank=9 start=0 size=1 len=1\nx\n",
+    b"\x00rank=1 start=0 size=99 len=99\nshort\n",
+]
+
+
+def logs_seeds():
+    """(harness, bytes): `lockstep logs` against many-ranks replies."""
+    sep, out = b"\n\xff\xff\n", []
+    for cmd in (25, 29):   # logs 7; logs 7 --json --attempt 1
+        for k in range(1, len(LOGS_FRAMES) + 1):
+            out.append(("cli_reply", bytes([cmd, 0]) + LOGS_JOB + sep +
+                        sep.join(LOGS_FRAMES[:k])))
+    return out
+
+
 def text_seeds():
     """(harness, bytes) of the non-JSON inputs."""
-    out = []
+    out = logs_seeds()
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures",
                                               "kmsg", "*"))):
         text = open(path, "rb").read()

@@ -80,6 +80,7 @@ event_job_submitted(struct schedd *sd, struct job *job)
         job_destroy(job);
         return rc;
     }
+    sd->counts.jobs[PROTO_JOB_PENDING]++;
     job_table_add(&sd->jobs, job);
     schedd_sched_queued(sd, job);
     log_info("job=%lld submitted by %s name=%s nodes=%d", (long long)job->id,
@@ -142,6 +143,22 @@ event_job_finish(struct schedd *sd, struct job *job)
     schedd_sched_trigger(sd);
 }
 
+/* The counts for /metrics (schedd.h): the job moves from one state to
+ * another; a placement brings a new attempt (launch.c inserts its row
+ * just before); every restart goes through RESTARTING (recovery.c
+ * counts it in the job's budget just before). */
+static void
+event_job_count(struct schedd *sd, enum proto_job_state from,
+    enum proto_job_state to, const struct attempt *a)
+{
+    sd->counts.jobs[from]--;
+    sd->counts.jobs[to]++;
+    if (to == PROTO_JOB_PLACED && a != NULL)
+        sd->counts.attempts[a->state]++;
+    if (to == PROTO_JOB_RESTARTING)
+        sd->counts.restarts++;
+}
+
 int
 event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
     struct event_job_change *c)
@@ -156,6 +173,7 @@ event_job(struct schedd *sd, struct job *job, enum proto_job_state to,
         return -EINVAL;
     }
     event_job_fields(job, to, c->attempt, c->reason, timeid_now_ms());
+    event_job_count(sd, from, to, c->attempt);
     job_table_sync(&sd->jobs, job);
     rc = schedd_db_check(sd, db_job_update(sd->db, job));
     rc = event_write(sd, rc, c->actor,
@@ -225,6 +243,8 @@ event_attempt(struct schedd *sd, struct attempt *a, enum proto_attempt_state to,
         a->end_ms = timeid_now_ms();
     if (reason)
         attempt_set_reason(a, reason);
+    sd->counts.attempts[from]--;
+    sd->counts.attempts[to]++;
     rc = schedd_db_check(sd, db_attempt_update(sd->db, a));
     log_debug("job=%lld attempt=%d %s -> %s", (long long)a->job_id, a->num,
         proto_attempt_state_str(from), proto_attempt_state_str(to));

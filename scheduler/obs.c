@@ -184,27 +184,6 @@ obs_policy_kind(int i)
     return policy_kind_str((enum policy_kind)i);
 }
 
-/* Rows counted by state into v[] (by matching the names), restarts. */
-struct obs_counts {
-    const char *(*str)(int);
-    int n;
-    int64_t *v;
-    int64_t restarts;
-};
-
-static int
-obs_count_cb(const char *state, int64_t n, int64_t restarts, void *arg)
-{
-    struct obs_counts *c = arg;
-
-    for (int i = 0; i < c->n; i++) {
-        if (strcmp(c->str(i), state) == 0)
-            c->v[i] += n;
-    }
-    c->restarts += restarts;
-    return 0;
-}
-
 static void
 obs_nodes(struct schedd *sd, struct sbuf *out)
 {
@@ -220,31 +199,24 @@ obs_nodes(struct schedd *sd, struct sbuf *out)
         NODE_STATE_COUNT);
 }
 
-static int
+/* Kept by event.c (schedd.h, struct schedd_counts): no walk over the
+ * jobs, whose number grows with the queue and the history. */
+static void
 obs_jobs(struct schedd *sd, struct sbuf *out)
 {
-    int64_t jobs[PROTO_JOB_STATE_COUNT] = { 0 };
-    int64_t atts[PROTO_ATTEMPT_STATE_COUNT] = { 0 };
-    struct obs_counts cj = { obs_job_state, PROTO_JOB_STATE_COUNT, jobs, 0 };
-    struct obs_counts ca = { obs_attempt_state, PROTO_ATTEMPT_STATE_COUNT, atts,
-        0 };
-    int rc;
+    const struct schedd_counts *c = &sd->counts;
 
-    if ((rc = db_jobs_count_by_state(sd->db, obs_count_cb, &cj)) < 0 ||
-        (rc = db_attempts_count_by_state(sd->db, obs_count_cb, &ca)) < 0)
-        return rc;
     metrics_family(out, "lockstep_jobs", "gauge",
         "jobs by state (every job the database holds)");
-    obs_by_name(out, "lockstep_jobs", "state", obs_job_state, jobs,
+    obs_by_name(out, "lockstep_jobs", "state", obs_job_state, c->jobs,
         PROTO_JOB_STATE_COUNT);
     metrics_family(out, "lockstep_attempts", "gauge",
         "job attempts by state (every attempt the database holds)");
-    obs_by_name(out, "lockstep_attempts", "state", obs_attempt_state, atts,
-        PROTO_ATTEMPT_STATE_COUNT);
+    obs_by_name(out, "lockstep_attempts", "state", obs_attempt_state,
+        c->attempts, PROTO_ATTEMPT_STATE_COUNT);
     obs_one(out, "lockstep_job_restarts_total", "counter",
         "restarts of jobs after a failure (user and infrastructure budgets)",
-        (double)cj.restarts);
-    return 0;
+        (double)c->restarts);
 }
 
 static int
@@ -420,8 +392,8 @@ obs_metrics(struct schedd *sd, struct sbuf *out)
     int rc;
 
     obs_nodes(sd, out);
-    if ((rc = obs_jobs(sd, out)) < 0 || (rc = obs_goodput(sd, out)) < 0 ||
-        (rc = obs_alerts(sd, out)) < 0)
+    obs_jobs(sd, out);
+    if ((rc = obs_goodput(sd, out)) < 0 || (rc = obs_alerts(sd, out)) < 0)
         return rc;
     obs_node_checks(sd, out);
     if (sd->obs)

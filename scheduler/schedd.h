@@ -191,6 +191,18 @@ struct schedd_hooks {
     void *repl_arg;
 };
 
+/* Every job and attempt the database holds, by state, and the restarts
+ * of every job: GET /metrics's gauges. Counted from the database once per
+ * model load (schedd_model_load: start-up, a reload after a failed
+ * write, a replica taking the lead) and kept by event.c on the one path
+ * where states change, so a scrape walks no jobs. t1010 compares them
+ * with a recount of the database after many changes and a restart. */
+struct schedd_counts {
+    int64_t jobs[PROTO_JOB_STATE_COUNT];
+    int64_t attempts[PROTO_ATTEMPT_STATE_COUNT];
+    int64_t restarts; /* restarts + infra_restarts of every job */
+};
+
 struct schedd {
     uv_loop_t *loop;
 
@@ -255,9 +267,10 @@ struct schedd {
     /* The model. */
     struct node_table nodes;
     struct job_table jobs;
-    struct attempt *attempts; /* live attempts (owned) */
-    uint64_t gen;             /* last generation handed out */
-    struct portpool ports;    /* master ports of live attempts */
+    struct attempt *attempts;    /* live attempts (owned) */
+    uint64_t gen;                /* last generation handed out */
+    struct portpool ports;       /* master ports of live attempts */
+    struct schedd_counts counts; /* by state, for /metrics (above) */
 
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
@@ -316,6 +329,9 @@ void schedd_committed(struct schedd *sd, uint64_t ticket, int rc);
  * hook runs first): what a failed commit leads to, and what a replica
  * does when it starts to lead. 0, or a negative errno with err set. */
 int schedd_reload(struct schedd *sd, struct err *err);
+/* Count every job and attempt of db by state into c (a walk over all of
+ * them: at a model load only). 0 or a negative errno. */
+int schedd_counts_load(struct db *db, struct schedd_counts *c);
 /* The outcome of schedd_log_write, on the loop: rc and size as
  * logstore_write gives them (size: the size held after). */
 typedef void schedd_log_done_fn(struct schedd *sd, int rc, int64_t size,

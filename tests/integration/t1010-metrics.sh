@@ -2,7 +2,10 @@
 # t1010: GET /metrics. The real output passes `promtool check metrics`
 # (Debian's prometheus package); it shows nodes and jobs by state, the
 # failures by kind, ETTR, the loop lag, the request latency by route
-# pattern (never the raw path) and the commit time; it needs no
+# pattern (never the raw path) and the commit time; the jobs and
+# attempts by state and the restarts, which the scheduler keeps as jobs
+# change instead of counting them per scrape, equal a recount of its
+# database after many changes and after a kill -9 and restart; it needs no
 # credential unless metrics_token_required; and a real Prometheus, on a
 # free loopback port with its own storage, scrapes it.
 . "$(dirname "$0")/../lib/harness.sh"
@@ -107,6 +110,55 @@ test_expect_success 'a real Prometheus scrapes it: up is 1, lockstep metrics are
     wait_for 30 "test \"\$(prom_query "lockstep_nodes{state=\\\"UP\\\"}")\" = 1" &&
     test "$(prom_query "lockstep_jobs{state=\"FAILED\"}")" = 1 &&
     kill $PROM_PID && { wait $PROM_PID; true; } && ! kill -0 $PROM_PID 2>/dev/null
+'
+
+# recount: each job and attempt state and the restarts, as /metrics gives
+# them and as the database holds them, one "name state metrics database" per line.
+recount() {
+    metrics >/dev/null &&
+    for s in PENDING PLACED RUNNING RESTARTING SUCCEEDED FAILED CANCELLED; do
+        echo "jobs $s $(sed -n "s/^lockstep_jobs{state=\"$s\"} //p" metrics.txt)" \
+            "$(sqlite3 sched/state/lockstep.db \
+                "SELECT COUNT(*) FROM jobs WHERE state = '$s'")"
+    done &&
+    for s in STARTING RUNNING SUCCEEDED FAILED CANCELLED; do
+        echo "attempts $s $(sed -n "s/^lockstep_attempts{state=\"$s\"} //p" metrics.txt)" \
+            "$(sqlite3 sched/state/lockstep.db \
+                "SELECT COUNT(*) FROM attempts WHERE state = '$s'")"
+    done &&
+    echo "restarts - $(sed -n "s/^lockstep_job_restarts_total //p" metrics.txt)" \
+        "$(sqlite3 sched/state/lockstep.db \
+            "SELECT SUM(restarts) + SUM(infra_restarts) FROM jobs")"
+}
+
+# counts_agree: every count of /metrics equals the database's.
+counts_agree() {
+    recount >recount.txt &&
+    awk '$3 != $4 { bad = 1; print "differs: " $0 } END { exit bad }' recount.txt
+}
+
+test_expect_success 'the counts by state equal a recount after many changes' '
+    a=$(submit_id --nodes 1 --max-restarts 2 -- false) &&
+    wait_job_state $a FAILED 60 &&
+    h=$(submit_id --nodes 3 --wait-for-nodes -- true) &&
+    ls_cli hold $h >/dev/null &&
+    p=$(submit_id --nodes 5 --wait-for-nodes -- true) &&
+    ls_cli cancel $p >/dev/null && wait_job_state $p CANCELLED 30 &&
+    r=$(submit_id --nodes 1 -- sleep 600) && wait_job_state $r RUNNING 30 &&
+    q=$(submit_id --nodes 2 --wait-for-nodes -- true) &&
+    counts_agree &&
+    grep -x "restarts - 2 2" recount.txt &&
+    grep -x "jobs RUNNING 1 1" recount.txt &&
+    grep -x "jobs PENDING 2 2" recount.txt &&
+    ls_cli cancel $r >/dev/null && wait_job_state $r CANCELLED 30 &&
+    counts_agree
+'
+
+test_expect_success 'and after lockstepd is killed and started again' '
+    kill_scheduler && start_scheduler &&
+    counts_agree &&
+    ls_cli cancel $h $q >/dev/null && wait_job_state $q CANCELLED 30 &&
+    counts_agree && grep -x "jobs PENDING 0 0" recount.txt
 '
 
 test_done

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jsonx.h"
+#include "common/proto_logs.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
 
@@ -783,6 +784,86 @@ test_health(void)
         "inside a report a result names its check: %s", err.msg);
 }
 
+/* Frames of the many-ranks log read: what is written reads back, output
+ * with newlines and NULs included; heads and lengths that lie are
+ * refused. */
+static void
+test_log_frames(void)
+{
+    static const char *const bad[] = { "rank=1 start=0 size=3 len=3\nabc",
+        "rank=1 start=0 size=3 len=4\nabc\n",
+        "rank=1 start=0 size=2 len=3\nabc\n", "rank=1 start=0 len=3\nabc\n",
+        "rank=-1 start=0 size=3 len=3\nabc\n",
+        "rank=1 start=0 size=3 len=3 \nabc\n",
+        "rank=99999999999999999999 start=0 size=3 len=3\nabc\n",
+        "rank=1 start=0 size=3 len=3\nabcX", "garbage" };
+    struct proto_log_frame f;
+    struct sbuf sb;
+    struct err err;
+    const char *p;
+    size_t left;
+
+    sbuf_init(&sb);
+    proto_log_frame_add(&sb, 3, 7, 20, "a\nb\0c", 5);
+    proto_log_frame_add(&sb, 9, 4096, 4096, "", 0);
+    p = sb.buf;
+    left = sb.len;
+    ok(proto_log_frame_next(&p, &left, &f, &err) == 1 && f.rank == 3 &&
+            f.start == 7 && f.size == 20 && f.len == 5 &&
+            memcmp(f.data, "a\nb\0c", 5) == 0,
+        "a frame reads back, newline and NUL included");
+    ok(proto_log_frame_next(&p, &left, &f, &err) == 1 && f.rank == 9 &&
+            f.start == 4096 && f.len == 0,
+        "an empty frame (what was dropped, nothing after)");
+    is_int(proto_log_frame_next(&p, &left, &f, &err), 0, "then the end");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        p = bad[i];
+        left = strlen(bad[i]);
+        err_clear(&err);
+        ok(proto_log_frame_next(&p, &left, &f, &err) == -EPROTO &&
+                err.msg[0] != '\0',
+            "a lying frame is refused (%zu)", i);
+    }
+    sbuf_release(&sb);
+}
+
+static void
+test_log_query(void)
+{
+    int64_t a = -1, b = -1, v[4];
+    size_t n = 99;
+    struct err err;
+
+    ok(proto_log_ranks_parse("3-17", 100, &a, &b, &err) == 0 && a == 3 &&
+            b == 17,
+        "ranks A-B");
+    ok(proto_log_ranks_parse("5", 100, &a, &b, &err) == 0 && a == 5 && b == 5,
+        "ranks A alone");
+    ok(proto_log_ranks_parse("7-3", 100, &a, &b, &err) == -EINVAL &&
+            strstr(err.msg, "'ranks'") != NULL,
+        "A after B refused, naming ranks");
+    ok(proto_log_ranks_parse("1-101", 100, &a, &b, &err) == -EINVAL,
+        "past the most refused");
+    ok(proto_log_ranks_parse("", 100, &a, &b, &err) == -EINVAL &&
+            proto_log_ranks_parse("1-", 100, &a, &b, &err) == -EINVAL &&
+            proto_log_ranks_parse("-1", 100, &a, &b, &err) == -EINVAL &&
+            proto_log_ranks_parse("1-2x", 100, &a, &b, &err) == -EINVAL,
+        "empty, open and trailing garbage refused");
+    ok(proto_log_offsets_parse("0,12,7", v, 4, &n, &err) == 0 && n == 3 &&
+            v[0] == 0 && v[1] == 12 && v[2] == 7,
+        "offsets in order");
+    ok(proto_log_offsets_parse("", v, 4, &n, &err) == 0 && n == 0,
+        "no offsets");
+    ok(proto_log_offsets_parse("1,2,3,4,5", v, 4, &n, &err) == -EINVAL &&
+            strstr(err.msg, "'offsets'") != NULL,
+        "more offsets than ranks refused, naming offsets");
+    ok(proto_log_offsets_parse("1,,2", v, 4, &n, &err) == -EINVAL &&
+            proto_log_offsets_parse("1,", v, 4, &n, &err) == -EINVAL &&
+            proto_log_offsets_parse(",1", v, 4, &n, &err) == -EINVAL &&
+            proto_log_offsets_parse("-1", v, 4, &n, &err) == -EINVAL,
+        "empty, negative and dangling offsets refused");
+}
+
 int
 main(void)
 {
@@ -797,5 +878,7 @@ main(void)
     test_coll();
     test_modex();
     test_health();
+    test_log_frames();
+    test_log_query();
     return done_testing();
 }
