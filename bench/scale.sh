@@ -92,7 +92,7 @@ cluster() {
     stop_sims
     kill_scheduler
     rm -rf "$TEST_DIR/sched"
-    start_scheduler -o master_port_count=1000 >/dev/null || exit 1
+    start_scheduler -o master_port_count=1000 -o max_connections_per_peer=0 >/dev/null || exit 1
     while [ "$first" -le "$n" ]; do
         k=$((n - first + 1 < PER ? n - first + 1 : PER))
         "$SIM" --server "$LOCKSTEP_URL" --cluster-secret-file "$CLUSTER_SECRET" \
@@ -203,7 +203,7 @@ faults() {
     local t0
     t0=$(date +%s.%N)
     kill_scheduler
-    start_scheduler -o master_port_count=1000 >/dev/null || exit 1
+    start_scheduler -o master_port_count=1000 -o max_connections_per_peer=0 >/dev/null || exit 1
     record faults "$(sp restart-wait "$t0" $((N + VICTIMS + 1)))"
     stop_sims
 }

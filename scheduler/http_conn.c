@@ -862,10 +862,8 @@ conn_peer_tcp(struct http_conn *conn)
 }
 
 /* The oldest TCP connection that is no agent's and has not sent a
- * complete request head, or NULL: the head of srv->headless, so that an
- * accept at the cap costs the same with 20,000 agents connected as with
- * none (a walk over every connection here was the whole loop's time once
- * thousands of agents retried at the cap). One accepted less than
+ * complete request head (the first of srv->headless: an accept at the cap
+ * walked every connection once), or NULL. One accepted less than
  * HTTP_EVICT_GRACE_MS ago is not taken (nor, the list being in accept
  * order, any after it): a client that reconnects at once whenever it is
  * evicted would otherwise evict, in one burst of accepts, a new agent's
@@ -879,13 +877,6 @@ conn_evictable(struct http_server *srv)
         return NULL;
     c = container_of(srv->headless.next, struct http_conn, headless);
     return uv_now(srv->loop) - c->accepted_ms >= HTTP_EVICT_GRACE_MS ? c : NULL;
-}
-
-void
-http_conn_head_seen(struct http_conn *conn)
-{
-    conn->seen_head = true;
-    http_list_remove(&conn->headless);
 }
 
 /* Shed conn at once: a fixed 503 if the socket takes it, then a close. */
@@ -960,6 +951,7 @@ conn_admit(struct http_conn *conn)
     if (!conn->is_unix) {
         conn->counted_user = true;
         srv->nuser++;
+        http_list_add_tail(&srv->headless, &conn->headless);
     }
     if (v == HTTP_ADMIT_RESTRICTED) {
         conn->restricted = true;
@@ -996,8 +988,6 @@ http_conn_accept(struct http_server *srv, uv_stream_t *listener, bool is_unix)
     conn->accepted_ms = uv_now(srv->loop);
     if (!conn_admit(conn))
         return;
-    if (!is_unix)
-        http_list_add_tail(&srv->headless, &conn->headless);
     if (!is_unix && srv->tls != NULL && http_tls_conn_open(conn) < 0) {
         http_conn_close(conn);
         return;

@@ -342,8 +342,6 @@ void http_conn_accept(struct http_server *srv, uv_stream_t *listener,
 /* Cancel conn's deferred responses, drop its queue and close its handles;
  * conn is freed from the last close callback. Idempotent. */
 void http_conn_close(struct http_conn *conn);
-/* A complete request head arrived on conn: it is evictable no more. */
-void http_conn_head_seen(struct http_conn *conn);
 /* Append out to conn's response queue; conn owns it from here. */
 void http_conn_enqueue(struct http_conn *conn, struct http_out *out);
 /* Whether conn has enough unwritten output to stop parsing its input. */

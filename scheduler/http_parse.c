@@ -27,6 +27,14 @@ static int conn_fail(struct http_conn *conn, int status, const char *code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Record why a parser callback failed; returns -1 for the parser. */
+/* A complete request head arrived on conn: it is evictable no more. */
+static void
+conn_head_seen(struct http_conn *conn)
+{
+    conn->seen_head = true;
+    http_list_remove(&conn->headless);
+}
+
 static int
 conn_fail(struct http_conn *conn, int status, const char *code, const char *fmt,
     ...)
@@ -147,7 +155,7 @@ parser_headers_complete_cb(http_parser *p)
         conn_header_done(conn);
         conn->in_value = false;
     }
-    http_conn_head_seen(conn);
+    conn_head_seen(conn);
     conn->phase = HTTP_PHASE_BODY;
     conn->phase_since = uv_now(conn->srv->loop);
     if (p->method == HTTP_CONNECT)
