@@ -43,8 +43,9 @@
 #
 #   bench/scale.sh --gang-only "1000 300" [--baseline BUILD_DIR]
 #
-# measures only the gang (submit -> all ranks running) on a fresh cluster
-# of each size; with --baseline, that build's lockstepd first, then this
+# measures only the gang (submit -> all ranks running, and the scheduler's
+# CPU seconds meanwhile: less at the mercy of the machine's load) on a
+# fresh cluster of each size; with --baseline, that build's lockstepd first, then this
 # one's, in the same run (the same lockstep-sim drives both).
 set -u
 N=1000 BASE=100 PER=2500 SWEEP=1000 PENDING="1000 10000" IDLE_S=10
@@ -240,12 +241,19 @@ gang_only() {
             after) bin=$mine ;;
             esac
             echo "# gang $n x 8, $tag ($bin)"
-            LOCKSTEPD=$bin cluster "$n"
+            # Ranks that outlive the launch: with measure's 1 s, a gang
+            # slower than that has its first ranks ending before its last
+            # start, and never has every rank running at once. No log
+            # lines: at 2,000 x 8 ranks their shipping alone saturates
+            # the scheduler (one request per rank a second).
+            LOCKSTEPD=$bin cluster "$n" 3600000 0
             sleep 3
-            record "$tag$n" "$(sp gang "$n" 8)"
+            record "$tag$n" "$(sp gang "$n" 8 "$SCHED_PID")"
         done
         row "gang_running_ms ($n x 8)" "${FIG[before$n.gang_running_ms]:-}" \
             "${FIG[after$n.gang_running_ms]:-}"
+        row "gang_cpu_s ($n x 8)" "${FIG[before$n.gang_cpu_s]:-}" \
+            "${FIG[after$n.gang_cpu_s]:-}"
     done
     stop_sims
     kill_scheduler
