@@ -89,11 +89,6 @@ struct node {
     char *wit_sent[WITNESS_MAX];
     size_t nwit_sent;
     bool lost_waiting;
-    /* W(node) as last computed (nodes_witness_set), valid while the
-     * inventory's generation is wit_gen - 1 (0: never computed). */
-    struct node *wit_cur[WITNESS_MAX];
-    size_t nwit_cur;
-    uint64_t wit_gen;
 
     uint64_t gen;       /* desired-state generation */
     uint64_t agent_gen; /* generation its agent last reported */

@@ -22,10 +22,8 @@ nodes_witness_rack(const struct node *node)
     return NULL;
 }
 
-/* W(node) computed afresh into out. */
-static size_t
-nodes_witness_compute(struct schedd *sd, const struct node *node,
-    struct node **out)
+size_t
+nodes_witness_set(struct schedd *sd, const struct node *node, struct node **out)
 {
     size_t n = node_table_count(&sd->nodes), k = 0, idx[WITNESS_MAX];
     struct node **all = xcalloc(n + 1, sizeof(*all));
@@ -47,19 +45,6 @@ nodes_witness_compute(struct schedd *sd, const struct node *node,
     free(names);
     free(racks);
     return k;
-}
-
-size_t
-nodes_witness_set(struct schedd *sd, struct node *node, struct node **out)
-{
-    /* Nodes leave the table only with a new generation: the cached
-     * pointers are live while it has not moved. */
-    if (node->wit_gen != sd->nodes.gen + 1) {
-        node->nwit_cur = nodes_witness_compute(sd, node, node->wit_cur);
-        node->wit_gen = sd->nodes.gen + 1;
-    }
-    memcpy(out, node->wit_cur, node->nwit_cur * sizeof(*out));
-    return node->nwit_cur;
 }
 
 /* Whether the k nodes w are, in order, the set last sent to node. */
@@ -130,8 +115,8 @@ nodes_witness_continuous(struct schedd *sd, struct node *const *w, size_t k,
 }
 
 bool
-nodes_witness_may_replace(struct schedd *sd, struct node *node, int64_t mono,
-    char *why, size_t cap)
+nodes_witness_may_replace(struct schedd *sd, const struct node *node,
+    int64_t mono, char *why, size_t cap)
 {
     struct node *cur[WITNESS_MAX], *sent[WITNESS_MAX];
     size_t ncur = nodes_witness_set(sd, node, cur), nsent = node->nwit_sent;

@@ -21,11 +21,8 @@
 struct node;
 struct schedd;
 
-/* W(node) now: at most WITNESS_MAX nodes into out; returns how many.
- * It depends only on the inventory (names and racks), so it is computed
- * once per inventory generation and node (O(nodes)), not at every status
- * (which made a round of statuses cost nodes x nodes). */
-size_t nodes_witness_set(struct schedd *sd, struct node *node,
+/* W(node) now: at most WITNESS_MAX nodes into out; returns how many. */
+size_t nodes_witness_set(struct schedd *sd, const struct node *node,
     struct node **out);
 
 /* Fill reply's witnesses with W(node) and remember them as sent (in the
@@ -48,7 +45,7 @@ void nodes_witness_seen(struct schedd *sd, struct node *node, int64_t mono);
  * contact for node_timeout_ms. When not, why (cap bytes) says what is
  * awaited.
  */
-bool nodes_witness_may_replace(struct schedd *sd, struct node *node,
+bool nodes_witness_may_replace(struct schedd *sd, const struct node *node,
     int64_t mono, char *why, size_t cap);
 
 #endif
