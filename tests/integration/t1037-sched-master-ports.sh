@@ -1,5 +1,5 @@
 #!/bin/bash
-# t1036: master ports are unique per master node, not in the whole
+# t1037: master ports are unique per master node, not in the whole
 # cluster: with master_port_count=2 and 3 nodes, 6 one-node jobs run at
 # once (two on each node, on the two ports of the range), never two on one
 # node with the same port; a 7th waits until a port of the node it fits
