@@ -148,8 +148,19 @@ launch_ranks(const struct attempt *a, const struct placement *p,
     }
 }
 
+/* Whether node's agent may still start p's attempt: it has not reported
+ * the generation that first carried the placement. Once it has, it
+ * either holds the attempt or the placement is lost (status.c,
+ * status_reconcile): it never starts it from a later desired state. */
+static bool
+launch_unseen(const struct node *node, const struct placement *p)
+{
+    return node->agent_gen < p->gen;
+}
+
 static void
-launch_fill(const struct placement *p, struct proto_launch *l)
+launch_fill(const struct node *node, const struct placement *p,
+    struct proto_launch *l)
 {
     const struct attempt *a = p->attempt;
     const struct job *job = a->job;
@@ -182,8 +193,12 @@ launch_fill(const struct placement *p, struct proto_launch *l)
     directive_launch(a, p, l);
     launch_ranks(a, p, l);
     /* Borrowed names; the array is launch_work_release's. A one-node
-     * launch, which needs none, stays as agents before them knew it. */
-    if (a->nnodes < 2)
+     * launch, which needs none, stays as agents before them knew it. The
+     * agent reads them only when it starts the attempt (its PMIx
+     * server), so only the desired states it may start it from carry
+     * them: re-sent to every node of a gang at each of its generations,
+     * they made a gang's launch cost nodes x nodes names. */
+    if (a->nnodes < 2 || !launch_unseen(node, p))
         return;
     l->nodes = xcalloc((size_t)a->nnodes + 1, sizeof(*l->nodes));
     for (int k = 0; k < a->nnodes; k++)
@@ -201,7 +216,7 @@ launch_work(const struct node *node, struct proto_work *w)
         const struct placement *p = node->holds[i];
 
         if (proto_attempt_state_active(p->attempt->state) && p->attempt->job)
-            launch_fill(p, &w->jobs[w->njobs++]);
+            launch_fill(node, p, &w->jobs[w->njobs++]);
     }
 }
 

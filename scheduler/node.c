@@ -75,6 +75,9 @@ node_destroy(struct node *node)
     free(node->gpus);
     proto_kv_array_free(node->labels, node->nlabels);
     free(node->holds);
+    if (node->ports != NULL)
+        portpool_release(node->ports);
+    free(node->ports);
     free(node);
 }
 

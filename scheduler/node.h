@@ -29,6 +29,7 @@
 #include "common/itab.h"
 #include "common/proto.h"
 #include "common/witness.h"
+#include "scheduler/portpool.h"
 
 struct health;
 struct placement;
@@ -98,6 +99,10 @@ struct node {
 
     uint64_t gen;       /* desired-state generation */
     uint64_t agent_gen; /* generation its agent last reported */
+
+    /* The master ports of the live attempts whose node rank 0 it is
+     * (portpool.h); NULL until it is first a master (schedd_node_ports). */
+    struct portpool *ports;
 
     /* Placements holding resources here (borrowed; owned by attempts). */
     struct placement **holds;

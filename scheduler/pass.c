@@ -159,6 +159,16 @@ pass_nodes(struct pass *ps, struct pass_input *in)
         n->free_gpus = in->gpu_pool + off;
         n->nfree_gpus = node_free_gpus(node, n->free_gpus);
         off += node->ngpus;
+        /* Every master port of it held: it takes no new attempt for now
+         * (simpler than letting it be any node rank but 0; with ports
+         * per node that means master_port_count attempts mastered there). */
+        n->free_masters = node->ports != NULL ? portpool_nfree(node->ports)
+                                              : sd->master_port_count;
+        if (n->free_masters == 0) {
+            n->free_cpus = 0;
+            n->free_memory_mb = 0;
+            n->nfree_gpus = 0;
+        }
         n->data = node;
     }
     ps->sig = pass_sig(in);
@@ -417,13 +427,15 @@ pass_apply(struct pass *ps, struct pass_input *in, int64_t now)
         }
         if (rc < 0)
             continue;
-        if ((port = portpool_alloc(&ps->sd->ports)) < 0) {
-            job_set_reason(job, "no free master port");
-            continue;
-        }
         chosen = xreallocarray(chosen, (size_t)j->nodes, sizeof(*chosen));
         for (int k = 0; k < j->nodes; k++)
             chosen[k] = in->nodes[j->node_idx[k]].data;
+        /* Unique on its master node only (portpool.h); the pass gave
+         * node rank 0 to a node with one free (sched_node.free_masters). */
+        if ((port = portpool_alloc(schedd_node_ports(ps->sd, chosen[0]))) < 0) {
+            job_set_reason(job, "no free master port");
+            continue;
+        }
         rc = launch_place(ps->sd, job, chosen, j->gpus, port);
     }
     free(chosen);
@@ -470,7 +482,7 @@ pass_run(struct pass *ps)
         schedd_db_error(sd, rc);
     } else {
         sched_pass(ps->policy, in.nodes, in.nnodes, in.jobs, in.njobs,
-            (size_t)portpool_nfree(&sd->ports));
+            SIZE_MAX);
         pass_apply(ps, &in, now);
     }
     pass_input_release(&in);
@@ -662,10 +674,6 @@ pass_wait_reason(struct pass *ps, const struct job *job, char *buf, size_t len)
         return NULL;
     if (shape->never)
         return shape->job.reason;
-    if (portpool_nfree(&ps->sd->ports) == 0) {
-        snprintf(buf, len, "no free master port");
-        return buf;
-    }
     return NULL;
 }
 

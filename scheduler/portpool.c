@@ -15,6 +15,7 @@ portpool_init(struct portpool *pp, int base, int count)
     pp->base = base;
     pp->count = count;
     pp->used = xcalloc((size_t)count + 1, 1);
+    pp->nused = 0;
     pp->cursor = 0;
 }
 
@@ -30,6 +31,7 @@ portpool_clear(struct portpool *pp)
 {
     if (pp->used)
         memset(pp->used, 0, (size_t)pp->count);
+    pp->nused = 0;
 }
 
 int
@@ -41,6 +43,7 @@ portpool_alloc(struct portpool *pp)
         if (!pp->used[idx]) {
             pp->cursor = (idx + 1) % pp->count;
             pp->used[idx] = 1;
+            pp->nused++;
             return pp->base + idx;
         }
     }
@@ -52,16 +55,14 @@ portpool_mark(struct portpool *pp, int port, bool used)
 {
     int idx = port - pp->base;
 
-    if (idx >= 0 && idx < pp->count)
-        pp->used[idx] = used;
+    if (idx < 0 || idx >= pp->count || pp->used[idx] == used)
+        return;
+    pp->used[idx] = used;
+    pp->nused += used ? 1 : -1;
 }
 
 int
 portpool_nfree(const struct portpool *pp)
 {
-    int n = 0;
-
-    for (int i = 0; i < pp->count; i++)
-        n += !pp->used[i];
-    return n;
+    return pp->count - pp->nused;
 }

@@ -598,6 +598,17 @@ sched_consume(struct sched_pass_ctx *ctx, struct sched_job *job,
         }
         sched_index_update(&ctx->index, cand[k]);
     }
+    /* Its last master port: it can be no one's node rank 0 for the rest
+     * of the pass, and is given as full (pass.c does the same). */
+    if (ctx->nodes[cand[0]].free_masters > 0 &&
+        --ctx->nodes[cand[0]].free_masters == 0) {
+        struct sched_node *node = &ctx->nodes[cand[0]];
+
+        node->free_cpus = 0;
+        node->free_memory_mb = 0;
+        node->nfree_gpus = 0;
+        sched_index_update(&ctx->index, cand[0]);
+    }
     job->placed = true;
 }
 

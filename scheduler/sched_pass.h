@@ -72,7 +72,12 @@ struct sched_node {
     size_t nfree_gpus;
     int64_t reserved_for; /* a restarting job's id: no other job may
                            * use it; 0: none */
-    void *data;           /* the caller's node */
+    /* Master ports free on it (the pass consumes one for each job it
+     * makes node rank 0 here); the pass takes the last one as taking
+     * all its free resources. 0: not counted (a node with none free is
+     * given as having nothing free). */
+    int free_masters;
+    void *data; /* the caller's node */
 };
 
 struct sched_job {

@@ -204,10 +204,28 @@ schedd_node_silent(const struct schedd *sd, const struct node *node,
 
 /* ---- the live attempts -------------------------------------------------- */
 
+struct portpool *
+schedd_node_ports(struct schedd *sd, struct node *node)
+{
+    if (node->ports == NULL) {
+        node->ports = xcalloc(1, sizeof(*node->ports));
+        portpool_init(node->ports, sd->master_port_base, sd->master_port_count);
+    }
+    return node->ports;
+}
+
+bool
+schedd_node_master_full(const struct node *node)
+{
+    return node->ports != NULL && portpool_nfree(node->ports) == 0;
+}
+
 void
 schedd_attempt_add(struct schedd *sd, struct attempt *a)
 {
-    portpool_mark(&sd->ports, a->master_port, true);
+    if (a->nnodes > 0 && a->placements[0].node != NULL)
+        portpool_mark(schedd_node_ports(sd, a->placements[0].node),
+            a->master_port, true);
     a->prev = NULL;
     a->next = sd->attempts;
     if (sd->attempts)
@@ -226,7 +244,10 @@ schedd_attempt_drop(struct schedd *sd, struct attempt *a)
 {
     if (a->job && a->job->cur == a)
         a->job->cur = NULL;
-    portpool_mark(&sd->ports, a->master_port, false);
+    /* A forgotten master node took its pool with it. */
+    if (a->nnodes > 0 && a->placements[0].node != NULL)
+        portpool_mark(schedd_node_ports(sd, a->placements[0].node),
+            a->master_port, false);
     if (a->prev)
         a->prev->next = a->next;
     else if (sd->attempts == a)
@@ -349,7 +370,6 @@ schedd_model_clear(struct schedd *sd)
     sd->attempts = NULL;
     job_table_release(&sd->jobs);
     node_table_release(&sd->nodes);
-    portpool_clear(&sd->ports);
 }
 
 /* One group of the counts' recount (db_count_fn): a state the build
@@ -803,7 +823,8 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
         metrics_latency_nbounds);
     metrics_hist_init(&sd->pass_hist, metrics_latency_bounds,
         metrics_latency_nbounds);
-    portpool_init(&sd->ports, opts->master_port_base, opts->master_port_count);
+    sd->master_port_base = opts->master_port_base;
+    sd->master_port_count = opts->master_port_count;
     schedd_parse_operators(sd, opts->operators);
 }
 
@@ -932,7 +953,6 @@ schedd_destroy(struct schedd *sd)
     for (size_t i = 0; i < sd->noperators; i++)
         free(sd->operators[i]);
     free(sd->operators);
-    portpool_release(&sd->ports);
     quota_release(&sd->quota);
     free(sd->state_dir);
     free(sd->alert_url);

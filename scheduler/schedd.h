@@ -269,8 +269,11 @@ struct schedd {
     struct job_table jobs;
     struct attempt *attempts;    /* live attempts (owned) */
     uint64_t gen;                /* last generation handed out */
-    struct portpool ports;       /* master ports of live attempts */
     struct schedd_counts counts; /* by state, for /metrics (above) */
+    /* Every master node's pool of master ports (node->ports) is
+     * master_port_count ports from master_port_base. */
+    int master_port_base;
+    int master_port_count;
 
     /* The services that keep state (owned by main; NULL until created). */
     struct pass *pass;
@@ -394,8 +397,14 @@ bool schedd_is_operator_name(const struct schedd *sd, const char *user);
 
 /* ---- the live attempts -------------------------------------------------- */
 
-/* Link a new attempt into the model: the live list, its master port and
- * its placements' holds on their nodes. */
+/* node's pool of master ports (portpool.h), created on first use. */
+struct portpool *schedd_node_ports(struct schedd *sd, struct node *node);
+/* Whether every master port of node is held: it cannot be node rank 0 of
+ * another attempt now. */
+bool schedd_node_master_full(const struct node *node);
+
+/* Link a new attempt into the model: the live list, its master port (in
+ * node rank 0's pool) and its placements' holds on their nodes. */
 void schedd_attempt_add(struct schedd *sd, struct attempt *a);
 /* Unlink and free an attempt that is neither active nor held. */
 void schedd_attempt_drop(struct schedd *sd, struct attempt *a);
