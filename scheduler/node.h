@@ -147,9 +147,9 @@ void node_stalled(struct node *node, int64_t mono, int64_t stall_ms);
 bool node_update_resources(struct node *node, const char *addr, int cpus,
     int64_t memory_mb, const int *gpus, size_t ngpus,
     const struct proto_kv *labels, size_t nlabels);
-/* Labels as text would compare; true when equal. */
 /* The value of the node's label key; NULL when it has none. */
 const char *node_label(const struct node *node, const char *key);
+/* Labels as text would compare; true when equal. */
 bool node_labels_equal(const struct node *node, const struct proto_kv *kv,
     size_t n);
 
