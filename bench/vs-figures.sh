@@ -54,8 +54,8 @@
 #     exits) and started again: start -> it answers a query about one
 #     job (squeue -j / lockstep show)
 set -u
-SYSTEM= REPS=3 NODES=16 NSUB=500 NJOBS=1000 NDISP=20 NARRAY=1000
-PENDING=10000 LOSS_REPS= SLOW=1
+SYSTEM='' REPS=3 NODES=16 NSUB=500 NJOBS=1000 NDISP=20 NARRAY=1000
+PENDING=10000 LOSS_REPS='' SLOW=1
 while [ $# -gt 0 ]; do
     case $1 in
     --system) SYSTEM=$2; shift 2 ;;
@@ -77,10 +77,12 @@ PY=/usr/bin/python3
 VS=$HERE/vs.py
 case $SYSTEM in
 slurm)
+    # shellcheck source=bench/slurm/system.sh
     . "$HERE/slurm/system.sh"
     trap sys_stop EXIT
     trap 'exit 130' INT TERM ;;
-lockstep) . "$HERE/vs-lockstep.sh" ;;
+lockstep) # shellcheck source=bench/vs-lockstep.sh
+    . "$HERE/vs-lockstep.sh" ;;
 *) sed -n 2,60p "$0" >&2; exit 2 ;;
 esac
 
@@ -161,12 +163,13 @@ for r in $(seq 1 "$REPS"); do
     idle || sys_cancel_all
     measure dispatch dispatch_idle "$NDISP" idle "$WORK" "$IDLE_CMD" -- "${SUBMIT1[@]}"
     measure dispatch dispatch_b2b "$NDISP" b2b "$WORK" "$IDLE_CMD" -- "${SUBMIT1[@]}"
-    measure complete jobs_${NJOBS} "$NJOBS" "$IDLE_CMD" -- "${SUBMIT1[@]}" true
+    measure complete "jobs_$NJOBS" "$NJOBS" "$IDLE_CMD" -- "${SUBMIT1[@]}" true
     busy=$(sys_busy) || die "the job holding every node did not start"
     measure spawn submit_1 "$NSUB" 1 -- "${SUBMIT1[@]}" true
     sys_cancel_pending
     measure spawn submit_4 $((NSUB * 2)) 4 -- "${SUBMIT1[@]}" true
     sys_cancel_pending
+    sys_array_prep "$NARRAY"
     t0=$(now)
     sys_array "$NARRAY" || die "array"
     fig array_s="$(elapsed "$t0" "$(now)")"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sets variables its caller uses
 # vs-lockstep.sh - the lockstep adapter of bench/vs-figures.sh (sourced
 # by it with --system lockstep): the commands each figure runs, in
 # lockstep's words; bench/slurm/system.sh is Slurm's. vs-figures.sh lists
@@ -11,6 +12,7 @@
 # scheduler's Unix socket as root (an operator), as sbatch talks to
 # slurmctld as root.
 
+# shellcheck source=tests/lib/harness.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/harness.sh"
 
 HEARTBEAT_MS=1000 NODE_TIMEOUT_MS=10000 LEASE_MS=5000 KILL_GRACE_MS=10000
@@ -46,7 +48,8 @@ specs() {
 for i in range(int(sys.argv[1])):
     print(json.dumps({"argv": ["true"], "name": "a%d" % i}))' "$1"
 }
-sys_array() { specs "$1" | "$CLI" submit --nodes 1 --specs - >/dev/null; }
+sys_array_prep() { specs "$1" >"$TEST_DIR/array.jsonl"; }
+sys_array() { "$CLI" submit --nodes 1 --specs - <"$TEST_DIR/array.jsonl" >/dev/null; }
 
 # sys_fill N: N more pending jobs, 1,000 a request (how they get there
 # does not matter to the memory and disk figures)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sets variables its caller uses
 # cluster.sh - a private Slurm on this machine, for bench/slurm/figures.sh
 # and bench/vs-slurm.sh (source it; a development tool, not a test).
 #
@@ -117,6 +118,7 @@ EOF
 # slurm_start_node NAME: its slurmd, in a UTS namespace named NAME.
 slurm_start_node() {
     mkdir -p "$SLURM_DIR/spool/$1"
+    # shellcheck disable=SC2016 # expanded by that sh
     unshare -u /bin/sh -c 'hostname "$1" && exec slurmd -D -N "$1"' sh "$1" \
         >>"$SLURM_DIR/spool/$1.out" 2>&1 &
     SLURMD_PID[$1]=$!
@@ -220,7 +222,7 @@ slurm_stop() {
     for p in "${SLURMD_PID[@]}" "$SLURM_CTLD_PID" "$SLURM_MUNGED_PID"; do
         [ -n "$p" ] && slurm_wait 10 slurm_gone "$p"
     done
-    SLURMD_PID=() SLURM_CTLD_PID= SLURM_MUNGED_PID=
+    SLURMD_PID=() SLURM_CTLD_PID='' SLURM_MUNGED_PID=''
     if [ "${SLURM_KEEP_DIR:-}" = 1 ]; then
         echo "# slurm directory kept: $SLURM_DIR" >&2
     else

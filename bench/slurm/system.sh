@@ -1,8 +1,10 @@
+# shellcheck shell=bash disable=SC2034 # sets variables its caller uses
 # system.sh - the Slurm adapter of bench/vs-figures.sh (sourced by it
 # with --system slurm): the commands each figure runs, in Slurm's words.
 # bench/vs-lockstep.sh is lockstep's; vs-figures.sh lists what each
 # function must do. The cluster is bench/slurm/cluster.sh's.
 
+# shellcheck source=bench/slurm/cluster.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 
 SYS_LABEL="Slurm $(slurmctld -V 2>/dev/null | awk '{print $2}')"
@@ -11,6 +13,7 @@ SYS_LABEL="Slurm $(slurmctld -V 2>/dev/null | awk '{print $2}')"
 SUBMIT1=(sbatch --parsable -o /dev/null -e /dev/null -N1 -n1 -c1 --requeue --wrap)
 # 7 of a node's 8 CPUs (the drain probes)
 SUBMIT7=(sbatch --parsable -o /dev/null -e /dev/null -N1 -n1 -c7 --wrap)
+# shellcheck disable=SC2016 # run by sh -c
 IDLE_CMD='test -z "$(squeue -h -o %i)"'
 
 sys_start() { slurm_start "$1"; }
@@ -30,7 +33,9 @@ sys_busy() {
     echo "$id"
 }
 
-# sys_array N: N one-node jobs `true` in one submission.
+# sys_array N: N one-node jobs `true` in one submission (sys_array_prep
+# N before it, untimed, writes what it needs)
+sys_array_prep() { :; }
 sys_array() {
     sbatch -o /dev/null -e /dev/null -N1 -n1 -c1 --array=1-"$1" --wrap true >/dev/null
 }
