@@ -83,6 +83,8 @@ def cmd_dispatch(key, count, mode, d, idle_cmd, argv):
     idle(idle_cmd)
     for i in range(count):
         mk = os.path.join(d, "%s.%d" % (key, i))
+        if os.path.exists(mk):  # an earlier round's
+            os.unlink(mk)
         starts.append((time.time(), mk))
         run(argv + ["date +%%s.%%N > %s" % mk])
         if mode == "idle":
