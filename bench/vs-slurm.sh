@@ -13,8 +13,9 @@
 #
 #   bench/vs-slurm.sh [--reps R] [--skip-slow] [--loss-reps R]
 #       [--slurmd-timeout S] [--slurm-sched-params P] [--only slurm|lockstep]
-#       [--quick] [vs-figures.sh options: --nodes --submit --jobs
-#        --dispatch --array --pending]
+#       [--quick] [--keep DIR] [--table DIR]
+#       [vs-figures.sh options: --nodes --submit --jobs --dispatch
+#        --array --pending]
 #
 #   --reps R             rounds of each figure (default 3; medians)
 #   --skip-slow          leave node loss out (with Slurm's default
@@ -28,10 +29,15 @@
 #   --quick              small counts, to try the tools out (not figures
 #                        to quote): --submit 40 --jobs 100 --dispatch 5
 #                        --array 100 --pending 500 --reps 1
+#   --keep DIR           keep the raw figures (DIR/slurm, DIR/lockstep:
+#                        "FIG key value" lines) and the logs in DIR
+#   --table DIR          measure nothing: print the table of the raw
+#                        figures in DIR/slurm and DIR/lockstep (several
+#                        runs' lines may be put together there)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
-REPS=3 ONLY='' ARGS=() LOSS=''
+REPS=3 ONLY='' ARGS=() LOSS='' KEEP='' TABLE=''
 while [ $# -gt 0 ]; do
     case $1 in
     --reps) REPS=$2; shift 2 ;;
@@ -40,6 +46,8 @@ while [ $# -gt 0 ]; do
     --slurmd-timeout) export SLURMD_TIMEOUT=$2; shift 2 ;;
     --slurm-sched-params) export SLURM_SCHED_PARAMS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    --table) TABLE=$2; shift 2 ;;
     --quick) REPS=1
         ARGS+=(--submit 40 --jobs 100 --dispatch 5 --array 100 --pending 500)
         shift ;;
@@ -50,11 +58,19 @@ while [ $# -gt 0 ]; do
 done
 ARGS+=(--reps "$REPS" --loss-reps "${LOSS:-$REPS}")
 
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/vs-slurm.XXXXXX") || exit 1
-trap 'rm -rf "$OUT"' EXIT
-echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), reps $REPS;" \
+if [ -n "$TABLE" ]; then
+    OUT=$TABLE
+elif [ -n "$KEEP" ]; then
+    OUT=$KEEP
+    mkdir -p "$OUT" || exit 1
+else
+    OUT=$(mktemp -d "${TMPDIR:-/tmp}/vs-slurm.XXXXXX") || exit 1
+    trap 'rm -rf "$OUT"' EXIT
+fi
+[ -n "$TABLE" ] || echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), reps $REPS;" \
     "SlurmdTimeout ${SLURMD_TIMEOUT:-300} s, lockstep node timeout 10 s"
 for sys in slurm lockstep; do
+    [ -n "$TABLE" ] && break
     [ -n "$ONLY" ] && [ "$ONLY" != "$sys" ] && { : >"$OUT/$sys"; continue; }
     echo "# measuring $sys ..."
     # the figures on stdout; progress and the daemons' noise in a log
