@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034 # sets variables its caller uses
-# cluster.sh - a private Slurm on this machine, for bench/slurm/figures.sh
+# cluster.sh - a private Slurm on this machine, for bench/vs-figures.sh
 # and bench/vs-slurm.sh (source it; a development tool, not a test).
 #
 #   . bench/slurm/cluster.sh
