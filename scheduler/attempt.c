@@ -47,6 +47,7 @@ attempt_create(int64_t job_id, int num, int nnodes, int ranks_per_node)
         a->ranks[r].step = -1;
         a->ranks[r].ckpt_max = -1;
     }
+    a->npending = a->nranks;
     return a;
 }
 
@@ -272,35 +273,60 @@ attempt_fully_released(const struct attempt *a)
     return true;
 }
 
-bool
-attempt_all_started(const struct attempt *a)
-{
-    for (size_t r = 0; r < a->nranks; r++) {
-        if (a->ranks[r].state == PROTO_RANK_PENDING)
-            return false;
-    }
-    return true;
-}
-
-bool
-attempt_all_succeeded(const struct attempt *a)
-{
-    for (size_t r = 0; r < a->nranks; r++) {
-        const struct attempt_rank *rk = &a->ranks[r];
-
-        if (rk->state != PROTO_RANK_EXITED || rk->exit_code != 0 ||
-            rk->signal != 0)
-            return false;
-    }
-    return true;
-}
-
 static bool
 attempt_rank_failed(const struct attempt_rank *rk)
 {
     return rk->state == PROTO_RANK_LOST ||
            (rk->state == PROTO_RANK_EXITED &&
                (rk->exit_code != 0 || rk->signal != 0));
+}
+
+/* Add d (+1 or -1) to the counts rk is in. */
+static void
+attempt_rank_add(struct attempt *a, const struct attempt_rank *rk, int d)
+{
+    size_t *n = NULL;
+
+    if (rk->state == PROTO_RANK_PENDING)
+        n = &a->npending;
+    else if (attempt_rank_failed(rk))
+        n = &a->nfailed;
+    else if (rk->state == PROTO_RANK_EXITED)
+        n = &a->nsucceeded;
+    if (n != NULL)
+        *n = d > 0 ? *n + 1 : *n - 1;
+}
+
+void
+attempt_rank_uncount(struct attempt *a, const struct attempt_rank *rk)
+{
+    attempt_rank_add(a, rk, -1);
+}
+
+void
+attempt_rank_count(struct attempt *a, const struct attempt_rank *rk)
+{
+    attempt_rank_add(a, rk, +1);
+}
+
+void
+attempt_recount(struct attempt *a)
+{
+    a->npending = a->nfailed = a->nsucceeded = 0;
+    for (size_t r = 0; r < a->nranks; r++)
+        attempt_rank_count(a, &a->ranks[r]);
+}
+
+bool
+attempt_all_started(const struct attempt *a)
+{
+    return a->npending == 0;
+}
+
+bool
+attempt_all_succeeded(const struct attempt *a)
+{
+    return a->nsucceeded == a->nranks;
 }
 
 /* The failure that came first (by end time; ranks with no end time count
@@ -310,6 +336,9 @@ const struct attempt_rank *
 attempt_first_failure(const struct attempt *a)
 {
     const struct attempt_rank *best = NULL;
+
+    if (a->nfailed == 0)
+        return NULL;
 
     for (size_t r = 0; r < a->nranks; r++) {
         const struct attempt_rank *rk = &a->ranks[r];

@@ -163,6 +163,12 @@ struct attempt {
     struct placement *placements; /* nnodes, by node rank */
     struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
     size_t nranks;
+    /* Ranks PENDING, failed (exited non-zero, signalled, lost) and
+     * succeeded (exited 0), kept by attempt_rank_uncount/_count around
+     * every change of a rank's state or exit and by attempt_recount
+     * after a load, so that a report's decision costs O(1), not a walk
+     * of every rank (a 100,000-rank job sends 12,500 reports a second). */
+    size_t npending, nfailed, nsucceeded;
 
     struct job *job;             /* borrowed; NULL once the job finished */
     struct attempt *prev, *next; /* the scheduler's live list */
@@ -226,6 +232,12 @@ struct placement *attempt_placement_by_node(struct attempt *a,
 
 /* Whether every placement has been released. */
 bool attempt_fully_released(const struct attempt *a);
+
+/* Around a change of rk's state, exit code or signal (rk in a). */
+void attempt_rank_uncount(struct attempt *a, const struct attempt_rank *rk);
+void attempt_rank_count(struct attempt *a, const struct attempt_rank *rk);
+/* The counts from every rank (after the ranks were loaded). */
+void attempt_recount(struct attempt *a);
 
 /* Summaries over the ranks. */
 bool attempt_all_started(const struct attempt *a);   /* running or exited */

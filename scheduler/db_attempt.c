@@ -237,6 +237,7 @@ attempt_load_children(struct db *db, struct attempt *a)
     rc = db_rows(db, db->ranks_of, "ranks load", rank_row, a);
     if (rc < 0)
         return rc;
+    attempt_recount(a);
     return db_directives_load(db, a);
 }
 

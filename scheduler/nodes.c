@@ -206,7 +206,9 @@ nodes_placement_lost(struct schedd *sd, struct placement *p,
 
         if (rk->state == PROTO_RANK_EXITED || rk->state == PROTO_RANK_LOST)
             continue;
+        attempt_rank_uncount(a, rk);
         rk->state = PROTO_RANK_LOST;
+        attempt_rank_count(a, rk);
         rk->end_ms = timeid_now_ms();
         rc = schedd_db_check(sd, db_rank_update(sd->db, a, rk));
         if (rc < 0)

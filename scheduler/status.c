@@ -154,8 +154,8 @@ rank_final(enum proto_rank_state s)
 
 /* Apply one rank's status; true when its row must be written. */
 static bool
-rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
-    int64_t mono)
+rank_apply(struct attempt *a, struct attempt_rank *rk,
+    const struct proto_rank_status *in, int64_t mono)
 {
     bool exited, dirty = false;
 
@@ -177,6 +177,7 @@ rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
     exited = in->state == PROTO_RANK_EXITED;
     if (rk->state == in->state && rk->pid == in->pid && !exited)
         return dirty;
+    attempt_rank_uncount(a, rk);
     rk->state = in->state;
     rk->pid = in->pid;
     rk->start_ms = in->start_ms;
@@ -184,6 +185,7 @@ rank_apply(struct attempt_rank *rk, const struct proto_rank_status *in,
     rk->has_exit = exited;
     rk->exit_code = exited ? in->exit_code : 0;
     rk->signal = exited ? in->signal : 0;
+    attempt_rank_count(a, rk);
     rk->fenced = in->fenced;
     if (in->state == PROTO_RANK_LOST && rk->end_ms == 0)
         rk->end_ms = timeid_now_ms();
@@ -242,7 +244,7 @@ status_attempt(struct schedd *sd, struct placement *p,
         rk = &a->ranks[in->rank];
         /* On the clock the watchdog reads: the loop's stalls are not
          * the rank's idleness (watchdog.c). */
-        if (rank_apply(rk, in, mono - sd->stalled_ms) &&
+        if (rank_apply(a, rk, in, mono - sd->stalled_ms) &&
             (rc = schedd_db_check(sd, db_rank_update(sd->db, a, rk))) < 0)
             return rc;
         if (latest && (rc = rank_commits(sd, job, a, rk, in)) < 0)

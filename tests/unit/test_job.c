@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "scheduler/attempt.h"
 #include "scheduler/job.h"
 #include "tests/tap.h"
 
@@ -433,6 +434,69 @@ test_control(void)
     job_destroy(job);
 }
 
+static size_t counts_bad;
+
+/* Whether a's kept counts are what a recount gives. */
+static void
+counts_check(struct attempt *a)
+{
+    size_t p = a->npending, f = a->nfailed, s = a->nsucceeded;
+
+    attempt_recount(a);
+    counts_bad += p != a->npending || f != a->nfailed || s != a->nsucceeded;
+}
+
+/* Set rank r of a as a report would, keeping the counts. */
+static void
+rank_set(struct attempt *a, size_t r, enum proto_rank_state st, int code,
+    int sig)
+{
+    struct attempt_rank *rk = &a->ranks[r];
+
+    attempt_rank_uncount(a, rk);
+    rk->state = st;
+    rk->exit_code = code;
+    rk->signal = sig;
+    rk->end_ms = st == PROTO_RANK_EXITED || st == PROTO_RANK_LOST
+                     ? 1000 + (int64_t)r
+                     : 0;
+    attempt_rank_count(a, rk);
+    counts_check(a);
+}
+
+/* The rank summaries come from counts kept at each change; a recount
+ * from the ranks agrees after every step. */
+static void
+test_attempt_counts(void)
+{
+    struct attempt *a = attempt_create(1, 1, 2, 3);
+
+    ok(!attempt_all_started(a) && !attempt_all_succeeded(a) &&
+            attempt_first_failure(a) == NULL,
+        "a new attempt: nothing started, nothing failed");
+    for (size_t r = 0; r < 6; r++)
+        rank_set(a, r, PROTO_RANK_RUNNING, 0, 0);
+    ok(attempt_all_started(a) && !attempt_all_succeeded(a),
+        "every rank running: all started");
+    for (size_t r = 0; r < 6; r++)
+        rank_set(a, r, PROTO_RANK_EXITED, 0, 0);
+    ok(attempt_all_succeeded(a) && attempt_first_failure(a) == NULL,
+        "every rank exited 0: all succeeded");
+    rank_set(a, 4, PROTO_RANK_EXITED, 0, 9);
+    rank_set(a, 2, PROTO_RANK_LOST, 0, 0);
+    ok(!attempt_all_succeeded(a) && attempt_first_failure(a) != NULL &&
+            attempt_first_failure(a)->rank == 2,
+        "a signalled rank and a lost one: the first to end is the failure");
+    rank_set(a, 2, PROTO_RANK_EXITED, 0, 0);
+    rank_set(a, 4, PROTO_RANK_EXITED, 0, 0);
+    rank_set(a, 0, PROTO_RANK_EXITED, 3, 0);
+    rank_set(a, 0, PROTO_RANK_EXITED, 0, 0);
+    is_int((int)counts_bad, 0,
+        "after every change the kept counts are the recount's");
+    ok(attempt_all_succeeded(a), "changed back: all succeeded again");
+    attempt_destroy(a);
+}
+
 int
 main(void)
 {
@@ -445,5 +509,6 @@ main(void)
     test_queue();
     test_queue_random();
     test_control();
+    test_attempt_counts();
     return done_testing();
 }
