@@ -252,7 +252,7 @@ log_rank_check(struct schedd *sd, const char *name, int64_t job, int attempt,
     int rank, struct err *err)
 {
     const struct node *node = node_table_find(&sd->nodes, name);
-    struct attempt *a = NULL;
+    char held[PROTO_NODE_NAME_MAX + 1];
     int rc;
 
     /* The common case, from memory: the attempt is still held there. */
@@ -268,24 +268,22 @@ log_rank_check(struct schedd *sd, const char *name, int64_t job, int attempt,
             "not run on node '%s'",
             rank, (long long)job, attempt, name);
     }
-    rc = db_attempt_get(sd->db, job, attempt, &a);
-
+    /* Released there (late output): one row, not the attempt's ranks. */
+    rc = db_rank_node(sd->db, job, attempt, rank, held, sizeof(held));
     if (rc == -ENOENT)
         return err_set(err, -ENOENT, "no attempt %d of job %lld", attempt,
             (long long)job);
+    if (rc == -ERANGE)
+        return err_set(err, -ENOENT, "job %lld attempt %d has no rank %d",
+            (long long)job, attempt, rank);
     if (rc < 0)
         return rc;
-    if (rank < 0 || (size_t)rank >= a->nranks)
-        rc = err_set(err, -ENOENT, "job %lld attempt %d has no rank %d",
-            (long long)job, attempt, rank);
-    else if (strcmp(a->placements[a->ranks[rank].node_rank].node_name, name) !=
-             0)
-        rc = err_set(err, -EPERM,
+    if (strcmp(held, name) != 0)
+        return err_set(err, -EPERM,
             "rank %d of job %lld attempt %d does not "
             "run on node '%s'",
             rank, (long long)job, attempt, name);
-    attempt_destroy(a);
-    return rc;
+    return 0;
 }
 
 /* A log chunk being written (schedd_log_write): its reply waits. */

@@ -201,6 +201,11 @@ int db_rank_update(struct db *db, const struct attempt *a,
     const struct attempt_rank *r);
 int db_placement_release(struct db *db, const struct placement *p);
 
+/* The node that ran rank of (job_id, attempt), into node (cap bytes),
+ * without loading the attempt: 0, -ENOENT (no such attempt), -ERANGE
+ * (no such rank) or another negative errno. */
+int db_rank_node(struct db *db, int64_t job_id, int attempt, int rank,
+    char *node, size_t cap);
 /* One attempt with placements, ranks and directives; -ENOENT when absent.
  * *out: caller destroys. */
 int db_attempt_get(struct db *db, int64_t job_id, int num,

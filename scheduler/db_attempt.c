@@ -12,6 +12,7 @@
 #include "scheduler/db_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <sqlite3.h>
@@ -424,6 +425,48 @@ db_attempts_load_live(struct db *db, db_attempt_fn *fn, void *arg)
         arg);
 }
 
+/* The world size of (job, attempt) and the node of rank ?3's node rank
+ * (NULL when the rank is past the world). */
+static const char sql_rank_node[] =
+    "SELECT a.nodes * a.ranks_per_node, p.node FROM attempts a "
+    "LEFT JOIN placements p ON p.job_id = a.job_id "
+    "AND p.attempt = a.attempt AND p.node_rank = ?3 / a.ranks_per_node "
+    "WHERE a.job_id = ?1 AND a.attempt = ?2";
+
+struct rank_node_arg {
+    int rank;
+    char *node;
+    size_t cap;
+    bool found;
+};
+
+static int
+rank_node_row(sqlite3_stmt *st, void *arg)
+{
+    struct rank_node_arg *r = arg;
+
+    if (r->rank >= sqlite3_column_int64(st, 0) || db_col_is_null(st, 1))
+        return 0;
+    snprintf(r->node, r->cap, "%s", db_col_text(st, 1));
+    r->found = true;
+    return 0;
+}
+
+int
+db_rank_node(struct db *db, int64_t job_id, int attempt, int rank, char *node,
+    size_t cap)
+{
+    struct rank_node_arg r = { rank, node, cap, false };
+    int rc;
+
+    db_bind_attempt_key(db->rank_node, 1, job_id, attempt);
+    sqlite3_bind_int(db->rank_node, 3, rank < 0 ? 0 : rank);
+    rc = db_lookup(db, db->rank_node, "rank node", rank_node_row, &r);
+    if (rc < 0)
+        return rc;
+    return rank >= 0 && r.found ? 0 : -ERANGE;
+}
+
 const struct db_stmt_def db_attempt_stmts[] = {
     DB_STMT(attempt_insert),
     DB_STMT(placement_insert),
@@ -432,6 +475,7 @@ const struct db_stmt_def db_attempt_stmts[] = {
     DB_STMT(rank_update),
     DB_STMT(placement_release),
     DB_STMT(attempt_get),
+    DB_STMT(rank_node),
     DB_STMT(attempts_job),
     DB_STMT(attempts_live),
     DB_STMT(placements_of),

@@ -91,6 +91,7 @@ struct db {
     struct sqlite3_stmt *rank_update;
     struct sqlite3_stmt *placement_release;
     struct sqlite3_stmt *attempt_get;
+    struct sqlite3_stmt *rank_node;
     struct sqlite3_stmt *attempts_job;
     struct sqlite3_stmt *attempts_live;
     struct sqlite3_stmt *placements_of;

@@ -129,6 +129,19 @@ test_fresh(void)
     free(a->ranks[1].stderr_tail);
     a->ranks[1].stderr_tail = xstrdup("boom");
     is_int(db_rank_update(db, a, &a->ranks[1]), 0, "update a rank");
+    {
+        char held[64] = "";
+
+        ok(db_rank_node(db, job->id, 1, 1, held, sizeof(held)) == 0 &&
+                strcmp(held, "n1") == 0,
+            "the node of a rank, without loading the attempt (%s)", held);
+        is_int(db_rank_node(db, job->id, 1, 2, held, sizeof(held)), -ERANGE,
+            "a rank past the world: -ERANGE");
+        is_int(db_rank_node(db, job->id, 1, -1, held, sizeof(held)), -ERANGE,
+            "a negative rank: -ERANGE");
+        is_int(db_rank_node(db, job->id, 9, 0, held, sizeof(held)), -ENOENT,
+            "no such attempt: -ENOENT");
+    }
     is_int(db_event_insert(db, 5, "alice", "job/1", "job_submitted", NULL), 0,
         "insert an event");
     is_int(db_token_insert(db, "abc", "bob", "operator", 5), 0,
