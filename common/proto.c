@@ -47,6 +47,15 @@ proto_valid_env_key(const char *s)
     return true;
 }
 
+const char *
+proto_kv_value(const struct proto_kv *kv, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kv[i].key, key) == 0)
+            return kv[i].value;
+    return NULL;
+}
+
 void
 proto_kv_array_free(struct proto_kv *kv, size_t n)
 {

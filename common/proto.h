@@ -604,6 +604,9 @@ int proto_parse_id_list(const char *s, int **out, size_t *n, struct err *err);
 /* "K=V" → kv (copies). -EINVAL with err naming the entry when no '='. */
 int proto_kv_parse(const char *s, struct proto_kv *kv, struct err *err);
 void proto_kv_array_free(struct proto_kv *kv, size_t n);
+/* The value of key among the n kv; NULL when absent. */
+const char *proto_kv_value(const struct proto_kv *kv, size_t n,
+    const char *key);
 /* Add kv as the object `key` of obj (env, labels). */
 void proto_kv_to_json(cJSON *obj, const char *key, const struct proto_kv *kv,
     size_t n);

@@ -125,10 +125,7 @@ node_schedulable(const struct node *node)
 const char *
 node_label(const struct node *node, const char *key)
 {
-    for (size_t i = 0; i < node->nlabels; i++)
-        if (strcmp(node->labels[i].key, key) == 0)
-            return node->labels[i].value;
-    return NULL;
+    return proto_kv_value(node->labels, node->nlabels, key);
 }
 
 bool
@@ -137,15 +134,9 @@ node_labels_equal(const struct node *node, const struct proto_kv *kv, size_t n)
     if (node->nlabels != n)
         return false;
     for (size_t i = 0; i < n; i++) {
-        bool found = false;
+        const char *v = node_label(node, kv[i].key);
 
-        for (size_t j = 0; j < node->nlabels; j++) {
-            if (strcmp(node->labels[j].key, kv[i].key) == 0) {
-                found = strcmp(node->labels[j].value, kv[i].value) == 0;
-                break;
-            }
-        }
-        if (!found)
+        if (v == NULL || strcmp(v, kv[i].value) != 0)
             return false;
     }
     return true;

@@ -56,19 +56,14 @@ nodes_update_resources(struct schedd *sd, struct node *node,
 {
     const struct proto_resources *res = &rep->res;
     const char *was = node_label(node, "rack");
-    char *rack = was ? xstrdup(was) : NULL;
-    bool moved;
+    const char *now = proto_kv_value(res->labels, res->nlabels, "rack");
+    bool moved = (was == NULL) != (now == NULL) ||
+                 (was != NULL && strcmp(was, now) != 0);
 
     if (!node_update_resources(node, rep->addr, res->cpus, res->memory_mb,
-            res->gpus, res->ngpus, res->labels, res->nlabels)) {
-        free(rack);
+            res->gpus, res->ngpus, res->labels, res->nlabels))
         return false;
-    }
     node_table_touch(&sd->nodes);
-    was = node_label(node, "rack");
-    moved = (rack == NULL) != (was == NULL) ||
-            (rack != NULL && strcmp(rack, was) != 0);
-    free(rack);
     /* Its rack orders witness sets (its own and others'): rank it anew,
      * unless it is joining (nodes_register does). */
     if (moved && node_table_find(&sd->nodes, node->name) == node) {

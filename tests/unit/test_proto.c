@@ -864,6 +864,16 @@ test_log_query(void)
         "empty, negative and dangling offsets refused");
 }
 
+static void
+test_kv_value(void)
+{
+    struct proto_kv kv[] = { { "rack", "r1" }, { "zone", "z" } };
+
+    is_str(proto_kv_value(kv, 2, "zone"), "z", "a key's value");
+    ok(proto_kv_value(kv, 2, "row") == NULL, "an absent key: NULL");
+    ok(proto_kv_value(NULL, 0, "rack") == NULL, "no labels: NULL");
+}
+
 int
 main(void)
 {
@@ -872,6 +882,7 @@ main(void)
     test_job_spec();
     test_resume_from();
     test_id_list();
+    test_kv_value();
     test_node_report();
     test_work();
     test_directives();
