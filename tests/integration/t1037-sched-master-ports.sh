@@ -59,14 +59,21 @@ test_expect_success 'a seventh waits: no node has a master port free' '
     test "$(job_state $id)" = PENDING
 '
 
+# takes_freed LINE FILE: cancel the job on line LINE of ids; the waiting
+# job in FILE runs on the node and port it freed, and takes its line.
+takes_freed() {
+    local victim vnode vport
+    victim=$(sed -n "$1p" ids) &&
+        set -- "$2" $(placed $victim) && vnode=$2 vport=$3 &&
+        ls_cli cancel $victim &&
+        wait_until 60 all_running "$1" &&
+        test "$(placed $(cat "$1"))" = "$vnode $vport" &&
+        grep -v "^$victim\$" ids >ids2 && cat "$1" >>ids2 && mv ids2 ids &&
+        check_unique ids
+}
+
 test_expect_success 'it starts on the node where a port was freed, on that port' '
-    victim=$(sed -n 3p ids) &&
-    set -- $(placed $victim) && vnode=$1 vport=$2 &&
-    ls_cli cancel $victim &&
-    wait_until 60 all_running seventh &&
-    test "$(placed $(cat seventh))" = "$vnode $vport" &&
-    grep -v "^$victim\$" ids >ids2 && cat seventh >>ids2 && mv ids2 ids &&
-    check_unique ids
+    takes_freed 3 seventh
 '
 
 test_expect_success 'after a restart the held ports are known again' '
@@ -76,13 +83,7 @@ test_expect_success 'after a restart the held ports are known again' '
     id=$(submit_id --nodes 1 -- sleep 300) && echo $id >eighth &&
     sleep 2 &&
     test "$(job_state $id)" = PENDING &&
-    victim=$(sed -n 1p ids) &&
-    set -- $(placed $victim) && vnode=$1 vport=$2 &&
-    ls_cli cancel $victim &&
-    wait_until 60 all_running eighth &&
-    test "$(placed $id)" = "$vnode $vport" &&
-    grep -v "^$victim\$" ids >ids2 && cat eighth >>ids2 && mv ids2 ids &&
-    check_unique ids
+    takes_freed 1 eighth
 '
 
 test_expect_success 'clean up' '
