@@ -214,12 +214,6 @@ schedd_node_ports(struct schedd *sd, struct node *node)
     return node->ports;
 }
 
-bool
-schedd_node_master_full(const struct node *node)
-{
-    return node->ports != NULL && portpool_nfree(node->ports) == 0;
-}
-
 void
 schedd_attempt_add(struct schedd *sd, struct attempt *a)
 {

@@ -399,9 +399,6 @@ bool schedd_is_operator_name(const struct schedd *sd, const char *user);
 
 /* node's pool of master ports (portpool.h), created on first use. */
 struct portpool *schedd_node_ports(struct schedd *sd, struct node *node);
-/* Whether every master port of node is held: it cannot be node rank 0 of
- * another attempt now. */
-bool schedd_node_master_full(const struct node *node);
 
 /* Link a new attempt into the model: the live list, its master port (in
  * node rank 0's pool) and its placements' holds on their nodes. */

@@ -15,9 +15,8 @@ struct walckpt {
     uv_loop_t *loop;
     uv_work_t work;
     struct db_ckpt *ck;
-    bool busy;    /* a checkpoint in flight */
-    bool closing; /* walckpt_close was called while busy */
-    uint64_t runs;
+    bool busy;           /* a checkpoint in flight */
+    bool closing;        /* walckpt_close was called while busy */
     int64_t warned_mono; /* last failure logged */
     /* The pool thread's while busy: */
     int rc;
@@ -64,7 +63,6 @@ walckpt_after(uv_work_t *req, int status)
         walckpt_free(w);
         return;
     }
-    w->runs++;
     if (status == 0 && w->rc == 0) {
         log_debug("wal checkpoint: %d of %d pages copied", w->copied,
             w->wal_pages);
@@ -90,12 +88,6 @@ walckpt_poke(struct walckpt *w, int pages)
         return;
     }
     w->busy = true;
-}
-
-uint64_t
-walckpt_runs(const struct walckpt *w)
-{
-    return w ? w->runs : 0;
 }
 
 void

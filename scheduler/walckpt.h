@@ -16,8 +16,6 @@
 #ifndef SCHEDULER_WALCKPT_H
 #define SCHEDULER_WALCKPT_H
 
-#include <stdint.h>
-
 #include <uv.h>
 
 /* SQLite's own threshold for its automatic checkpoint. */
@@ -29,8 +27,6 @@ struct walckpt;
 struct walckpt *walckpt_create(uv_loop_t *loop, const char *path);
 /* The WAL holds pages after a commit: checkpoint it when it is time. */
 void walckpt_poke(struct walckpt *w, int pages);
-/* Checkpoints run so far. */
-uint64_t walckpt_runs(const struct walckpt *w);
 /* Frees w now, or when its checkpoint in flight ends. */
 void walckpt_close(struct walckpt *w);
 
