@@ -87,6 +87,8 @@ struct curlx {
     void *sign_arg;
     LIST_HEAD(, curlx_req) reqs;
     LIST_HEAD(, curlx_sock) socks;
+    char peer_ip[64]; /* of the last answer over TCP; "" none yet */
+    int peer_port;
     int open_handles; /* handles whose close callback is due */
     bool closing;
 };
@@ -364,6 +366,35 @@ curlx_rc_from_curl(CURLcode code)
     }
 }
 
+/* Keep where an answer came from over TCP (curlx_peer); an answer over
+ * a Unix socket has no address and leaves it. */
+static void
+curlx_note_peer(struct curlx_req *req)
+{
+    struct curlx *cx = req->cx;
+    char *ip = NULL;
+    long port = 0;
+
+    if (curl_easy_getinfo(req->easy, CURLINFO_PRIMARY_IP, &ip) != CURLE_OK ||
+        curl_easy_getinfo(req->easy, CURLINFO_PRIMARY_PORT, &port) !=
+            CURLE_OK ||
+        ip == NULL || ip[0] == '\0' || port <= 0 || port > 65535 ||
+        strlen(ip) >= sizeof(cx->peer_ip))
+        return;
+    memcpy(cx->peer_ip, ip, strlen(ip) + 1);
+    cx->peer_port = (int)port;
+}
+
+bool
+curlx_peer(const struct curlx *cx, char *ip, size_t iplen, int *port)
+{
+    if (cx->peer_ip[0] == '\0' || strlen(cx->peer_ip) >= iplen)
+        return false;
+    memcpy(ip, cx->peer_ip, strlen(cx->peer_ip) + 1);
+    *port = cx->peer_port;
+    return true;
+}
+
 /* Hand one finished request to its owner and free it. The request is
  * already out of the multi handle. */
 static void
@@ -374,6 +405,8 @@ curlx_req_deliver(struct curlx_req *req, int rc)
     if (rc == 0 && curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE,
                        &status) != CURLE_OK)
         rc = -EIO;
+    if (rc == 0)
+        curlx_note_peer(req);
     LIST_REMOVE(req, link);
     /* A TLS failure's cause is curl's text ("SSL certificate problem:
      * unable to get local issuer certificate"): the body carries it. */

@@ -22,6 +22,7 @@
 #ifndef COMMON_CURLX_H
 #define COMMON_CURLX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <uv.h>
@@ -112,6 +113,12 @@ struct curlx_req *curlx_request(struct curlx *cx, const char *method,
  * {"error": {"code", "message"}}, else "HTTP <status>". */
 void curlx_error_text(int rc, long http_status, const struct sbuf *body,
     char *out, size_t len);
+
+/* Where the last answer over TCP came from: the server's numeric
+ * address (IPv4 or IPv6, no brackets) and port, as curl connected to
+ * them. false when no answer came over TCP yet (a Unix socket has
+ * none). */
+bool curlx_peer(const struct curlx *cx, char *ip, size_t iplen, int *port);
 
 /* Abort one request: its callback runs on a later loop turn with rc
  * -ECANCELED (never from inside this function). */
