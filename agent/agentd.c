@@ -58,6 +58,9 @@ const struct config_key agentd_config_keys[] = {
         "free port)" },
     { "kill_grace_ms", CONFIG_INT, "10000", 0, 3600000,
         "SIGTERM to SIGKILL grace when tearing ranks down" },
+    { "orphan_grace_ms", CONFIG_INT, "2500", 0, 600000,
+        "how long ranks outlive a dead agent that no agent takes over; "
+        "then they are killed and the scheduler told (0: the lease alone)" },
     { "run_as_submitter", CONFIG_BOOL, "true", 0, 0,
         "when root, start ranks as the submitting user" },
     { "supervisor", CONFIG_STR, "", 0, 0,
@@ -327,6 +330,8 @@ agentd_settings_load(struct agentd *ad, const struct config *cfg,
     ad->log_dir = s[0] != '\0' ? xstrdup(s)
                                : xasprintf("%s/logs", ad->state_dir);
     ad->kill_grace_ms = config_int(cfg, "kill_grace_ms");
+    ad->orphan_grace_ms = config_int(cfg, "orphan_grace_ms");
+    ad->lock_fd = -1; /* main takes it (agentd_lock) */
     ad->witness_port = (int)config_int(cfg, "witness_port");
     ad->run_as_submitter = config_bool(cfg, "run_as_submitter");
     ad->pmix_on = config_bool(cfg, "pmix");

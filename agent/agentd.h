@@ -82,6 +82,10 @@ struct agentd {
     char *state_dir;
     char *log_dir; /* never empty: defaults to state_dir/logs */
     int64_t kill_grace_ms;
+    int64_t orphan_grace_ms; /* supervisors of a dead agent; 0: off */
+    /* <state_dir>/jobs/agent.lock (supfile.h), held for the agent's life,
+     * taken before anything slow starts; -1: not held */
+    int lock_fd;
     int witness_port; /* UDP; 0: any free port */
     bool run_as_submitter;
     char *supervisor; /* lockstep-supervisor executable */

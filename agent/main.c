@@ -29,9 +29,11 @@
 #include "agent/agentd.h"
 #include "agent/health.h"
 #include "agent/logship.h"
+#include "agent/mkdirp.h"
 #include "agent/pmixsrv.h"
 #include "agent/proc.h"
 #include "agent/report.h"
+#include "agent/supfile.h"
 #include "agent/witness.h"
 #include "common/config.h"
 #include "common/curlx.h"
@@ -245,6 +247,40 @@ agentd_loop_init(struct agentd_main *m)
         fatalx("cannot watch signals: %s", uv_strerror(rc));
 }
 
+/*
+ * Take <state_dir>/jobs/agent.lock (supfile.h) before anything slow, so
+ * that the supervisors of an agent that died see a restarted one as soon
+ * as possible (their grace is orphan_grace_ms), and clear the mark of an
+ * agent that stopped on purpose. Without the lock, the supervisors we
+ * start watch nothing (the lease alone decides).
+ */
+static void
+agentd_lock(struct agentd *ad)
+{
+    char *jobs = xasprintf("%s/jobs", ad->state_dir);
+    int rc;
+
+    ad->lock_fd = -1;
+    if (ad->orphan_grace_ms <= 0)
+        goto out;
+    if ((rc = mkdirp(jobs, 0711)) < 0 ||
+        (rc = supfile_agent_lock(jobs, &ad->lock_fd)) < 0) {
+        ad->lock_fd = -1;
+        log_error("cannot lock '%s/%s': %s; supervisors will not watch this "
+                  "agent",
+            jobs, SUPFILE_AGENT_LOCK,
+            rc == -EAGAIN ? "another process holds it (another agent on this "
+                            "state directory?)"
+                          : strerror(-rc));
+        goto out;
+    }
+    if ((rc = supfile_agent_stopped_clear(jobs)) < 0)
+        log_error("cannot remove '%s/%s': %s", jobs, SUPFILE_AGENT_STOPPED,
+            strerror(-rc));
+out:
+    free(jobs);
+}
+
 /* Create the subsystems, bottom up: the PMIx server first, while the
  * agent has no other thread (it may set PMIX_MCA_gds); the log shipper
  * before the table, which registers the output of the ranks it re-adopts
@@ -252,6 +288,7 @@ agentd_loop_init(struct agentd_main *m)
 static int
 agentd_subsystems_create(struct agentd *ad, struct err *err)
 {
+    agentd_lock(ad);
     ad->pmixsrv = pmixsrv_create(ad, err);
     if (ad->pmixsrv == NULL && err->code != 0)
         log_warn("%s: MPI programs will not start without mpirun", err->msg);

@@ -42,6 +42,7 @@
 #include "agent/proc_state.h"
 #include "agent/rmtree.h"
 #include "agent/supfile.h"
+#include "common/curlx.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/uvx.h"
@@ -673,6 +674,27 @@ proc_lease_renew(struct proc_job *job, int64_t deadline, int64_t granted,
     return 0;
 }
 
+/* Where our supervisors send their fence notice: the scheduler that
+ * answered last over TCP (a replica that took over is another). */
+static void
+proc_sched_addr(struct proc_table *pt)
+{
+    char ip[sizeof(pt->sched_ip)];
+    int port, rc;
+
+    if (pt->agent_fd < 0 || pt->ad->curlx == NULL ||
+        !curlx_peer(pt->ad->curlx, ip, sizeof(ip), &port) ||
+        (port == pt->sched_port && strcmp(ip, pt->sched_ip) == 0))
+        return;
+    if ((rc = supfile_sched_addr_write(pt->jobs_dir, ip, port)) < 0) {
+        log_error("cannot write '%s/%s': %s", pt->jobs_dir, SUPFILE_SCHED_ADDR,
+            strerror(-rc));
+        return;
+    }
+    memcpy(pt->sched_ip, ip, strlen(ip) + 1);
+    pt->sched_port = port;
+}
+
 void
 proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms)
@@ -686,6 +708,7 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     pt->lease_ms = lease_ms;
     if (pt->reach_ms == 0)
         pt->reach_ms = timeid_mono_ms();
+    proc_sched_addr(pt);
     for (job = pt->jobs; job != NULL; job = job->next) {
         if (job->final_report != 0 && job->final_report <= seq)
             job->final_acked = true;
@@ -776,6 +799,7 @@ proc_create(struct agentd *ad, struct err *err)
 
     pt->ad = ad;
     pt->lease_ms = PROC_LEASE_DEFAULT_MS;
+    pt->agent_fd = ad->orphan_grace_ms > 0 ? ad->lock_fd : -1;
     pt->tomb = xcalloc(PROC_TOMBSTONES, sizeof(*pt->tomb));
     /* 0711: the ranks' users pass through to their sdk/ directories; they
      * cannot list it. */
@@ -826,9 +850,17 @@ void
 proc_destroy(struct proc_table *pt)
 {
     struct proc_job *job;
+    int rc;
 
     if (pt == NULL)
         return;
+    /* Stopped, not dead: our supervisors leave the ranks to their lease,
+     * which gives a restarted agent (an upgrade) its whole time to take
+     * them over (docs/fault-tolerance.md "An agent that dies"). */
+    if (pt->agent_fd >= 0 &&
+        (rc = supfile_agent_stopped_mark(pt->jobs_dir)) < 0)
+        log_error("cannot write '%s/%s': %s", pt->jobs_dir,
+            SUPFILE_AGENT_STOPPED, strerror(-rc));
     /* Supervisors and ranks keep running: only our handles go. Their
      * directories stay in <state_dir>/jobs for the next agent. */
     while ((job = pt->jobs) != NULL) {

@@ -49,6 +49,12 @@ struct proc_table {
     /* monotonic: the first status accepted after the last failure (the
      * scheduler answers since); 0 while it does not, or not yet */
     int64_t reach_ms;
+    /* agent.lock (ad->lock_fd, borrowed; supfile.h); -1: not held, so
+     * our supervisors are not told to watch it */
+    int agent_fd;
+    /* what jobs_dir/scheduler.addr says; "" not written yet */
+    char sched_ip[64];
+    int sched_port;
 };
 
 /* ---- proc_job.c --------------------------------------------------------- */

@@ -41,6 +41,7 @@
 #include "agent/proc_job.h"
 #include "agent/rmtree.h"
 #include "agent/supfile.h"
+#include "common/fence.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -362,6 +363,11 @@ proc_prep_spec(struct proc_prep *p, int64_t lease_ms)
     spec.job = l->job;
     spec.attempt = l->attempt;
     spec.kill_grace_ms = p->ad->kill_grace_ms;
+    if (p->job->pt->agent_fd >= 0) {
+        spec.orphan_ms = p->ad->orphan_grace_ms;
+        memcpy(spec.node, p->ad->node, strlen(p->ad->node) + 1);
+        fence_key(p->ad->key.key, l->job, l->attempt, spec.fence_key);
+    }
     spec.nranks = l->nranks;
     spec.ranks = xcalloc(l->nranks + 1, sizeof(*spec.ranks));
     for (i = 0; i < l->nranks; i++)
@@ -379,6 +385,7 @@ proc_prep_spec(struct proc_prep *p, int64_t lease_ms)
         free(spec.ranks[i].err_path);
     }
     free(spec.ranks);
+    explicit_bzero(spec.fence_key, sizeof(spec.fence_key));
 }
 
 void

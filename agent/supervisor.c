@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/orphan.h"
 #include "agent/procfs.h"
 #include "agent/supfile.h"
 #include "common/log.h"
@@ -55,15 +56,21 @@ struct supervisor {
     int sigfd;
     int64_t deadline; /* lease, CLOCK_MONOTONIC ms */
     int64_t next_lease_check;
-    int lease_err;   /* last lease read error logged; 0 none */
-    int gate[2];     /* ranks wait on it until recorded */
-    int *why_fd;     /* per rank: read end of its launch error pipe,
-                      * -1 none */
-    int64_t kill_at; /* stopping: SIGKILL at this time */
-    bool killed;     /* SIGKILL sent after the grace */
-    size_t live;     /* ranks not yet reaped */
-    bool dirty;      /* status.json is behind */
-    int save_err;    /* last save error logged; 0 none */
+    int lease_err;  /* last lease read error logged; 0 none */
+    char *jobs_dir; /* where agent.lock is; NULL: not watched */
+    int agent_fd;   /* agent.lock, watched; -1 none */
+    /* CLOCK_MONOTONIC ms since which nobody holds agent.lock; 0 while an
+     * agent does */
+    int64_t orphan_since;
+    bool stopped_seen; /* the agent stopped on purpose (agent.stopped) */
+    int gate[2];       /* ranks wait on it until recorded */
+    int *why_fd;       /* per rank: read end of its launch error pipe,
+                        * -1 none */
+    int64_t kill_at;   /* stopping: SIGKILL at this time */
+    bool killed;       /* SIGKILL sent after the grace */
+    size_t live;       /* ranks not yet reaped */
+    bool dirty;        /* status.json is behind */
+    int save_err;      /* last save error logged; 0 none */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -499,15 +506,33 @@ supervisor_stop(struct supervisor *sv, const char *why)
     sv->kill_at = now + sv->spec.kill_grace_ms;
 }
 
+/* Whether the orphan grace ends before the lease. */
+static bool
+supervisor_orphan_first(const struct supervisor *sv)
+{
+    return sv->orphan_since != 0 &&
+           sv->orphan_since + sv->spec.orphan_ms < sv->deadline;
+}
+
+/* The lease deadline, or the end of the orphan grace when sooner. */
+static int64_t
+supervisor_deadline(const struct supervisor *sv)
+{
+    return supervisor_orphan_first(sv) ? sv->orphan_since + sv->spec.orphan_ms
+                                       : sv->deadline;
+}
+
 static void
 supervisor_fence(struct supervisor *sv, int64_t now)
 {
     size_t i;
 
-    log_warn("job=%lld attempt=%d lease expired %lld ms ago: killing "
-             "ranks=%zu",
-        (long long)sv->st.job, sv->st.attempt, (long long)(now - sv->deadline),
-        sv->live);
+    log_warn("job=%lld attempt=%d %s %lld ms ago: killing ranks=%zu",
+        (long long)sv->st.job, sv->st.attempt,
+        supervisor_orphan_first(sv)
+            ? "the agent is gone and none took over; the grace ended"
+            : "lease expired",
+        (long long)(now - supervisor_deadline(sv)), sv->live);
     for (i = 0; i < sv->st.nranks; i++) {
         if (sv->st.ranks[i].exited)
             continue;
@@ -518,6 +543,48 @@ supervisor_fence(struct supervisor *sv, int64_t now)
     sv->dirty = true;
     /* Say so at once: the agent reports it before the reaping is done. */
     supervisor_save(sv);
+}
+
+/*
+ * Whether our agent is still there (docs/fault-tolerance.md "An agent
+ * that dies"): the kernel drops agent.lock when it dies, however it dies.
+ * Without one, the ranks are kept spec.orphan_ms at most (or the lease,
+ * when sooner); an agent that takes the lock meanwhile (a restarted one)
+ * takes them over, and the lease rules again.
+ */
+static void
+supervisor_check_agent(struct supervisor *sv, int64_t now)
+{
+    int alive;
+
+    if (sv->agent_fd < 0)
+        return;
+    alive = supfile_agent_alive(sv->agent_fd);
+    if (alive < 0)
+        return; /* cannot tell: the lease decides */
+    if (alive > 0) {
+        if (sv->orphan_since != 0)
+            log_info("job=%lld attempt=%d an agent took the ranks over",
+                (long long)sv->st.job, sv->st.attempt);
+        sv->orphan_since = 0;
+        sv->stopped_seen = false;
+        return;
+    }
+    if (sv->orphan_since != 0)
+        return;
+    if (supfile_agent_stopped(sv->jobs_dir)) {
+        if (!sv->stopped_seen)
+            log_info("job=%lld attempt=%d the agent stopped on purpose: the "
+                     "lease decides",
+                (long long)sv->st.job, sv->st.attempt);
+        sv->stopped_seen = true;
+        return;
+    }
+    sv->orphan_since = now;
+    log_warn("job=%lld attempt=%d the agent is gone: ranks=%zu are killed in "
+             "%lld ms unless an agent takes them over",
+        (long long)sv->st.job, sv->st.attempt, sv->live,
+        (long long)(supervisor_deadline(sv) - now));
 }
 
 static void
@@ -542,9 +609,10 @@ supervisor_check_lease(struct supervisor *sv, int64_t now)
                 (long long)sv->st.job, sv->st.attempt, strerror(-rc));
             sv->lease_err = rc;
         }
+        supervisor_check_agent(sv, now);
         sv->next_lease_check = now + SUPERVISOR_POLL_MS;
     }
-    if (now > sv->deadline)
+    if (now > supervisor_deadline(sv))
         supervisor_fence(sv, now);
 }
 
@@ -599,8 +667,10 @@ supervisor_timeout(const struct supervisor *sv, int64_t now)
         if (sv->next_lease_check - now < t)
             t = sv->next_lease_check - now;
         /* Wake just past the deadline: "now > deadline" fences. */
-        if (sv->deadline >= now && sv->deadline - now + 1 < t)
-            t = sv->deadline - now + 1;
+        int64_t d = supervisor_deadline(sv);
+
+        if (d >= now && d - now + 1 < t)
+            t = d - now + 1;
     }
     if (sv->st.stopping && !sv->killed && sv->kill_at - now < t)
         t = sv->kill_at - now;
@@ -672,6 +742,45 @@ supervisor_finish(struct supervisor *sv)
         sv->st.attempt, sv->st.fenced ? " (fenced)" : "");
 }
 
+/*
+ * Every rank is reaped. If no agent holds them, none will report how they
+ * ended in time: tell the scheduler they are dead, so it replaces the
+ * attempt now rather than after the node's timeout and its witnesses'
+ * gate (docs/fault-tolerance.md "An agent that dies"). Ranks that ended
+ * on their own first give an agent the rest of the grace to take them
+ * over, so that a restarted one reports their real ends.
+ */
+static void
+supervisor_orphan_notice(struct supervisor *sv)
+{
+    char where[96];
+    int64_t now;
+    int rc;
+
+    if (sv->agent_fd < 0 || sv->spec.fence_key[0] == '\0')
+        return;
+    for (;;) {
+        now = timeid_mono_ms();
+        supervisor_check_agent(sv, now);
+        if (sv->orphan_since == 0)
+            return; /* an agent holds us: it reports */
+        if (sv->st.fenced || now >= sv->orphan_since + sv->spec.orphan_ms)
+            break;
+        poll(NULL, 0, SUPERVISOR_POLL_MS);
+    }
+    rc = orphan_notice_send(sv->jobs_dir, &sv->spec, where, sizeof(where));
+    if (rc < 0)
+        log_warn("job=%lld attempt=%d cannot tell the scheduler at %s that "
+                 "its ranks are dead: %s",
+            (long long)sv->st.job, sv->st.attempt, where,
+            rc == -ENOENT ? "the agent never reached it over TCP"
+                          : strerror(-rc));
+    else
+        log_info("job=%lld attempt=%d told the scheduler at %s that its "
+                 "ranks are dead and no agent holds them",
+            (long long)sv->st.job, sv->st.attempt, where);
+}
+
 /* ---- run ---------------------------------------------------------------- */
 
 static int
@@ -715,6 +824,13 @@ supervisor_setup(struct supervisor *sv)
         log_error("cannot watch signals: %s", strerror(errno));
         return rc;
     }
+    if (sv->spec.orphan_ms > 0) {
+        sv->jobs_dir = xasprintf("%s/..", sv->dir);
+        /* Unwatchable: the lease alone decides, as before agent.lock. */
+        if ((rc = supfile_agent_lock_open(sv->jobs_dir, &sv->agent_fd)) < 0)
+            log_error("cannot open '%s/%s': %s; the lease alone decides",
+                sv->jobs_dir, SUPFILE_AGENT_LOCK, strerror(-rc));
+    }
     n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
     if ((rc = supfile_write_atomic(sv->dir, SUPFILE_PID, pid, (size_t)n,
              0600)) < 0)
@@ -736,6 +852,7 @@ supervisor_run(const char *dir)
     sv.dir = dir;
     sv.sigfd = -1;
     sv.gate[0] = sv.gate[1] = -1;
+    sv.agent_fd = -1;
     sv.stop_path = xasprintf("%s/%s", dir, SUPFILE_STOP);
     supervisor_close_fds();
     if (supervisor_setup(&sv) < 0)
@@ -777,10 +894,14 @@ supervisor_run(const char *dir)
         supervisor_reap(&sv);
     }
     supervisor_finish(&sv);
+    supervisor_orphan_notice(&sv);
     status = 0;
 out:
     if (sv.sigfd >= 0)
         close(sv.sigfd);
+    if (sv.agent_fd >= 0)
+        close(sv.agent_fd);
+    free(sv.jobs_dir);
     if (sv.gate[0] >= 0)
         close(sv.gate[0]);
     if (sv.gate[1] >= 0)

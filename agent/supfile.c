@@ -359,6 +359,35 @@ supfile_spec_rank_to_json(const void *arg)
     return o;
 }
 
+/* The optional "node" and "fence_key" of spec.json. */
+static int
+supfile_get_fence(const cJSON *root, struct supfile_spec *spec, struct err *err)
+{
+    char *node = NULL, *key = NULL;
+    int rc;
+
+    if ((rc = jsonx_get_str(root, "node", false, PROTO_NODE_NAME_MAX, &node,
+             err)) < 0 ||
+        (rc = jsonx_get_str(root, "fence_key", false, CRED_HEX_LEN, &key,
+             err)) < 0)
+        goto out;
+    if (key != NULL && strlen(key) != CRED_HEX_LEN) {
+        rc = err_set(err, -EINVAL, "fence_key: not %d hex digits",
+            CRED_HEX_LEN);
+        goto out;
+    }
+    if (node != NULL && key != NULL) {
+        memcpy(spec->node, node, strlen(node) + 1);
+        memcpy(spec->fence_key, key, CRED_HEX_LEN + 1);
+    }
+out:
+    free(node);
+    if (key != NULL)
+        explicit_bzero(key, strlen(key));
+    free(key);
+    return rc;
+}
+
 int
 supfile_spec_load(const char *dir, struct supfile_spec *spec, struct err *err)
 {
@@ -371,7 +400,10 @@ supfile_spec_load(const char *dir, struct supfile_spec *spec, struct err *err)
     if ((rc = supfile_load_head(dir, SUPFILE_SPEC, &root, &spec->job,
              &spec->attempt, err)) ||
         (rc = jsonx_get_int(root, "kill_grace_ms", true, 0, 86400000, &grace,
-             err)))
+             err)) ||
+        (rc = jsonx_get_int(root, "orphan_ms", false, 0, 86400000,
+             &spec->orphan_ms, err)) ||
+        (rc = supfile_get_fence(root, spec, err)))
         goto out;
     rc = supfile_get_ranks(root, sizeof(*spec->ranks),
         supfile_spec_rank_from_json, &ranks, &spec->nranks, err);
@@ -390,6 +422,12 @@ supfile_spec_save(const char *dir, const struct supfile_spec *spec)
     cJSON *root = supfile_new_root(spec->job, spec->attempt);
 
     jsonx_add_int(root, "kill_grace_ms", spec->kill_grace_ms);
+    if (spec->orphan_ms > 0)
+        jsonx_add_int(root, "orphan_ms", spec->orphan_ms);
+    if (spec->node[0] != '\0' && spec->fence_key[0] != '\0') {
+        jsonx_add_str(root, "node", spec->node);
+        jsonx_add_str(root, "fence_key", spec->fence_key);
+    }
     supfile_add_ranks(root, spec->ranks, sizeof(*spec->ranks), spec->nranks,
         supfile_spec_rank_to_json);
     return supfile_save_json(dir, SUPFILE_SPEC, root);
@@ -550,6 +588,124 @@ supfile_lease_read(const char *dir, int64_t *deadline_ms)
         rc = -EINVAL;
     else
         *deadline_ms = (int64_t)v;
+    free(text);
+    return rc;
+}
+
+/* ---- the agent's lock, the scheduler's address --------------------------- */
+
+static int
+supfile_agent_open(const char *jobs_dir, int flags, int *fd)
+{
+    char *path = xasprintf("%s/%s", jobs_dir, SUPFILE_AGENT_LOCK);
+    int f = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+    free(path);
+    if (f < 0)
+        return -errno;
+    *fd = f;
+    return 0;
+}
+
+int
+supfile_agent_lock(const char *jobs_dir, int *fd)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    int f = -1, rc;
+
+    if ((rc = supfile_agent_open(jobs_dir, O_RDWR | O_CREAT, &f)) < 0)
+        return rc;
+    if (fcntl(f, F_OFD_SETLK, &fl) < 0) {
+        rc = errno == EACCES ? -EAGAIN : -errno;
+        close(f);
+        return rc;
+    }
+    *fd = f;
+    return 0;
+}
+
+int
+supfile_agent_lock_open(const char *jobs_dir, int *fd)
+{
+    return supfile_agent_open(jobs_dir, O_RDONLY, fd);
+}
+
+int
+supfile_agent_alive(int fd)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+    if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+        return -errno;
+    return fl.l_type != F_UNLCK;
+}
+
+int
+supfile_agent_stopped_mark(const char *jobs_dir)
+{
+    return supfile_write_atomic(jobs_dir, SUPFILE_AGENT_STOPPED, "stopped\n", 8,
+        0644);
+}
+
+int
+supfile_agent_stopped_clear(const char *jobs_dir)
+{
+    char *path = xasprintf("%s/%s", jobs_dir, SUPFILE_AGENT_STOPPED);
+    int rc = unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+
+    free(path);
+    return rc;
+}
+
+bool
+supfile_agent_stopped(const char *jobs_dir)
+{
+    char *path = xasprintf("%s/%s", jobs_dir, SUPFILE_AGENT_STOPPED);
+    bool there = access(path, F_OK) == 0;
+
+    free(path);
+    return there;
+}
+
+int
+supfile_sched_addr_write(const char *jobs_dir, const char *ip, int port)
+{
+    char buf[96];
+    int n = snprintf(buf, sizeof(buf), "%s %d\n", ip, port);
+
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return -EINVAL;
+    return supfile_write_atomic(jobs_dir, SUPFILE_SCHED_ADDR, buf, (size_t)n,
+        0644);
+}
+
+int
+supfile_sched_addr_read(const char *jobs_dir, char *ip, size_t iplen, int *port)
+{
+    char *path = xasprintf("%s/%s", jobs_dir, SUPFILE_SCHED_ADDR);
+    char *text = NULL, *sp, *end;
+    size_t len;
+    long p;
+    int rc;
+
+    rc = supfile_read(path, 96, &text, &len);
+    free(path);
+    if (rc < 0)
+        return rc;
+    rc = -EINVAL;
+    sp = strchr(text, ' ');
+    if (sp == NULL || sp == text || (size_t)(sp - text) >= iplen)
+        goto out;
+    errno = 0;
+    p = strtol(sp + 1, &end, 10);
+    if (errno != 0 || end == sp + 1 || (*end != '\n' && *end != '\0') ||
+        p <= 0 || p > 65535)
+        goto out;
+    memcpy(ip, text, (size_t)(sp - text));
+    ip[sp - text] = '\0';
+    *port = (int)p;
+    rc = 0;
+out:
     free(text);
     return rc;
 }

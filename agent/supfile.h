@@ -32,7 +32,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cred.h"
 #include "common/err.h"
+#include "common/proto.h"
 
 #define SUPFILE_SPEC "spec.json"
 #define SUPFILE_STATUS "status.json"
@@ -46,6 +48,30 @@
 /* The supervisor's executable name (also how a live one is recognised in
  * /proc/<pid>/exe). */
 #define SUPFILE_EXE "lockstep-supervisor"
+
+/*
+ * In the jobs directory itself, beside the attempt directories
+ * (docs/fault-tolerance.md "An agent that dies"):
+ *
+ *   agent.lock      held by the live agent (an open file description
+ *                   lock, F_OFD_SETLK, which the kernel drops when the
+ *                   agent ends, however it ends)
+ *   agent.stopped   agent: present when it stopped on purpose (SIGTERM:
+ *                   an upgrade, a restart); removed by the next agent
+ *                   once it holds the lock
+ *   scheduler.addr  agent: "<ip> <port>", where its last answer over TCP
+ *                   came from: where a supervisor sends its fence notice
+ *                   (common/fence.h)
+ *
+ * A supervisor told to watch (spec.json "orphan_ms") that finds nobody
+ * holding agent.lock keeps its ranks at most orphan_ms longer, unless an
+ * agent takes the lock again meanwhile; then it kills them and, once
+ * every rank is reaped, sends the scheduler the fence notice. An agent
+ * that stopped on purpose (agent.stopped) leaves them to the lease.
+ */
+#define SUPFILE_AGENT_LOCK "agent.lock"
+#define SUPFILE_AGENT_STOPPED "agent.stopped"
+#define SUPFILE_SCHED_ADDR "scheduler.addr"
 
 /* Bounds the readers enforce (a spec holds a full environment per rank). */
 #define SUPFILE_MAX_BYTES (64u << 20)
@@ -74,6 +100,13 @@ struct supfile_spec {
     int64_t job;
     int attempt;
     int64_t kill_grace_ms; /* stop: SIGTERM, this long, SIGKILL */
+    /* > 0: watch agent.lock, and keep the ranks at most this long after
+     * nobody holds it; 0: do not (an agent without the lock) */
+    int64_t orphan_ms;
+    /* with orphan_ms: the node, and the attempt's fence key (hex,
+     * common/fence.h) that signs the notice; "" none: no notice */
+    char node[PROTO_NODE_NAME_MAX + 1];
+    char fence_key[CRED_HEX_LEN + 1];
     struct supfile_spec_rank *ranks;
     size_t nranks;
 };
@@ -136,6 +169,28 @@ void supfile_status_release(struct supfile_status *st);
  * the errno of the read, -EINVAL for a file that is not one integer. */
 int supfile_lease_write(const char *dir, int64_t deadline_ms);
 int supfile_lease_read(const char *dir, int64_t *deadline_ms);
+
+/*
+ * The agent's lock (jobs_dir/agent.lock). supfile_agent_lock: open it
+ * (created, close-on-exec) and take the write lock; *fd keeps it for the
+ * agent's life. -EAGAIN when another process holds it.
+ * supfile_agent_lock_open: open it to watch (read only, close-on-exec).
+ * supfile_agent_alive: 1 when some process holds the lock on fd's file,
+ * 0 when none does, or -errno.
+ */
+int supfile_agent_lock(const char *jobs_dir, int *fd);
+int supfile_agent_lock_open(const char *jobs_dir, int *fd);
+int supfile_agent_alive(int fd);
+/* agent.stopped: mark, clear (missing is fine): 0 or -errno; test. */
+int supfile_agent_stopped_mark(const char *jobs_dir);
+int supfile_agent_stopped_clear(const char *jobs_dir);
+bool supfile_agent_stopped(const char *jobs_dir);
+
+/* Write or read jobs_dir/scheduler.addr: a numeric address (IPv4, or IPv6
+ * without brackets) and a port. Read: -EINVAL when damaged. */
+int supfile_sched_addr_write(const char *jobs_dir, const char *ip, int port);
+int supfile_sched_addr_read(const char *jobs_dir, char *ip, size_t iplen,
+    int *port);
 
 /*
  * Replace dir/name with len bytes of data: write dir/name.tmp (mode,

@@ -2,7 +2,8 @@
 # recovery.sh - how fast lockstep recovers from a failure, and what that
 # costs a long run. Prints figures; asserts nothing.
 #
-#   bench/recovery.sh [--trials N] [--ettr-minutes M]
+#   bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only]
+#                     [--whole-node] [--unix]
 #
 # Runs real daemons on loopback (scheduler + 4 agents, production timing
 # defaults: heartbeat 1 s, node timeout 10 s, lease 5 s) through the test
@@ -15,7 +16,16 @@
 #    running, including the restart backoff). Median over N trials, each on
 #    a fresh job (so backoff does not grow across trials).
 # 2. Node loss: the same with kill -9 of the agent of node rank 1 (the
-#    agent is restarted after each trial so the cluster keeps 4 nodes).
+#    agent is restarted after each trial so the cluster keeps 4 nodes),
+#    and kill -> the node LOST; medians and p99 (nearest rank). The
+#    supervisors of an agent that dies kill its ranks after the orphan
+#    grace (2.5 s) and tell the scheduler, which replaces the job then
+#    (docs/fault-tolerance.md "An agent that dies"). --whole-node kills
+#    the node's supervisors and ranks too (a machine that is gone: the
+#    node timeout and the witnesses' gate decide). --loss-only runs this
+#    part alone; LOCKSTEP_BUILD=<other build> measures another build.
+#    Agents reach the scheduler over TCP, as in production (--unix: over
+#    its Unix socket, where supervisors have no address to tell).
 # 3. With --ettr-minutes M (e.g. 10): a PyTorch DDP run of M minutes with
 #    a rank killed every minute; prints the job's effective training time
 #    ratio as lockstep computed it, and checks it against the ratio
@@ -26,11 +36,17 @@
 set -u
 TRIALS=10
 ETTR_MIN=0
+LOSS_ONLY=0
+WHOLE=0
+UNIX=0
 while [ $# -gt 0 ]; do
     case $1 in
     --trials) TRIALS=$2; shift 2 ;;
     --ettr-minutes) ETTR_MIN=$2; shift 2 ;;
-    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M]" >&2
+    --loss-only) LOSS_ONLY=1; shift ;;
+    --whole-node) WHOLE=1; shift ;;
+    --unix) UNIX=1; shift ;;
+    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only] [--whole-node] [--unix]" >&2
        exit 2 ;;
     esac
 done
@@ -40,6 +56,7 @@ done
 
 HEARTBEAT_MS=1000 NODE_TIMEOUT_MS=10000 LEASE_MS=5000 KILL_GRACE_MS=10000
 start_scheduler >/dev/null
+[ "$UNIX" = 1 ] || export AGENT_SERVER=$LOCKSTEP_URL
 for n in n1 n2 n3 n4; do start_agent $n; done
 wait_nodes_up 4 || { echo "cluster did not come up"; exit 1; }
 
@@ -75,23 +92,32 @@ restore_nodes() {
 
 summary() { # LABEL FILE
     "$PY" - "$1" "$2" <<'PY'
-import statistics, sys
+import math, statistics, sys
 rows = [list(map(int, l.split())) for l in open(sys.argv[2]) if l.strip()]
 if not rows:
     print("%-11s no successful trial" % sys.argv[1]); sys.exit()
 med = [statistics.median(c) for c in zip(*rows)]
-print("%-11s n=%-2d total %7.0f ms  (detection %6.0f, teardown %6.0f, "
-      "start %6.0f)  max total %6.0f ms"
-      % (sys.argv[1], len(rows), med[0], med[1], med[2], med[3],
-         max(r[0] for r in rows)))
+def p99(i):
+    v = sorted(r[i] for r in rows)
+    return v[max(0, math.ceil(0.99 * len(v)) - 1)]
+line = ("%-11s n=%-2d total %7.0f ms  (detection %6.0f, teardown %6.0f, "
+        "start %6.0f)  max total %6.0f ms"
+        % (sys.argv[1], len(rows), med[0], med[1], med[2], med[3],
+           max(r[0] for r in rows)))
+if len(rows[0]) > 4:
+    line += ("\n%-11s total p50 %6.0f p99 %6.0f ms; LOST p50 %6.0f p99 "
+             "%6.0f ms" % ("", med[0], p99(0), med[4], p99(4)))
+print(line)
 PY
 }
 
 echo "# recovery: failure injected -> every rank of the next attempt running"
 echo "# heartbeat ${HEARTBEAT_MS} ms, node timeout ${NODE_TIMEOUT_MS} ms, lease ${LEASE_MS} ms, $(nproc) cores"
+echo "# agents over $([ "$UNIX" = 1 ] && echo "the Unix socket" || echo TCP); node loss kills $([ "$WHOLE" = 1 ] && echo "the agent, its supervisors and ranks" || echo "the agent")"
 
 : >"$TEST_DIR/crash.txt"
 for i in $(seq 1 "$TRIALS"); do
+    [ "$LOSS_ONLY" = 1 ] && break
     id=$(submit_id --nodes 2 --ranks-per-node 2 --max-restarts 1 -- sleep 1000)
     wait_job_state "$id" RUNNING 30 >/dev/null 2>&1 || continue
     pid=$(rank_pid "$id" 3)
@@ -104,7 +130,7 @@ for i in $(seq 1 "$TRIALS"); do
     wait_until 30 nodes_idle
     restore_nodes
 done
-summary "rank crash" "$TEST_DIR/crash.txt"
+[ "$LOSS_ONLY" = 1 ] || summary "rank crash" "$TEST_DIR/crash.txt"
 
 : >"$TEST_DIR/loss.txt"
 for i in $(seq 1 "$TRIALS"); do
@@ -113,8 +139,20 @@ for i in $(seq 1 "$TRIALS"); do
     victim=$(job_json "$id" 'j["attempts"][0]["nodes"][1]["node"]')
     t0=$(now_ms)
     kill_agent "$victim"
+    if [ "$WHOLE" = 1 ]; then
+        # everything of the node: its supervisors (tagged) and ranks
+        for p in $(tagged_pids); do
+            tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -q "agent-$victim/" &&
+                kill -9 "$p" 2>/dev/null
+        done
+        for p in $(job_pids "$id" "$victim"); do kill -9 "$p" 2>/dev/null; done
+    fi
     if wait_until 60 second_running "$id"; then
-        breakdown "$id" "$t0" >>"$TEST_DIR/loss.txt"
+        lost=$(ls_cli node "$victim" --json |
+            jget "min((e[\"time_ms\"] for e in j[\"events\"] if e[\"kind\"] == \"node_lost\" and e[\"time_ms\"] >= $t0), default=-1)")
+        # -1: no node_lost event of this trial (events list not there yet)
+        [ "$lost" = -1 ] ||
+            echo "$(breakdown "$id" "$t0") $((lost - t0))" >>"$TEST_DIR/loss.txt"
     fi
     ls_cli cancel "$id" >/dev/null
     start_agent "$victim"

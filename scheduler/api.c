@@ -27,6 +27,7 @@
 #include "scheduler/api_tokens.h"
 #include "scheduler/auth.h"
 #include "scheduler/buildinfo.h"
+#include "scheduler/fence.h"
 #include "scheduler/obs.h"
 #include "scheduler/repl.h"
 
@@ -519,6 +520,15 @@ api_listen(struct api *api, const struct schedd_opts *opts, struct err *err)
         if (rc < 0)
             return rc;
         api->port = bound;
+        /* Without it the node's timeout and witnesses replace what a dead
+         * agent held, as before: slower, but nothing is lost. */
+        api->fence = fence_rx_start(api->sd, opts->listen_host, bound, err);
+        if (api->fence == NULL) {
+            log_warn("%s; a dead agent's jobs are replaced after the "
+                     "node's timeout",
+                err->msg);
+            err_clear(err);
+        }
         if (opt_set(opts->port_file) &&
             (rc = api_write_port_file(opts->port_file, bound, err)) < 0)
             return rc;
@@ -616,6 +626,8 @@ api_close(struct api *api, void (*done)(void *), void *arg)
     ctx->done = done;
     ctx->arg = arg;
     api_coll_abort_all(api, "the scheduler is stopping");
+    fence_rx_close(api->fence);
+    api->fence = NULL;
     http_server_close(api->http, api_closed_cb, ctx);
 }
 

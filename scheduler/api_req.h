@@ -46,6 +46,9 @@ struct api {
     /* The TCP listener's TLS credentials (NULL: plain), for reloads. */
     char *tls_cert, *tls_key, *tls_ca;
     int port; /* the TCP port bound (0: none) */
+    /* The supervisors' fence notices, on UDP at the TCP listener's
+     * address (fence.h); NULL: none */
+    struct fence_rx *fence;
 };
 
 struct api_req {

@@ -251,16 +251,15 @@ nodes_release(struct schedd *sd, struct placement *p)
     return rc;
 }
 
-/* The node has been silent too long: LOST. Its attempts fail once
- * nodes_replace_lost allows it (nodes_tick). */
+/* The node is LOST (why: its silence, or its agent found gone). Its
+ * attempts fail once nodes_replace_lost allows it (nodes_tick), or each
+ * when its supervisor says its ranks are dead (nodes_fenced). */
 static int
-nodes_lost(struct schedd *sd, struct node *node)
+nodes_lost(struct schedd *sd, struct node *node, const char *why)
 {
     struct event_node_change c = { 0 };
-    char why[96];
     int rc;
 
-    snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
     node->lost = true;
     node->lost_waiting = false;
     c.why = why;
@@ -365,13 +364,47 @@ nodes_tick(struct schedd *sd, int64_t mono)
         }
         if (mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
             continue;
-        log_notice("node=%s lost: no status for %d ms", node->name,
-            sd->node_timeout_ms);
-        if ((rc = nodes_lost(sd, node)) < 0 ||
+        char why[96];
+
+        snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
+        log_notice("node=%s lost: %s", node->name, why);
+        if ((rc = nodes_lost(sd, node, why)) < 0 ||
             (rc = nodes_replace_lost(sd, node, mono)) < 0)
             return rc;
     }
     return 0;
+}
+
+int
+nodes_fenced(struct schedd *sd, struct node *node, int64_t job, int attempt)
+{
+    static const char why[] = "its agent is gone and its supervisor killed "
+                              "its ranks";
+    struct placement *p = NULL;
+    int rc = 0;
+
+    for (size_t i = 0; i < node->nholds && p == NULL; i++) {
+        struct attempt *a = node->holds[i]->attempt;
+
+        if (a->job_id == job && a->num == attempt)
+            p = node->holds[i];
+    }
+    if (p == NULL || p->released)
+        return 0; /* old news: a notice sent again, or after the node's loss */
+    log_notice("node=%s job=%lld attempt=%d %s: the attempt is replaced now",
+        node->name, (long long)job, attempt, why);
+    /* The agent is gone for good (nobody took its supervisor over within
+     * the grace). A live agent (its lock file deleted under it) loses the
+     * attempt, not the node. */
+    if (node->agent_gone && !node->lost)
+        rc = nodes_lost(sd, node,
+            "its agent is gone (its supervisors' "
+            "notice)");
+    if (rc == 0 && proto_attempt_state_active(p->attempt->state))
+        rc = nodes_placement_lost(sd, p, POLICY_KIND_NODE_LOST, why);
+    if (rc == 0)
+        rc = nodes_release(sd, p);
+    return rc;
 }
 
 void

@@ -41,6 +41,17 @@ int nodes_seen(struct schedd *sd, struct node *node, int64_t now);
 /* The connection of the node's last long poll closed and nothing was
  * heard since: no new work there until it returns. */
 void nodes_agent_gone(struct schedd *sd, struct node *node);
+/*
+ * The supervisor of attempt `attempt` of `job` on node said, in its
+ * authenticated fence notice (scheduler/fence.c), that every rank it held
+ * is dead and no agent holds them: the attempt fails (node_lost) and the
+ * node's part of it is released at once, without waiting for the node's
+ * timeout and its witnesses (docs/fault-tolerance.md "An agent that
+ * dies"). A node whose agent connection closed becomes LOST. No-op when
+ * the node holds no such attempt. 0 or a negative errno (the database).
+ */
+int nodes_fenced(struct schedd *sd, struct node *node, int64_t job,
+    int attempt);
 
 /* From the tick: nodes silent for node_timeout_ms are LOST; nodes being
  * removed that nothing holds any more are forgotten. */

@@ -73,6 +73,7 @@ tagent_init(struct tagent *t, const char *name)
     t->ad.state_dir = xasprintf("%s/%s/state", tmpdir, name);
     t->ad.log_dir = xasprintf("%s/%s/logs", tmpdir, name);
     t->ad.kill_grace_ms = 300;
+    t->ad.lock_fd = -1; /* orphan_grace_ms 0: no agent.lock */
     t->ad.run_as_submitter = false;
     t->ad.supervisor = xstrdup(supervisor_path);
 }

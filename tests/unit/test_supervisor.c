@@ -9,20 +9,25 @@
  * after kill_grace_ms for a rank that ignores SIGTERM), SIGTERM to the
  * supervisor, a bad spec, and status.json being valid JSON at every read.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/procfs.h"
 #include "agent/supervisor.h"
 #include "agent/supfile.h"
+#include "common/fence.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "tests/tap.h"
@@ -522,6 +527,204 @@ test_lease(void)
     free(dir);
 }
 
+/* ---- the agent gone ------------------------------------------------------ */
+
+static char orphan_key[CRED_HEX_LEN + 1];
+
+/* make_job's job (job 5, attempt 2), told to watch the agent's lock
+ * (orphan_ms) and to sign its notice as node n7. */
+static char *
+make_watching_job(const char *name, const char *const *cmds, int64_t orphan_ms)
+{
+    char *dir = make_job(name, cmds, 10000, 60000);
+    struct supfile_spec spec;
+    struct err err = { 0 };
+
+    if (supfile_spec_load(dir, &spec, &err) < 0) {
+        diag("cannot load the spec in %s: %s", dir, err.msg);
+        return dir;
+    }
+    spec.orphan_ms = orphan_ms;
+    snprintf(spec.node, sizeof(spec.node), "n7");
+    memcpy(spec.fence_key, orphan_key, sizeof(orphan_key));
+    if (supfile_spec_save(dir, &spec) < 0)
+        diag("cannot write the spec in %s", dir);
+    supfile_spec_release(&spec);
+    return dir;
+}
+
+/* Whether status.json says the ranks were fenced within ms. */
+static bool
+fenced_within(const char *dir, int64_t ms)
+{
+    struct supfile_status st = { 0 };
+    bool f = wait_status(dir, is_fenced, ms, &st) >= 0;
+
+    supfile_status_release(&st);
+    return f;
+}
+
+/* A UDP socket on loopback standing in for the scheduler, named in
+ * tmpdir/scheduler.addr; recv times out after 200 ms. */
+static int
+fake_scheduler(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    struct timeval tv = { .tv_usec = 200000 };
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+        return -1;
+    if (supfile_sched_addr_write(tmpdir, "127.0.0.1", ntohs(sa.sin_port)) < 0)
+        diag("cannot write scheduler.addr");
+    return fd;
+}
+
+/* How many good notices (job 5 attempt 2 of n7, MAC right) arrive within
+ * ms; anything else received fails the test. */
+static int
+notices_within(int fd, int64_t ms)
+{
+    int64_t end = timeid_mono_ms() + ms;
+    char buf[FENCE_MSG_MAX];
+    int good = 0;
+
+    while (timeid_mono_ms() < end) {
+        struct fence_notice n;
+        ssize_t k = recv(fd, buf, sizeof(buf), 0);
+
+        if (k <= 0)
+            continue;
+        if (fence_notice_parse(buf, (size_t)k, &n) == 0 &&
+            strcmp(n.node, "n7") == 0 && n.job == 5 && n.attempt == 2 &&
+            fence_notice_verify(orphan_key, buf, (size_t)k) == 0)
+            good++;
+        else
+            ok(0, "a notice that is not job 5 attempt 2 of n7: %.*s", (int)k,
+                buf);
+    }
+    return good;
+}
+
+/*
+ * The agent's lock (held here, as the agent holds it) and the notice: an
+ * agent that dies gets its ranks killed orphan_ms later though the lease
+ * runs for a minute, and the scheduler told; one that an agent takes
+ * over keeps them and tells nothing; ranks that end on their own while
+ * no agent holds them are told of once the grace ends; ranks that end
+ * under a live agent are its to report; an agent that stopped on purpose
+ * leaves them to the lease.
+ */
+static void
+test_orphan(void)
+{
+    const char *cmds[] = { "sleep 1000", "sleep 1000 & wait", NULL };
+    const char *quick[] = { "sleep 0.2", "exit 3", NULL };
+    unsigned char nk[CRED_KEY_LEN];
+    struct supfile_status st = { 0 };
+    int pids[2] = { 0, 0 }, fd = -1, fd2 = -1, udp;
+    int64_t t0, ms;
+    char *dir;
+    pid_t sv;
+
+    cred_node_key("secret-secret-secret", 20, "n7", nk);
+    fence_key(nk, 5, 2, orphan_key);
+    udp = fake_scheduler();
+    ok(udp >= 0, "a stand-in scheduler listens on UDP");
+    is_int(supfile_agent_lock(tmpdir, &fd), 0, "the agent's lock is taken");
+    is_int(supfile_agent_lock(tmpdir, &fd2), -EAGAIN,
+        "a second agent cannot take it");
+    is_int(supfile_agent_lock_open(tmpdir, &fd2), 0, "it can be watched");
+    is_int(supfile_agent_alive(fd2), 1, "the watcher sees it held");
+
+    /* (a) the agent dies: fenced after orphan_ms, then the notice. */
+    dir = make_watching_job("orphan", cmds, 300);
+    sv = spawn_two(dir, &st, pids);
+    t0 = timeid_mono_ms();
+    close(fd);
+    fd = -1;
+    is_int(supfile_agent_alive(fd2), 0,
+        "the lock is free once the agent is "
+        "gone");
+    ok(fenced_within(dir, 5000), "the agent gone: fenced");
+    while (timeid_mono_ms() - t0 < 5000 &&
+           !(group_gone(pids[0]) && group_gone(pids[1])))
+        usleep(1000);
+    ms = timeid_mono_ms() - t0;
+    ok(ms < 2000 && group_gone(pids[0]) && group_gone(pids[1]),
+        "ranks dead %lld ms after the agent (orphan_ms 300, lease 60 s)",
+        (long long)ms);
+    ok(notices_within(udp, 3000) >= 1,
+        "the scheduler is told, signed with the attempt's fence key");
+    is_int(wait_exit(sv, 5000), 0, "the supervisor exits 0");
+    free(dir);
+
+    /* (b) a new agent takes the lock within the grace: ranks kept. */
+    is_int(supfile_agent_lock(tmpdir, &fd), 0, "a new agent takes the lock");
+    dir = make_watching_job("takeover", cmds, 800);
+    sv = spawn_two(dir, &st, pids);
+    close(fd);
+    fd = -1;
+    usleep(300000);
+    is_int(supfile_agent_lock(tmpdir, &fd), 0, "another agent starts");
+    ok(!fenced_within(dir, 1500) && !group_gone(pids[0]),
+        "taken over within the grace: its ranks outlive orphan_ms");
+    kill(sv, SIGTERM);
+    is_int(wait_exit(sv, 15000), 0, "the supervisor exits 0");
+    is_int(notices_within(udp, 500), 0, "and the scheduler is told nothing");
+    free(dir);
+
+    /* (c) ranks that end on their own, no agent: told once the grace
+     * ends (a restarted agent would have reported their exits). */
+    dir = make_watching_job("ended", quick, 700);
+    t0 = timeid_mono_ms();
+    sv = spawn(dir);
+    close(fd);
+    fd = -1;
+    is_int(wait_exit(sv, 10000), 0, "the supervisor exits 0");
+    ms = timeid_mono_ms() - t0;
+    load_status(dir, &st);
+    ok(!st.fenced && st.done, "nothing fenced: the ranks ended first");
+    ok(ms >= 700, "it waited out the grace (%lld ms, orphan_ms 700)",
+        (long long)ms);
+    ok(notices_within(udp, 1000) >= 1, "then told the scheduler");
+    free(dir);
+
+    /* (d) ranks that end under a live agent: nothing to tell. */
+    is_int(supfile_agent_lock(tmpdir, &fd), 0, "an agent holds the lock");
+    dir = make_watching_job("live", quick, 300);
+    sv = spawn(dir);
+    is_int(wait_exit(sv, 10000), 0, "the supervisor exits 0");
+    is_int(notices_within(udp, 500), 0, "its agent reports: no notice");
+    free(dir);
+
+    /* (e) an agent that stopped on purpose (an upgrade): the lease
+     * decides, and a new agent clears the mark. */
+    dir = make_watching_job("stopped", cmds, 300);
+    sv = spawn_two(dir, &st, pids);
+    is_int(supfile_agent_stopped_mark(tmpdir), 0, "the agent marks its stop");
+    close(fd);
+    fd = -1;
+    ok(!fenced_within(dir, 1200) && !group_gone(pids[0]),
+        "stopped on purpose: the ranks outlive orphan_ms (lease 60 s)");
+    is_int(supfile_agent_lock(tmpdir, &fd), 0, "the next agent takes the lock");
+    is_int(supfile_agent_stopped_clear(tmpdir), 0, "and clears the mark");
+    ok(!supfile_agent_stopped(tmpdir), "the mark is gone");
+    kill(sv, SIGTERM);
+    is_int(wait_exit(sv, 15000), 0, "the supervisor exits 0");
+    is_int(notices_within(udp, 300), 0, "nothing told");
+    free(dir);
+
+    close(fd);
+    close(fd2);
+    close(udp);
+    supfile_status_release(&st);
+}
+
 /* ---- stop ---------------------------------------------------------------- */
 
 static void
@@ -673,6 +876,7 @@ main(void)
     test_exec_path();
     test_launch_errors();
     test_lease();
+    test_orphan();
     test_stop();
     test_signal_and_errors();
     ok(bad_reads == 0 && good_reads > 100,

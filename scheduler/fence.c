@@ -1,0 +1,176 @@
+/*
+ * fence.c - the fence notices of supervisors whose agent is gone
+ */
+#include "scheduler/fence.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "common/fence.h"
+#include "common/log.h"
+#include "common/timeid.h"
+#include "common/xalloc.h"
+#include "scheduler/node.h"
+#include "scheduler/nodes.h"
+#include "scheduler/repl.h"
+#include "scheduler/schedd.h"
+
+/* How often a refused datagram may be logged. */
+#define FENCE_LOG_EVERY_MS 60000
+
+struct fence_rx {
+    struct schedd *sd;
+    uv_udp_t udp;
+    char buf[FENCE_MSG_MAX];
+    struct fence_rx_counts counts;
+    int64_t logged_mono; /* last refusal logged */
+};
+
+static void
+fence_alloc_cb(uv_handle_t *h, size_t size, uv_buf_t *buf)
+{
+    struct fence_rx *rx = h->data;
+
+    (void)size;
+    *buf = uv_buf_init(rx->buf, sizeof(rx->buf));
+}
+
+/* The notice's MAC under node's key of secret. */
+static bool
+fence_mac_ok(const char *secret, size_t len, const struct fence_notice *n,
+    const char *buf, size_t nbuf)
+{
+    unsigned char nk[CRED_KEY_LEN];
+    char key[CRED_HEX_LEN + 1];
+    bool ok;
+
+    cred_node_key(secret, len, n->node, nk);
+    fence_key(nk, n->job, n->attempt, key);
+    ok = fence_notice_verify(key, buf, nbuf) == 0;
+    explicit_bzero(nk, sizeof(nk));
+    explicit_bzero(key, sizeof(key));
+    return ok;
+}
+
+static void
+fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *why)
+{
+    char ip[64] = "?";
+    int64_t now = timeid_mono_ms();
+
+    rx->counts.refused++;
+    if (rx->logged_mono != 0 && now - rx->logged_mono < FENCE_LOG_EVERY_MS)
+        return;
+    rx->logged_mono = now;
+    if (sa->sa_family == AF_INET)
+        uv_ip4_name((const struct sockaddr_in *)sa, ip, sizeof(ip));
+    else if (sa->sa_family == AF_INET6)
+        uv_ip6_name((const struct sockaddr_in6 *)sa, ip, sizeof(ip));
+    log_warn("fence notice from %s refused: %s (%llu refused so far; logged "
+             "at most once a minute)",
+        ip, why, (unsigned long long)rx->counts.refused);
+}
+
+static void
+fence_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
+    const struct sockaddr *sa, unsigned flags)
+{
+    struct fence_rx *rx = udp->data;
+    struct schedd *sd = rx->sd;
+    struct fence_notice fn;
+    struct node *node;
+    size_t held;
+
+    (void)flags;
+    if (n <= 0 || sa == NULL)
+        return;
+    if (fence_notice_parse(buf->base, (size_t)n, &fn) < 0) {
+        fence_refuse(rx, sa, "not a fence notice");
+        return;
+    }
+    if ((node = node_table_find(&sd->nodes, fn.node)) == NULL) {
+        fence_refuse(rx, sa, "no such node");
+        return;
+    }
+    if (!fence_mac_ok(sd->secret, sd->secret_len, &fn, buf->base,
+            (size_t)n) &&
+        (sd->secret_prev == NULL ||
+            !fence_mac_ok(sd->secret_prev, sd->secret_prev_len, &fn,
+                buf->base, (size_t)n))) {
+        fence_refuse(rx, sa, "bad MAC (not the node's key of the cluster "
+                             "secret or the previous one)");
+        return;
+    }
+    /* Nothing is lost by ignoring it: the node's timeout and its
+     * witnesses' gate still replace the attempt. */
+    if (!schedd_available(sd) || (sd->repl && !repl_serving(sd->repl)))
+        return;
+    held = node->nholds;
+    if (nodes_fenced(sd, node, fn.job, fn.attempt) < 0)
+        return; /* the database: the scheduler reloads */
+    if (node->nholds < held)
+        rx->counts.acted++;
+    else
+        rx->counts.old++;
+}
+
+struct fence_rx *
+fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM,
+                              .ai_flags = AI_PASSIVE };
+    struct fence_rx *rx = xcalloc(1, sizeof(*rx));
+    struct addrinfo *ai = NULL;
+    char port_s[16];
+    int rc;
+
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    if ((rc = getaddrinfo(host, port_s, &hints, &ai)) != 0 || ai == NULL) {
+        err_set(err, -EINVAL, "fence notices: cannot resolve '%s': %s", host,
+            gai_strerror(rc));
+        free(rx);
+        return NULL;
+    }
+    rx->sd = sd;
+    uv_udp_init(sd->loop, &rx->udp);
+    rx->udp.data = rx;
+    if ((rc = uv_udp_bind(&rx->udp, ai->ai_addr, 0)) < 0 ||
+        (rc = uv_udp_recv_start(&rx->udp, fence_alloc_cb, fence_recv_cb)) <
+            0) {
+        err_set(err, rc, "fence notices: cannot bind UDP %s:%d: %s", host,
+            port, uv_strerror(rc));
+        freeaddrinfo(ai);
+        fence_rx_close(rx);
+        return NULL;
+    }
+    freeaddrinfo(ai);
+    log_info("fence notices received on UDP %s:%d", host, port);
+    return rx;
+}
+
+static void
+fence_close_cb(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void
+fence_rx_close(struct fence_rx *rx)
+{
+    if (rx == NULL)
+        return;
+    uv_close((uv_handle_t *)&rx->udp, fence_close_cb);
+}
+
+void
+fence_rx_counts(const struct fence_rx *rx, struct fence_rx_counts *c)
+{
+    if (rx == NULL)
+        memset(c, 0, sizeof(*c));
+    else
+        *c = rx->counts;
+}
