@@ -1,0 +1,437 @@
+/*
+ * test_status.c - the scheduler's side of agent reports, on a real
+ * database, without a network
+ *
+ * A scheduler (schedd_create: its SQLite file and log store in a scratch
+ * directory) is driven by node reports as its agents send them (JSON,
+ * through status_apply), the way POST /v1/agent/status does:
+ *
+ * - witness sets when a node's "rack" label changes: every node's kept
+ *   set is read first (so that each is kept), then one node moves to
+ *   another rack, to no rack, from no rack, back and forth in a
+ *   deterministic sequence; after each report every node's set equals
+ *   witness_pick over the whole table, ranked from scratch. The test
+ *   also counts that kept sets were really changed in place (not only
+ *   ranked anew), so that it covers nodes_witness_joined's offers.
+ * - a gang attempt's node list is in a node's desired state only until
+ *   its agent reports the generation that first carried the placement:
+ *   the desired state built for GET /v1/agent/work (launch_work, then
+ *   proto_work_to_json) names the nodes, and once the agent reported
+ *   that generation it no longer does; a node whose agent did not report
+ *   it yet still gets the list.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/witness.h"
+#include "common/xalloc.h"
+#include "scheduler/jobs.h"
+#include "scheduler/launch.h"
+#include "scheduler/node.h"
+#include "scheduler/nodes_witness.h"
+#include "scheduler/schedd.h"
+#include "scheduler/status.h"
+#include "tests/tap.h"
+#include "tests/testdir.h"
+
+#define NNODES 14
+
+static char dir[PATH_MAX];
+static uv_loop_t loop;
+
+static struct schedd *
+open_schedd(const char *sub)
+{
+    char state[PATH_MAX + 32];
+    struct schedd_opts o = {
+        .state_dir = state,
+        .secret = "0123456789abcdef0123456789abcdef",
+        .secret_len = 32,
+        .heartbeat_ms = 1000,
+        .node_timeout_ms = 10000,
+        .lease_ms = 5000,
+        .master_port_base = 29500,
+        .master_port_count = 100,
+        .max_body = 1 << 20,
+    };
+    struct err err = { 0 };
+    struct schedd *sd;
+
+    snprintf(state, sizeof(state), "%s/%s", dir, sub);
+    sd = schedd_create(&loop, &o, &err);
+    if (sd == NULL)
+        diag("schedd_create: %s", err.msg);
+    return sd;
+}
+
+static void
+close_schedd(struct schedd *sd)
+{
+    schedd_stop(sd, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    schedd_destroy(sd);
+}
+
+/* Node name's report, as its agent sends it: rack NULL for none; jobs a
+ * JSON array or NULL. 0 or status_apply's error; the iteration is
+ * committed, as the loop does after each request. */
+static int
+report(struct schedd *sd, const char *name, const char *rack, uint64_t gen,
+    const char *jobs)
+{
+    char text[1024];
+    cJSON *json;
+    struct proto_node_report rep;
+    struct proto_status_reply reply = { 0 };
+    struct err err = { 0 };
+    int rc;
+
+    snprintf(text, sizeof(text),
+        "{\"version\":%d,\"node\":\"%s\",\"agent_id\":\"agent-%s\","
+        "\"addr\":\"127.0.0.1\",\"cpus\":8,\"memory_mb\":4096,"
+        "\"labels\":{%s%s%s\"zone\":\"z1\"},\"gen\":%llu%s%s}",
+        PROTO_VERSION, name, name, rack ? "\"rack\":\"" : "", rack ? rack : "",
+        rack ? "\"," : "", (unsigned long long)gen, jobs ? ",\"jobs\":" : "",
+        jobs ? jobs : "");
+    json = cJSON_Parse(text);
+    if (json == NULL || proto_node_report_from_json(json, &rep, &err) < 0) {
+        diag("bad report %s: %s", text, err.msg);
+        cJSON_Delete(json);
+        return -EINVAL;
+    }
+    cJSON_Delete(json);
+    rc = status_apply(sd, &rep, 1000, &reply);
+    proto_node_report_release(&rep);
+    if (rc == 0)
+        rc = schedd_commit(sd);
+    if (rc < 0)
+        diag("report of %s: %s", name, strerror(-rc));
+    return rc;
+}
+
+/* ---- witness sets ------------------------------------------------------- */
+
+/* Whether every node's set (as nodes_witness_set gives it, kept or not)
+ * is witness_pick's over the whole table. */
+static bool
+sets_match_scratch(struct schedd *sd, const char *when)
+{
+    size_t n = node_table_count(&sd->nodes), i = 0;
+    const char **names = xcalloc(n + 1, sizeof(*names));
+    const char **racks = xcalloc(n + 1, sizeof(*racks));
+    bool same = true;
+
+    for (struct node *m = node_table_first(&sd->nodes); m;
+         m = node_table_next(m), i++) {
+        names[i] = m->name;
+        racks[i] = node_label(m, "rack");
+    }
+    for (struct node *x = node_table_first(&sd->nodes); x;
+         x = node_table_next(x)) {
+        struct node *kept[WITNESS_MAX];
+        size_t want[WITNESS_MAX];
+        size_t nk = nodes_witness_set(sd, x, kept);
+        size_t nw = witness_pick(x->name, node_label(x, "rack"), names, racks,
+            n, want);
+        bool eq = nk == nw;
+
+        for (size_t j = 0; eq && j < nk; j++)
+            eq = strcmp(kept[j]->name, names[want[j]]) == 0;
+        if (!eq) {
+            diag("%s: W(%s) kept %zu, from scratch %zu", when, x->name, nk, nw);
+            for (size_t j = 0; j < nk || j < nw; j++)
+                diag("  %zu: kept %s, from scratch %s", j,
+                    j < nk ? kept[j]->name : "-",
+                    j < nw ? names[want[j]] : "-");
+            same = false;
+        }
+    }
+    free(names);
+    free(racks);
+    return same;
+}
+
+/* What a node's kept set is before a report: its names, in order. */
+struct snap {
+    char names[WITNESS_MAX][PROTO_NODE_NAME_MAX + 1];
+    size_t n;
+};
+
+static void
+snap_take(const struct node *x, struct snap *s)
+{
+    s->n = x->nwit;
+    for (size_t j = 0; j < x->nwit; j++)
+        snprintf(s->names[j], sizeof(s->names[j]), "%s", x->wit[j]->name);
+}
+
+static bool
+snap_differs(const struct node *x, const struct snap *s)
+{
+    if (s->n != x->nwit)
+        return true;
+    for (size_t j = 0; j < s->n; j++)
+        if (strcmp(s->names[j], x->wit[j]->name) != 0)
+            return true;
+    return false;
+}
+
+/* How the kept sets of the other nodes fared in one move. */
+struct fate {
+    int changed_in_place; /* still kept, and different */
+    int reranked;         /* dropped, to be ranked anew */
+};
+
+/* node moves to rack (NULL: none) by its own report; then every set is
+ * compared with the one from scratch. */
+static bool
+move(struct schedd *sd, const char *node, const char *rack, struct fate *f)
+{
+    size_t n = node_table_count(&sd->nodes), i = 0;
+    struct snap *before = xcalloc(n, sizeof(*before));
+    char when[128];
+    bool same;
+
+    /* Every set kept, as after a round of status replies. */
+    for (struct node *x = node_table_first(&sd->nodes); x;
+         x = node_table_next(x), i++) {
+        struct node *w[WITNESS_MAX];
+
+        nodes_witness_set(sd, x, w);
+        snap_take(x, &before[i]);
+    }
+    if (report(sd, node, rack, 0, NULL) < 0) {
+        free(before);
+        return false;
+    }
+    i = 0;
+    for (struct node *x = node_table_first(&sd->nodes); x;
+         x = node_table_next(x), i++) {
+        if (strcmp(x->name, node) == 0)
+            continue;
+        if (!x->wit_known)
+            f->reranked++;
+        else if (snap_differs(x, &before[i]))
+            f->changed_in_place++;
+    }
+    free(before);
+    snprintf(when, sizeof(when), "%s to %s", node, rack ? rack : "no rack");
+    same = sets_match_scratch(sd, when);
+    return same;
+}
+
+static void
+test_rack_change(void)
+{
+    static const char *const racks[] = { "r1", "r2", "r3", NULL };
+    struct schedd *sd = open_schedd("witness");
+    struct fate f = { 0 };
+    unsigned seed = 12345;
+    int bad = 0, moves = 0;
+
+    ok(sd != NULL, "a scheduler on a scratch directory");
+    if (sd == NULL)
+        return;
+    /* Racks of 6, 4 and 2 nodes and 2 nodes without one. */
+    for (int k = 0; k < NNODES; k++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "n%02d", k);
+        if (report(sd, name,
+                k < 6    ? "r1"
+                : k < 10 ? "r2"
+                : k < 12 ? "r3"
+                         : NULL,
+                0, NULL) < 0)
+            bad++;
+    }
+    is_int(bad, 0, "%d nodes registered", NNODES);
+    is_int((int)node_table_count(&sd->nodes), NNODES, "all in the table");
+    ok(sets_match_scratch(sd, "registered"),
+        "after registration every set is the one from scratch");
+
+    ok(move(sd, "n00", "r3", &f), "a node moves to another rack: every set "
+                                  "is the one from scratch");
+    ok(move(sd, "n07", NULL, &f), "a node loses its rack label: every set is "
+                                  "the one from scratch");
+    ok(move(sd, "n12", "r1", &f), "a node without a rack gets one: every set "
+                                  "is the one from scratch");
+    ok(move(sd, "n07", "r2", &f), "the node that lost its rack gets it back: "
+                                  "every set is the one from scratch");
+    /* A relabel that keeps the rack changes nothing. */
+    ok(move(sd, "n03", "r1", &f), "a report with the same rack: every set "
+                                  "is the one from scratch");
+    for (int s = 0; s < 60; s++) {
+        char name[16];
+
+        seed = seed * 1103515245u + 12345u;
+        snprintf(name, sizeof(name), "n%02u", (seed >> 16) % NNODES);
+        seed = seed * 1103515245u + 12345u;
+        if (!move(sd, name, racks[(seed >> 16) % 4], &f))
+            bad++;
+        moves++;
+    }
+    is_int(bad, 0,
+        "%d random moves (to racks, to none, from none): every "
+        "set is the one from scratch after each",
+        moves);
+    diag("sets changed in place: %d, ranked anew: %d", f.changed_in_place,
+        f.reranked);
+    ok(f.changed_in_place > 0,
+        "some kept sets took the moved node in place (the offer path)");
+    ok(f.reranked > 0,
+        "some sets that held the moved node were dropped to be ranked anew");
+    close_schedd(sd);
+}
+
+/* ---- a gang's node list ------------------------------------------------- */
+
+/* Node's desired state as GET /v1/agent/work answers it; the entry of
+ * job (NULL when absent) in *entry, the whole in the return (delete). */
+static cJSON *
+desired(const struct node *node, int64_t job, const cJSON **entry)
+{
+    struct proto_work w;
+    cJSON *json, *item;
+
+    launch_work(node, &w);
+    json = proto_work_to_json(&w);
+    launch_work_release(&w);
+    *entry = NULL;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(json, "jobs")) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "job");
+
+        if (cJSON_IsNumber(id) && (int64_t)id->valuedouble == job)
+            *entry = item;
+    }
+    return json;
+}
+
+/* The names in entry's "nodes", comma-separated; "" when it has none. */
+static void
+named(const cJSON *entry, char *buf, size_t len)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(entry, "nodes"))
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "",
+            cJSON_GetStringValue(item));
+}
+
+static void
+test_gang_nodes(void)
+{
+    struct schedd *sd = open_schedd("gang");
+    const char *spec_text = "{\"version\":1,\"name\":\"gang\","
+                            "\"argv\":[\"true\"],\"nodes\":3}";
+    struct node *nodes[3];
+    struct proto_job_spec spec;
+    struct err err = { 0 };
+    struct job *job = NULL;
+    const cJSON *e0, *e1;
+    cJSON *json, *d0, *d1;
+    char list[256], jobs[256];
+    uint64_t gen0, gen1;
+    int rc;
+
+    ok(sd != NULL, "a scheduler on a scratch directory");
+    if (sd == NULL)
+        return;
+    rc = report(sd, "g0", NULL, 0, NULL);
+    if (rc == 0)
+        rc = report(sd, "g1", NULL, 0, NULL);
+    if (rc == 0)
+        rc = report(sd, "g2", NULL, 0, NULL);
+    is_int(rc, 0, "three nodes registered");
+    json = cJSON_Parse(spec_text);
+    rc = proto_job_spec_from_json(json, &spec, &err);
+    cJSON_Delete(json);
+    is_int(rc, 0, "a three-node job's spec");
+    is_int(jobs_submit(sd, "alice", &spec, &job), 0, "it is submitted");
+    proto_job_spec_release(&spec);
+    if (job == NULL) {
+        close_schedd(sd);
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        char name[8];
+
+        snprintf(name, sizeof(name), "g%d", k);
+        nodes[k] = node_table_find(&sd->nodes, name);
+    }
+    is_int(launch_place(sd, job, nodes, NULL, 29500), 0,
+        "it is placed on "
+        "g0, g1, g2");
+    is_int(schedd_commit(sd), 0, "the placement is committed");
+    gen0 = nodes[0]->gen;
+    gen1 = nodes[1]->gen;
+
+    d0 = desired(nodes[0], job->id, &e0);
+    ok(e0 != NULL, "g0's desired state carries the attempt");
+    named(e0, list, sizeof(list));
+    is_str(list, "g0,g1,g2",
+        "and, its agent not having seen it yet, the "
+        "gang's nodes");
+    cJSON_Delete(d0);
+
+    /* g0's agent reports the generation that carried it, holding the
+     * attempt (its rank running), as an agent does once it started it. */
+    snprintf(jobs, sizeof(jobs),
+        "[{\"job\":%lld,\"attempt\":1,\"ranks\":[{\"rank\":0,"
+        "\"state\":\"running\",\"pid\":4242}]}]",
+        (long long)job->id);
+    is_int(report(sd, "g0", NULL, gen0, jobs), 0,
+        "g0's agent reports generation %llu with the attempt",
+        (unsigned long long)gen0);
+    is_int((long long)nodes[0]->agent_gen, (long long)gen0,
+        "the scheduler keeps the generation g0's agent reported");
+
+    d0 = desired(nodes[0], job->id, &e0);
+    d1 = desired(nodes[1], job->id, &e1);
+    ok(e0 != NULL, "g0's later desired state still carries the attempt");
+    ok(e0 != NULL && !cJSON_HasObjectItem(e0, "nodes"),
+        "but no longer the gang's nodes");
+    ok(e0 != NULL && cJSON_GetNumberValue(
+                         cJSON_GetObjectItemCaseSensitive(e0, "nnodes")) == 3,
+        "its size is still there");
+    ok(e1 != NULL, "g1's desired state carries the attempt");
+    named(e1, list, sizeof(list));
+    is_str(list, "g0,g1,g2",
+        "and the nodes, g1's agent having reported no "
+        "generation since");
+    cJSON_Delete(d0);
+    cJSON_Delete(d1);
+
+    /* g1's agent reports an older generation first: still the list. */
+    is_int(report(sd, "g1", NULL, gen1 - 1, NULL), 0,
+        "g1's agent reports the generation before the placement's");
+    d1 = desired(nodes[1], job->id, &e1);
+    named(e1, list, sizeof(list));
+    is_str(list, "g0,g1,g2", "g1's desired state still names the nodes");
+    cJSON_Delete(d1);
+    close_schedd(sd);
+}
+
+int
+main(void)
+{
+    plan(NO_PLAN);
+    /* A node report per move: only what goes wrong. */
+    log_init("test_status", LOG_LEVEL_WARN, LOG_MODE_PLAIN);
+    if (test_tmpdir(dir, sizeof(dir), "test_status") < 0)
+        return 1;
+    uv_loop_init(&loop);
+    test_rack_change();
+    test_gang_nodes();
+    is_int(uv_loop_close(&loop), 0, "every handle closed");
+    test_rmtree(dir);
+    return done_testing();
+}
