@@ -382,7 +382,9 @@ static const char *
 node_reason(const struct node *node, char *buf, size_t len)
 {
     if (node->lost) {
-        snprintf(buf, len, "no status for %lld ms",
+        snprintf(buf, len, "%sno status for %lld ms",
+            node->lost_gone ? "its agent is gone (its supervisors' notice); "
+                            : "",
             (long long)(timeid_now_ms() - node->last_seen_ms));
         return buf;
     }

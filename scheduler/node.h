@@ -58,6 +58,7 @@ struct node {
      * no health (older agents: no findings, no first-pass wait). */
     struct health *health;
     bool lost;
+    bool lost_gone; /* LOST on its supervisors' notice (nodes_fenced) */
     /* An operator removes it (nodes_remove): cordoned, and forgotten once
      * nothing holds it; removing_by is who asked (NULL when not). */
     bool removing;

@@ -261,6 +261,7 @@ nodes_lost(struct schedd *sd, struct node *node, const char *why)
     int rc;
 
     node->lost = true;
+    node->lost_gone = false;
     node->lost_waiting = false;
     c.why = why;
     rc = event_node(sd, node, &c);
@@ -396,10 +397,11 @@ nodes_fenced(struct schedd *sd, struct node *node, int64_t job, int attempt)
     /* The agent is gone for good (nobody took its supervisor over within
      * the grace). A live agent (its lock file deleted under it) loses the
      * attempt, not the node. */
-    if (node->agent_gone && !node->lost)
+    if (node->agent_gone && !node->lost) {
         rc = nodes_lost(sd, node,
-            "its agent is gone (its supervisors' "
-            "notice)");
+            "its agent is gone (its supervisors' notice)");
+        node->lost_gone = true;
+    }
     if (rc == 0 && proto_attempt_state_active(p->attempt->state))
         rc = nodes_placement_lost(sd, p, POLICY_KIND_NODE_LOST, why);
     if (rc == 0)

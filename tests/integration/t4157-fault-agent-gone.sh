@@ -65,6 +65,7 @@ test_expect_success 'the scheduler replaces the job at once, the node is LOST fo
     v=$(cat victim) &&
     wait_for 10 "grep -q \"node=$v job=$(cat job) attempt=1 its agent is gone and its supervisor killed its ranks\" sched/log" &&
     test "$(node_state $v)" = LOST &&
+    ls_cli node $v --json | jget "j[\"reason\"]" | grep -q "^its agent is gone (its supervisors. notice); no status for" &&
     ls_cli node $v --json | jget "[e for e in j[\"events\"] if e[\"kind\"] == \"node_lost\"][-1]" >lost.json &&
     cat lost.json && grep -q "supervisors" lost.json &&
     wait_for 30 "test \$(job_json $(cat job) \"len(j[\\\"attempts\\\"])\") = 2" &&
