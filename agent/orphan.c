@@ -18,7 +18,7 @@ orphan_notice_send(const char *jobs_dir, const struct supfile_spec *spec,
     char *where, size_t wlen)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_DGRAM,
-                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+        .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
     struct fence_notice n = { .job = spec->job, .attempt = spec->attempt };
     struct addrinfo *ai = NULL;
     char ip[64], port_s[16], buf[FENCE_MSG_MAX];

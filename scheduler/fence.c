@@ -96,13 +96,13 @@ fence_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
         fence_refuse(rx, sa, "no such node");
         return;
     }
-    if (!fence_mac_ok(sd->secret, sd->secret_len, &fn, buf->base,
-            (size_t)n) &&
+    if (!fence_mac_ok(sd->secret, sd->secret_len, &fn, buf->base, (size_t)n) &&
         (sd->secret_prev == NULL ||
-            !fence_mac_ok(sd->secret_prev, sd->secret_prev_len, &fn,
-                buf->base, (size_t)n))) {
-        fence_refuse(rx, sa, "bad MAC (not the node's key of the cluster "
-                             "secret or the previous one)");
+            !fence_mac_ok(sd->secret_prev, sd->secret_prev_len, &fn, buf->base,
+                (size_t)n))) {
+        fence_refuse(rx, sa,
+            "bad MAC (not the node's key of the cluster "
+            "secret or the previous one)");
         return;
     }
     /* Nothing is lost by ignoring it: the node's timeout and its
@@ -122,7 +122,7 @@ struct fence_rx *
 fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_DGRAM,
-                              .ai_flags = AI_PASSIVE };
+        .ai_flags = AI_PASSIVE };
     struct fence_rx *rx = xcalloc(1, sizeof(*rx));
     struct addrinfo *ai = NULL;
     char port_s[16];
@@ -139,10 +139,9 @@ fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
     uv_udp_init(sd->loop, &rx->udp);
     rx->udp.data = rx;
     if ((rc = uv_udp_bind(&rx->udp, ai->ai_addr, 0)) < 0 ||
-        (rc = uv_udp_recv_start(&rx->udp, fence_alloc_cb, fence_recv_cb)) <
-            0) {
-        err_set(err, rc, "fence notices: cannot bind UDP %s:%d: %s", host,
-            port, uv_strerror(rc));
+        (rc = uv_udp_recv_start(&rx->udp, fence_alloc_cb, fence_recv_cb)) < 0) {
+        err_set(err, rc, "fence notices: cannot bind UDP %s:%d: %s", host, port,
+            uv_strerror(rc));
         freeaddrinfo(ai);
         fence_rx_close(rx);
         return NULL;
