@@ -12,6 +12,7 @@
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
+#include "scheduler/fence.h"
 #include "scheduler/metrics.h"
 #include "scheduler/obs.h"
 
@@ -35,6 +36,7 @@ static void api_obs_http_errors(struct sbuf *out,
 static void api_obs_tls(struct sbuf *out, const struct http_server_stats *st);
 static void api_obs_refusals(struct sbuf *out, const struct refusals *rf);
 static void api_obs_agent_auth(struct sbuf *out, const struct schedd *sd);
+static void api_obs_fence(struct sbuf *out, const struct fence_rx *rx);
 
 /* The HTTP server's connections, caps and refusals. */
 static void
@@ -134,6 +136,7 @@ api_metrics_get(struct schedd *sd, const struct api_req *r,
         api_obs_http(&resp->body, r->api->http);
     api_obs_refusals(&resp->body, &sd->refusals);
     api_obs_agent_auth(&resp->body, sd);
+    api_obs_fence(&resp->body, r->api != NULL ? r->api->fence : NULL);
     resp->status = 200;
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 0;
@@ -364,4 +367,27 @@ api_obs_agent_auth(struct sbuf *out, const struct schedd *sd)
         "agent requests remembered against replay (their window not over)");
     metrics_sample(out, "lockstep_agent_nonces", NULL,
         (double)nonces_count(&sd->nonces));
+}
+
+/* The supervisors' fence notices (fence.h), by what came of them. */
+static void
+api_obs_fence(struct sbuf *out, const struct fence_rx *rx)
+{
+    static const char *const names[] = { "acted", "old", "refused" };
+    struct fence_rx_counts c;
+    uint64_t v[3];
+
+    fence_rx_counts(rx, &c);
+    v[0] = c.acted;
+    v[1] = c.old;
+    v[2] = c.refused;
+    metrics_family(out, "lockstep_fence_notices_total", "counter",
+        "UDP fence notices of supervisors whose agent is gone (acted: an "
+        "attempt replaced; old: about nothing held any more; refused: not a "
+        "notice, an unknown node or a bad MAC)");
+    for (size_t i = 0; i < 3; i++) {
+        struct metrics_label l[] = { { "result", names[i] }, { NULL, NULL } };
+
+        metrics_sample(out, "lockstep_fence_notices_total", l, (double)v[i]);
+    }
 }

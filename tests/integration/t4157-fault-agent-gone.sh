@@ -106,6 +106,10 @@ test_expect_success 'the notice replayed, forged, or garbage changes nothing' '
     wait_for 10 "grep -q \"fence notice from 127.0.0.1 refused: bad MAC\" sched/log" &&
     send_udp "hello" &&
     sleep 1 &&
+    curl -s --unix-socket sched/sock http://localhost/metrics >m.txt &&
+    grep -qx "lockstep_fence_notices_total{result=\"acted\"} 1" m.txt &&
+    grep -q "lockstep_fence_notices_total{result=\"old\"} [1-9]" m.txt &&
+    grep -qx "lockstep_fence_notices_total{result=\"refused\"} 2" m.txt &&
     test "$(job_json $(cat job) "len(j[\"attempts\"])")" = 2 &&
     test "$(job_json $(cat job) "j[\"attempts\"][-1][\"state\"]")" = RUNNING &&
     test "$(node_state $other)" = UP &&
