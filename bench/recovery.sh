@@ -3,7 +3,7 @@
 # costs a long run. Prints figures; asserts nothing.
 #
 #   bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only]
-#                     [--whole-node] [--unix]
+#                     [--whole-node] [--unix] [--load N]
 #
 # Runs real daemons on loopback (scheduler + 4 agents, production timing
 # defaults: heartbeat 1 s, node timeout 10 s, lease 5 s) through the test
@@ -26,6 +26,9 @@
 #    part alone; LOCKSTEP_BUILD=<other build> measures another build.
 #    Agents reach the scheduler over TCP, as in production (--unix: over
 #    its Unix socket, where supervisors have no address to tell).
+#    --load N adds N simulated agents (bench/sim.c, 2,500 a process, idle
+#    at the 1 s heartbeat) to the same scheduler, every one taken by a job
+#    the real agents cannot run, so the figures are under that load.
 # 3. With --ettr-minutes M (e.g. 10): a PyTorch DDP run of M minutes with
 #    a rank killed every minute; prints the job's effective training time
 #    ratio as lockstep computed it, and checks it against the ratio
@@ -39,6 +42,7 @@ ETTR_MIN=0
 LOSS_ONLY=0
 WHOLE=0
 UNIX=0
+LOAD=0
 while [ $# -gt 0 ]; do
     case $1 in
     --trials) TRIALS=$2; shift 2 ;;
@@ -46,7 +50,8 @@ while [ $# -gt 0 ]; do
     --loss-only) LOSS_ONLY=1; shift ;;
     --whole-node) WHOLE=1; shift ;;
     --unix) UNIX=1; shift ;;
-    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only] [--whole-node] [--unix]" >&2
+    --load) LOAD=$2; shift 2 ;;
+    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only] [--whole-node] [--unix] [--load N]" >&2
        exit 2 ;;
     esac
 done
@@ -59,8 +64,35 @@ start_scheduler >/dev/null
 [ "$UNIX" = 1 ] || export AGENT_SERVER=$LOCKSTEP_URL
 for n in n1 n2 n3 n4; do start_agent $n; done
 wait_nodes_up 4 || { echo "cluster did not come up"; exit 1; }
+if [ "$LOAD" -gt 0 ]; then
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null
+    first=1
+    while [ "$first" -le "$LOAD" ]; do
+        k=$((LOAD - first + 1 < 2500 ? LOAD - first + 1 : 2500))
+        "$BUILD_DIR/bench/lockstep-sim" --server "$LOCKSTEP_URL" \
+            --cluster-secret-file "$CLUSTER_SECRET" --nodes "$k" \
+            --first "$first" --gpus 8 --cpus 64 --rank-time 360000000 \
+            --ramp-ms $((k * 2)) --report-ms 60000 \
+            >>"$TEST_DIR/sim-$first.log" 2>&1 &
+        EXTRA_PIDS+=($!)
+        first=$((first + k))
+    done
+    wait_nodes_up $((LOAD + 4)) 300 || { echo "the simulated agents did not come up"; exit 1; }
+    # Every simulated node taken whole (8 GPUs, 64 CPUs: no real agent
+    # has either), so the trials' jobs run on the real agents only.
+    load_id=$(submit_id --nodes "$LOAD" --gpus-per-node 8 --cpus-per-rank 64 \
+        --max-infra-restarts 1000 -- sim)
+    wait_job_state "$load_id" RUNNING 300 >/dev/null ||
+        { echo "the load job did not start"; exit 1; }
+fi
 
 now_ms() { date +%s%3N; }
+
+# No placement on the real agents (n1..n4; the simulated ones, sim*, stay
+# taken by the load job).
+nodes_idle() {
+    [ "$(ls_cli nodes --json | jget 'sum(len(n["jobs"]) for n in j if n["name"][0] == "n")')" = 0 ]
+}
 
 # breakdown JOB T0: "total detection teardown start" in ms for attempt 1's
 # failure at T0 (ms) and attempt 2 reaching RUNNING.
@@ -113,6 +145,7 @@ PY
 
 echo "# recovery: failure injected -> every rank of the next attempt running"
 echo "# heartbeat ${HEARTBEAT_MS} ms, node timeout ${NODE_TIMEOUT_MS} ms, lease ${LEASE_MS} ms, $(nproc) cores"
+echo "# load: $LOAD simulated agents besides the 4 real ones"
 echo "# agents over $([ "$UNIX" = 1 ] && echo "the Unix socket" || echo TCP); node loss kills $([ "$WHOLE" = 1 ] && echo "the agent, its supervisors and ranks" || echo "the agent")"
 
 : >"$TEST_DIR/crash.txt"
