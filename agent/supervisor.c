@@ -560,6 +560,17 @@ supervisor_check_agent(struct supervisor *sv, int64_t now)
     if (sv->agent_fd < 0)
         return;
     alive = supfile_agent_alive(sv->agent_fd);
+    if (alive == 0 && sv->orphan_since == 0) {
+        /* The file, not only our descriptor's inode: an agent that found
+         * agent.lock replaced locks the new one. */
+        int fd = -1;
+
+        if (supfile_agent_lock_open(sv->jobs_dir, &fd) == 0) {
+            close(sv->agent_fd);
+            sv->agent_fd = fd;
+            alive = supfile_agent_alive(sv->agent_fd);
+        }
+    }
     if (alive < 0)
         return; /* cannot tell: the lease decides */
     if (alive > 0) {

@@ -719,6 +719,29 @@ test_orphan(void)
     is_int(notices_within(udp, 300), 0, "nothing told");
     free(dir);
 
+    /* (f) agent.lock replaced under the supervisors (deleted, and the
+     * next agent created a new one): they watch the path, not the old
+     * inode. */
+    {
+        char *path = xasprintf("%s/%s", tmpdir, SUPFILE_AGENT_LOCK);
+        int fd3 = -1;
+
+        dir = make_watching_job("replaced", cmds, 300);
+        sv = spawn_two(dir, &st, pids);
+        unlink(path);
+        is_int(supfile_agent_lock(tmpdir, &fd3), 0,
+            "an agent locks a new agent.lock");
+        close(fd);
+        fd = fd3;
+        ok(!fenced_within(dir, 1200) && !group_gone(pids[0]),
+            "the old inode unlocked, the new one held: ranks kept");
+        kill(sv, SIGTERM);
+        is_int(wait_exit(sv, 15000), 0, "the supervisor exits 0");
+        is_int(notices_within(udp, 300), 0, "nothing told");
+        free(dir);
+        free(path);
+    }
+
     close(fd);
     close(fd2);
     close(udp);
