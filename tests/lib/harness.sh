@@ -592,18 +592,31 @@ PY
 # uninterrupted run, computed without lockstep (4 local processes wired
 # the torchrun way), so a restarted run can be compared bit for bit.
 reference_sha() {
-    local d=$TEST_DIR/reference port pids=() r
-    mkdir -p "$d"
-    port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    for r in 0 1 2 3; do
-        RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) MASTER_ADDR=127.0.0.1 \
-            MASTER_PORT=$port LOCKSTEP_CHECKPOINT_DIR=$d/ck \
-            "$PY" "$DDP_TRAIN" --out "$d/out" "$@" >"$d/rank-$r.log" 2>&1 &
-        pids+=($!)
-        EXTRA_PIDS+=($!)
+    local d=$TEST_DIR/reference port pids r try ok
+    for try in 1 2 3; do
+        rm -rf "$d"
+        mkdir -p "$d"
+        pids=() ok=1
+        port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        for r in 0 1 2 3; do
+            RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) MASTER_ADDR=127.0.0.1 \
+                MASTER_PORT=$port LOCKSTEP_CHECKPOINT_DIR=$d/ck \
+                "$PY" "$DDP_TRAIN" --out "$d/out" "$@" >"$d/rank-$r.log" 2>&1 &
+            pids+=($!)
+            EXTRA_PIDS+=($!)
+        done
+        for r in "${pids[@]}"; do wait "$r" || { ok=0; break; }; done
+        if [ "$ok" = 1 ]; then
+            sed -n 's/.*final sha256 //p' "$d/rank-0.log"
+            return 0
+        fi
+        for r in "${pids[@]}"; do kill -9 "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
+        # Only another test taking the port between the probe above and
+        # rank 0's bind is worth another try.
+        grep -q "Address already in use" "$d"/rank-*.log || return 1
+        echo "reference run: port $port was taken meanwhile; again" >&2
     done
-    for r in "${pids[@]}"; do wait "$r" || return 1; done
-    sed -n 's/.*final sha256 //p' "$d/rank-0.log"
+    return 1
 }
 
 # final_sha JOB: the digest the job's rank 0 printed (through the API).
