@@ -72,7 +72,7 @@ opts_of() {
     kmsg|rank_output) echo "-max_len=8192" ;;
     gpu_csv|config|attempt_files) echo "-max_len=8192 $json" ;;
     cli_reply|progress|health_output) echo "-max_len=16384 $json" ;;
-    witness) echo "-max_len=600" ;;
+    witness|fence) echo "-max_len=600" ;;
     *) echo "-max_len=16384 $json" ;;
     esac
 }

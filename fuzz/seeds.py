@@ -366,6 +366,8 @@ def file_seeds():
         ("witness", b"LSW1 Q n1 00000000deadbeef"),
         ("witness", b"LSW1 A n2 00000000deadbeef 1500"),
         ("witness", b"LSW1 A n2 00000000deadbeef -1"),
+        ("fence", b"LSF1 node2 41 3 " + b"0" * 64),
+        ("fence", b"LSF1 gpu-017.rack-a 123456789012 0 " + b"a" * 64),
     ]
     return out
 
