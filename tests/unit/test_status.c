@@ -19,6 +19,8 @@
  *   proto_work_to_json) names the nodes, and once the agent reported
  *   that generation it no longer does; a node whose agent did not report
  *   it yet still gets the list.
+ * - a supervisor's fence notice (nodes_fenced): the attempt fails and is
+ *   released at once, the node LOST when its agent connection closed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +36,9 @@
 #include "scheduler/jobs.h"
 #include "scheduler/launch.h"
 #include "scheduler/node.h"
+#include "scheduler/nodes.h"
 #include "scheduler/nodes_witness.h"
+#include "scheduler/recovery.h"
 #include "scheduler/schedd.h"
 #include "scheduler/status.h"
 #include "tests/tap.h"
@@ -420,6 +424,109 @@ test_gang_nodes(void)
     close_schedd(sd);
 }
 
+/* Submit an n-node job of user alice and place it on nodes; NULL on
+ * failure (said). */
+static struct job *
+place(struct schedd *sd, int n, struct node **nodes)
+{
+    char text[128];
+    struct proto_job_spec spec;
+    struct err err = { 0 };
+    struct job *job = NULL;
+    cJSON *json;
+    int rc;
+
+    snprintf(text, sizeof(text),
+        "{\"version\":1,\"argv\":[\"true\"],\"nodes\":%d}", n);
+    json = cJSON_Parse(text);
+    rc = proto_job_spec_from_json(json, &spec, &err);
+    cJSON_Delete(json);
+    if (rc == 0) {
+        rc = jobs_submit(sd, "alice", &spec, &job);
+        proto_job_spec_release(&spec);
+    }
+    if (rc == 0)
+        rc = launch_place(sd, job, nodes, NULL, 29500);
+    if (rc == 0)
+        rc = schedd_commit(sd);
+    ok(rc == 0, "a %d-node job placed", n);
+    return rc == 0 ? job : NULL;
+}
+
+/*
+ * A supervisor's fence notice (nodes_fenced, which scheduler/fence.c
+ * calls with a notice whose MAC is right): the attempt the node holds
+ * fails as node_lost and the node's part is released at once; a node
+ * whose agent connection closed is LOST for it, and says why; a notice
+ * again, or about an attempt the node does not hold, changes nothing; a
+ * node whose agent is still connected loses the attempt, not its state.
+ */
+static void
+test_fenced(void)
+{
+    struct schedd *sd = open_schedd("fenced");
+    struct recovery *rec;
+    struct node *f[4], *pair[2];
+    struct job *job, *job2;
+    int64_t id;
+    int rc = 0;
+
+    ok(sd != NULL, "a scheduler on a scratch directory");
+    if (sd == NULL)
+        return;
+    rec = recovery_create(sd); /* what decides on a failed attempt */
+    for (int k = 0; k < 4 && rc == 0; k++) {
+        char name[8];
+
+        snprintf(name, sizeof(name), "f%d", k);
+        rc = report(sd, name, NULL, 0, NULL);
+        f[k] = node_table_find(&sd->nodes, name);
+    }
+    is_int(rc, 0, "four nodes registered");
+    pair[0] = f[0];
+    pair[1] = f[1];
+    if ((job = place(sd, 2, pair)) == NULL) {
+        recovery_destroy(rec);
+        close_schedd(sd);
+        return;
+    }
+    id = job->id;
+    is_int((int)f[1]->nholds, 1, "f1 holds the attempt");
+
+    is_int(nodes_fenced(sd, f[1], id, 7), 0, "a notice about attempt 7");
+    ok(f[1]->nholds == 1 && job->cur != NULL && job->cur->num == 1 &&
+            !f[1]->lost,
+        "changes nothing: f1 holds no attempt 7");
+
+    nodes_agent_gone(sd, f[1]);
+    is_int(nodes_fenced(sd, f[1], id, 1), 0, "f1's notice about attempt 1");
+    is_int(schedd_commit(sd), 0, "committed");
+    ok(f[1]->lost && f[1]->lost_gone,
+        "f1, its agent connection closed, is LOST on the notice");
+    is_int((int)f[1]->nholds, 0, "and holds nothing any more");
+    is_int(job->infra_restarts, 1,
+        "the job restarts on its infrastructure budget (node_lost)");
+    ok(job->cur == NULL || job->cur->num == 2,
+        "attempt 1 is over (the next one is attempt 2)");
+    is_int(nodes_fenced(sd, f[1], id, 1), 0, "the same notice again");
+    ok(job->infra_restarts == 1 && f[1]->nholds == 0,
+        "changes nothing: attempt 1 is over");
+
+    /* f3's agent is still connected (its lock file deleted under it,
+     * say): its attempt fails, f3 stays UP. */
+    pair[0] = f[2];
+    pair[1] = f[3];
+    if ((job2 = place(sd, 2, pair)) != NULL) {
+        is_int(nodes_fenced(sd, f[3], job2->id, 1), 0,
+            "f3's notice, its agent connected");
+        is_int(schedd_commit(sd), 0, "committed");
+        ok(!f[3]->lost && f[3]->nholds == 0 && job2->infra_restarts == 1,
+            "the attempt failed and f3 released it; f3 is not LOST");
+    }
+    recovery_destroy(rec);
+    close_schedd(sd);
+}
+
 int
 main(void)
 {
@@ -431,6 +538,7 @@ main(void)
     uv_loop_init(&loop);
     test_rack_change();
     test_gang_nodes();
+    test_fenced();
     is_int(uv_loop_close(&loop), 0, "every handle closed");
     test_rmtree(dir);
     return done_testing();
