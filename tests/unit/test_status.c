@@ -523,6 +523,18 @@ test_fenced(void)
         ok(!f[3]->lost && f[3]->nholds == 0 && job2->infra_restarts == 1,
             "the attempt failed and f3 released it; f3 is not LOST");
     }
+    /* A one-node job: the notice releases its only placement. */
+    pair[0] = f[2];
+    if ((job2 = place(sd, 1, pair)) != NULL) {
+        size_t held = f[2]->nholds;
+
+        nodes_agent_gone(sd, f[2]);
+        is_int(nodes_fenced(sd, f[2], job2->id, 1), 0,
+            "f2's notice about a one-node job");
+        is_int(schedd_commit(sd), 0, "committed");
+        ok(f[2]->lost && f[2]->nholds < held && job2->infra_restarts == 1,
+            "the attempt failed, f2 released it and is LOST");
+    }
     recovery_destroy(rec);
     close_schedd(sd);
 }
