@@ -146,20 +146,28 @@ witness_majority(size_t n)
     return n / 2 + 1;
 }
 
-/* FNV-1a over a, a 0 byte, b, then a finalizer (MurmurHash3's fmix64).
- * Without it the last bytes of a name reach only the low bits, so the
- * order was set by the common prefix: nodes named alike ("rack7-n01",
- * "rack7-n02"; nodes that tend to fail together) picked each other, and
- * a set of them lost at once could leave a lost node without a majority
- * of live witnesses, its jobs waiting for good (docs/scale.md). */
-static uint64_t
-witness_hash(const char *a, const char *b)
+/* The pair's hash: FNV-1a over self, a 0 byte, the candidate, then a
+ * finalizer (MurmurHash3's fmix64). Without it the last bytes of a name
+ * reach only the low bits, so the order was set by the common prefix:
+ * nodes named alike ("rack7-n01", "rack7-n02"; nodes that tend to fail
+ * together) picked each other, and a set of them lost at once could
+ * leave a lost node without a majority of live witnesses, its jobs
+ * waiting for good (docs/scale.md). The part over self is done once per
+ * self (witness_self_hash), the rest once per pair (witness_hash). */
+uint64_t
+witness_self_hash(const char *self)
 {
     uint64_t h = 14695981039346656037ULL;
 
-    for (const char *p = a; *p; p++)
+    for (const char *p = self; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h *= 1099511628211ULL;
+    return h * 1099511628211ULL;
+}
+
+/* The pair's hash from witness_self_hash(a), then b. */
+static uint64_t
+witness_hash(uint64_t h, const char *b)
+{
     for (const char *p = b; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     h ^= h >> 33;
@@ -171,17 +179,24 @@ witness_hash(const char *a, const char *b)
 }
 
 struct witness_rank
-witness_rank_of(const char *self, const char *self_rack, const char *name,
+witness_rank_with(uint64_t self_hash, const char *self_rack, const char *name,
     const char *rack)
 {
     struct witness_rank r = {
         .same_rack = self_rack != NULL && rack != NULL &&
                      strcmp(self_rack, rack) == 0,
-        .hash = witness_hash(self, name),
+        .hash = witness_hash(self_hash, name),
         .name = name,
     };
 
     return r;
+}
+
+struct witness_rank
+witness_rank_of(const char *self, const char *self_rack, const char *name,
+    const char *rack)
+{
+    return witness_rank_with(witness_self_hash(self), self_rack, name, rack);
 }
 
 /* Whether a ranks before b. */
@@ -219,6 +234,7 @@ witness_pick(const char *self, const char *self_rack, const char *const *names,
     const char *const *racks, size_t n, size_t *out)
 {
     struct witness_rank ranks[WITNESS_MAX];
+    uint64_t self_hash = witness_self_hash(self);
     size_t k = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -226,7 +242,8 @@ witness_pick(const char *self, const char *self_rack, const char *const *names,
 
         if (strcmp(names[i], self) == 0)
             continue;
-        r = witness_rank_of(self, self_rack, names[i], racks ? racks[i] : NULL);
+        r = witness_rank_with(self_hash, self_rack, names[i],
+            racks ? racks[i] : NULL);
         k = witness_offer(ranks, out, k, &r, i);
     }
     return k;

@@ -85,6 +85,12 @@ struct witness_rank {
 
 struct witness_rank witness_rank_of(const char *self, const char *self_rack,
     const char *name, const char *rack);
+/* The same, from witness_self_hash(self): what ranks many candidates for
+ * one self hashes self once (the pair's hash is FNV-1a over self, a
+ * separator and the candidate, then a finalizer). */
+uint64_t witness_self_hash(const char *self);
+struct witness_rank witness_rank_with(uint64_t self_hash, const char *self_rack,
+    const char *name, const char *rack);
 
 /* Offer the candidate id, ranked r, to the set (ranks, ids)[0..k), best
  * first: it takes its place when it beats one of them (the last falls out

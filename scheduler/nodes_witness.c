@@ -25,6 +25,7 @@ static void
 nodes_witness_rank(struct schedd *sd, struct node *node)
 {
     const char *rack = nodes_witness_rack(node);
+    uint64_t self_hash = witness_self_hash(node->name);
     size_t idx[WITNESS_MAX], i = 0;
     struct node **all = xcalloc(node_table_count(&sd->nodes) + 1, sizeof(*all));
 
@@ -36,7 +37,7 @@ nodes_witness_rank(struct schedd *sd, struct node *node)
         all[i] = m;
         if (m == node)
             continue;
-        r = witness_rank_of(node->name, rack, m->name, nodes_witness_rack(m));
+        r = witness_rank_with(self_hash, rack, m->name, nodes_witness_rack(m));
         node->nwit = witness_offer(node->wit_rank, idx, node->nwit, &r, i);
     }
     for (size_t j = 0; j < node->nwit; j++)

@@ -274,10 +274,32 @@ test_reply(void)
     cJSON_Delete(json);
 }
 
+/* The pair hash is pinned: W(N) is computed by the scheduler alone and
+ * sent, but a change of the function changes every set at an upgrade,
+ * which the gate then checks against sets the agents do not hold yet.
+ * witness_rank_with (self hashed once) ranks as witness_rank_of does. */
+static void
+test_hash_pinned(void)
+{
+    struct witness_rank a = witness_rank_of("gpu-017", "r1", "gpu-018", "r2");
+    struct witness_rank b = witness_rank_of("n1", NULL, "n2", NULL);
+    struct witness_rank c = witness_rank_with(witness_self_hash("gpu-017"),
+        "r1", "gpu-018", "r2");
+
+    ok(a.hash == 0x84bb648353939a0cULL && !a.same_rack,
+        "hash(gpu-017, gpu-018) is the one of every release so far");
+    ok(b.hash == 0x147ac98dfc762d85ULL, "hash(n1, n2) too");
+    ok(c.hash == a.hash && c.same_rack == a.same_rack && c.name == a.name,
+        "witness_rank_with(witness_self_hash(self)) ranks the same");
+    ok(witness_rank_of("n1", "r", "n2", "r").same_rack,
+        "the same rack label: same_rack");
+}
+
 int
 main(void)
 {
     plan(NO_PLAN);
+    test_hash_pinned();
     test_messages();
     test_pick();
     test_pick_spread();
