@@ -37,6 +37,8 @@
  *   proc               the table of held jobs (proc.h: its public surface)
  *   witness            answers witness queries (UDP); asks W(N) while
  *                      the scheduler is unreachable and extends leases
+ *   pinger             lease pings to the scheduler (UDP) while
+ *                      supervisors hold leases: short leases
  *   report             status and work with the scheduler
  *   main               lockstep-agent
  *
@@ -70,6 +72,7 @@ struct proc_table;
 struct report;
 struct logship;
 struct witness;
+struct pinger;
 
 struct agentd {
     uv_loop_t *loop;
@@ -125,6 +128,7 @@ struct agentd {
     struct curlx *curlx;
     struct proc_table *procs;
     struct witness *witness;
+    struct pinger *pinger;
     struct report *report;
     struct logship *logship;
     struct health *health;

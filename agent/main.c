@@ -30,6 +30,7 @@
 #include "agent/health.h"
 #include "agent/logship.h"
 #include "agent/mkdirp.h"
+#include "agent/pinger.h"
 #include "agent/pmixsrv.h"
 #include "agent/proc.h"
 #include "agent/report.h"
@@ -49,6 +50,7 @@ struct agentd_main {
     uv_loop_t loop;
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    bool handing_over; /* pinger_handover asked, not done */
 };
 
 static void
@@ -86,6 +88,7 @@ agentd_stop(struct agentd_main *m)
     /* The reverse of the creation: the table takes the ranks' output out
      * of the log shipper before the shipper goes. */
     report_destroy(ad->report);
+    pinger_destroy(ad->pinger);
     witness_destroy(ad->witness);
     health_destroy(ad->health);
     proc_destroy(ad->procs);
@@ -107,13 +110,26 @@ agentd_stop(struct agentd_main *m)
 }
 
 static void
+agentd_stop_cb(void *arg)
+{
+    agentd_stop(arg);
+}
+
+/* A first signal asks the scheduler for the long lease when leases are
+ * short (pinger_handover), then stops; a second one stops at once. */
+static void
 agentd_signal_cb(uv_signal_t *sig, int signum)
 {
     struct agentd_main *m = sig->data;
 
     log_notice("received %s, stopping (running ranks keep running)",
         signum == SIGTERM ? "SIGTERM" : "SIGINT");
-    agentd_stop(m);
+    if (m->handing_over || m->ad.stopping ||
+        !pinger_handover(m->ad.pinger, agentd_stop_cb, m)) {
+        agentd_stop(m);
+        return;
+    }
+    m->handing_over = true;
 }
 
 static void
@@ -315,6 +331,7 @@ agentd_subsystems_create(struct agentd *ad, struct err *err)
     ad->witness = witness_create(ad, err);
     if (ad->witness == NULL)
         return -1;
+    ad->pinger = pinger_create(ad, err);
     ad->report = report_create(ad, err);
     if (ad->report == NULL)
         return -1;

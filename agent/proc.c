@@ -696,16 +696,43 @@ proc_sched_addr(struct proc_table *pt)
 }
 
 void
-proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
+proc_lease_granted(struct proc_table *pt, int64_t sent_mono_ms,
     int64_t lease_ms)
 {
     struct proc_job *job;
-    size_t i;
     int rc;
 
     if (lease_ms != pt->lease_ms)
         log_info("lease_ms=%lld", (long long)lease_ms);
     pt->lease_ms = lease_ms;
+    for (job = pt->jobs; job != NULL; job = job->next) {
+        if (!proc_job_supervised(job))
+            continue;
+        rc = proc_lease_renew(job, sent_mono_ms + lease_ms, sent_mono_ms, true);
+        if (rc < 0)
+            log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
+                (long long)job->job, job->attempt, job->dir, strerror(-rc));
+    }
+}
+
+bool
+proc_sched_addr_get(const struct proc_table *pt, char *ip, size_t cap,
+    int *port)
+{
+    if (pt->sched_port <= 0 || strlen(pt->sched_ip) >= cap)
+        return false;
+    memcpy(ip, pt->sched_ip, strlen(pt->sched_ip) + 1);
+    *port = pt->sched_port;
+    return true;
+}
+
+void
+proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
+    int64_t lease_ms)
+{
+    struct proc_job *job;
+    size_t i;
+
     if (pt->reach_ms == 0)
         pt->reach_ms = timeid_mono_ms();
     proc_sched_addr(pt);
@@ -719,13 +746,8 @@ proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
                 r->end_acked = true;
         }
         proc_dump_delivered(job, seq);
-        if (!proc_job_supervised(job))
-            continue;
-        rc = proc_lease_renew(job, sent_mono_ms + lease_ms, sent_mono_ms, true);
-        if (rc < 0)
-            log_error("job=%lld attempt=%d cannot renew lease in '%s': %s",
-                (long long)job->job, job->attempt, job->dir, strerror(-rc));
     }
+    proc_lease_granted(pt, sent_mono_ms, lease_ms);
     /* What the scheduler now knows the end of can go. */
     if (proc_release_done(pt) > 0)
         proc_notify(pt);

@@ -132,6 +132,19 @@ bool proc_ends_held(const struct proc_table *pt);
 void proc_status_ok(struct proc_table *pt, uint64_t seq, int64_t sent_mono_ms,
     int64_t lease_ms);
 
+/* The scheduler answered an exchange sent at sent_mono_ms (a status, a
+ * lease ping) granting lease_ms: every live supervisor's lease becomes
+ * sent_mono_ms + lease_ms, as proc_status_ok says, and lease_ms is the
+ * lease of new attempts. */
+void proc_lease_granted(struct proc_table *pt, int64_t sent_mono_ms,
+    int64_t lease_ms);
+
+/* The address (ip, cap bytes; port) of the scheduler that answered the
+ * last status over TCP, where lease pings and fence notices go; false
+ * when none did (a Unix socket, no status yet, no agent lock). */
+bool proc_sched_addr_get(const struct proc_table *pt, char *ip, size_t cap,
+    int *port);
+
 /*
  * A status did not get through: the scheduler does not answer (for now).
  * Until the next proc_status_ok, a finished job's unshipped output is

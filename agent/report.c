@@ -29,6 +29,7 @@
 #include "agent/backoff.h"
 #include "agent/health.h"
 #include "agent/logship.h"
+#include "agent/pinger.h"
 #include "agent/proc.h"
 #include "agent/witness.h"
 #include "common/curlx.h"
@@ -191,13 +192,14 @@ report_chan_init(struct report *rp, struct report_chan *ch,
 
 /* At most ms, but at most lease_ms / parts (REPORT_BACKOFF_MIN_MS at
  * least) while supervisors hold leases: a status must get through before
- * they run out. */
+ * they run out, unless lease pings renew them (pinger.h). */
 static int64_t
 report_lease_bound(const struct report *rp, int64_t ms, int parts)
 {
     int64_t part;
 
-    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs)) {
+    if (rp->ad->procs != NULL && proc_has_live_supervisors(rp->ad->procs) &&
+        !pinger_renewing(rp->ad->pinger)) {
         part = proc_lease_ms(rp->ad->procs) / parts;
         if (part < ms)
             ms = part > REPORT_BACKOFF_MIN_MS ? part : REPORT_BACKOFF_MIN_MS;
@@ -336,6 +338,7 @@ report_status_done_cb(int rc, long http_status, const struct sbuf *body,
      * heartbeat later) is not overridden by the timer set above. */
     proc_status_ok(rp->ad->procs, rp->status_seq, rp->status_sent_ms,
         reply.lease_ms);
+    pinger_configure(rp->ad->pinger, reply.ping_ms);
     witness_status_ok(rp->ad->witness, rp->status_sent_ms,
         report_status_interval(rp), &reply);
     /* Back after a failure (or at start): what the ranks wrote meanwhile

@@ -376,25 +376,52 @@ witness_timer_cb(uv_timer_t *t)
 
 /* ---- lifetime ------------------------------------------------------------ */
 
+/* A success sent at sent_mono_ms, granting lease_ms, whose status interval
+ * is interval_ms: the scheduler is reachable. The interval and lease are
+ * those of the latest success (its send), which the scheduler's gate
+ * counts with: an answer to an older exchange arriving late changes
+ * neither. */
+static void
+witness_success(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
+    int64_t lease_ms)
+{
+    if (w->extending == 1)
+        log_notice("scheduler reachable again; leases renewed by it");
+    w->extending = 0;
+    w->round_open = false;
+    if (sent_mono_ms < w->last_ok)
+        return;
+    w->last_ok = sent_mono_ms;
+    w->lease_ms = lease_ms;
+    if (interval_ms != w->interval_ms) {
+        w->interval_ms = interval_ms;
+        uv_timer_set_repeat(&w->timer, (uint64_t)interval_ms);
+    }
+}
+
 void
 witness_status_ok(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
     const struct proto_status_reply *reply)
 {
     if (w == NULL)
         return;
-    if (interval_ms != w->interval_ms) {
-        w->interval_ms = interval_ms;
-        uv_timer_set_repeat(&w->timer, (uint64_t)interval_ms);
-    }
-    if (w->extending == 1)
-        log_notice("scheduler reachable again; leases renewed by it");
-    w->extending = 0;
-    w->round_open = false;
-    if (sent_mono_ms > w->last_ok)
-        w->last_ok = sent_mono_ms;
-    w->lease_ms = reply->lease_ms;
+    witness_success(w, sent_mono_ms,
+        reply->lease_interval_ms > 0 ? reply->lease_interval_ms : interval_ms,
+        reply->lease_ms);
     if (reply->has_witnesses)
         witness_set_update(w, reply);
+    witness_save(w);
+}
+
+void
+witness_renewed(struct witness *w, int64_t sent_mono_ms, int64_t interval_ms,
+    int64_t lease_ms)
+{
+    if (w == NULL)
+        return;
+    witness_success(w, sent_mono_ms, interval_ms, lease_ms);
+    /* Kept at once: a restarted agent must never answer that it last
+     * reached the scheduler earlier than it did. */
     witness_save(w);
 }
 

@@ -32,9 +32,14 @@ struct witness *witness_create(struct agentd *ad, struct err *err);
 /* The bound port. */
 int witness_port(const struct witness *w);
 /* A status exchange sent at sent_mono_ms succeeded; interval_ms is the
- * status interval; reply's witnesses (when it has some) become W(N). */
+ * status interval (the reply's lease_interval_ms when it has one);
+ * reply's witnesses (when it has some) become W(N). */
 void witness_status_ok(struct witness *w, int64_t sent_mono_ms,
     int64_t interval_ms, const struct proto_status_reply *reply);
+/* A lease ping sent at sent_mono_ms was answered with lease_ms, its status
+ * interval interval_ms: a success like a status exchange's. */
+void witness_renewed(struct witness *w, int64_t sent_mono_ms,
+    int64_t interval_ms, int64_t lease_ms);
 /* Accepts NULL. */
 void witness_destroy(struct witness *w);
 

@@ -454,6 +454,13 @@ struct proto_status_reply {
     int64_t heartbeat_ms; /* the status interval to keep */
     uint64_t gen;         /* the node's desired-state generation */
     int64_t lease_ms;     /* every supervisor's lease, from the send */
+    /* The status interval of this grant: what the agent's witness rule
+     * counts with while this reply is its last success (0: the scheduler
+     * sent none, an older one: the agent's own status interval). */
+    int64_t lease_interval_ms;
+    /* Renew the leases with a lease ping every ping_ms while supervisors
+     * hold them (common/leaseping.h); 0: do not. */
+    int64_t ping_ms;
     /* W(N); has_witnesses false: the scheduler sent none (an older one:
      * the agent keeps what it had) */
     bool has_witnesses;
@@ -465,7 +472,8 @@ struct proto_status_reply {
 cJSON *proto_status_reply_to_json(const struct proto_status_reply *r);
 /* Unknown fields are tolerated (a newer scheduler may add some); gen is
  * required; an absent heartbeat_ms or lease_ms leaves r's value (the
- * caller's default) as it is. */
+ * caller's default) as it is; an absent lease_interval_ms or ping_ms is
+ * 0. */
 int proto_status_reply_from_json(const cJSON *json,
     struct proto_status_reply *r, struct err *err);
 

@@ -573,6 +573,10 @@ proto_status_reply_to_json(const struct proto_status_reply *r)
     jsonx_add_int(o, "heartbeat_ms", r->heartbeat_ms);
     jsonx_add_int(o, "gen", (int64_t)r->gen);
     jsonx_add_int(o, "lease_ms", r->lease_ms);
+    if (r->lease_interval_ms > 0)
+        jsonx_add_int(o, "lease_interval_ms", r->lease_interval_ms);
+    if (r->ping_ms > 0)
+        jsonx_add_int(o, "ping_ms", r->ping_ms);
     if (r->has_witnesses) {
         cJSON *ws = cJSON_AddArrayToObject(o, "witnesses");
 
@@ -639,6 +643,10 @@ proto_status_reply_from_json(const cJSON *json, struct proto_status_reply *r,
         (rc = jsonx_get_int(json, "gen", true, 0, INT64_MAX, &gen, err)) < 0 ||
         (rc = jsonx_get_int(json, "lease_ms", false, PROTO_LEASE_MIN_MS,
              PROTO_LEASE_MAX_MS, &r->lease_ms, err)) < 0 ||
+        (rc = jsonx_get_int(json, "lease_interval_ms", false, 0,
+             PROTO_HEARTBEAT_MAX_MS, &r->lease_interval_ms, err)) < 0 ||
+        (rc = jsonx_get_int(json, "ping_ms", false, 0, PROTO_HEARTBEAT_MAX_MS,
+             &r->ping_ms, err)) < 0 ||
         (rc = witnesses_from_json(json, r, err)) < 0)
         return rc;
     r->gen = (uint64_t)gen;

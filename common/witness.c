@@ -271,10 +271,25 @@ witness_may_extend(size_t nw, size_t nstale, size_t nfresh)
 }
 
 void
-witness_contact_seen(struct witness_contact *c, int64_t now, int64_t gap_ms)
+witness_contact_seen(struct witness_contact *c, int64_t now, int64_t gap_ms,
+    int64_t window_ms)
 {
-    if (c->since_mono == 0 || now - c->last_mono > gap_ms)
+    int64_t gap = now - c->last_mono;
+
+    if (c->since_mono == 0 || gap > gap_ms) {
         c->since_mono = now;
+        c->bucket_mono = now;
+        c->gap_max = 0;
+        c->gap_prev = 0;
+    } else {
+        if (now - c->bucket_mono >= window_ms) {
+            c->gap_prev = c->gap_max;
+            c->gap_max = 0;
+            c->bucket_mono = now;
+        }
+        if (gap > c->gap_max)
+            c->gap_max = gap;
+    }
     c->last_mono = now;
 }
 
@@ -286,6 +301,18 @@ witness_contact_continuous(const struct witness_contact *c, int64_t now,
            now - c->since_mono >= window_ms;
 }
 
+int64_t
+witness_contact_gap(const struct witness_contact *c, int64_t now)
+{
+    int64_t g = now - c->last_mono;
+
+    if (c->gap_max > g)
+        g = c->gap_max;
+    if (c->gap_prev > g)
+        g = c->gap_prev;
+    return g;
+}
+
 bool
 witness_may_replace(size_t nw, size_t ncont)
 {
@@ -293,11 +320,28 @@ witness_may_replace(size_t nw, size_t ncont)
 }
 
 int64_t
-witness_silence_ms(int64_t lease_ms, int64_t heartbeat_ms)
+witness_majority_gap(size_t nw, int64_t *gaps, size_t ncont)
 {
-    /* The last extension: up to one status interval plus the slack after
-     * the node's last success, plus a gap the scheduler still counts as
-     * contact (lease_ms); then that lease, and 500 ms for the exchange
-     * and the supervisor's check. */
-    return heartbeat_ms + WITNESS_SLACK_MS + 2 * lease_ms + 500;
+    size_t k;
+
+    if (nw == 0)
+        return 0;
+    k = witness_majority(nw);
+    if (ncont < k)
+        return -1;
+    /* At most WITNESS_MAX: insertion. */
+    for (size_t i = 1; i < ncont; i++)
+        for (size_t j = i; j > 0 && gaps[j - 1] > gaps[j]; j--) {
+            int64_t t = gaps[j];
+
+            gaps[j] = gaps[j - 1];
+            gaps[j - 1] = t;
+        }
+    return gaps[k - 1];
+}
+
+int64_t
+witness_replace_at(int64_t told_until, int64_t gap_ms)
+{
+    return told_until + WITNESS_SLACK_MS + gap_ms + WITNESS_EXCHANGE_MS;
 }

@@ -122,26 +122,51 @@ bool witness_may_extend(size_t nw, size_t nstale, size_t nfresh);
 /* ---- the scheduler's rule ------------------------------------------------ */
 
 /* A node's contact with the scheduler: since when it has been continuous
- * (0: none since the scheduler started) and when it was last heard. */
+ * (0: none since the scheduler started), when it was last heard, and
+ * the longest gap between two contacts in two buckets of at least
+ * window_ms each (gap_max: gaps that ended since bucket_mono; gap_prev:
+ * in the bucket before). */
 struct witness_contact {
     int64_t since_mono;
     int64_t last_mono;
+    int64_t bucket_mono;
+    int64_t gap_max;
+    int64_t gap_prev;
 };
 
-/* A status arrived at now: a gap over gap_ms starts the contact anew. */
+/* What the scheduler allows for one exchange and the supervisor's check
+ * (100 ms) on top of a lease that ran out. */
+#define WITNESS_EXCHANGE_MS 500
+
+/* A status or a lease ping arrived at now: a gap over gap_ms starts the
+ * contact anew; window_ms is the least span of a gap bucket. */
 void witness_contact_seen(struct witness_contact *c, int64_t now,
-    int64_t gap_ms);
+    int64_t gap_ms, int64_t window_ms);
 /* Whether the contact has been continuous (no gap over gap_ms, up to
  * now) for window_ms at least. */
 bool witness_contact_continuous(const struct witness_contact *c, int64_t now,
     int64_t gap_ms, int64_t window_ms);
+/* The longest gap of the contact over the last window_ms at least (the
+ * one going on now included): the scheduler heard the node at least once
+ * in every stretch of this length in that time. */
+int64_t witness_contact_gap(const struct witness_contact *c, int64_t now);
 /* Whether a silent node with nw witnesses, ncont of them continuous, may
  * have its jobs replaced: no witnesses, or a majority. */
 bool witness_may_replace(size_t nw, size_t ncont);
-/* How long a node must have been silent before its jobs are replaced,
- * besides node_timeout_ms: the latest its leases can have been extended
- * by witnesses (a status interval and the slack, a gap, a lease) and a
- * lease more. */
-int64_t witness_silence_ms(int64_t lease_ms, int64_t heartbeat_ms);
+/* The gap within which a majority of nw witnesses were all heard: the
+ * majority-th smallest of gaps[0..ncont) (those of the continuous ones;
+ * sorted in place); -1 when they are fewer than a majority; 0 when nw is
+ * 0. */
+int64_t witness_majority_gap(size_t nw, int64_t *gaps, size_t ncont);
+/*
+ * When a silent node's jobs may be replaced. told_until is the latest,
+ * over every answer the scheduler gave it (status reply, lease ping
+ * answer, desired state), of the answer's time + its status interval +
+ * its lease; gap_ms a gap within which a majority of its witnesses were
+ * each heard (witness_majority_gap). Its last extension by witnesses
+ * starts no later than its last success + that interval + the slack + the
+ * gap; it lasts that lease; then an exchange's and a check's time.
+ */
+int64_t witness_replace_at(int64_t told_until, int64_t gap_ms);
 
 #endif

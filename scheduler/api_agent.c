@@ -22,6 +22,7 @@
 #include "scheduler/db.h"
 #include "scheduler/launch.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/status.h"
 
 #define API_WORK_WAIT_MAX_MS 60000
@@ -70,12 +71,15 @@ waiter_unlink(struct api_waiter *w)
     uvx_close_one((uv_handle_t *)&w->timer, free, w);
 }
 
+/* The node's desired state (nodes_witness_dispatch: its agent starts a
+ * new attempt with a lease from the start). */
 static cJSON *
-work_json(const struct node *node)
+work_json(struct schedd *sd, struct node *node)
 {
     struct proto_work w;
     cJSON *json;
 
+    nodes_witness_dispatch(sd, node);
     launch_work(node, &w);
     json = proto_work_to_json(&w);
     launch_work_release(&w);
@@ -89,7 +93,7 @@ waiter_answer(struct api_waiter *w)
     struct http_resp *resp = http_deferred_resp(w->d);
 
     resp->durable = true;
-    http_resp_json(resp, 200, work_json(w->node));
+    http_resp_json(resp, 200, work_json(w->api->sd, w->node));
     http_deferred_finish(w->d);
     waiter_unlink(w);
 }
@@ -239,7 +243,7 @@ api_agent_work(struct schedd *sd, const struct api_req *r,
             "unknown node '%s'; POST /v1/agent/status first", name);
     nodes_heard(sd, node);
     if (node->gen != (uint64_t)gen || wait_ms == 0) {
-        http_resp_json(resp, 200, work_json(node));
+        http_resp_json(resp, 200, work_json(sd, node));
         return 0;
     }
     return waiter_add(r->api, node, wait_ms, resp, err);

@@ -369,6 +369,25 @@ api_obs_agent_auth(struct sbuf *out, const struct schedd *sd)
         (double)nonces_count(&sd->nonces));
 }
 
+/* The lease pings of busy nodes (fence.h), by what came of them. */
+static void
+api_obs_pings(struct sbuf *out, const struct fence_rx_counts *c)
+{
+    static const char *const names[] = { "answered", "ignored", "unsent" };
+    uint64_t v[3] = { c->pings_answered, c->pings_ignored, c->pings_unsent };
+
+    metrics_family(out, "lockstep_lease_pings_total", "counter",
+        "UDP lease pings of nodes whose supervisors hold leases (answered: "
+        "heard and granted a lease; ignored: a LOST node or a scheduler not "
+        "serving; unsent: the answer could not be sent); refused ones are "
+        "counted with the fence notices");
+    for (size_t i = 0; i < 3; i++) {
+        struct metrics_label l[] = { { "result", names[i] }, { NULL, NULL } };
+
+        metrics_sample(out, "lockstep_lease_pings_total", l, (double)v[i]);
+    }
+}
+
 /* The supervisors' fence notices (fence.h), by what came of them. */
 static void
 api_obs_fence(struct sbuf *out, const struct fence_rx *rx)
@@ -390,4 +409,5 @@ api_obs_fence(struct sbuf *out, const struct fence_rx *rx)
 
         metrics_sample(out, "lockstep_fence_notices_total", l, (double)v[i]);
     }
+    api_obs_pings(out, &c);
 }

@@ -382,9 +382,13 @@ static const char *
 node_reason(const struct node *node, char *buf, size_t len)
 {
     if (node->lost) {
-        snprintf(buf, len, "%sno status for %lld ms",
-            node->lost_gone ? "its agent is gone (its supervisors' notice); "
-                            : "",
+        static const char *const how[] = {
+            [NODE_LOST_TIMEOUT] = "",
+            [NODE_LOST_GONE] = "its agent is gone (its supervisors' notice); ",
+            [NODE_LOST_SHORT] = "its short leases ran out; ",
+        };
+
+        snprintf(buf, len, "%sno status for %lld ms", how[node->lost_how],
             (long long)(timeid_now_ms() - node->last_seen_ms));
         return buf;
     }

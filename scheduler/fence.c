@@ -1,5 +1,5 @@
 /*
- * fence.c - the fence notices of supervisors whose agent is gone
+ * fence.c - the scheduler's UDP port: fence notices and lease pings
  */
 #include "scheduler/fence.h"
 
@@ -11,16 +11,20 @@
 #include <uv.h>
 
 #include "common/fence.h"
+#include "common/leaseping.h"
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/node.h"
 #include "scheduler/nodes.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/repl.h"
 #include "scheduler/schedd.h"
 
 /* How often a refused datagram may be logged. */
 #define FENCE_LOG_EVERY_MS 60000
+#define FENCE_BAD_MAC                                                          \
+    "bad MAC (not the node's key of the cluster secret or the previous one)"
 
 struct fence_rx {
     struct schedd *sd;
@@ -57,7 +61,8 @@ fence_mac_ok(const char *secret, size_t len, const struct fence_notice *n,
 }
 
 static void
-fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *why)
+fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *what,
+    const char *why)
 {
     char ip[64] = "?";
     int64_t now = timeid_mono_ms();
@@ -70,9 +75,76 @@ fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *why)
         uv_ip4_name((const struct sockaddr_in *)sa, ip, sizeof(ip));
     else if (sa->sa_family == AF_INET6)
         uv_ip6_name((const struct sockaddr_in6 *)sa, ip, sizeof(ip));
-    log_warn("fence notice from %s refused: %s (%llu refused so far; logged "
-             "at most once a minute)",
-        ip, why, (unsigned long long)rx->counts.refused);
+    log_warn("%s from %s refused: %s (%llu datagrams refused so far; "
+             "logged at most once a minute)",
+        what, ip, why, (unsigned long long)rx->counts.refused);
+}
+
+/* The node's lease key of secret into key; whether the ping's MAC is
+ * right under it. */
+static bool
+fence_ping_key(const char *secret, size_t len, const char *node,
+    const char *buf, size_t nbuf, char *key)
+{
+    unsigned char nk[CRED_KEY_LEN];
+    struct leaseping p;
+
+    cred_node_key(secret, len, node, nk);
+    leaseping_key(nk, key);
+    explicit_bzero(nk, sizeof(nk));
+    return leaseping_decode(key, buf, nbuf, &p) == 0;
+}
+
+/*
+ * A lease ping: the node is heard from, and answered with the lease it is
+ * granted (nodes_witness_grant), under the key its ping came with. Not
+ * answered when the node is not heard from (LOST, being removed) or this
+ * scheduler does not serve: the gate counts only on answers given to a
+ * node whose silence it measures.
+ */
+static void
+fence_ping(struct fence_rx *rx, const char *buf, size_t n,
+    const struct sockaddr *sa)
+{
+    struct schedd *sd = rx->sd;
+    char key[CRED_HEX_LEN + 1], out[LEASEPING_MSG_MAX];
+    struct leaseping_ack ack = { 0 };
+    struct leaseping p;
+    struct node *node;
+    uv_buf_t b;
+
+    if (leaseping_parse(buf, n, &p) < 0) {
+        fence_refuse(rx, sa, "lease ping", "not a lease ping");
+        return;
+    }
+    if ((node = node_table_find(&sd->nodes, p.node)) == NULL) {
+        fence_refuse(rx, sa, "lease ping", "no such node");
+        return;
+    }
+    if (!fence_ping_key(sd->secret, sd->secret_len, p.node, buf, n, key) &&
+        (sd->secret_prev == NULL ||
+            !fence_ping_key(sd->secret_prev, sd->secret_prev_len, p.node, buf,
+                n, key))) {
+        explicit_bzero(key, sizeof(key));
+        fence_refuse(rx, sa, "lease ping", FENCE_BAD_MAC);
+        return;
+    }
+    if (!schedd_available(sd) || (sd->repl && !repl_serving(sd->repl)) ||
+        !nodes_pinged(sd, node, timeid_now_ms(), timeid_mono_ms(),
+            p.stopping)) {
+        explicit_bzero(key, sizeof(key));
+        rx->counts.pings_ignored++;
+        return;
+    }
+    memcpy(ack.node, p.node, sizeof(ack.node));
+    ack.seq = p.seq;
+    nodes_witness_grant(sd, node, &ack.lease_ms, &ack.interval_ms);
+    b = uv_buf_init(out, (unsigned)leaseping_ack_encode(key, &ack, out));
+    explicit_bzero(key, sizeof(key));
+    if (uv_udp_try_send(&rx->udp, &b, 1, sa) < 0)
+        rx->counts.pings_unsent++;
+    else
+        rx->counts.pings_answered++;
 }
 
 static void
@@ -88,21 +160,23 @@ fence_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     (void)flags;
     if (n <= 0 || sa == NULL)
         return;
+    if (leaseping_is_ping(buf->base, (size_t)n)) {
+        fence_ping(rx, buf->base, (size_t)n, sa);
+        return;
+    }
     if (fence_notice_parse(buf->base, (size_t)n, &fn) < 0) {
-        fence_refuse(rx, sa, "not a fence notice");
+        fence_refuse(rx, sa, "fence notice", "not a fence notice");
         return;
     }
     if ((node = node_table_find(&sd->nodes, fn.node)) == NULL) {
-        fence_refuse(rx, sa, "no such node");
+        fence_refuse(rx, sa, "fence notice", "no such node");
         return;
     }
     if (!fence_mac_ok(sd->secret, sd->secret_len, &fn, buf->base, (size_t)n) &&
         (sd->secret_prev == NULL ||
             !fence_mac_ok(sd->secret_prev, sd->secret_prev_len, &fn, buf->base,
                 (size_t)n))) {
-        fence_refuse(rx, sa,
-            "bad MAC (not the node's key of the cluster "
-            "secret or the previous one)");
+        fence_refuse(rx, sa, "fence notice", FENCE_BAD_MAC);
         return;
     }
     /* Nothing is lost by ignoring it: the node's timeout and its
@@ -147,7 +221,8 @@ fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
         return NULL;
     }
     freeaddrinfo(ai);
-    log_info("fence notices received on UDP %s:%d", host, port);
+    log_info("fence notices received on UDP %s:%d, lease pings too", host,
+        port);
     return rx;
 }
 

@@ -30,6 +30,7 @@
 #include "scheduler/api.h"
 #include "scheduler/buildinfo.h"
 #include "scheduler/http.h"
+#include "scheduler/nodes_witness.h"
 #include "scheduler/obs.h"
 #include "scheduler/pass.h"
 #include "scheduler/recovery.h"
@@ -105,6 +106,14 @@ static const struct config_key lockstepd_keys[] = {
     { "lease_ms", CONFIG_INT, "5000", 100, 3600000,
         "job supervisors' lease, renewed by each status exchange; must be "
         "below node_timeout_ms" },
+    { "lease_ping_ms", CONFIG_INT, "300", 0, 10000,
+        "a node whose supervisors hold leases renews them with a UDP ping "
+        "this often, answered with short_lease_ms (0: no pings; leases are "
+        "renewed by status exchanges alone)" },
+    { "short_lease_ms", CONFIG_INT, "1500", 100, 3600000,
+        "the lease granted to a node whose lease pings are heard (at most "
+        "lease_ms; lease_ping_ms is lowered to a quarter of it at most): "
+        "what lets its jobs be replaced seconds after it falls silent" },
     { "dump_timeout_ms", CONFIG_INT, "5000", 0, 600000,
         "how long a hang waits for the ranks' stack dumps before teardown" },
     { "rank_stats_window_ms", CONFIG_INT, "30000", 1000, 3600000,
@@ -555,16 +564,8 @@ conf_build(const struct config *cfg, struct lockstepd_conf *c, struct err *err)
         return err_set(err, -EINVAL,
             "master_port_base + master_port_count "
             "goes past port 65535");
-    o->lease_ms = (int)config_int(cfg, "lease_ms");
-    /* A node is declared lost only after its supervisors' leases have run
-     * out (and they killed their ranks): only then may the next attempt
-     * start without waiting for anything else. */
-    if (o->lease_ms >= o->node_timeout_ms)
-        return err_set(err, -EINVAL,
-            "lease_ms (%d) must be below "
-            "node_timeout_ms (%d): ranks cut off from the scheduler must be "
-            "dead before their node is declared lost",
-            o->lease_ms, o->node_timeout_ms);
+    if ((rc = nodes_witness_conf(cfg, o, err)) < 0)
+        return rc;
     o->dump_timeout_ms = (int)config_int(cfg, "dump_timeout_ms");
     o->rank_stats_window_ms = (int)config_int(cfg, "rank_stats_window_ms");
     if ((rc = straggler_ratio_parse(config_str(cfg, "straggler_ratio"),

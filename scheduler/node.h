@@ -58,7 +58,14 @@ struct node {
      * no health (older agents: no findings, no first-pass wait). */
     struct health *health;
     bool lost;
-    bool lost_gone; /* LOST on its supervisors' notice (nodes_fenced) */
+    /* What made it LOST: its silence for node_timeout_ms, its
+     * supervisors' notice (nodes_fenced), or its short leases running
+     * out (nodes_tick). */
+    enum node_lost_how {
+        NODE_LOST_TIMEOUT,
+        NODE_LOST_GONE,
+        NODE_LOST_SHORT,
+    } lost_how;
     /* An operator removes it (nodes_remove): cordoned, and forgotten once
      * nothing holds it; removing_by is who asked (NULL when not). */
     bool removing;
@@ -77,9 +84,19 @@ struct node {
     int64_t last_seen_ms;       /* wall clock, kept in memory */
     int64_t last_seen_saved_ms; /* what the database holds */
     int64_t last_seen_mono;     /* monotonic, for the timeout */
-    bool reconciled;            /* agent report compared since load */
-    bool agent_gone;            /* its long poll's connection closed and
-                                 * nothing was heard since */
+    /* Lease pings (nodes_witness_grant): when the last one was heard (0:
+     * none since the scheduler started) and whether it said its agent
+     * stops; since when it holds attempts (0: nothing, as of the last
+     * grant); the latest end of a lease granted to it, one status
+     * interval added (monotonic). */
+    int64_t ping_mono;
+    bool ping_stopped;
+    int64_t hold_mono;
+    int64_t told_until_mono;
+    int64_t told_lease_ms, told_interval_ms; /* the last grant */
+    bool reconciled; /* agent report compared since load */
+    bool agent_gone; /* its long poll's connection closed and
+                      * nothing was heard since */
 
     /* Witnesses (nodes_witness.h): its agent's witness port (0: not
      * reported since the scheduler started), its contact with the

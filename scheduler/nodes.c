@@ -88,6 +88,10 @@ nodes_register(struct schedd *sd, const struct proto_node_report *rep,
     node->last_seen_ms = now;
     node->last_seen_saved_ms = now;
     node->last_seen_mono = timeid_mono_ms();
+    node->told_until_mono = node->last_seen_mono + sd->heartbeat_ms +
+                            sd->lease_ms;
+    node->told_lease_ms = sd->lease_ms;
+    node->told_interval_ms = sd->heartbeat_ms;
     node->reconciled = true;
     node->gen = schedd_next_gen(sd);
     rc = db_node_insert(sd->db, node);
@@ -153,6 +157,21 @@ nodes_heard(struct schedd *sd, struct node *node)
         return;
     node->agent_gone = false;
     schedd_sched_trigger(sd);
+}
+
+bool
+nodes_pinged(struct schedd *sd, struct node *node, int64_t now, int64_t mono,
+    bool stopping)
+{
+    if (node->lost || node->removing)
+        return false;
+    node->last_seen_ms = now;
+    node->last_seen_mono = mono;
+    node->ping_mono = mono;
+    node->ping_stopped = stopping;
+    nodes_witness_seen(sd, node, mono);
+    nodes_heard(sd, node);
+    return true;
 }
 
 int
@@ -261,7 +280,7 @@ nodes_lost(struct schedd *sd, struct node *node, const char *why)
     int rc;
 
     node->lost = true;
-    node->lost_gone = false;
+    node->lost_how = NODE_LOST_TIMEOUT;
     node->lost_waiting = false;
     c.why = why;
     rc = event_node(sd, node, &c);
@@ -343,6 +362,32 @@ nodes_forget(struct schedd *sd, struct node *node, const char *actor)
     return 0;
 }
 
+/*
+ * Whether node, silent, holding attempts and granted short leases (its
+ * lease pings were heard), is lost before node_timeout_ms: its leases
+ * have run out, and its witnesses' gate has passed, so its ranks are
+ * dead and its jobs can be replaced now (docs/fault-tolerance.md "Short
+ * leases for busy nodes"). Says why in why (cap bytes) when so.
+ */
+static bool
+nodes_short_lost(struct schedd *sd, struct node *node, int64_t mono, char *why,
+    size_t cap)
+{
+    char wait[200];
+    int64_t silent = mono - node->last_seen_mono;
+
+    if (node->nholds == 0 || node->ping_mono == 0 || node->ping_stopped ||
+        node->last_seen_mono - node->ping_mono > sd->short_lease_ms ||
+        silent <= 2 * (int64_t)sd->lease_ping_ms)
+        return false;
+    if (!nodes_witness_may_replace(sd, node, mono, wait, sizeof(wait)))
+        return false;
+    snprintf(why, cap,
+        "no status or lease ping for %lld ms: its short leases ran out",
+        (long long)silent);
+    return true;
+}
+
 int
 nodes_tick(struct schedd *sd, int64_t mono)
 {
@@ -363,14 +408,19 @@ nodes_tick(struct schedd *sd, int64_t mono)
                 return rc;
             continue;
         }
-        if (mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
-            continue;
-        char why[96];
+        char why[120];
 
-        snprintf(why, sizeof(why), "no status for %d ms", sd->node_timeout_ms);
+        if (mono - node->last_seen_mono > (int64_t)sd->node_timeout_ms)
+            snprintf(why, sizeof(why), "no status for %d ms",
+                sd->node_timeout_ms);
+        else if (!nodes_short_lost(sd, node, mono, why, sizeof(why)))
+            continue;
         log_notice("node=%s lost: %s", node->name, why);
-        if ((rc = nodes_lost(sd, node, why)) < 0 ||
-            (rc = nodes_replace_lost(sd, node, mono)) < 0)
+        if ((rc = nodes_lost(sd, node, why)) < 0)
+            return rc;
+        if (mono - node->last_seen_mono <= (int64_t)sd->node_timeout_ms)
+            node->lost_how = NODE_LOST_SHORT;
+        if ((rc = nodes_replace_lost(sd, node, mono)) < 0)
             return rc;
     }
     return 0;
@@ -400,7 +450,7 @@ nodes_fenced(struct schedd *sd, struct node *node, int64_t job, int attempt)
     if (node->agent_gone && !node->lost) {
         rc = nodes_lost(sd, node,
             "its agent is gone (its supervisors' notice)");
-        node->lost_gone = true;
+        node->lost_how = NODE_LOST_GONE;
     }
     if (rc == 0 && proto_attempt_state_active(p->attempt->state))
         rc = nodes_placement_lost(sd, p, POLICY_KIND_NODE_LOST, why);

@@ -38,6 +38,15 @@ void nodes_heard(struct schedd *sd, struct node *node);
 /* A status report from the node's agent arrived at now (wall clock): it
  * is heard from, and a LOST node comes back. */
 int nodes_seen(struct schedd *sd, struct node *node, int64_t now);
+/* A lease ping from the node's agent arrived at now (wall clock) and mono
+ * (monotonic): it is heard from as by a status, unless it is LOST (only
+ * a status brings it back) or being removed. Whether it was heard, and so
+ * may be answered: an answer renews leases, which the gate may count on
+ * only for a node whose silence it measures. stopping: its agent stops on
+ * purpose; the node's answers grant the long lease again until its pings
+ * say otherwise. */
+bool nodes_pinged(struct schedd *sd, struct node *node, int64_t now,
+    int64_t mono, bool stopping);
 /* The connection of the node's last long poll closed and nothing was
  * heard since: no new work there until it returns. */
 void nodes_agent_gone(struct schedd *sd, struct node *node);

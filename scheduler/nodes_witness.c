@@ -3,10 +3,14 @@
  */
 #include "scheduler/nodes_witness.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
+#include "common/log.h"
+#include "common/timeid.h"
 #include "common/xalloc.h"
 #include "scheduler/db.h"
 #include "scheduler/node.h"
@@ -142,21 +146,94 @@ nodes_witness_port(struct schedd *sd, struct node *node, int port)
 void
 nodes_witness_seen(struct schedd *sd, struct node *node, int64_t mono)
 {
-    witness_contact_seen(&node->contact, mono, sd->lease_ms);
+    witness_contact_seen(&node->contact, mono, sd->lease_ms,
+        sd->node_timeout_ms);
 }
 
-/* How many of the k nodes have been in continuous contact. */
-static size_t
-nodes_witness_continuous(struct schedd *sd, struct node *const *w, size_t k,
+bool
+nodes_witness_short(const struct schedd *sd, const struct node *node,
     int64_t mono)
 {
+    /*
+     * A node that holds nothing has no lease the gate waits for: short,
+     * so that an attempt started there is not bound by a long grant of
+     * its idle time. One that holds attempts: while its agent is starting
+     * to ping (it does once it runs them), and then while its pings are
+     * trusted; never after its agent said it stops.
+     */
+    if (sd->lease_ping_ms <= 0 || node->ping_stopped)
+        return false;
+    return node->nholds == 0 ||
+           (node->hold_mono != 0 &&
+               mono - node->hold_mono <= NODES_WITNESS_PING_START_MS) ||
+           (node->ping_mono != 0 &&
+               mono - node->ping_mono <= NODES_WITNESS_PING_TRUST_MS);
+}
+
+/* Remember a grant of lease_ms (status interval interval_ms) made at
+ * mono: the latest end of a lease granted, and the last grant. */
+static void
+nodes_witness_told(struct node *node, int64_t mono, int64_t lease_ms,
+    int64_t interval_ms)
+{
+    int64_t until = mono + interval_ms + lease_ms;
+
+    if (until > node->told_until_mono)
+        node->told_until_mono = until;
+    node->told_lease_ms = lease_ms;
+    node->told_interval_ms = interval_ms;
+}
+
+void
+nodes_witness_grant(struct schedd *sd, struct node *node, int64_t *lease_ms,
+    int64_t *interval_ms)
+{
+    int64_t mono = timeid_mono_ms();
+
+    if (node->nholds == 0)
+        node->hold_mono = 0;
+    else if (node->hold_mono == 0)
+        node->hold_mono = mono;
+    if (nodes_witness_short(sd, node, mono)) {
+        *lease_ms = sd->short_lease_ms;
+        *interval_ms = sd->lease_ping_ms;
+    } else {
+        *lease_ms = sd->lease_ms;
+        *interval_ms = sd->heartbeat_ms;
+    }
+    nodes_witness_told(node, mono, *lease_ms, *interval_ms);
+}
+
+void
+nodes_witness_dispatch(struct schedd *sd, struct node *node)
+{
+    int64_t lease, interval, told_lease = node->told_lease_ms,
+                             told_interval = node->told_interval_ms;
+
+    /* The agent starts the attempt with the lease of the last grant it
+     * received: the last one made, or this one. */
+    nodes_witness_grant(sd, node, &lease, &interval);
+    nodes_witness_told(node, timeid_mono_ms(),
+        lease > told_lease ? lease : told_lease,
+        interval > told_interval ? interval : told_interval);
+}
+
+/* The gap within which a majority of the k nodes w (NULL: unknown, not
+ * continuous) were each heard; -1 when fewer than a majority have been
+ * in continuous contact. */
+static int64_t
+nodes_witness_gap(struct schedd *sd, struct node *const *w, size_t k,
+    int64_t mono, size_t *ncont)
+{
+    int64_t gaps[WITNESS_MAX];
     size_t n = 0;
 
     for (size_t i = 0; i < k; i++)
         if (w[i] != NULL && witness_contact_continuous(&w[i]->contact, mono,
                                 sd->lease_ms, sd->node_timeout_ms))
-            n++;
-    return n;
+            gaps[n++] = witness_contact_gap(&w[i]->contact, mono);
+    *ncont = n;
+    return witness_majority_gap(k, gaps, n);
 }
 
 bool
@@ -166,26 +243,69 @@ nodes_witness_may_replace(struct schedd *sd, struct node *node, int64_t mono,
     struct node *cur[WITNESS_MAX], *sent[WITNESS_MAX];
     size_t ncur = nodes_witness_set(sd, node, cur), nsent = node->nwit_sent;
     size_t ccur, csent;
-    int64_t silence = witness_silence_ms(sd->lease_ms, sd->heartbeat_ms);
+    int64_t gcur, gsent, at;
 
     for (size_t i = 0; i < nsent; i++)
         sent[i] = node_table_find(&sd->nodes, node->wit_sent[i]);
-    if (ncur == 0 && nsent == 0)
-        return true;
-    if (mono - node->last_seen_mono < silence) {
-        snprintf(why, cap,
-            "its leases may have been extended by witnesses: waiting until "
-            "it has been silent for %lld ms",
-            (long long)silence);
+    if (ncur == 0 && nsent == 0) {
+        /* Nobody can extend its leases: they end as granted. */
+        at = node->told_until_mono + WITNESS_EXCHANGE_MS;
+        if (mono >= at)
+            return true;
+        snprintf(why, cap, "its leases may still run: waiting %lld ms more",
+            (long long)(at - mono));
         return false;
     }
-    ccur = nodes_witness_continuous(sd, cur, ncur, mono);
-    csent = nodes_witness_continuous(sd, sent, nsent, mono);
-    if (witness_may_replace(ncur, ccur) && witness_may_replace(nsent, csent))
+    gcur = nodes_witness_gap(sd, cur, ncur, mono, &ccur);
+    gsent = nodes_witness_gap(sd, sent, nsent, mono, &csent);
+    if (gcur < 0 || gsent < 0) {
+        snprintf(why, cap,
+            "%zu of its %zu witnesses in continuous contact for %d ms (a "
+            "majority needed): the scheduler may be what was cut off",
+            ccur, ncur, sd->node_timeout_ms);
+        return false;
+    }
+    at = witness_replace_at(node->told_until_mono, gcur > gsent ? gcur : gsent);
+    if (mono >= at)
         return true;
     snprintf(why, cap,
-        "%zu of its %zu witnesses in continuous contact for %d ms (a "
-        "majority needed): the scheduler may be what was cut off",
-        ccur, ncur, sd->node_timeout_ms);
+        "its leases may have been extended by witnesses: waiting %lld ms "
+        "more (its last lease, one status interval, and a gap of %lld ms "
+        "within which a majority of its witnesses were heard)",
+        (long long)(at - mono), (long long)(gcur > gsent ? gcur : gsent));
     return false;
+}
+
+int
+nodes_witness_conf(const struct config *cfg, struct schedd_opts *o,
+    struct err *err)
+{
+    o->lease_ms = (int)config_int(cfg, "lease_ms");
+    /* A node is declared lost only after its supervisors' leases have run
+     * out (and they killed their ranks): only then may the next attempt
+     * start without waiting for anything else. */
+    if (o->lease_ms >= o->node_timeout_ms)
+        return err_set(err, -EINVAL,
+            "lease_ms (%d) must be below "
+            "node_timeout_ms (%d): ranks cut off from the scheduler must be "
+            "dead before their node is declared lost",
+            o->lease_ms, o->node_timeout_ms);
+    o->lease_ping_ms = (int)config_int(cfg, "lease_ping_ms");
+    o->short_lease_ms = (int)config_int(cfg, "short_lease_ms");
+    if (o->short_lease_ms > o->lease_ms)
+        o->short_lease_ms = o->lease_ms;
+    /* A ping that fails starts the witnesses' rounds after two intervals;
+     * the first round takes one more; one more for a lost datagram. A
+     * lease too short for that (a small lease_ms) gets pings as often as
+     * it needs, 50 ms at most. */
+    if (o->lease_ping_ms > 0 && 4 * o->lease_ping_ms > o->short_lease_ms) {
+        int was = o->lease_ping_ms;
+
+        o->lease_ping_ms = o->short_lease_ms / 4 >= 50 ? o->short_lease_ms / 4
+                                                       : 0;
+        log_notice("lease_ping_ms=%d, not %d: a quarter of short_lease_ms "
+                   "(%d, at most lease_ms) at most (0: too short to ping)",
+            o->lease_ping_ms, was, o->short_lease_ms);
+    }
+    return 0;
 }

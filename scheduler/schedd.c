@@ -436,6 +436,10 @@ schedd_model_load(struct schedd *sd, struct err *err)
     for (struct node *node = node_table_first(&sd->nodes); node;
          node = node_table_next(node)) {
         node->last_seen_mono = mono;
+        /* What the scheduler before us may have granted, at most. */
+        node->told_until_mono = mono + sd->heartbeat_ms + sd->lease_ms;
+        node->told_lease_ms = sd->lease_ms;
+        node->told_interval_ms = sd->heartbeat_ms;
         node->reconciled = false;
         node->gen = schedd_next_gen(sd);
         node->state = node_state_compute(node);
@@ -798,6 +802,9 @@ schedd_configure(struct schedd *sd, const struct schedd_opts *opts)
     sd->node_timeout_ms = opts->node_timeout_ms;
     sd->max_body = opts->max_body;
     sd->lease_ms = opts->lease_ms;
+    sd->lease_ping_ms = opts->lease_ping_ms;
+    sd->short_lease_ms = opts->short_lease_ms > 0 ? opts->short_lease_ms
+                                                  : opts->lease_ms;
     sd->dump_timeout_ms = opts->dump_timeout_ms;
     sd->rank_stats_window_ms = opts->rank_stats_window_ms;
     sd->straggler_ratio = opts->straggler_ratio;

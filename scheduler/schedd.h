@@ -113,6 +113,8 @@ struct schedd_opts {
     bool db_sync_full;
     int64_t db_check_ms; /* bound on the start-up check; 0: none */
     int lease_ms;        /* < node_timeout_ms (main checks) */
+    int lease_ping_ms;   /* 0: no lease pings */
+    int short_lease_ms;  /* <= lease_ms, >= 4 x lease_ping_ms */
     int dump_timeout_ms;
     int rank_stats_window_ms;
     double straggler_ratio; /* straggler.h */
@@ -222,6 +224,8 @@ struct schedd {
     int64_t stalled_ms; /* loop stalls not counted as silence (tick.c) */
     size_t max_body;
     int lease_ms;             /* supervisors' lease, sent to agents */
+    int lease_ping_ms;        /* leaseping.h; 0: none */
+    int short_lease_ms;       /* the lease of a node whose pings arrive */
     int dump_timeout_ms;      /* how long a hang waits for stack dumps */
     int rank_stats_window_ms; /* rankstats.h */
     double straggler_ratio;   /* straggler.h */

@@ -435,7 +435,8 @@ status_apply(struct schedd *sd, struct proto_node_report *rep, int64_t now,
         return rc;
     reply->heartbeat_ms = sd->heartbeat_ms;
     reply->gen = node->gen;
-    /* The agent renews every supervisor's lease to now + lease_ms. */
-    reply->lease_ms = sd->lease_ms;
+    /* The agent renews every supervisor's lease to its send + lease_ms. */
+    nodes_witness_grant(sd, node, &reply->lease_ms, &reply->lease_interval_ms);
+    reply->ping_ms = sd->lease_ping_ms;
     return nodes_witness_reply(sd, node, reply);
 }

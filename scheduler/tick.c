@@ -21,6 +21,8 @@
 
 /* How often last_seen is written to the database. */
 #define TICK_PERSIST_MS 5000
+/* How often the nodes are looked at when leases are short. */
+#define TICK_SHORT_MS 200
 
 struct tick {
     struct schedd *sd;
@@ -28,6 +30,10 @@ struct tick {
     int64_t every_ms;
     int64_t due_mono; /* when the timer should run next */
     int64_t last_persist_mono;
+    /* The rest of the tick (watchdog, cadences, ...) runs at most this
+     * often: the nodes are looked at more often only for short leases. */
+    int64_t rest_every_ms;
+    int64_t rest_mono;
 };
 
 /* The loop is stalled when the tick runs late: stopped (SIGSTOP, a
@@ -58,6 +64,9 @@ tick_cb(uv_timer_t *timer)
     tick_measure(t, mono);
     if (!schedd_available(sd) || nodes_tick(sd, mono) < 0)
         return;
+    if (mono - t->rest_mono < t->rest_every_ms - t->every_ms / 2)
+        return;
+    t->rest_mono = mono;
     if (mono - t->last_persist_mono >= TICK_PERSIST_MS) {
         t->last_persist_mono = mono;
         nodes_persist_last_seen(sd);
@@ -85,6 +94,11 @@ tick_create(struct schedd *sd, struct err *err)
     if (every < 50)
         every = 50;
     t->sd = sd;
+    t->rest_every_ms = (int64_t)every;
+    /* A node on short leases is replaced seconds after it falls silent:
+     * a second between looks would be a good part of that. */
+    if (sd->lease_ping_ms > 0 && every > TICK_SHORT_MS)
+        every = TICK_SHORT_MS;
     t->every_ms = (int64_t)every;
     t->last_persist_mono = timeid_mono_ms();
     t->due_mono = t->last_persist_mono + t->every_ms;

@@ -10,14 +10,16 @@
 # replaced, nothing is killed; so is one stopped on purpose (SIGTERM:
 # an upgrade), whose ranks are left to the lease. Notices that are
 # forged, or replayed after the fact, change nothing
-# (docs/fault-tolerance.md "An agent that dies").
+# (docs/fault-tolerance.md "An agent that dies"). Without lease pings
+# (lease_ping_ms=0: the long lease), so that the grace, not the short
+# lease, is what ends the ranks: t4158 has the short leases.
 . "$(dirname "$0")/../lib/harness.sh"
 
 NODE_TIMEOUT_MS=10000 HEARTBEAT_MS=1000 LEASE_MS=5000 KILL_GRACE_MS=1000
 # The notices come in on UDP at the TCP port the kernel picked, which
 # another test's UDP socket may hold: then start again on another port.
 for try in 1 2 3; do
-    start_scheduler
+    start_scheduler -o lease_ping_ms=0
     wait_until 10 grep -q "fence notices" "$TEST_DIR/sched/log"
     grep -q "fence notices received on UDP" "$TEST_DIR/sched/log" && break
     stop_scheduler

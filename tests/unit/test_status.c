@@ -501,7 +501,7 @@ test_fenced(void)
     nodes_agent_gone(sd, f[1]);
     is_int(nodes_fenced(sd, f[1], id, 1), 0, "f1's notice about attempt 1");
     is_int(schedd_commit(sd), 0, "committed");
-    ok(f[1]->lost && f[1]->lost_gone,
+    ok(f[1]->lost && f[1]->lost_how == NODE_LOST_GONE,
         "f1, its agent connection closed, is LOST on the notice");
     is_int((int)f[1]->nholds, 0, "and holds nothing any more");
     is_int(job->infra_restarts, 1,

@@ -213,26 +213,74 @@ test_scheduler_rule(void)
     struct witness_contact c = { 0 };
 
     ok(!witness_contact_continuous(&c, 1000, 500, 0), "no contact yet");
-    witness_contact_seen(&c, 1000, 500);
-    witness_contact_seen(&c, 1400, 500);
-    witness_contact_seen(&c, 1800, 500);
+    witness_contact_seen(&c, 1000, 500, 1000);
+    witness_contact_seen(&c, 1400, 500, 1000);
+    witness_contact_seen(&c, 1800, 500, 1000);
     ok(witness_contact_continuous(&c, 1800, 500, 800), "800 ms continuous");
     ok(!witness_contact_continuous(&c, 1800, 500, 801), "not 801");
     ok(!witness_contact_continuous(&c, 2400, 500, 800),
         "silent over the gap now: not continuous");
-    witness_contact_seen(&c, 2400, 500);
+    witness_contact_seen(&c, 2400, 500, 1000);
     ok(c.since_mono == 2400, "a gap over lease_ms starts it anew");
     ok(!witness_contact_continuous(&c, 2500, 500, 800), "so not long enough");
-    witness_contact_seen(&c, 2900, 500);
-    witness_contact_seen(&c, 3300, 500);
+    witness_contact_seen(&c, 2900, 500, 1000);
+    witness_contact_seen(&c, 3300, 500, 1000);
     ok(witness_contact_continuous(&c, 3300, 500, 800), "until it is again");
 
     ok(witness_may_replace(0, 0), "no witnesses: replace (as before)");
     ok(!witness_may_replace(1, 0), "the one witness not continuous: wait");
     ok(witness_may_replace(3, 2), "two of three: replace");
     ok(!witness_may_replace(4, 2), "two of four: wait");
-    ok(witness_silence_ms(1500, 300) > 2 * 1500 + 300,
-        "the silence covers an extension and its lease");
+    ok(witness_replace_at(10000, 400) ==
+            10000 + WITNESS_SLACK_MS + 400 + WITNESS_EXCHANGE_MS,
+        "replaced after the last grant, the slack, the gap and an exchange");
+}
+
+/* The longest gap of a contact, over a window at least; the gap within
+ * which a majority was heard. */
+static void
+test_contact_gap(void)
+{
+    struct witness_contact c = { 0 };
+    int64_t gaps[WITNESS_MAX];
+
+    witness_contact_seen(&c, 1000, 5000, 2000);
+    ok(witness_contact_gap(&c, 1000) == 0, "one contact: no gap yet");
+    witness_contact_seen(&c, 1300, 5000, 2000);
+    witness_contact_seen(&c, 2300, 5000, 2000);
+    witness_contact_seen(&c, 2600, 5000, 2000);
+    ok(witness_contact_gap(&c, 2600) == 1000, "the longest gap: 1000");
+    ok(witness_contact_gap(&c, 4000) == 1400, "the one going on counts");
+    /* 3100 opens a new bucket (2000 after 1000): 1000 stays in the
+     * previous one, which is still counted. */
+    witness_contact_seen(&c, 3100, 5000, 2000);
+    ok(witness_contact_gap(&c, 3100) == 1000, "the previous bucket counts");
+    witness_contact_seen(&c, 3400, 5000, 2000);
+    witness_contact_seen(&c, 5100, 5000, 2000);
+    ok(witness_contact_gap(&c, 5100) == 1700,
+        "5100 opens another: 1700 is now the longest");
+    for (int64_t t = 5400; t <= 9300; t += 300)
+        witness_contact_seen(&c, t, 5000, 2000);
+    ok(witness_contact_gap(&c, 9300) == 300,
+        "two buckets later only 300 ms gaps are left");
+    witness_contact_seen(&c, 16000, 5000, 2000);
+    ok(c.since_mono == 16000 && witness_contact_gap(&c, 16000) == 0,
+        "a gap over gap_ms starts the contact anew, its gaps too");
+
+    ok(witness_majority_gap(0, gaps, 0) == 0, "no witnesses: no gap");
+    gaps[0] = 900;
+    gaps[1] = 300;
+    ok(witness_majority_gap(3, gaps, 2) == 900,
+        "two of three: the larger of their gaps");
+    ok(witness_majority_gap(5, gaps, 2) == -1,
+        "two of five continuous: no majority");
+    gaps[0] = 1100;
+    gaps[1] = 320;
+    gaps[2] = 1050;
+    gaps[3] = 290;
+    gaps[4] = 4000;
+    ok(witness_majority_gap(5, gaps, 5) == 1050,
+        "three of five: the third smallest gap");
 }
 
 static void
@@ -306,6 +354,7 @@ main(void)
     test_offer_incremental();
     test_agent_rule();
     test_scheduler_rule();
+    test_contact_gap();
     test_reply();
     return done_testing();
 }
