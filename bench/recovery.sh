@@ -64,6 +64,7 @@ start_scheduler >/dev/null
 [ "$UNIX" = 1 ] || export AGENT_SERVER=$LOCKSTEP_URL
 for n in n1 n2 n3 n4; do start_agent $n; done
 wait_nodes_up 4 || { echo "cluster did not come up"; exit 1; }
+CLUSTER_UP_MS=$(date +%s%3N)
 if [ "$LOAD" -gt 0 ]; then
     ulimit -n "$(ulimit -Hn)" 2>/dev/null
     first=1
@@ -166,6 +167,13 @@ done
 [ "$LOSS_ONLY" = 1 ] || summary "rank crash" "$TEST_DIR/crash.txt"
 
 : >"$TEST_DIR/loss.txt"
+# Nothing is replaced until a majority of the victim's witnesses have
+# been in contact for the node timeout (docs/fault-tolerance.md
+# "Scheduler outages"): a cluster younger than that would measure its
+# age. Each trial restarts one agent; the others keep the majority.
+while [ $(($(now_ms) - CLUSTER_UP_MS)) -lt $((NODE_TIMEOUT_MS + 1000)) ]; do
+    sleep 0.5
+done
 for i in $(seq 1 "$TRIALS"); do
     id=$(submit_id --nodes 2 --ranks-per-node 2 -- sleep 1000)
     wait_job_state "$id" RUNNING 30 >/dev/null 2>&1 || continue
