@@ -31,6 +31,8 @@
 /* A stopping agent asks for the long lease this many times, this far
  * apart, before it gives up. */
 #define PINGER_STOP_TRIES 5
+/* An idle agent pings this often. */
+#define PINGER_IDLE_MS 10000
 #define PINGER_STOP_GAP_MS 100
 
 struct pinger_sock {
@@ -52,7 +54,8 @@ struct pinger {
     int64_t ping_ms;
     uint64_t seq;
     struct pinger_sent ring[PINGER_RING];
-    int64_t ok_mono; /* when an answer last renewed the leases; 0 never */
+    int64_t ok_mono;   /* when an answer last renewed the leases; 0 never */
+    int64_t sent_mono; /* when the last ping was sent; 0 never */
     bool failed_logged;
     bool refused_logged;
     /* pinger_handover: "stop" pings until one is answered or tries run
@@ -192,7 +195,7 @@ pinger_send(struct pinger *p, bool stopping)
     b = uv_buf_init(buf, (unsigned)leaseping_encode(key, &lp, buf));
     explicit_bzero(key, sizeof(key));
     p->ring[lp.seq % PINGER_RING].seq = lp.seq;
-    p->ring[lp.seq % PINGER_RING].sent = timeid_mono_ms();
+    p->ring[lp.seq % PINGER_RING].sent = p->sent_mono = timeid_mono_ms();
     rc = uv_udp_try_send(&s->udp, &b, 1, (struct sockaddr *)&ss);
     if (rc < 0 && rc != UV_EAGAIN && !p->failed_logged) {
         log_warn("lease ping to %s port %d: %s (statuses renew the leases "
@@ -217,7 +220,13 @@ pinger_timer_cb(uv_timer_t *t)
         pinger_send(p, true);
         return;
     }
-    if (p->ad->stopping || !proc_has_live_supervisors(p->ad->procs))
+    if (p->ad->stopping)
+        return;
+    /* Idle, now and then: the scheduler grants short leases only to a
+     * node whose pings it hears, so they must be heard before the first
+     * attempt starts. */
+    if (!proc_has_live_supervisors(p->ad->procs) && p->sent_mono != 0 &&
+        timeid_mono_ms() - p->sent_mono < PINGER_IDLE_MS)
         return;
     pinger_send(p, false);
 }

@@ -474,6 +474,13 @@ report_work_done_cb(int rc, long http_status, const struct sbuf *body,
     }
     cJSON_Delete(root);
     report_chan_ok(&rp->work);
+    /* The scheduler answers again: a status waiting out its backoff
+     * (up to 5 s) goes now, or the node would be silent that much longer
+     * after an outage (LOST, with a short node_timeout_ms). */
+    if (rp->status.backoff_ms > 0 && rp->status_req == NULL) {
+        rp->status.backoff_ms = 0;
+        report_chan_schedule(&rp->status, 0);
+    }
 
     if (w.gen != old_gen)
         log_debug("applying gen=%" PRIu64 " jobs=%zu", w.gen, w.njobs);

@@ -368,6 +368,10 @@ def file_seeds():
         ("witness", b"LSW1 A n2 00000000deadbeef -1"),
         ("fence", b"LSF1 node2 41 3 " + b"0" * 64),
         ("fence", b"LSF1 gpu-017.rack-a 123456789012 0 " + b"a" * 64),
+        ("leaseping", b"LSP1 n1 18446744073709551615 run " + b"0" * 64),
+        ("leaseping", b"LSP1 gpu-017.rack-a 7 stop"),
+        ("leaseping", b"LSA1 n1 42 1500 300"),
+        ("leaseping", b"LSA1 n1 42 5000 1000 " + b"f" * 64),
     ]
     return out
 

@@ -86,12 +86,10 @@ struct node {
     int64_t last_seen_mono;     /* monotonic, for the timeout */
     /* Lease pings (nodes_witness_grant): when the last one was heard (0:
      * none since the scheduler started) and whether it said its agent
-     * stops; since when it holds attempts (0: nothing, as of the last
-     * grant); the latest end of a lease granted to it, one status
+     * stops; the latest end of a lease granted to it, one status
      * interval added (monotonic). */
     int64_t ping_mono;
     bool ping_stopped;
-    int64_t hold_mono;
     int64_t told_until_mono;
     int64_t told_lease_ms, told_interval_ms; /* the last grant */
     bool reconciled; /* agent report compared since load */

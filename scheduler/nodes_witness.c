@@ -154,20 +154,12 @@ bool
 nodes_witness_short(const struct schedd *sd, const struct node *node,
     int64_t mono)
 {
-    /*
-     * A node that holds nothing has no lease the gate waits for: short,
-     * so that an attempt started there is not bound by a long grant of
-     * its idle time. One that holds attempts: while its agent is starting
-     * to ping (it does once it runs them), and then while its pings are
-     * trusted; never after its agent said it stops.
-     */
-    if (sd->lease_ping_ms <= 0 || node->ping_stopped)
-        return false;
-    return node->nholds == 0 ||
-           (node->hold_mono != 0 &&
-               mono - node->hold_mono <= NODES_WITNESS_PING_START_MS) ||
-           (node->ping_mono != 0 &&
-               mono - node->ping_mono <= NODES_WITNESS_PING_TRUST_MS);
+    /* Only a node whose pings arrive (an idle agent pings now and then
+     * too) and whose agent did not say it stops: statuses alone renew a
+     * short lease too seldom. */
+    return sd->lease_ping_ms > 0 && !node->ping_stopped &&
+           node->ping_mono != 0 &&
+           mono - node->ping_mono <= NODES_WITNESS_PING_TRUST_MS;
 }
 
 /* Remember a grant of lease_ms (status interval interval_ms) made at
@@ -190,10 +182,6 @@ nodes_witness_grant(struct schedd *sd, struct node *node, int64_t *lease_ms,
 {
     int64_t mono = timeid_mono_ms();
 
-    if (node->nholds == 0)
-        node->hold_mono = 0;
-    else if (node->hold_mono == 0)
-        node->hold_mono = mono;
     if (nodes_witness_short(sd, node, mono)) {
         *lease_ms = sd->short_lease_ms;
         *interval_ms = sd->lease_ping_ms;

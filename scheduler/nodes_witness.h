@@ -52,11 +52,9 @@ void nodes_witness_seen(struct schedd *sd, struct node *node, int64_t mono);
  * The lease to grant node in an answer given now (a status reply, a
  * lease ping's answer, its desired state), and the status interval its
  * witness rule counts with while that answer is its last success:
- * short_lease_ms and lease_ping_ms when it holds nothing, or holds
- * attempts given it within NODES_WITNESS_PING_START_MS (its agent starts
- * pinging with them), or its lease pings are heard (one within
- * NODES_WITNESS_PING_TRUST_MS), and its agent did not say it stops;
- * lease_ms and heartbeat_ms otherwise. Remembers
+ * short_lease_ms and lease_ping_ms when its lease pings are heard (one
+ * within NODES_WITNESS_PING_TRUST_MS) and its agent did not say it
+ * stops; lease_ms and heartbeat_ms otherwise. Remembers
  * the latest end of what was granted (node->told_until_mono), which the
  * gate waits past.
  */
@@ -66,11 +64,10 @@ void nodes_witness_grant(struct schedd *sd, struct node *node,
  * attempt with the lease of the last grant it received, from the start,
  * which the gate must wait past too. */
 void nodes_witness_dispatch(struct schedd *sd, struct node *node);
-/* How long after its last lease ping a node that holds attempts is still
- * granted short leases (its pings are trusted to resume), and how long
- * after it was first given attempts while it has not pinged yet. */
+/* How long after its last lease ping a node is still granted short
+ * leases (its pings are trusted to resume: an idle agent pings every
+ * 10 s, a busy one every lease_ping_ms). */
 #define NODES_WITNESS_PING_TRUST_MS 60000
-#define NODES_WITNESS_PING_START_MS 5000
 /* Whether node's answers now grant short leases. */
 bool nodes_witness_short(const struct schedd *sd, const struct node *node,
     int64_t mono);
