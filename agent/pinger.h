@@ -5,9 +5,9 @@
  * its status replies), the agent sends a lease ping (common/leaseping.h)
  * every ping_ms to the scheduler's UDP port: the address its last status
  * was answered from over TCP; idle, one every 10 s, so that the
- * scheduler knows its pings arrive before it runs anything. An answer to a ping sent at t renews every
- * lease to t + the lease it grants, as a status reply does
- * (proc_lease_granted), and is a success for the witness rule
+ * scheduler knows its pings arrive before it runs anything. An answer to a ping
+ * sent at t renews every lease to t + the lease it grants, as a status reply
+ * does (proc_lease_granted), and is a success for the witness rule
  * (witness_renewed). The scheduler grants short leases only to nodes
  * whose pings it hears, so a node whose pings are lost or refused goes on
  * with statuses and the long lease (docs/fault-tolerance.md "Short leases
