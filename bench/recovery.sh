@@ -192,8 +192,11 @@ for i in $(seq 1 "$TRIALS"); do
         lost=$(ls_cli node "$victim" --json |
             jget "min((e[\"time_ms\"] for e in j[\"events\"] if e[\"kind\"] == \"node_lost\" and e[\"time_ms\"] >= $t0), default=-1)")
         # -1: no node_lost event of this trial (events list not there yet)
-        [ "$lost" = -1 ] ||
-            echo "$(breakdown "$id" "$t0") $((lost - t0))" >>"$TEST_DIR/loss.txt"
+        if [ "$lost" != -1 ]; then
+            row="$(breakdown "$id" "$t0") $((lost - t0))"
+            echo "$row" >>"$TEST_DIR/loss.txt"
+            echo "# trial $i: victim $victim, total detection teardown start LOST (ms): $row"
+        fi
     fi
     ls_cli cancel "$id" >/dev/null
     start_agent "$victim"

@@ -92,6 +92,7 @@ struct node {
     bool ping_stopped;
     int64_t told_until_mono;
     int64_t told_lease_ms, told_interval_ms; /* the last grant */
+    bool told_short;                         /* it was a short one */
     bool reconciled; /* agent report compared since load */
     bool agent_gone; /* its long poll's connection closed and
                       * nothing was heard since */

@@ -376,8 +376,9 @@ nodes_short_lost(struct schedd *sd, struct node *node, int64_t mono, char *why,
     char wait[200];
     int64_t silent = mono - node->last_seen_mono;
 
-    if (node->nholds == 0 || node->ping_mono == 0 || node->ping_stopped ||
-        node->last_seen_mono - node->ping_mono > sd->short_lease_ms ||
+    /* The last grant was short (nodes_witness_grant): what the gate
+     * waits past is seconds. */
+    if (node->nholds == 0 || !node->told_short ||
         silent <= 2 * (int64_t)sd->lease_ping_ms)
         return false;
     if (!nodes_witness_may_replace(sd, node, mono, wait, sizeof(wait)))

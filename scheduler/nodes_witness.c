@@ -182,7 +182,8 @@ nodes_witness_grant(struct schedd *sd, struct node *node, int64_t *lease_ms,
 {
     int64_t mono = timeid_mono_ms();
 
-    if (nodes_witness_short(sd, node, mono)) {
+    node->told_short = nodes_witness_short(sd, node, mono);
+    if (node->told_short) {
         *lease_ms = sd->short_lease_ms;
         *interval_ms = sd->lease_ping_ms;
     } else {
