@@ -93,6 +93,10 @@ struct node {
     int64_t told_until_mono;
     int64_t told_lease_ms, told_interval_ms; /* the last grant */
     bool told_short;                         /* it was a short one */
+    /* Its lease key (common/leaseping.h) of the cluster secret of
+     * generation lease_key_gen (schedd's secret_gen; 0: none yet). */
+    char lease_key[CRED_HEX_LEN + 1];
+    uint64_t lease_key_gen;
     bool reconciled; /* agent report compared since load */
     bool agent_gone; /* its long poll's connection closed and
                       * nothing was heard since */

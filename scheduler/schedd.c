@@ -981,4 +981,5 @@ schedd_set_secrets(struct schedd *sd, const char *secret, size_t len,
     schedd_secret_replace(&sd->secret, &sd->secret_len, secret, len);
     schedd_secret_replace(&sd->secret_prev, &sd->secret_prev_len, prev,
         prev_len);
+    sd->secret_gen++;
 }

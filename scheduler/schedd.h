@@ -214,6 +214,7 @@ struct schedd {
     size_t secret_len;
     char *secret_prev; /* NULL: no rotation under way */
     size_t secret_prev_len;
+    uint64_t secret_gen; /* bumped by every schedd_set_secrets */
     int agent_auth_window_ms;
     bool agent_auth_legacy;
     char **operators;
