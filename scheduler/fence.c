@@ -80,19 +80,15 @@ fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *what,
         what, ip, why, (unsigned long long)rx->counts.refused);
 }
 
-/* The node's lease key of secret into key; whether the ping's MAC is
- * right under it. */
-static bool
-fence_ping_key(const char *secret, size_t len, const char *node,
-    const char *buf, size_t nbuf, char *key)
+/* The node's lease key of secret into key. */
+static void
+fence_lease_key(const char *secret, size_t len, const char *node, char *key)
 {
     unsigned char nk[CRED_KEY_LEN];
-    struct leaseping p;
 
     cred_node_key(secret, len, node, nk);
     leaseping_key(nk, key);
     explicit_bzero(nk, sizeof(nk));
-    return leaseping_decode(key, buf, nbuf, &p) == 0;
 }
 
 /*
@@ -121,10 +117,17 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
         fence_refuse(rx, sa, "lease ping", "no such node");
         return;
     }
-    if (!fence_ping_key(sd->secret, sd->secret_len, p.node, buf, n, key) &&
+    /* The key of the current secret is kept with the node: deriving it
+     * is two HMACs a ping. */
+    if (node->lease_key_gen != sd->secret_gen) {
+        fence_lease_key(sd->secret, sd->secret_len, p.node, node->lease_key);
+        node->lease_key_gen = sd->secret_gen;
+    }
+    memcpy(key, node->lease_key, sizeof(key));
+    if (leaseping_decode(key, buf, n, &p) < 0 &&
         (sd->secret_prev == NULL ||
-            !fence_ping_key(sd->secret_prev, sd->secret_prev_len, p.node, buf,
-                n, key))) {
+            (fence_lease_key(sd->secret_prev, sd->secret_prev_len, p.node, key),
+                leaseping_decode(key, buf, n, &p) < 0))) {
         explicit_bzero(key, sizeof(key));
         fence_refuse(rx, sa, "lease ping", FENCE_BAD_MAC);
         return;
