@@ -26,9 +26,11 @@
 #    part alone; LOCKSTEP_BUILD=<other build> measures another build.
 #    Agents reach the scheduler over TCP, as in production (--unix: over
 #    its Unix socket, where supervisors have no address to tell).
-#    --load N adds N simulated agents (bench/sim.c, 2,500 a process, idle
-#    at the 1 s heartbeat) to the same scheduler, every one taken by a job
-#    the real agents cannot run, so the figures are under that load.
+#    --load N adds N simulated agents (bench/sim.c, 2,500 a process, at
+#    the 1 s heartbeat, each pinging every 300 ms as a busy agent does) to
+#    the same scheduler, every one taken by a job the real agents cannot
+#    run, so the figures are under that load; it prints how many of them
+#    were LOST meanwhile (false positives).
 # 3. With --ettr-minutes M (e.g. 10): a PyTorch DDP run of M minutes with
 #    a rank killed every minute; prints the job's effective training time
 #    ratio as lockstep computed it, and checks it against the ratio
@@ -211,6 +213,11 @@ for i in $(seq 1 "$TRIALS"); do
     wait_until 30 nodes_idle
 done
 summary "node loss" "$TEST_DIR/loss.txt"
+if [ "$LOAD" -gt 0 ]; then
+    echo "# simulated nodes LOST during the trials (false positives): $(db_query \
+        "SELECT count(*) FROM events WHERE kind = 'node_lost' AND subject LIKE 'node/sim%'")"
+    grep -h "^sim:" "$TEST_DIR"/sim-*.log | tail -n "$(ls "$TEST_DIR"/sim-*.log | wc -l)"
+fi
 
 if [ "$ETTR_MIN" -gt 0 ]; then
     echo "# ETTR: ${ETTR_MIN}-minute DDP run (2x2, gloo), a rank killed every minute"

@@ -36,10 +36,12 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "bench/simping.h"
 #include "common/cred.h"
 #include "common/curlx.h"
 #include "common/err.h"
 #include "common/jsonx.h"
+#include "common/leaseping.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/timeid.h"
@@ -47,6 +49,8 @@
 
 #define SIM_STEP_MS 100
 #define SIM_TICK_MS 50
+/* An idle node's lease pings, as agent/pinger.c's. */
+#define SIM_PING_IDLE_MS 10000
 #define SIM_LOG_EVERY_MS 1000
 #define SIM_WORK_WAIT_MS 25000
 #define SIM_STATUS_TIMEOUT_MS 10000L
@@ -70,6 +74,7 @@ struct sim_opts {
     int64_t ramp_ms;     /* registrations spread over this long */
     int ckpt_every;      /* steps; 0: no commits */
     int64_t duration_ms; /* 0: until SIGINT/SIGTERM */
+    bool no_pings;       /* no lease pings, whatever the scheduler asks */
 };
 
 struct sim_rank {
@@ -96,7 +101,11 @@ struct sim_node {
     struct sim *s;
     char name[64];
     char agent_id[33];
-    unsigned char key[CRED_KEY_LEN]; /* the node's, from the secret */
+    unsigned char key[CRED_KEY_LEN];  /* the node's, from the secret */
+    char lease_key[CRED_HEX_LEN + 1]; /* its lease pings' (leaseping.h) */
+    int64_t ping_ms;                  /* asked by the scheduler; 0: none */
+    int64_t ping_mono;                /* the last ping sent */
+    uint64_t ping_seq;
     struct curlx *cx;
     uv_timer_t status_timer;
     uv_timer_t work_timer;
@@ -128,6 +137,7 @@ struct sim {
     uv_timer_t ramp_timer, tick_timer, report_timer, stop_timer;
     uv_signal_t sigint, sigterm;
     struct sim_stats st;
+    struct simping *pings; /* NULL: none */
     int64_t last_report_mono;
     int64_t last_log_mono;
 };
@@ -170,6 +180,7 @@ sim_report_cb(uv_timer_t *t)
     int64_t now = timeid_mono_ms();
     double secs = (double)(now - s->last_report_mono) / 1000.0;
     double p50 = 0, p99 = 0;
+    uint64_t psent = 0, pok = 0, pbad = 0;
 
     if (secs <= 0)
         secs = 1;
@@ -178,14 +189,17 @@ sim_report_cb(uv_timer_t *t)
         p50 = st->rtt[st->nrtt / 2];
         p99 = st->rtt[(st->nrtt * 99) / 100];
     }
+    if (s->pings != NULL)
+        simping_counts(s->pings, &psent, &pok, &pbad);
     printf("sim: nodes=%d registered=%d reports/s=%.0f rtt_p50_ms=%.1f "
            "rtt_p99_ms=%.1f works/s=%.1f logs/s=%.0f log_lines/s=%.0f "
            "ranks_started=%" PRIu64 " ranks_ended=%" PRIu64
-           " ranks_failed=%" PRIu64 " errors=%" PRIu64 "\n",
+           " ranks_failed=%" PRIu64 " errors=%" PRIu64
+           " pings/s=%.0f ping_answers/s=%.0f ping_bad=%" PRIu64 "\n",
         s->o.nodes, sim_registered(s), (double)st->statuses / secs, p50, p99,
         (double)st->works / secs, (double)st->logs / secs,
         (double)st->log_lines / secs, st->started, st->ended, st->failed,
-        st->errors);
+        st->errors, (double)psent / secs, (double)pok / secs, pbad);
     fflush(stdout);
     st->statuses = st->works = st->logs = st->errors = st->log_lines = 0;
     st->started = st->ended = st->failed = 0;
@@ -422,6 +436,7 @@ sim_status_done_cb(int rc, long http_status, const struct sbuf *body, void *arg)
     n->s->st.statuses++;
     n->heartbeat_ms = n->s->o.heartbeat_ms > 0 ? n->s->o.heartbeat_ms
                                                : reply.heartbeat_ms;
+    n->ping_ms = n->s->pings != NULL ? reply.ping_ms : 0;
     if (n->need_register) {
         n->need_register = false;
         n->registered = true;
@@ -621,6 +636,14 @@ sim_tick_cb(uv_timer_t *t)
 
         if (sim_node_step(n, mono))
             sim_kick(n);
+        /* As an agent: every ping_ms while it runs ranks, every 10 s
+         * idle. */
+        if (n->ping_ms > 0 && n->registered &&
+            mono - n->ping_mono >=
+                (n->jobs != NULL ? n->ping_ms : SIM_PING_IDLE_MS)) {
+            n->ping_mono = mono;
+            simping_send(s->pings, n->name, n->lease_key, ++n->ping_seq);
+        }
         for (j = n->jobs; logs && j != NULL; j = j->next)
             for (size_t k = 0; k < j->nranks; k++)
                 sim_log_ship(n, j, &j->ranks[k], mono);
@@ -651,6 +674,7 @@ sim_node_init(struct sim *s, struct sim_node *n, int num, struct err *err)
     /* The simulator plays every node, so it holds the cluster secret and
      * derives each node's key; a real agent holds only its own. */
     cred_node_key(s->secret, s->secret_len, n->name, n->key);
+    leaseping_key(n->key, n->lease_key);
     curlx_set_signer(n->cx, sim_sign, n);
     curlx_set_ca(n->cx, s->o.ca);
     uv_timer_init(s->loop, &n->status_timer);
@@ -681,6 +705,23 @@ sim_ramp_cb(uv_timer_t *t)
     }
     if (s->nstarted >= s->o.nodes)
         uv_timer_stop(t);
+}
+
+/* The lease key of node, one of ours (simping_key_fn). */
+static const char *
+sim_lease_key(void *arg, const char *node)
+{
+    struct sim *s = arg;
+    size_t pl = strlen(s->o.prefix);
+    char *end;
+    long num;
+
+    if (strncmp(node, s->o.prefix, pl) != 0)
+        return NULL;
+    num = strtol(node + pl, &end, 10);
+    if (*end != '\0' || num < s->o.first || num >= s->o.first + s->nstarted)
+        return NULL;
+    return s->nodes[num - s->o.first].lease_key;
 }
 
 static void
@@ -725,7 +766,9 @@ sim_usage(FILE *f)
         "(default 0: none)\n"
         "  --ramp-ms MS        spread registrations (default nodes ms)\n"
         "  --report-ms MS      figures every MS (default 5000)\n"
-        "  --duration-ms MS    exit after MS (default: at SIGINT/SIGTERM)\n",
+        "  --duration-ms MS    exit after MS (default: at SIGINT/SIGTERM)\n"
+        "  --no-pings          send no lease pings (default: as the "
+        "scheduler asks)\n",
         SIM_STEP_MS);
 }
 
@@ -760,6 +803,7 @@ sim_parse(int argc, char **argv, struct sim_opts *o)
         { "ramp-ms", 1, 0, 'r' },
         { "report-ms", 1, 0, 'R' },
         { "duration-ms", 1, 0, 'd' },
+        { "no-pings", 0, 0, 'P' },
         { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -823,6 +867,9 @@ sim_parse(int argc, char **argv, struct sim_opts *o)
         case 'd':
             o->duration_ms = (int64_t)sim_num(optarg, "--duration-ms");
             break;
+        case 'P':
+            o->no_pings = true;
+            break;
         case 'h':
             sim_usage(stdout);
             exit(0);
@@ -876,6 +923,9 @@ main(int argc, char **argv)
     srandom((unsigned)getpid());
     s->loop = uv_default_loop();
     s->nodes = xcalloc((size_t)s->o.nodes, sizeof(*s->nodes));
+    if (!s->o.no_pings && (s->pings = simping_create(s->loop, s->o.server,
+                               sim_lease_key, s, &err)) == NULL)
+        log_warn("%s: no lease pings", err.msg);
     s->last_report_mono = s->last_log_mono = timeid_mono_ms();
 
     uv_timer_init(s->loop, &s->ramp_timer);
