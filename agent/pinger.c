@@ -63,6 +63,7 @@ struct pinger {
     void (*done)(void *arg);
     void *done_arg;
     int stop_tries;
+    uint64_t stop_seq; /* the first "stop" ping: older answers do not do */
 };
 
 static void
@@ -131,7 +132,7 @@ pinger_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     p->ok_mono = timeid_mono_ms();
     proc_lease_granted(ad->procs, sent, a.lease_ms);
     witness_renewed(ad->witness, sent, a.interval_ms, a.lease_ms);
-    if (p->done != NULL && p->stop_tries > 0) {
+    if (p->done != NULL && p->stop_seq != 0 && a.seq >= p->stop_seq) {
         log_notice("leases of %lld ms granted for the agent's restart",
             (long long)a.lease_ms);
         pinger_handed_over(p);
@@ -191,6 +192,8 @@ pinger_send(struct pinger *p, bool stopping)
     snprintf(lp.node, sizeof(lp.node), "%s", ad->node);
     lp.seq = ++p->seq;
     lp.stopping = stopping;
+    if (stopping && p->stop_seq == 0)
+        p->stop_seq = lp.seq;
     leaseping_key(ad->key.key, key);
     b = uv_buf_init(buf, (unsigned)leaseping_encode(key, &lp, buf));
     explicit_bzero(key, sizeof(key));
@@ -240,6 +243,7 @@ pinger_handover(struct pinger *p, void (*done)(void *arg), void *arg)
     p->done = done;
     p->done_arg = arg;
     p->stop_tries = 0;
+    p->stop_seq = 0;
     uv_timer_stop(&p->timer);
     uv_timer_start(&p->timer, pinger_timer_cb, 0, PINGER_STOP_GAP_MS);
     return true;
