@@ -319,6 +319,23 @@ test_reply(void)
     ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
             !back.has_witnesses,
         "no witnesses (an older scheduler): none sent");
+    ok(back.lease_interval_ms == 0 && back.ping_ms == 0 &&
+            cJSON_GetObjectItem(json, "ping_ms") == NULL,
+        "no interval, no pings: neither sent, both 0");
+    cJSON_Delete(json);
+
+    r.lease_ms = 1500;
+    r.lease_interval_ms = 300;
+    r.ping_ms = 300;
+    json = proto_status_reply_to_json(&r);
+    memset(&back, 0, sizeof(back));
+    ok(proto_status_reply_from_json(json, &back, &err) == 0 &&
+            back.lease_ms == 1500 && back.lease_interval_ms == 300 &&
+            back.ping_ms == 300,
+        "a short lease, its interval and the pings asked for round-trip");
+    cJSON_ReplaceItemInObject(json, "ping_ms", cJSON_CreateNumber(-1));
+    ok(proto_status_reply_from_json(json, &back, &err) == -EINVAL,
+        "a negative ping_ms: refused");
     cJSON_Delete(json);
 }
 
