@@ -31,6 +31,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/proto.h"
+#include "common/timeid.h"
 #include "common/witness.h"
 #include "common/xalloc.h"
 #include "scheduler/jobs.h"
@@ -50,7 +51,7 @@ static char dir[PATH_MAX];
 static uv_loop_t loop;
 
 static struct schedd *
-open_schedd(const char *sub)
+open_schedd_pings(const char *sub, int ping_ms)
 {
     char state[PATH_MAX + 32];
     struct schedd_opts o = {
@@ -60,6 +61,8 @@ open_schedd(const char *sub)
         .heartbeat_ms = 1000,
         .node_timeout_ms = 10000,
         .lease_ms = 5000,
+        .lease_ping_ms = ping_ms,
+        .short_lease_ms = 1500,
         .master_port_base = 29500,
         .master_port_count = 100,
         .max_body = 1 << 20,
@@ -72,6 +75,12 @@ open_schedd(const char *sub)
     if (sd == NULL)
         diag("schedd_create: %s", err.msg);
     return sd;
+}
+
+static struct schedd *
+open_schedd(const char *sub)
+{
+    return open_schedd_pings(sub, 0);
 }
 
 static void
@@ -539,6 +548,128 @@ test_fenced(void)
     close_schedd(sd);
 }
 
+/* Every witness of node heard for a long time, the longest gap gap_ms
+ * (the contact as nodes_witness_seen leaves it). */
+static void
+witnesses_heard(struct schedd *sd, struct node *node, int64_t mono,
+    int64_t gap_ms)
+{
+    struct node *w[WITNESS_MAX];
+    size_t k = nodes_witness_set(sd, node, w);
+
+    for (size_t i = 0; i < k; i++) {
+        w[i]->contact = (struct witness_contact){ .since_mono = mono - 60000,
+            .last_mono = mono - 10,
+            .bucket_mono = mono - 5000,
+            .gap_max = gap_ms,
+            .gap_prev = gap_ms / 2 };
+        w[i]->lost = false;
+    }
+}
+
+/*
+ * Short leases (docs/fault-tolerance.md "Short leases for busy nodes"):
+ * what each answer grants (short only once the node's pings are heard,
+ * long again after a "stop"), that a LOST node's pings are not heard,
+ * and the gate: past the latest grant + 250 + the witnesses' gap + 500,
+ * with that gap the one within which a majority was heard. With pings
+ * off, nothing changes: every grant is lease_ms.
+ */
+static void
+test_short_leases(void)
+{
+    struct schedd *sd = open_schedd_pings("short", 300), *off;
+    struct node *s[5], *w[WITNESS_MAX];
+    int64_t lease, interval, mono, at;
+    char why[300];
+    int rc = 0;
+
+    ok(sd != NULL, "a scheduler with lease pings every 300 ms");
+    if (sd == NULL)
+        return;
+    for (int k = 0; k < 5 && rc == 0; k++) {
+        char name[8];
+
+        snprintf(name, sizeof(name), "s%d", k);
+        rc = report(sd, name, NULL, 0, NULL);
+        s[k] = node_table_find(&sd->nodes, name);
+    }
+    is_int(rc, 0, "five nodes registered");
+
+    nodes_witness_grant(sd, s[0], &lease, &interval);
+    ok(lease == 5000 && interval == 1000 && !s[0]->told_short,
+        "no ping heard yet: the long lease, the heartbeat interval");
+    mono = timeid_mono_ms();
+    ok(nodes_pinged(sd, s[0], timeid_now_ms(), mono, false),
+        "a ping from s0 is heard");
+    ok(s[0]->last_seen_mono == mono && s[0]->contact.last_mono == mono,
+        "as a status is: its silence and its contact");
+    nodes_witness_grant(sd, s[0], &lease, &interval);
+    ok(lease == 1500 && interval == 300 && s[0]->told_short,
+        "then the short lease, the ping interval");
+    ok(s[0]->told_until_mono >= mono + 1000 + 5000,
+        "the long grant before still bounds what the gate waits past");
+    ok(nodes_pinged(sd, s[0], timeid_now_ms(), timeid_mono_ms(), true),
+        "a stop ping is heard");
+    nodes_witness_grant(sd, s[0], &lease, &interval);
+    ok(lease == 5000 && !s[0]->told_short,
+        "and answered with the long lease: the next agent has it");
+    ok(nodes_pinged(sd, s[0], timeid_now_ms(), timeid_mono_ms(), false),
+        "its successor pings");
+    nodes_witness_grant(sd, s[0], &lease, &interval);
+    is_int((int)lease, 1500, "short again");
+
+    s[1]->lost = true;
+    mono = s[1]->last_seen_mono;
+    ok(!nodes_pinged(sd, s[1], timeid_now_ms(), timeid_mono_ms() + 5, false),
+        "a LOST node's ping is not heard (only a status brings it back)");
+    ok(s[1]->last_seen_mono == mono && s[1]->ping_mono == 0, "nor counted");
+    s[1]->lost = false;
+
+    /* The gate for s2, on its witnesses' word. */
+    mono = timeid_mono_ms();
+    nodes_witness_set(sd, s[2], w);
+    witnesses_heard(sd, s[2], mono, 1000);
+    s[2]->nwit_sent = 0; /* only the set computed now */
+    s[2]->told_until_mono = mono - 1000;
+    at = witness_replace_at(s[2]->told_until_mono, 1000);
+    is_int((int)(at - mono), 750, "the gate: grant end + 250 + 1000 + 500");
+    ok(!nodes_witness_may_replace(sd, s[2], mono, why, sizeof(why)) &&
+            strstr(why, "waiting 750 ms more") != NULL,
+        "not before it: %s", why);
+    ok(nodes_witness_may_replace(sd, s[2], at, why, sizeof(why)),
+        "at it: replaced");
+    /* Two of its four witnesses with a 3 s gap: the majority (three)
+     * includes one of them. */
+    w[0]->contact.gap_max = 3000;
+    w[1]->contact.gap_max = 3000;
+    ok(!nodes_witness_may_replace(sd, s[2], at, why, sizeof(why)) &&
+            strstr(why, "a gap of 3000 ms") != NULL,
+        "a majority heard only within 3 s: later (%s)", why);
+    ok(nodes_witness_may_replace(sd, s[2], at + 2000, why, sizeof(why)),
+        "2 s later");
+    w[0]->contact.since_mono = 0;
+    w[1]->contact.since_mono = 0;
+    ok(!nodes_witness_may_replace(sd, s[2], at + 2000, why, sizeof(why)) &&
+            strstr(why, "2 of its 4 witnesses") != NULL,
+        "two of four in contact: not replaced (%s)", why);
+    close_schedd(sd);
+
+    off = open_schedd_pings("short-off", 0);
+    if (off != NULL) {
+        struct node *n;
+
+        ok(report(off, "o1", NULL, 0, NULL) == 0 &&
+                (n = node_table_find(&off->nodes, "o1")) != NULL,
+            "pings off: a node");
+        nodes_pinged(off, n, timeid_now_ms(), timeid_mono_ms(), false);
+        nodes_witness_grant(off, n, &lease, &interval);
+        ok(lease == 5000 && interval == 1000,
+            "a ping (from a misconfigured agent) changes nothing: long");
+        close_schedd(off);
+    }
+}
+
 int
 main(void)
 {
@@ -551,6 +682,7 @@ main(void)
     test_rack_change();
     test_gang_nodes();
     test_fenced();
+    test_short_leases();
     is_int(uv_loop_close(&loop), 0, "every handle closed");
     test_rmtree(dir);
     return done_testing();
