@@ -630,7 +630,9 @@ test_short_leases(void)
     mono = timeid_mono_ms();
     nodes_witness_set(sd, s[2], w);
     witnesses_heard(sd, s[2], mono, 1000);
-    s[2]->nwit_sent = 0; /* only the set computed now */
+    for (size_t i = 0; i < s[2]->nwit_sent; i++) /* only the set now */
+        free(s[2]->wit_sent[i]);
+    s[2]->nwit_sent = 0;
     s[2]->told_until_mono = mono - 1000;
     at = witness_replace_at(s[2]->told_until_mono, 1000);
     is_int((int)(at - mono), 750, "the gate: grant end + 250 + 1000 + 500");
