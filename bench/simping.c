@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/leaseping.h"
 #include "common/xalloc.h"
@@ -68,7 +69,8 @@ simping_create(uv_loop_t *loop, const char *server, simping_key_fn *key_of,
     struct sockaddr_in any;
     char host[64];
     const char *s = server, *colon;
-    int port, rc;
+    int port, rc, want = 8 * 1024 * 1024;
+    uv_os_fd_t fd;
 
     if (strncmp(s, "http://", 7) == 0)
         s += 7;
@@ -104,6 +106,11 @@ simping_create(uv_loop_t *loop, const char *server, simping_key_fn *key_of,
         /* Left open: the process ends. */
         return NULL;
     }
+    /* The answers of thousands of nodes come in bursts (one tick's
+     * pings): room for them, past net.core.rmem_max as root. */
+    if (uv_fileno((uv_handle_t *)&p->udp, &fd) == 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
     return p;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "common/fence.h"
@@ -23,6 +24,8 @@
 
 /* How often a refused datagram may be logged. */
 #define FENCE_LOG_EVERY_MS 60000
+/* The UDP receive buffer asked for (the kernel doubles it). */
+#define FENCE_RCVBUF (8 * 1024 * 1024)
 #define FENCE_BAD_MAC                                                          \
     "bad MAC (not the node's key of the cluster secret or the previous one)"
 
@@ -195,6 +198,31 @@ fence_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
         rx->counts.old++;
 }
 
+/*
+ * Room for the lease pings that arrive while the loop is busy: 10,000
+ * busy nodes send 33 a millisecond, and the default buffer (about 200 KiB,
+ * some 270 datagrams) overflows after 8 ms. SO_RCVBUFFORCE passes
+ * net.core.rmem_max when the scheduler may (CAP_NET_ADMIN); else
+ * SO_RCVBUF, capped by it.
+ */
+static void
+fence_rx_buffer(struct fence_rx *rx)
+{
+    int want = FENCE_RCVBUF, got = 0, fd;
+    socklen_t len = sizeof(got);
+    uv_os_fd_t ufd;
+
+    if (uv_fileno((uv_handle_t *)&rx->udp, &ufd) < 0)
+        return;
+    fd = ufd;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == 0 && got < want)
+        log_notice("UDP receive buffer %d bytes, not %d: raise "
+                   "net.core.rmem_max for many busy nodes' lease pings",
+            got / 2, want);
+}
+
 struct fence_rx *
 fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
 {
@@ -224,6 +252,7 @@ fence_rx_start(struct schedd *sd, const char *host, int port, struct err *err)
         return NULL;
     }
     freeaddrinfo(ai);
+    fence_rx_buffer(rx);
     log_info("fence notices received on UDP %s:%d, lease pings too", host,
         port);
     return rx;
