@@ -150,7 +150,8 @@ nodes_witness_seen(struct schedd *sd, struct node *node, int64_t mono)
         sd->node_timeout_ms);
 }
 
-bool
+/* Whether node's answers now grant short leases. */
+static bool
 nodes_witness_short(const struct schedd *sd, const struct node *node,
     int64_t mono)
 {

@@ -68,9 +68,6 @@ void nodes_witness_dispatch(struct schedd *sd, struct node *node);
  * leases (its pings are trusted to resume: an idle agent pings every
  * 10 s, a busy one every lease_ping_ms). */
 #define NODES_WITNESS_PING_TRUST_MS 60000
-/* Whether node's answers now grant short leases. */
-bool nodes_witness_short(const struct schedd *sd, const struct node *node,
-    int64_t mono);
 
 /*
  * The lease settings of the configuration (lease_ms, lease_ping_ms,
