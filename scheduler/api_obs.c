@@ -369,45 +369,40 @@ api_obs_agent_auth(struct sbuf *out, const struct schedd *sd)
         (double)nonces_count(&sd->nonces));
 }
 
-/* The lease pings of busy nodes (fence.h), by what came of them. */
+/* A counter family of three samples labelled result=names[i]. */
 static void
-api_obs_pings(struct sbuf *out, const struct fence_rx_counts *c)
+api_obs_results(struct sbuf *out, const char *family, const char *help,
+    const char *const names[3], const uint64_t v[3])
 {
-    static const char *const names[] = { "answered", "ignored", "unsent" };
-    uint64_t v[3] = { c->pings_answered, c->pings_ignored, c->pings_unsent };
-
-    metrics_family(out, "lockstep_lease_pings_total", "counter",
-        "UDP lease pings of nodes whose supervisors hold leases (answered: "
-        "heard and granted a lease; ignored: a LOST node or a scheduler not "
-        "serving; unsent: the answer could not be sent); refused ones are "
-        "counted with the fence notices");
+    metrics_family(out, family, "counter", help);
     for (size_t i = 0; i < 3; i++) {
         struct metrics_label l[] = { { "result", names[i] }, { NULL, NULL } };
 
-        metrics_sample(out, "lockstep_lease_pings_total", l, (double)v[i]);
+        metrics_sample(out, family, l, (double)v[i]);
     }
 }
 
-/* The supervisors' fence notices (fence.h), by what came of them. */
+/* The supervisors' fence notices and the lease pings of busy nodes
+ * (fence.h), by what came of them. */
 static void
 api_obs_fence(struct sbuf *out, const struct fence_rx *rx)
 {
-    static const char *const names[] = { "acted", "old", "refused" };
+    static const char *const notices[] = { "acted", "old", "refused" };
+    static const char *const pings[] = { "answered", "ignored", "unsent" };
     struct fence_rx_counts c;
-    uint64_t v[3];
 
     fence_rx_counts(rx, &c);
-    v[0] = c.acted;
-    v[1] = c.old;
-    v[2] = c.refused;
-    metrics_family(out, "lockstep_fence_notices_total", "counter",
+    api_obs_results(out, "lockstep_fence_notices_total",
         "UDP fence notices of supervisors whose agent is gone (acted: an "
         "attempt replaced; old: about nothing held any more; refused: not a "
-        "notice, an unknown node or a bad MAC)");
-    for (size_t i = 0; i < 3; i++) {
-        struct metrics_label l[] = { { "result", names[i] }, { NULL, NULL } };
-
-        metrics_sample(out, "lockstep_fence_notices_total", l, (double)v[i]);
-    }
-    api_obs_pings(out, &c);
+        "notice, an unknown node or a bad MAC)",
+        notices, (const uint64_t[3]){ c.acted, c.old, c.refused });
+    api_obs_results(out, "lockstep_lease_pings_total",
+        "UDP lease pings of nodes whose supervisors hold leases (answered: "
+        "heard and granted a lease; ignored: a LOST node or a scheduler not "
+        "serving; unsent: the answer could not be sent); refused ones are "
+        "counted with the fence notices",
+        pings,
+        (const uint64_t[3]){ c.pings_answered, c.pings_ignored,
+            c.pings_unsent });
 }
