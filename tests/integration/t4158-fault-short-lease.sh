@@ -17,15 +17,8 @@
 . "$(dirname "$0")/../lib/harness.sh"
 
 NODE_TIMEOUT_MS=10000 HEARTBEAT_MS=1000 LEASE_MS=5000 KILL_GRACE_MS=1000
-# The pings come in on UDP at the TCP port the kernel picked, which
-# another test's UDP socket may hold: then start again on another port.
-for try in 1 2 3; do
-    start_scheduler
-    wait_until 10 grep -q "fence notices" "$TEST_DIR/sched/log"
-    grep -q "fence notices received on UDP" "$TEST_DIR/sched/log" && break
-    stop_scheduler
-    rm -f "$TEST_DIR/sched/port" "$TEST_DIR/sched/log"
-done
+# The pings come in on UDP at the TCP port the kernel picked.
+start_scheduler_udp
 export AGENT_SERVER=$LOCKSTEP_URL
 for k in 1 2 3 4; do start_agent n$k; done
 

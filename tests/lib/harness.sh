@@ -239,6 +239,23 @@ node_key() {
     echo "$f"
 }
 
+# start_scheduler_udp [ARGS]: start_scheduler, and again (3 tries) while
+# its UDP socket for fence notices and lease pings cannot bind: it takes
+# the TCP port the kernel picked, whose UDP twin another test's socket
+# may hold.
+start_scheduler_udp() {
+    local try
+    for try in 1 2 3; do
+        start_scheduler "$@" || return 1
+        wait_until 10 grep -q "fence notices" "$TEST_DIR/sched/log"
+        grep -q "fence notices received on UDP" "$TEST_DIR/sched/log" &&
+            return 0
+        stop_scheduler
+        rm -f "$TEST_DIR/sched/port" "$TEST_DIR/sched/log"
+    done
+    return 1
+}
+
 # start_scheduler [-o key=value]...: start lockstepd (again, after a kill,
 # on the same state and the same TCP port). Its TCP listener speaks plain
 # HTTP (tls = off: the suite's curl calls and its speed want it), unless
