@@ -71,6 +71,14 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
 s.setblocking(False)
 addr = ("127.0.0.1", port)
 sent = answered = 0
+def drain():
+    global answered
+    while True:
+        try:
+            s.recvfrom(512)
+            answered += 1
+        except BlockingIOError:
+            return
 t0 = time.monotonic()
 while True:
     el = time.monotonic() - t0
@@ -83,20 +91,10 @@ while True:
         except BlockingIOError:
             break
         sent += 1
-    while True:
-        try:
-            s.recvfrom(512)
-            answered += 1
-        except BlockingIOError:
-            break
+    drain()
     time.sleep(0.001)
 time.sleep(0.2)
-while True:
-    try:
-        s.recvfrom(512)
-        answered += 1
-    except BlockingIOError:
-        break
+drain()
 print(sent, answered)
 PY
 }
