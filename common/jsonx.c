@@ -8,11 +8,14 @@
 #include "jsonx.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sbuf.h"
 #include "xalloc.h"
 
 /* Integers above this are not exactly representable in a double. */
@@ -251,9 +254,10 @@ jsonx_get_int_array(const cJSON *obj, const char *key, bool required,
         char name[96];
         int64_t x;
 
-        snprintf(name, sizeof(name), "%s[%zu]", key, i);
-        rc = jsonx_number(item, name, min, max, &x, err);
-        if (rc < 0) {
+        /* The element's name is printed for the error only. */
+        if (jsonx_number(item, key, min, max, &x, NULL) < 0) {
+            snprintf(name, sizeof(name), "%s[%zu]", key, i);
+            rc = jsonx_number(item, name, min, max, &x, err);
             free(v);
             return rc;
         }
@@ -296,16 +300,130 @@ jsonx_add_str_array(cJSON *obj, const char *key, char *const *v, size_t n)
     return arr;
 }
 
+/* ---- printing ------------------------------------------------------------ */
+
+/*
+ * The printer writes what cJSON_PrintUnformatted writes, into an sbuf,
+ * with one difference: an integral number up to 2^53 is written as its
+ * digits. cJSON writes every number past INT_MAX through "%1.15g", a
+ * sscanf and often "%1.17g" (as "1.76434e+15", at times), which made
+ * number printing a tenth of the scheduler's CPU per agent status (the
+ * generations are such numbers; docs/scale.md).
+ */
+
+static void
+jsonx_write_uint(struct sbuf *sb, uint64_t v)
+{
+    char digits[24];
+    size_t i = sizeof(digits);
+
+    do {
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    sbuf_add(sb, digits + i, sizeof(digits) - i);
+}
+
+static void
+jsonx_write_number(struct sbuf *sb, double d)
+{
+    char text[32];
+    double back;
+
+    if (isnan(d) || isinf(d)) {
+        sbuf_add(sb, "null", 4);
+    } else if (d == floor(d) && fabs(d) <= JSONX_INT_LIMIT) {
+        if (signbit(d)) /* "-0" too, as cJSON */
+            sbuf_addch(sb, '-');
+        jsonx_write_uint(sb, (uint64_t)fabs(d));
+    } else {
+        /* As cJSON: 15 digits when they read back as the same double
+         * (within an epsilon), else 17. */
+        snprintf(text, sizeof(text), "%1.15g", d);
+        back = strtod(text, NULL);
+        if (fabs(back - d) > fmax(fabs(back), fabs(d)) * DBL_EPSILON)
+            snprintf(text, sizeof(text), "%1.17g", d);
+        sbuf_addstr(sb, text);
+    }
+}
+
+static void
+jsonx_write_string(struct sbuf *sb, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    static const char shorts[] = "\"\\\b\f\n\r\t";
+    const char *run, *e;
+
+    sbuf_addch(sb, '"');
+    for (run = s = s ? s : ""; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[6] = { '\\', 0 };
+        size_t n = 2;
+
+        if (c >= 32 && c != '"' && c != '\\')
+            continue;
+        sbuf_add(sb, run, (size_t)(s - run));
+        run = s + 1;
+        if ((e = strchr(shorts, c)) != NULL) {
+            esc[1] = "\"\\bfnrt"[e - shorts];
+        } else {
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        sbuf_add(sb, esc, n);
+    }
+    sbuf_add(sb, run, (size_t)(s - run));
+    sbuf_addch(sb, '"');
+}
+
+void
+jsonx_write(struct sbuf *sb, const cJSON *json)
+{
+    const cJSON *c;
+
+    switch (json != NULL ? json->type & 0xFF : cJSON_NULL) {
+    case cJSON_False:
+        sbuf_add(sb, "false", 5);
+        break;
+    case cJSON_True:
+        sbuf_add(sb, "true", 4);
+        break;
+    case cJSON_Number:
+        jsonx_write_number(sb, json->valuedouble);
+        break;
+    case cJSON_String:
+        jsonx_write_string(sb, json->valuestring);
+        break;
+    case cJSON_Raw:
+        sbuf_addstr(sb, json->valuestring ? json->valuestring : "null");
+        break;
+    case cJSON_Array:
+    case cJSON_Object:
+        sbuf_addch(sb, cJSON_IsArray(json) ? '[' : '{');
+        for (c = json->child; c != NULL; c = c->next) {
+            if (c != json->child)
+                sbuf_addch(sb, ',');
+            if (cJSON_IsObject(json)) {
+                jsonx_write_string(sb, c->string);
+                sbuf_addch(sb, ':');
+            }
+            jsonx_write(sb, c);
+        }
+        sbuf_addch(sb, cJSON_IsArray(json) ? ']' : '}');
+        break;
+    default: /* cJSON_NULL, cJSON_Invalid */
+        sbuf_add(sb, "null", 4);
+    }
+}
+
 char *
 jsonx_print(const cJSON *json)
 {
-    char *p = cJSON_PrintUnformatted(json);
-    char *copy;
+    struct sbuf sb;
 
-    if (p == NULL)
-        return xstrdup("null");
-    /* Hand back memory the caller can free() whatever cJSON's hooks are. */
-    copy = xstrdup(p);
-    cJSON_free(p);
-    return copy;
+    sbuf_init(&sb);
+    jsonx_write(&sb, json);
+    return sbuf_detach(&sb, NULL);
 }

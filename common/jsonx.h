@@ -17,6 +17,8 @@
 
 #include "err.h"
 
+struct sbuf;
+
 /* Parse exactly len bytes (no trailing garbage). On failure sets err
  * ("invalid JSON at byte 17") and returns -EINVAL. *out: caller deletes. */
 int jsonx_parse(const char *buf, size_t len, cJSON **out, struct err *err);
@@ -60,7 +62,12 @@ cJSON *jsonx_add_int_array(cJSON *obj, const char *key, const int *v, size_t n);
 cJSON *jsonx_add_str_array(cJSON *obj, const char *key, char *const *v,
     size_t n);
 
-/* Print without formatting; caller frees with free(). Never NULL. */
+/* Print without formatting; caller frees with free(). Never NULL. What
+ * cJSON_PrintUnformatted prints, except that integral numbers up to 2^53
+ * are written as their digits (never "1.76434e+15"); NULL, an invalid
+ * item and a raw one without text print as null. */
 char *jsonx_print(const cJSON *json);
+/* The same, appended to sb. */
+void jsonx_write(struct sbuf *sb, const cJSON *json);
 
 #endif

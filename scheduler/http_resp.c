@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -31,18 +32,12 @@ http_resp_init(struct http_resp *resp)
 void
 http_resp_json(struct http_resp *resp, int status, cJSON *json)
 {
-    char *s;
-
     assert(json != NULL);
-    s = cJSON_PrintUnformatted(json);
-    cJSON_Delete(json);
-    if (s == NULL)
-        fatalx("cannot print JSON response: out of memory");
     resp->status = status;
     resp->content_type = "application/json";
     sbuf_reset(&resp->body);
-    sbuf_addstr(&resp->body, s);
-    cJSON_free(s);
+    jsonx_write(&resp->body, json);
+    cJSON_Delete(json);
 }
 
 static void http_resp_verror(struct http_resp *resp, int status,

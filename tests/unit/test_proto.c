@@ -4,6 +4,7 @@
 #include "common/proto.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -874,6 +875,91 @@ test_kv_value(void)
     ok(proto_kv_value(NULL, 0, "rack") == NULL, "no labels: NULL");
 }
 
+/* A random tree of every item kind; numbers only below 1e15 in
+ * magnitude, where cJSON prints integers as digits too. */
+static cJSON *
+random_item(unsigned *seed, int depth)
+{
+    static const double nums[] = { 0, -0.0, 1, -1, 0.5, -2.25, 1e-7,
+        3.141592653589793, 0.1, 1.0 / 3, 2147483647, 2147483648.0,
+        -2147483649.0, 123456789012345.0, 99999999999999.5, 1e300, -1e-300,
+        6.02214076e23 };
+    char text[24];
+    cJSON *c;
+    int i, n;
+
+    switch (depth > 3 ? rand_r(seed) % 5 : rand_r(seed) % 7) {
+    case 0:
+        return cJSON_CreateNull();
+    case 1:
+        return cJSON_CreateBool(rand_r(seed) % 2);
+    case 2:
+        return cJSON_CreateNumber(
+            nums[rand_r(seed) % (sizeof(nums) / sizeof(nums[0]))]);
+    case 3:
+        return cJSON_CreateNumber((double)(rand_r(seed) % 2000001) / 8 - 1e5);
+    case 4:
+        n = rand_r(seed) % (int)sizeof(text);
+        for (i = 0; i < n; i++)
+            text[i] = (char)(1 + rand_r(seed) % 255);
+        text[n] = '\0';
+        return cJSON_CreateString(text);
+    case 5:
+        c = cJSON_CreateArray();
+        for (n = rand_r(seed) % 5; n > 0; n--)
+            cJSON_AddItemToArray(c, random_item(seed, depth + 1));
+        return c;
+    default:
+        c = cJSON_CreateObject();
+        for (n = rand_r(seed) % 5; n > 0; n--) {
+            snprintf(text, sizeof(text), "k%d\n\"%c", n,
+                1 + rand_r(seed) % 255);
+            cJSON_AddItemToObject(c, text, random_item(seed, depth + 1));
+        }
+        return c;
+    }
+}
+
+static void
+test_print(void)
+{
+    unsigned seed = 20261128;
+    int i, same = 0;
+    cJSON *json;
+    char *mine, *theirs;
+
+    for (i = 0; i < 2000; i++) {
+        json = random_item(&seed, 0);
+        mine = jsonx_print(json);
+        theirs = cJSON_PrintUnformatted(json);
+        if (strcmp(mine, theirs) == 0)
+            same++;
+        else if (same == i)
+            diag("differs: '%s' vs cJSON's '%s'", mine, theirs);
+        free(mine);
+        cJSON_free(theirs);
+        cJSON_Delete(json);
+    }
+    is_int(same, 2000, "jsonx_print prints random trees as cJSON does");
+
+    json = cJSON_CreateArray();
+    cJSON_AddItemToArray(json, cJSON_CreateNumber(1764340000000000.0));
+    cJSON_AddItemToArray(json, cJSON_CreateNumber(-9007199254740992.0));
+    cJSON_AddItemToArray(json, cJSON_CreateNumber(123456789012345678.0));
+    cJSON_AddItemToArray(json, cJSON_CreateNumber(0.0 / 0.0));
+    cJSON_AddItemToArray(json, cJSON_CreateRaw("{\"a\":1}"));
+    mine = jsonx_print(json);
+    is_str(mine,
+        "[1764340000000000,-9007199254740992,1.2345678901234568e+17,null,"
+        "{\"a\":1}]",
+        "integers up to 2^53 print as digits, past it as cJSON does");
+    free(mine);
+    cJSON_Delete(json);
+    mine = jsonx_print(NULL);
+    is_str(mine, "null", "nothing prints as null");
+    free(mine);
+}
+
 int
 main(void)
 {
@@ -891,5 +977,6 @@ main(void)
     test_health();
     test_log_frames();
     test_log_query();
+    test_print();
     return done_testing();
 }
