@@ -9,15 +9,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include "log.h"
 #include "sbuf.h"
 #include "timeid.h"
 #include "xalloc.h"
@@ -26,6 +28,57 @@
 #define CRED_NODE_KEY_LABEL "lockstep-node-key:"
 #define CRED_REQ_LABEL "lockstep-agent-v1"
 #define CRED_WITNESS_LABEL "lockstep witness v1"
+
+/* SHA-256 and an HMAC context with SHA-256 set, fetched once: HMAC()
+ * and EVP_sha256() look their algorithms up at every call, which was
+ * half the cost of a MAC and a tenth of an agent status's
+ * (docs/scale.md). The template is only ever copied. */
+static pthread_once_t cred_algs_once = PTHREAD_ONCE_INIT;
+static EVP_MD *cred_md;
+static EVP_MAC_CTX *cred_hmac_tmpl;
+
+static void
+cred_algs_fetch(void)
+{
+    OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string(
+                                OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_construct_end() };
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+
+    cred_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (mac != NULL)
+        cred_hmac_tmpl = EVP_MAC_CTX_new(mac);
+    if (cred_md == NULL || cred_hmac_tmpl == NULL ||
+        !EVP_MAC_CTX_set_params(cred_hmac_tmpl, params))
+        fatalx("libcrypto offers no SHA-256 or HMAC");
+    EVP_MAC_free(mac); /* the template holds its own reference */
+}
+
+/* HMAC-SHA256 of msg under key into out (CRED_KEY_LEN bytes). */
+static void
+cred_hmac(const void *key, size_t key_len, const void *msg, size_t msg_len,
+    unsigned char *out)
+{
+    EVP_MAC_CTX *c;
+    size_t n = 0;
+
+    pthread_once(&cred_algs_once, cred_algs_fetch);
+    c = EVP_MAC_CTX_dup(cred_hmac_tmpl);
+    if (c == NULL || !EVP_MAC_init(c, key, key_len, NULL) ||
+        !EVP_MAC_update(c, msg, msg_len) ||
+        !EVP_MAC_final(c, out, &n, CRED_KEY_LEN) || n != CRED_KEY_LEN)
+        fatalx("HMAC-SHA256 failed in libcrypto");
+    EVP_MAC_CTX_free(c);
+}
+
+/* SHA-256 of data into out (CRED_KEY_LEN bytes). */
+static void
+cred_sha256(const void *data, size_t len, unsigned char *out)
+{
+    pthread_once(&cred_algs_once, cred_algs_fetch);
+    if (!EVP_Digest(data, len, out, NULL, cred_md, NULL))
+        fatalx("SHA-256 failed in libcrypto");
+}
 
 static void
 to_hex(const unsigned char *raw, size_t n, char *out)
@@ -110,22 +163,19 @@ void
 cred_agent_mac(const char *secret, size_t secret_len, const char *node,
     char *out)
 {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
+    unsigned char mac[CRED_KEY_LEN];
 
-    HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)node,
-        strlen(node), mac, &maclen);
-    to_hex(mac, maclen, out);
+    cred_hmac(secret, secret_len, node, strlen(node), mac);
+    to_hex(mac, sizeof(mac), out);
 }
 
 void
 cred_sha256_hex(const char *s, char *out)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[CRED_KEY_LEN];
 
-    EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha256(), NULL);
-    to_hex(md, mdlen, out);
+    cred_sha256(s, strlen(s), md);
+    to_hex(md, sizeof(md), out);
 }
 
 char *
@@ -218,14 +268,9 @@ void
 cred_node_key(const char *secret, size_t secret_len, const char *node,
     unsigned char *key)
 {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
     char *msg = xasprintf("%s%s", CRED_NODE_KEY_LABEL, node);
 
-    HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)msg,
-        strlen(msg), mac, &maclen);
-    memcpy(key, mac, CRED_KEY_LEN);
-    explicit_bzero(mac, sizeof(mac));
+    cred_hmac(secret, secret_len, msg, strlen(msg), key);
     free(msg);
 }
 
@@ -233,20 +278,17 @@ void
 cred_agent_req_mac(const unsigned char *key, const struct cred_agent_req *r,
     char *out)
 {
-    unsigned char md[EVP_MAX_MD_SIZE], mac[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0, maclen = 0;
+    unsigned char md[CRED_KEY_LEN], mac[CRED_KEY_LEN];
     char body_hex[CRED_HEX_LEN + 1];
     struct sbuf text;
 
-    EVP_Digest(r->body != NULL ? r->body : "", r->body_len, md, &mdlen,
-        EVP_sha256(), NULL);
-    to_hex(md, mdlen, body_hex);
+    cred_sha256(r->body != NULL ? r->body : "", r->body_len, md);
+    to_hex(md, sizeof(md), body_hex);
     sbuf_init(&text);
     sbuf_addf(&text, "%s\n%s\n%s\n%s\n%s\n%lld\n%s", CRED_REQ_LABEL, r->node,
         r->method, r->target, body_hex, (long long)r->ts_ms, r->nonce);
-    HMAC(EVP_sha256(), key, CRED_KEY_LEN, (const unsigned char *)text.buf,
-        text.len, mac, &maclen);
-    to_hex(mac, maclen, out);
+    cred_hmac(key, CRED_KEY_LEN, text.buf, text.len, mac);
+    to_hex(mac, sizeof(mac), out);
     sbuf_release(&text);
 }
 

@@ -256,6 +256,23 @@ test_keyfile(void)
     rmdir(dir);
 }
 
+/* Known answers (RFC 4231 test case 2; FIPS 180-2 "abc"): the MACs and
+ * digests are HMAC-SHA256 and SHA-256, whatever way libcrypto is asked. */
+static void
+test_known_answers(void)
+{
+    char hex[CRED_HEX_LEN + 1];
+
+    cred_agent_mac("Jefe", 4, "what do ya want for nothing?", hex);
+    is_str(hex,
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+        "HMAC-SHA256 known answer");
+    cred_sha256_hex("abc", hex);
+    is_str(hex,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        "SHA-256 known answer");
+}
+
 int
 main(void)
 {
@@ -267,5 +284,6 @@ main(void)
     test_sign_parse();
     test_parse_bad();
     test_keyfile();
+    test_known_answers();
     return done_testing();
 }
