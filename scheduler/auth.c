@@ -22,6 +22,7 @@
 
 #include "common/cred.h"
 #include "common/jsonx.h"
+#include "common/leaseping.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/proto.h"
@@ -201,12 +202,21 @@ auth_agent_legacy(struct schedd *sd, const struct cred_agent_cred *c,
     return 0;
 }
 
-/* Whether c's MAC is right for req under the key of secret. */
+void
+auth_node_keys(const struct schedd *sd, struct node *node)
+{
+    if (node->key_gen == sd->secret_gen)
+        return;
+    cred_node_key(sd->secret, sd->secret_len, node->name, node->node_key);
+    leaseping_key(node->node_key, node->lease_key);
+    node->key_gen = sd->secret_gen;
+}
+
+/* Whether c's MAC is right for req under the node key key. */
 static bool
-auth_agent_mac_ok(const char *secret, size_t len, const struct http_req *req,
+auth_agent_mac_ok(const unsigned char *key, const struct http_req *req,
     const struct cred_agent_cred *c, const char *target)
 {
-    unsigned char key[CRED_KEY_LEN];
     char mac[CRED_HEX_LEN + 1];
     struct cred_agent_req r = { .node = c->node,
         .method = req->method,
@@ -215,13 +225,9 @@ auth_agent_mac_ok(const char *secret, size_t len, const struct http_req *req,
         .body_len = req->body_len,
         .ts_ms = c->ts_ms,
         .nonce = c->nonce };
-    bool ok;
 
-    cred_node_key(secret, len, c->node, key);
     cred_agent_req_mac(key, &r, mac);
-    ok = cred_equal(mac, c->mac);
-    explicit_bzero(key, sizeof(key));
-    return ok;
+    return cred_equal(mac, c->mac);
 }
 
 /* Which key signed the request, or -EACCES. */
@@ -232,14 +238,25 @@ auth_agent_verify(struct schedd *sd, const struct http_req *req,
     char *target = req->query && req->query[0]
                        ? xasprintf("%s?%s", req->path, req->query)
                        : xstrdup(req->path);
+    struct node *node = node_table_find(&sd->nodes, c->node);
+    unsigned char key[CRED_KEY_LEN];
     int rc = -EACCES;
 
-    if (auth_agent_mac_ok(sd->secret, sd->secret_len, req, c, target))
+    /* A known node's key of the current secret is kept with it. */
+    if (node != NULL) {
+        auth_node_keys(sd, node);
+        memcpy(key, node->node_key, sizeof(key));
+    } else {
+        cred_node_key(sd->secret, sd->secret_len, c->node, key);
+    }
+    if (auth_agent_mac_ok(key, req, c, target)) {
         rc = AUTH_KEY_CURRENT;
-    else if (sd->secret_prev != NULL &&
-             auth_agent_mac_ok(sd->secret_prev, sd->secret_prev_len, req, c,
-                 target))
-        rc = AUTH_KEY_PREVIOUS;
+    } else if (sd->secret_prev != NULL) {
+        cred_node_key(sd->secret_prev, sd->secret_prev_len, c->node, key);
+        if (auth_agent_mac_ok(key, req, c, target))
+            rc = AUTH_KEY_PREVIOUS;
+    }
+    explicit_bzero(key, sizeof(key));
     free(target);
     if (rc < 0) {
         who->refused = REFUSAL_BAD_MAC;

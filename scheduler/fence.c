@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
+#include "scheduler/auth.h"
 #include "scheduler/node.h"
 #include "scheduler/nodes.h"
 #include "scheduler/nodes_witness.h"
@@ -122,10 +123,7 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
     }
     /* The key of the current secret is kept with the node: deriving it
      * is two HMACs a ping. */
-    if (node->lease_key_gen != sd->secret_gen) {
-        fence_lease_key(sd->secret, sd->secret_len, p.node, node->lease_key);
-        node->lease_key_gen = sd->secret_gen;
-    }
+    auth_node_keys(sd, node);
     memcpy(key, node->lease_key, sizeof(key));
     if (leaseping_decode(key, buf, n, &p) < 0 &&
         (sd->secret_prev == NULL ||

@@ -93,10 +93,14 @@ struct node {
     int64_t told_until_mono;
     int64_t told_lease_ms, told_interval_ms; /* the last grant */
     bool told_short;                         /* it was a short one */
-    /* Its lease key (common/leaseping.h) of the cluster secret of
-     * generation lease_key_gen (schedd's secret_gen; 0: none yet). */
+    /* Its keys of the cluster secret of generation key_gen (schedd's
+     * secret_gen; 0: none yet), kept by auth_node_keys: the node key
+     * (common/cred.h), which signs its requests, and the lease key
+     * derived from it (common/leaseping.h). Deriving them is three HMACs,
+     * which were a tenth of a status's cost. */
+    unsigned char node_key[CRED_KEY_LEN];
     char lease_key[CRED_HEX_LEN + 1];
-    uint64_t lease_key_gen;
+    uint64_t key_gen;
     bool reconciled; /* agent report compared since load */
     bool agent_gone; /* its long poll's connection closed and
                       * nothing was heard since */
