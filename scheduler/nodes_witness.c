@@ -108,6 +108,16 @@ nodes_witness_same(const struct node *node, struct node *const *w, size_t k)
     return true;
 }
 
+/* src into dst of size bytes, cut to fit (at every status: no printf). */
+static void
+nodes_witness_copy(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 int
 nodes_witness_reply(struct schedd *sd, struct node *node,
     struct proto_status_reply *reply)
@@ -120,8 +130,8 @@ nodes_witness_reply(struct schedd *sd, struct node *node,
     for (size_t i = 0; i < k; i++) {
         struct proto_witness *pw = &reply->witnesses[i];
 
-        snprintf(pw->node, sizeof(pw->node), "%s", w[i]->name);
-        snprintf(pw->addr, sizeof(pw->addr), "%s", w[i]->addr);
+        nodes_witness_copy(pw->node, sizeof(pw->node), w[i]->name);
+        nodes_witness_copy(pw->addr, sizeof(pw->addr), w[i]->addr);
         pw->port = w[i]->witness_port;
     }
     if (nodes_witness_same(node, w, k))
