@@ -140,10 +140,10 @@ cli_submit_specs(struct cli *cli, const char *file,
     }
     common = specs_common(spec);
     for (int i = 0; i < n && rc == 0; i++) {
-        char *text = cJSON_PrintUnformatted(cJSON_GetArrayItem(jobs, i));
+        char *text = jsonx_print(cJSON_GetArrayItem(jobs, i));
 
         bytes += strlen(text);
-        cJSON_free(text);
+        free(text);
         if (i + 1 == n || i + 1 - from == PROTO_BATCH_MAX ||
             bytes >= CLI_SPECS_BODY_MAX) {
             rc = specs_post(cli, jobs, from, i + 1, common, ids);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonx.h"
 #include "common/sbuf.h"
 #include "common/timeid.h"
 #include "common/xalloc.h"
@@ -53,16 +54,17 @@ static const struct cli_opt events_opts[] = {
 static void
 print_event(const cJSON *ev, bool json)
 {
+    const cJSON *detail;
     char when[64], *text;
 
     if (json) {
-        text = cJSON_PrintUnformatted(ev);
+        text = jsonx_print(ev);
         printf("%s\n", text);
         free(text);
         return;
     }
-    text = cJSON_PrintUnformatted(
-        cJSON_GetObjectItemCaseSensitive(ev, "detail"));
+    detail = cJSON_GetObjectItemCaseSensitive(ev, "detail");
+    text = detail != NULL ? jsonx_print(detail) : NULL;
     printf("%s  %-12s %-14s %-18s %s\n",
         cli_fmt_time(cli_jint(ev, "time_ms", 0), when, sizeof(when)),
         cli_jstr(ev, "actor"), cli_jstr(ev, "subject"), cli_jstr(ev, "kind"),

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonx.h"
 #include "common/proto.h"
 #include "common/proto_logs.h"
 #include "common/timeid.h"
@@ -135,10 +136,9 @@ emit_json(struct logs *L, const struct rank_log *r, const char *line,
     cJSON_AddNumberToObject(o, "attempt", (double)L->attempt);
     cJSON_AddStringToObject(o, "stream", L->stream);
     cJSON_AddStringToObject(o, "text", text);
-    s = cJSON_PrintUnformatted(o);
-    if (s)
-        puts(s);
-    cJSON_free(s);
+    s = jsonx_print(o);
+    puts(s);
+    free(s);
     free(text);
     cJSON_Delete(o);
 }

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "common/err.h"
+#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -33,9 +34,9 @@ numbers_json(const struct health_finding *f)
 
     for (size_t i = 0; i < f->nnumbers; i++)
         cJSON_AddNumberToObject(o, f->numbers[i].name, f->numbers[i].value);
-    s = cJSON_PrintUnformatted(o);
+    s = jsonx_print(o);
     cJSON_Delete(o);
-    return s ? s : xstrdup("{}");
+    return s;
 }
 
 static void
@@ -201,7 +202,7 @@ db_health_check_put(struct db *db, const char *node,
 
     for (size_t i = 0; i < hc->nresults; i++)
         cJSON_AddItemToArray(arr, proto_check_result_to_json(&hc->results[i]));
-    text = cJSON_PrintUnformatted(arr);
+    text = jsonx_print(arr);
     cJSON_Delete(arr);
     rc = DB_WRITE(db, db->check_put, "health check put", DB_TEXT(node),
         DB_TEXT(hc->check), DB_INT(hc->run), DB_INT(now), DB_TEXT(text));
