@@ -38,6 +38,15 @@ int cred_read_secret(const char *path, char **secret, size_t *len,
 void cred_agent_mac(const char *secret, size_t secret_len, const char *node,
     char *out);
 
+/* An HMAC-SHA256 key made ready once (its padded blocks hashed), for
+ * many MACs at about half the cost of cred_agent_mac each. Used by one
+ * thread at a time. */
+struct cred_mac_key;
+struct cred_mac_key *cred_mac_key_create(const void *key, size_t len);
+void cred_mac_key_destroy(struct cred_mac_key *k);
+/* out (CRED_HEX_LEN + 1 bytes) = hex HMAC-SHA256 of msg under k. */
+void cred_mac_key_hex(struct cred_mac_key *k, const char *msg, char *out);
+
 /* ---- agent credentials ----------------------------------------------------
  */
 

@@ -58,6 +58,10 @@ bool leaseping_is_ping(const char *buf, size_t len);
 size_t leaseping_encode(const char *key, const struct leaseping *p, char *buf);
 size_t leaseping_ack_encode(const char *key, const struct leaseping_ack *a,
     char *buf);
+/* The same under the lease key made ready (cred_mac_key_create of the
+ * hex key): the scheduler's, at every ping. */
+size_t leaseping_ack_encode_with(struct cred_mac_key *mk,
+    const struct leaseping_ack *a, char *buf);
 
 /* Read the node of a ping without checking the MAC (its key depends on
  * it): -EINVAL when buf is not a ping. */
@@ -65,6 +69,8 @@ int leaseping_parse(const char *buf, size_t len, struct leaseping *p);
 /* Decode and check the MAC under key: -EINVAL when buf is not such a
  * message, -EBADMSG when its MAC is wrong. */
 int leaseping_decode(const char *key, const char *buf, size_t len,
+    struct leaseping *p);
+int leaseping_decode_with(struct cred_mac_key *mk, const char *buf, size_t len,
     struct leaseping *p);
 int leaseping_ack_decode(const char *key, const char *buf, size_t len,
     struct leaseping_ack *a);

@@ -39,6 +39,7 @@ static void
 check_ping(const char *buf, size_t len)
 {
     char key[CRED_HEX_LEN + 1], out[LEASEPING_MSG_MAX];
+    struct cred_mac_key *mk;
     struct leaseping p, q;
     size_t k;
     int rc;
@@ -52,6 +53,10 @@ check_ping(const char *buf, size_t len)
     memset(&q, 0, sizeof(q));
     rc = leaseping_decode(key, buf, len, &q);
     fuzz_assert(rc == 0 || rc == -EBADMSG);
+    /* The scheduler's made-ready key says the same. */
+    mk = cred_mac_key_create(key, strlen(key));
+    fuzz_assert(leaseping_decode_with(mk, buf, len, &q) == rc);
+    cred_mac_key_destroy(mk);
     k = leaseping_encode(key, &p, out);
     fuzz_assert(k > 0 && k < LEASEPING_MSG_MAX);
     memset(&q, 0, sizeof(q));

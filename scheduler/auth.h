@@ -78,7 +78,7 @@ int auth_user(struct schedd *sd, const struct http_req *req,
 /* Identify an agent by its Agent credential. */
 int auth_agent(struct schedd *sd, const struct http_req *req,
     struct auth_ident *who, struct err *err);
-/* Make node's kept keys (node_key, lease_key) those of the current
+/* Make node's kept keys (node_key, lease_mac) those of the current
  * cluster secret. */
 void auth_node_keys(const struct schedd *sd, struct node *node);
 /* A new bearer token as n says: only its SHA-256 and its first

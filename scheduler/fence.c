@@ -108,6 +108,7 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
 {
     struct schedd *sd = rx->sd;
     char key[CRED_HEX_LEN + 1], out[LEASEPING_MSG_MAX];
+    struct cred_mac_key *prev = NULL, *mk;
     struct leaseping_ack ack = { 0 };
     struct leaseping p;
     struct node *node;
@@ -121,30 +122,36 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
         fence_refuse(rx, sa, "lease ping", "no such node");
         return;
     }
-    /* The key of the current secret is kept with the node: deriving it
-     * is two HMACs a ping. */
+    /* The key of the current secret is kept with the node, made ready:
+     * deriving it is two HMACs a ping, and readying it half of each of
+     * the ping's two MACs. That of the previous secret is derived. */
     auth_node_keys(sd, node);
-    memcpy(key, node->lease_key, sizeof(key));
-    if (leaseping_decode(key, buf, n, &p) < 0 &&
-        (sd->secret_prev == NULL ||
-            (fence_lease_key(sd->secret_prev, sd->secret_prev_len, p.node, key),
-                leaseping_decode(key, buf, n, &p) < 0))) {
-        explicit_bzero(key, sizeof(key));
-        fence_refuse(rx, sa, "lease ping", FENCE_BAD_MAC);
-        return;
+    mk = node->lease_mac;
+    if (leaseping_decode_with(mk, buf, n, &p) < 0) {
+        if (sd->secret_prev != NULL) {
+            fence_lease_key(sd->secret_prev, sd->secret_prev_len, p.node, key);
+            prev = cred_mac_key_create(key, strlen(key));
+            explicit_bzero(key, sizeof(key));
+        }
+        if (prev == NULL || leaseping_decode_with(prev, buf, n, &p) < 0) {
+            cred_mac_key_destroy(prev);
+            fence_refuse(rx, sa, "lease ping", FENCE_BAD_MAC);
+            return;
+        }
+        mk = prev;
     }
     if (!schedd_available(sd) || (sd->repl && !repl_serving(sd->repl)) ||
         !nodes_pinged(sd, node, timeid_now_ms(), timeid_mono_ms(),
             p.stopping)) {
-        explicit_bzero(key, sizeof(key));
+        cred_mac_key_destroy(prev);
         rx->counts.pings_ignored++;
         return;
     }
     memcpy(ack.node, p.node, sizeof(ack.node));
     ack.seq = p.seq;
     nodes_witness_grant(sd, node, &ack.lease_ms, &ack.interval_ms);
-    b = uv_buf_init(out, (unsigned)leaseping_ack_encode(key, &ack, out));
-    explicit_bzero(key, sizeof(key));
+    b = uv_buf_init(out, (unsigned)leaseping_ack_encode_with(mk, &ack, out));
+    cred_mac_key_destroy(prev);
     if (uv_udp_try_send(&rx->udp, &b, 1, sa) < 0)
         rx->counts.pings_unsent++;
     else

@@ -63,7 +63,7 @@ node_destroy(struct node *node)
     if (node == NULL)
         return;
     explicit_bzero(node->node_key, sizeof(node->node_key));
-    explicit_bzero(node->lease_key, sizeof(node->lease_key));
+    cred_mac_key_destroy(node->lease_mac);
     free(node->name);
     free(node->reason);
     free(node->health_reason);

@@ -96,10 +96,11 @@ struct node {
     /* Its keys of the cluster secret of generation key_gen (schedd's
      * secret_gen; 0: none yet), kept by auth_node_keys: the node key
      * (common/cred.h), which signs its requests, and the lease key
-     * derived from it (common/leaseping.h). Deriving them is three HMACs,
-     * which were a tenth of a status's cost. */
+     * derived from it (common/leaseping.h), made ready for its pings'
+     * MACs. Deriving them is three HMACs, which were a tenth of a
+     * status's cost. */
     unsigned char node_key[CRED_KEY_LEN];
-    char lease_key[CRED_HEX_LEN + 1];
+    struct cred_mac_key *lease_mac;
     uint64_t key_gen;
     bool reconciled; /* agent report compared since load */
     bool agent_gone; /* its long poll's connection closed and

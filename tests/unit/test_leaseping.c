@@ -131,11 +131,50 @@ test_ack(void)
         "a ping is no answer");
 }
 
+/* The scheduler's made-ready key checks and seals as the hex key does,
+ * message after message. */
+static void
+test_keyed(void)
+{
+    char key[CRED_HEX_LEN + 1], okey[CRED_HEX_LEN + 1];
+    char buf[LEASEPING_MSG_MAX], mine[LEASEPING_MSG_MAX];
+    struct cred_mac_key *mk, *omk;
+    struct leaseping_ack a = { .node = "n1",
+        .lease_ms = 1500,
+        .interval_ms = 300 };
+    struct leaseping p = { .node = "n1" }, q;
+    int same = 0, checked = 0;
+    size_t len;
+
+    keys("n1", key);
+    keys("n2", okey);
+    mk = cred_mac_key_create(key, strlen(key));
+    omk = cred_mac_key_create(okey, strlen(okey));
+    for (int i = 0; i < 100; i++) {
+        a.seq = p.seq = 1000 + (uint64_t)i;
+        len = leaseping_ack_encode(key, &a, buf);
+        if (leaseping_ack_encode_with(mk, &a, mine) == len &&
+            memcmp(buf, mine, len) == 0)
+            same++;
+        len = leaseping_encode(key, &p, buf);
+        if (leaseping_decode_with(mk, buf, len, &q) == 0 && q.seq == p.seq &&
+            leaseping_decode_with(omk, buf, len, &q) == -EBADMSG)
+            checked++;
+    }
+    is_int(same, 100, "answers sealed under the made-ready key are the same");
+    is_int(checked, 100,
+        "pings check under their made-ready key, and not under another");
+    cred_mac_key_destroy(mk);
+    cred_mac_key_destroy(omk);
+    cred_mac_key_destroy(NULL);
+}
+
 int
 main(void)
 {
     plan(NO_PLAN);
     test_ping();
     test_ack();
+    test_keyed();
     return done_testing();
 }
