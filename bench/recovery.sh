@@ -3,7 +3,7 @@
 # costs a long run. Prints figures; asserts nothing.
 #
 #   bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only]
-#                     [--whole-node] [--unix] [--load N]
+#                     [--whole-node] [--unix] [--load N] [--settle S]
 #
 # Runs real daemons on loopback (scheduler + 4 agents, production timing
 # defaults: heartbeat 1 s, node timeout 10 s, lease 5 s) through the test
@@ -30,7 +30,8 @@
 #    the 1 s heartbeat, each pinging every 300 ms as a busy agent does) to
 #    the same scheduler, every one taken by a job the real agents cannot
 #    run, so the figures are under that load; it prints how many of them
-#    were LOST meanwhile (false positives).
+#    were LOST meanwhile (false positives). --settle S waits S seconds
+#    once the load runs before the first trial (default 0).
 # 3. With --ettr-minutes M (e.g. 10): a PyTorch DDP run of M minutes with
 #    a rank killed every minute; prints the job's effective training time
 #    ratio as lockstep computed it, and checks it against the ratio
@@ -45,6 +46,7 @@ LOSS_ONLY=0
 WHOLE=0
 UNIX=0
 LOAD=0
+SETTLE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --trials) TRIALS=$2; shift 2 ;;
@@ -53,7 +55,8 @@ while [ $# -gt 0 ]; do
     --whole-node) WHOLE=1; shift ;;
     --unix) UNIX=1; shift ;;
     --load) LOAD=$2; shift 2 ;;
-    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only] [--whole-node] [--unix] [--load N]" >&2
+    --settle) SETTLE=$2; shift 2 ;;
+    *) echo "usage: bench/recovery.sh [--trials N] [--ettr-minutes M] [--loss-only] [--whole-node] [--unix] [--load N] [--settle S]" >&2
        exit 2 ;;
     esac
 done
@@ -87,6 +90,7 @@ if [ "$LOAD" -gt 0 ]; then
         --max-infra-restarts 1000 -- sim)
     wait_job_state "$load_id" RUNNING 300 >/dev/null ||
         { echo "the load job did not start"; exit 1; }
+    sleep "$SETTLE"
 fi
 
 now_ms() { date +%s%3N; }
@@ -148,7 +152,7 @@ PY
 
 echo "# recovery: failure injected -> every rank of the next attempt running"
 echo "# heartbeat ${HEARTBEAT_MS} ms, node timeout ${NODE_TIMEOUT_MS} ms, lease ${LEASE_MS} ms, $(nproc) cores"
-echo "# load: $LOAD simulated agents besides the 4 real ones"
+echo "# load: $LOAD simulated agents besides the 4 real ones$([ "$SETTLE" != 0 ] && echo ", the trials from $SETTLE s after the load runs")"
 echo "# agents over $([ "$UNIX" = 1 ] && echo "the Unix socket" || echo TCP); node loss kills $([ "$WHOLE" = 1 ] && echo "the agent, its supervisors and ranks" || echo "the agent")"
 
 : >"$TEST_DIR/crash.txt"
