@@ -102,17 +102,19 @@ pinger_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
 {
     struct pinger *p = udp->data;
     struct agentd *ad = p->ad;
+    struct cred_mac_key *key;
     struct leaseping_ack a;
-    char key[CRED_HEX_LEN + 1];
     int64_t sent;
     int rc;
 
     (void)flags;
     if (n <= 0 || sa == NULL)
         return;
-    leaseping_key(ad->key.key, key);
+    /* Made ready per message: the node key may be read again between
+     * two, and there are a few a second. */
+    key = leaseping_key_create(ad->key.key);
     rc = leaseping_ack_decode(key, buf->base, (size_t)n, &a);
-    explicit_bzero(key, sizeof(key));
+    cred_mac_key_destroy(key);
     if (rc < 0 || strcmp(a.node, ad->node) != 0) {
         if (!p->refused_logged)
             log_warn("lease ping answer dropped: %s (logged once)",
@@ -178,7 +180,8 @@ pinger_send(struct pinger *p, bool stopping)
     struct sockaddr_storage ss = { 0 };
     struct leaseping lp = { 0 };
     struct pinger_sock *s;
-    char ip[64], key[CRED_HEX_LEN + 1], buf[LEASEPING_MSG_MAX];
+    char ip[64], buf[LEASEPING_MSG_MAX];
+    struct cred_mac_key *key;
     int port, rc;
     uv_buf_t b;
 
@@ -194,9 +197,9 @@ pinger_send(struct pinger *p, bool stopping)
     lp.stopping = stopping;
     if (stopping && p->stop_seq == 0)
         p->stop_seq = lp.seq;
-    leaseping_key(ad->key.key, key);
+    key = leaseping_key_create(ad->key.key);
     b = uv_buf_init(buf, (unsigned)leaseping_encode(key, &lp, buf));
-    explicit_bzero(key, sizeof(key));
+    cred_mac_key_destroy(key);
     p->ring[lp.seq % PINGER_RING].seq = lp.seq;
     p->ring[lp.seq % PINGER_RING].sent = p->sent_mono = timeid_mono_ms();
     rc = uv_udp_try_send(&s->udp, &b, 1, (struct sockaddr *)&ss);

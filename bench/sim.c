@@ -101,10 +101,10 @@ struct sim_node {
     struct sim *s;
     char name[64];
     char agent_id[33];
-    unsigned char key[CRED_KEY_LEN];  /* the node's, from the secret */
-    char lease_key[CRED_HEX_LEN + 1]; /* its lease pings' (leaseping.h) */
-    int64_t ping_ms;                  /* asked by the scheduler; 0: none */
-    int64_t ping_mono;                /* the last ping sent */
+    unsigned char key[CRED_KEY_LEN]; /* the node's, from the secret */
+    struct cred_mac_key *lease_key;  /* its lease pings' (leaseping.h) */
+    int64_t ping_ms;                 /* asked by the scheduler; 0: none */
+    int64_t ping_mono;               /* the last ping sent */
     uint64_t ping_seq;
     struct curlx *cx;
     uv_timer_t status_timer;
@@ -674,7 +674,7 @@ sim_node_init(struct sim *s, struct sim_node *n, int num, struct err *err)
     /* The simulator plays every node, so it holds the cluster secret and
      * derives each node's key; a real agent holds only its own. */
     cred_node_key(s->secret, s->secret_len, n->name, n->key);
-    leaseping_key(n->key, n->lease_key);
+    n->lease_key = leaseping_key_create(n->key);
     curlx_set_signer(n->cx, sim_sign, n);
     curlx_set_ca(n->cx, s->o.ca);
     uv_timer_init(s->loop, &n->status_timer);
@@ -708,7 +708,7 @@ sim_ramp_cb(uv_timer_t *t)
 }
 
 /* The lease key of node, one of ours (simping_key_fn). */
-static const char *
+static struct cred_mac_key *
 sim_lease_key(void *arg, const char *node)
 {
     struct sim *s = arg;

@@ -37,7 +37,8 @@ simping_recv_cb(uv_udp_t *udp, ssize_t n, const uv_buf_t *buf,
     struct simping *p = udp->data;
     struct leaseping_ack a;
     char node[PROTO_NODE_NAME_MAX + 1];
-    const char *key, *sp;
+    struct cred_mac_key *key;
+    const char *sp;
     size_t len;
 
     (void)flags;
@@ -115,7 +116,8 @@ simping_create(uv_loop_t *loop, const char *server, simping_key_fn *key_of,
 }
 
 void
-simping_send(struct simping *p, const char *node, const char *key, uint64_t seq)
+simping_send(struct simping *p, const char *node, struct cred_mac_key *key,
+    uint64_t seq)
 {
     struct leaseping lp = { .seq = seq };
     char out[LEASEPING_MSG_MAX];

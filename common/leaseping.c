@@ -22,69 +22,53 @@ leaseping_key(const unsigned char *node_key, char *key)
         key);
 }
 
+struct cred_mac_key *
+leaseping_key_create(const unsigned char *node_key)
+{
+    char key[CRED_HEX_LEN + 1];
+    struct cred_mac_key *k;
+
+    leaseping_key(node_key, key);
+    k = cred_mac_key_create(key, strlen(key));
+    explicit_bzero(key, sizeof(key));
+    return k;
+}
+
 bool
 leaseping_is_ping(const char *buf, size_t len)
 {
     return len >= MAGIC_LEN && memcmp(buf, PING_MAGIC, MAGIC_LEN) == 0;
 }
 
-/* A MAC key: the hex text, or the key made ready (the scheduler's, which
- * checks and answers every busy node's pings). */
-struct mac {
-    const char *key;
-    struct cred_mac_key *mk;
-};
-
-static void
-mac_of(const struct mac *m, const char *text, char *out)
-{
-    if (m->mk != NULL)
-        cred_mac_key_hex(m->mk, text, out);
-    else
-        cred_agent_mac(m->key, strlen(m->key), text, out);
-}
-
 /* Append " <mac of buf[0..len)>" and return the new length. */
 static size_t
-seal(const struct mac *m, char *buf, int len)
+seal(struct cred_mac_key *key, char *buf, int len)
 {
     char mac[CRED_HEX_LEN + 1];
 
     if (len < 0 || len >= LEASEPING_MSG_MAX - CRED_HEX_LEN - 1)
         return 0;
-    mac_of(m, buf, mac);
+    cred_mac_key_hex(key, buf, mac);
     len += snprintf(buf + len, LEASEPING_MSG_MAX - (size_t)len, " %s", mac);
     return (size_t)len;
 }
 
 size_t
-leaseping_encode(const char *key, const struct leaseping *p, char *buf)
+leaseping_encode(struct cred_mac_key *key, const struct leaseping *p, char *buf)
 {
-    return seal(&(struct mac){ .key = key }, buf,
+    return seal(key, buf,
         snprintf(buf, LEASEPING_MSG_MAX, PING_MAGIC "%s %" PRIu64 " %s",
             p->node, p->seq, p->stopping ? "stop" : "run"));
 }
 
-static size_t
-ack_encode(const struct mac *m, const struct leaseping_ack *a, char *buf)
+size_t
+leaseping_ack_encode(struct cred_mac_key *key, const struct leaseping_ack *a,
+    char *buf)
 {
-    return seal(m, buf,
+    return seal(key, buf,
         snprintf(buf, LEASEPING_MSG_MAX,
             ACK_MAGIC "%s %" PRIu64 " %" PRId64 " %" PRId64, a->node, a->seq,
             a->lease_ms, a->interval_ms));
-}
-
-size_t
-leaseping_ack_encode(const char *key, const struct leaseping_ack *a, char *buf)
-{
-    return ack_encode(&(struct mac){ .key = key }, a, buf);
-}
-
-size_t
-leaseping_ack_encode_with(struct cred_mac_key *mk,
-    const struct leaseping_ack *a, char *buf)
-{
-    return ack_encode(&(struct mac){ .mk = mk }, a, buf);
 }
 
 /*
@@ -153,13 +137,13 @@ node_name(const char *s, char *node)
 /* Whether the MAC (field mac, the last) is right for the text before it:
  * the fields were cut at spaces, which are put back. */
 static int
-check(const struct mac *m, char *text, char **f, size_t n)
+check(struct cred_mac_key *key, char *text, char **f, size_t n)
 {
     char mac[CRED_HEX_LEN + 1];
 
     for (size_t i = 0; i + 2 < n; i++)
         f[i][strlen(f[i])] = ' ';
-    mac_of(m, text, mac);
+    cred_mac_key_hex(key, text, mac);
     return cred_equal(mac, f[n - 1]) ? 0 : -EBADMSG;
 }
 
@@ -188,8 +172,8 @@ leaseping_parse(const char *buf, size_t len, struct leaseping *p)
     return ping_split(buf, len, text, f, p);
 }
 
-static int
-ping_decode(const struct mac *m, const char *buf, size_t len,
+int
+leaseping_decode(struct cred_mac_key *key, const char *buf, size_t len,
     struct leaseping *p)
 {
     char text[LEASEPING_MSG_MAX], *f[FIELDS_MAX];
@@ -197,25 +181,11 @@ ping_decode(const struct mac *m, const char *buf, size_t len,
 
     if ((rc = ping_split(buf, len, text, f, p)) < 0)
         return rc;
-    return check(m, text, f, 4);
+    return check(key, text, f, 4);
 }
 
 int
-leaseping_decode(const char *key, const char *buf, size_t len,
-    struct leaseping *p)
-{
-    return ping_decode(&(struct mac){ .key = key }, buf, len, p);
-}
-
-int
-leaseping_decode_with(struct cred_mac_key *mk, const char *buf, size_t len,
-    struct leaseping *p)
-{
-    return ping_decode(&(struct mac){ .mk = mk }, buf, len, p);
-}
-
-int
-leaseping_ack_decode(const char *key, const char *buf, size_t len,
+leaseping_ack_decode(struct cred_mac_key *key, const char *buf, size_t len,
     struct leaseping_ack *a)
 {
     char text[LEASEPING_MSG_MAX], *f[FIELDS_MAX];
@@ -232,5 +202,5 @@ leaseping_ack_decode(const char *key, const char *buf, size_t len,
         return -EINVAL;
     a->lease_ms = (int64_t)lease;
     a->interval_ms = (int64_t)interval;
-    return check(&(struct mac){ .key = key }, text, f, 5);
+    return check(key, text, f, 5);
 }

@@ -47,32 +47,32 @@ struct leaseping_ack {
 };
 
 /* key (CRED_HEX_LEN + 1 bytes) = hex HMAC-SHA256(node_key,
- * "lockstep-lease-v1"). */
+ * "lockstep-lease-v1"): the text of the lease key. */
 void leaseping_key(const unsigned char *node_key, char *key);
+/* That key made ready for the MACs below (cred_mac_key_destroy frees
+ * it). The scheduler keeps one per node: readying a key is half the
+ * cost of each MAC. */
+struct cred_mac_key *leaseping_key_create(const unsigned char *node_key);
 
 /* Whether the len bytes of buf start like a ping (a fence notice or
  * anything else does not). */
 bool leaseping_is_ping(const char *buf, size_t len);
 
-/* Encode into buf (LEASEPING_MSG_MAX bytes); returns the length. */
-size_t leaseping_encode(const char *key, const struct leaseping *p, char *buf);
-size_t leaseping_ack_encode(const char *key, const struct leaseping_ack *a,
+/* Encode into buf (LEASEPING_MSG_MAX bytes) under the lease key; returns
+ * the length. */
+size_t leaseping_encode(struct cred_mac_key *key, const struct leaseping *p,
     char *buf);
-/* The same under the lease key made ready (cred_mac_key_create of the
- * hex key): the scheduler's, at every ping. */
-size_t leaseping_ack_encode_with(struct cred_mac_key *mk,
+size_t leaseping_ack_encode(struct cred_mac_key *key,
     const struct leaseping_ack *a, char *buf);
 
 /* Read the node of a ping without checking the MAC (its key depends on
  * it): -EINVAL when buf is not a ping. */
 int leaseping_parse(const char *buf, size_t len, struct leaseping *p);
-/* Decode and check the MAC under key: -EINVAL when buf is not such a
- * message, -EBADMSG when its MAC is wrong. */
-int leaseping_decode(const char *key, const char *buf, size_t len,
+/* Decode and check the MAC under the lease key: -EINVAL when buf is not
+ * such a message, -EBADMSG when its MAC is wrong. */
+int leaseping_decode(struct cred_mac_key *key, const char *buf, size_t len,
     struct leaseping *p);
-int leaseping_decode_with(struct cred_mac_key *mk, const char *buf, size_t len,
-    struct leaseping *p);
-int leaseping_ack_decode(const char *key, const char *buf, size_t len,
+int leaseping_ack_decode(struct cred_mac_key *key, const char *buf, size_t len,
     struct leaseping_ack *a);
 
 #endif

@@ -205,15 +205,11 @@ auth_agent_legacy(struct schedd *sd, const struct cred_agent_cred *c,
 void
 auth_node_keys(const struct schedd *sd, struct node *node)
 {
-    char lease_key[CRED_HEX_LEN + 1];
-
     if (node->key_gen == sd->secret_gen)
         return;
     cred_node_key(sd->secret, sd->secret_len, node->name, node->node_key);
-    leaseping_key(node->node_key, lease_key);
     cred_mac_key_destroy(node->lease_mac);
-    node->lease_mac = cred_mac_key_create(lease_key, strlen(lease_key));
-    explicit_bzero(lease_key, sizeof(lease_key));
+    node->lease_mac = leaseping_key_create(node->node_key);
     node->key_gen = sd->secret_gen;
 }
 

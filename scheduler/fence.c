@@ -84,15 +84,17 @@ fence_refuse(struct fence_rx *rx, const struct sockaddr *sa, const char *what,
         what, ip, why, (unsigned long long)rx->counts.refused);
 }
 
-/* The node's lease key of secret into key. */
-static void
-fence_lease_key(const char *secret, size_t len, const char *node, char *key)
+/* The node's lease key of secret, made ready. */
+static struct cred_mac_key *
+fence_lease_key(const char *secret, size_t len, const char *node)
 {
     unsigned char nk[CRED_KEY_LEN];
+    struct cred_mac_key *k;
 
     cred_node_key(secret, len, node, nk);
-    leaseping_key(nk, key);
+    k = leaseping_key_create(nk);
     explicit_bzero(nk, sizeof(nk));
+    return k;
 }
 
 /*
@@ -107,7 +109,7 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
     const struct sockaddr *sa)
 {
     struct schedd *sd = rx->sd;
-    char key[CRED_HEX_LEN + 1], out[LEASEPING_MSG_MAX];
+    char out[LEASEPING_MSG_MAX];
     struct cred_mac_key *prev = NULL, *mk;
     struct leaseping_ack ack = { 0 };
     struct leaseping p;
@@ -127,13 +129,11 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
      * the ping's two MACs. That of the previous secret is derived. */
     auth_node_keys(sd, node);
     mk = node->lease_mac;
-    if (leaseping_decode_with(mk, buf, n, &p) < 0) {
-        if (sd->secret_prev != NULL) {
-            fence_lease_key(sd->secret_prev, sd->secret_prev_len, p.node, key);
-            prev = cred_mac_key_create(key, strlen(key));
-            explicit_bzero(key, sizeof(key));
-        }
-        if (prev == NULL || leaseping_decode_with(prev, buf, n, &p) < 0) {
+    if (leaseping_decode(mk, buf, n, &p) < 0) {
+        if (sd->secret_prev != NULL)
+            prev = fence_lease_key(sd->secret_prev, sd->secret_prev_len,
+                p.node);
+        if (prev == NULL || leaseping_decode(prev, buf, n, &p) < 0) {
             cred_mac_key_destroy(prev);
             fence_refuse(rx, sa, "lease ping", FENCE_BAD_MAC);
             return;
@@ -150,7 +150,7 @@ fence_ping(struct fence_rx *rx, const char *buf, size_t n,
     memcpy(ack.node, p.node, sizeof(ack.node));
     ack.seq = p.seq;
     nodes_witness_grant(sd, node, &ack.lease_ms, &ack.interval_ms);
-    b = uv_buf_init(out, (unsigned)leaseping_ack_encode_with(mk, &ack, out));
+    b = uv_buf_init(out, (unsigned)leaseping_ack_encode(mk, &ack, out));
     cred_mac_key_destroy(prev);
     if (uv_udp_try_send(&rx->udp, &b, 1, sa) < 0)
         rx->counts.pings_unsent++;
