@@ -20,6 +20,7 @@
 #                  (the scheduler compared it with what it holds: the
 #                  node's ranks are adopted, or the missing ones fail)
 #                  and is UP
+#   cpu_ms         the new lockstepd's CPU (user + system) until then
 # and then counts the jobs still RUNNING on attempt 1 with every rank
 # running, and the jobs restarted or failed (restarted, which must be 0).
 # The medians and maxima over the trials are printed beside the
@@ -59,13 +60,14 @@ restart() {
     SCHED_PID=
     t0=$(now_ms)
     start_scheduler >/dev/null || exit 1
-    sp reconcile "$N" "$t0" "$TEST_DIR/sched/log" 60 >"$TEST_DIR/trial"
+    sp reconcile "$N" "$t0" "$TEST_DIR/sched/log" 60 "$SCHED_PID" \
+        >"$TEST_DIR/trial"
 }
 
 # trials TAG: TRIALS restarts; FIG[TAG.figure] = "median max".
 trials() {
-    local tag=$1 k line s r
-    local -a serving=() reconciled=()
+    local tag=$1 k line s r c
+    local -a serving=() reconciled=() cpu=()
     for k in $(seq 1 "$TRIALS"); do
         restart
         line=$(cat "$TEST_DIR/trial")
@@ -74,6 +76,7 @@ trials() {
             case $kv in
             serving_ms=*) serving+=("${kv#*=}") ;;
             reconciled_ms=*) reconciled+=("${kv#*=}") ;;
+            cpu_ms=*) cpu+=("${kv#*=}") ;;
             restarted=*) FIG[$tag.restarted]=${kv#*=} ;;
             ranks_running=*) FIG[$tag.ranks_running]=${kv#*=} ;;
             esac
@@ -87,6 +90,9 @@ trials() {
     FIG[$tag.serving_max]=$(echo "$s" | tail -n 1)
     FIG[$tag.reconciled_p50]=$(echo "$r" | sed -n "$(((TRIALS + 1) / 2))p")
     FIG[$tag.reconciled_max]=$(echo "$r" | tail -n 1)
+    c=$(printf '%s\n' "${cpu[@]}" | sort -n)
+    FIG[$tag.cpu_p50]=$(echo "$c" | sed -n "$(((TRIALS + 1) / 2))p")
+    FIG[$tag.cpu_max]=$(echo "$c" | tail -n 1)
 }
 
 row() { # FIGURE BASE_VALUE VALUE
@@ -120,7 +126,8 @@ trials ranks
 echo
 printf '%-22s | %12s | %12s | %6s\n' figure "no job" \
     "${FIG[ranks.ranks_running]:-?} ranks" ratio
-for k in serving_p50 serving_max reconciled_p50 reconciled_max; do
+for k in serving_p50 serving_max reconciled_p50 reconciled_max cpu_p50 \
+    cpu_max; do
     row "${k%_*}_ms ${k##*_}" "${FIG[idle.$k]:-}" "${FIG[ranks.$k]:-}"
 done
 echo "jobs restarted or failed after the last restart: ${FIG[ranks.restarted]:-?}"
