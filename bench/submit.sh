@@ -66,13 +66,13 @@ record() {
 cluster() {
     local x=$1 d=$TEST_DIR/sched$1 busy
     mkdir -p "$d/state"
-    "$LOCKSTEPD" -o listen=127.0.0.1:0 -o port_file="$d/port" \
+    "$LOCKSTEPD" -o listen=127.0.0.1:0 -o port_file="$d/port" -o tls=off \
         -o socket="$d/sock" -o state_dir="$d/state" \
         -o cluster_secret_file="$CLUSTER_SECRET" -o heartbeat_ms=1000 \
         -o master_port_count=1000 >>"$d/log" 2>&1 &
     PID[$x]=$!
     EXTRA_PIDS+=(${PID[$x]})
-    wait_until 20 test -s "$d/port" || exit 1
+    wait_until 20 test -s "$d/port" || { tail -n 5 "$d/log" >&2; exit 1; }
     URL[$x]=http://127.0.0.1:$(cat "$d/port")
     SOCK[$x]=$d/sock
     "$SIM" --server "${URL[$x]}" --cluster-secret-file "$CLUSTER_SECRET" \
