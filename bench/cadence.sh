@@ -32,6 +32,11 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/cadence.sh [--rounds N] [--steps S]" >&2; exit 2 ;;
     esac
 done
+# The ranks time the steps after 50 of warm-up (bench/cadence_rank.py).
+if ! [ "$STEPS" -gt 50 ] 2>/dev/null; then
+    echo "bench/cadence.sh: --steps must be more than the 50 warm-up steps" >&2
+    exit 2
+fi
 
 . "$(dirname "$0")/../tests/lib/harness.sh"
 RANK_PY=$SRC_DIR/bench/cadence_rank.py
@@ -53,9 +58,17 @@ run() {
     id=$(submit_id --nodes "$nodes" --ranks-per-node "$rpn" \
         --env PYTHONPATH="$SRC_DIR/sdk/python" "${sopts[@]}" \
         -- "$PY" "$RANK_PY" "$@") || return 1
-    wait_job_state "$id" SUCCEEDED 600 >/dev/null || {
-        echo "job $id did not succeed" >&2; return 1; }
+    # Until it ends, however it ends: a failed job says so at once.
+    wait_until 600 job_over "$id" && job_state_is "$id" SUCCEEDED || {
+        echo "job $id did not succeed: $(job_state "$id")" >&2
+        ls_cli show "$id" | tail -n 12 >&2
+        return 1
+    }
     echo "$id"
+}
+
+job_over() {
+    case $(job_state "$1") in SUCCEEDED | FAILED | CANCELLED) ;; *) false ;; esac
 }
 
 steps_per_s() {

@@ -134,6 +134,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rate", type=float, default=100)
     a = ap.parse_args()
+    if a.mode != "latency" and a.steps <= a.warmup:
+        ap.error("--steps (%d) must be more than --warmup (%d): the steps "
+                 "after the warm-up are the ones timed" % (a.steps, a.warmup))
     if a.mode == "latency":
         run_latency(a)
     else:
