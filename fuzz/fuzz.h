@@ -60,6 +60,17 @@ fuzz_quiet(void)
     log_set_level((enum log_level)(LOG_LEVEL_ERROR - 1));
 }
 
+/* The whole LLVMFuzzerInitialize of a harness that needs nothing set up
+ * but quiet logs: FUZZ_INIT_QUIET at file scope. */
+#define FUZZ_INIT_QUIET                                                        \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                          \
+    {                                                                          \
+        (void)argc;                                                            \
+        (void)argv;                                                            \
+        fuzz_quiet();                                                          \
+        return 0;                                                              \
+    }
+
 /* data[0..size) as a NUL-terminated string (caller frees). An embedded
  * NUL ends the string early, as it would for C code reading the bytes. */
 static inline char *

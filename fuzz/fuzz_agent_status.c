@@ -19,14 +19,7 @@ FUZZ_MSG_DEFINE(node_report, struct proto_node_report, NULL,
 FUZZ_MSG_DEFINE(health, struct proto_health, NULL, proto_health_from_json,
     proto_health_to_json, proto_health_release);
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -40,14 +40,7 @@ reply_release(struct proto_status_reply *r)
 FUZZ_MSG_DEFINE(status_reply, struct proto_status_reply, reply_init,
     proto_status_reply_from_json, proto_status_reply_to_json, reply_release);
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

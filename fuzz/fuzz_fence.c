@@ -15,14 +15,7 @@
 
 static const char secret[] = "fuzz-secret-0123456789abcdef";
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 /* The fence key of n under the fuzzing secret. */
 static void

@@ -22,14 +22,7 @@
 static const int exits[8] = { 0, 1, 6, 9, HC_EXIT_NOEXEC, HC_EXIT_TIMEOUT,
     HC_EXIT_SIGNAL(9), HC_EXIT_SIGNAL(11) };
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

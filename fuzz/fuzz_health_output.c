@@ -12,14 +12,7 @@
  */
 #include "fuzz/fuzz_check.h"
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 static void
 output(const char *text)

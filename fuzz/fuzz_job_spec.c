@@ -20,14 +20,7 @@ spec_init(void *m)
 FUZZ_MSG_DEFINE(job_spec, struct proto_job_spec, spec_init,
     proto_job_spec_from_json, proto_job_spec_to_json, proto_job_spec_release);
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,14 +16,7 @@
 
 static const char secret[] = "fuzz-secret-0123456789abcdef";
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 /* The lease key of node under the fuzzing secret: its text, and made
  * ready (freed by the caller). */

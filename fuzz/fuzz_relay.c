@@ -24,14 +24,7 @@ FUZZ_MSG_DEFINE(modex_reply, struct proto_modex_reply, NULL,
 static const struct fuzz_msg *const msgs[] = { &coll_req, &modex_req,
     &modex_reply };
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet();
-    return 0;
-}
+FUZZ_INIT_QUIET
 
 /* base64: what decodes re-encodes to a text that decodes the same. */
 static void
