@@ -35,21 +35,12 @@ done
 
 # The harness lives with the tests; $0 must sit two levels below the root.
 . "$(dirname "$0")/../tests/lib/harness.sh"
-SIM=$BUILD_DIR/bench/lockstep-sim
 SCALE_PY=$SRC_DIR/bench/scale.py
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 HEARTBEAT_MS=1000
-SIM_PIDS=()
 declare -A FIG=()
 
 sp() { "$PY" "$SCALE_PY" "$1" "$TEST_DIR/sched/sock" "${@:2}"; }
-
-stop_sims() {
-    local pid
-    for pid in "${SIM_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-    for pid in "${SIM_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-    SIM_PIDS=()
-}
 
 # sum_sims TAG KEY K: KEY averaged over each sim's last K reports (5 s
 # each), summed over the sims (max: the largest instead).
@@ -64,7 +55,7 @@ sum_sims() {
 
 # run TAG LOCKSTEPD: the whole measurement with that scheduler binary.
 run() {
-    local tag=$1 first=1 k id line kv
+    local tag=$1 id line kv
     stop_sims
     kill_scheduler
     rm -rf "$TEST_DIR/sched"
@@ -72,16 +63,8 @@ run() {
     # (real agents each have their own; the cap would shed them here).
     LOCKSTEPD=$2 start_scheduler -o master_port_count=1000 \
         -o max_connections_per_peer=0 >/dev/null || exit 1
-    while [ "$first" -le "$N" ]; do
-        k=$((N - first + 1 < PER ? N - first + 1 : PER))
-        "$SIM" --server "$LOCKSTEP_URL" --cluster-secret-file "$CLUSTER_SECRET" \
-            --nodes "$k" --first "$first" --gpus 8 --rank-time 360000000 \
-            --log-rate "$LOG_RATE" --ramp-ms $((k * 2)) --report-ms 5000 \
-            >>"$TEST_DIR/sim-$tag-$first.log" 2>&1 &
-        SIM_PIDS+=($!)
-        EXTRA_PIDS+=($!)
-        first=$((first + k))
-    done
+    start_sims "$N" "$PER" "$tag" --gpus 8 --rank-time 360000000 \
+        --log-rate "$LOG_RATE" --report-ms 5000
     sp wait-up "$N" 300 >/dev/null || exit 1
     id=$(sp submit 1 "{\"version\":1,\"argv\":[\"sim\"],\"nodes\":$N,\"ranks_per_node\":8,\"max_restarts\":0}" | sed 's/.*ids=//')
     wait_job_state "$id" RUNNING 300 || exit 1

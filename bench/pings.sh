@@ -31,16 +31,7 @@ done
 HEARTBEAT_MS=1000 NODE_TIMEOUT_MS=10000 LEASE_MS=5000
 start_scheduler >/dev/null || exit 1
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
-first=1
-while [ "$first" -le "$NODES" ]; do
-    k=$((NODES - first + 1 < 2500 ? NODES - first + 1 : 2500))
-    "$BUILD_DIR/bench/lockstep-sim" --server "$LOCKSTEP_URL" \
-        --cluster-secret-file "$CLUSTER_SECRET" --nodes "$k" \
-        --first "$first" --ramp-ms $((k * 2)) --report-ms 60000 \
-        >>"$TEST_DIR/sim-$first.log" 2>&1 &
-    EXTRA_PIDS+=($!)
-    first=$((first + k))
-done
+start_sims "$NODES" 2500 load --report-ms 60000
 wait_nodes_up "$NODES" 300 || { echo "the simulated agents did not come up"; exit 1; }
 sleep 3
 

@@ -72,17 +72,8 @@ wait_nodes_up 4 || { echo "cluster did not come up"; exit 1; }
 CLUSTER_UP_MS=$(date +%s%3N)
 if [ "$LOAD" -gt 0 ]; then
     ulimit -n "$(ulimit -Hn)" 2>/dev/null
-    first=1
-    while [ "$first" -le "$LOAD" ]; do
-        k=$((LOAD - first + 1 < 2500 ? LOAD - first + 1 : 2500))
-        "$BUILD_DIR/bench/lockstep-sim" --server "$LOCKSTEP_URL" \
-            --cluster-secret-file "$CLUSTER_SECRET" --nodes "$k" \
-            --first "$first" --gpus 8 --cpus 64 --rank-time 360000000 \
-            --ramp-ms $((k * 2)) --report-ms 60000 \
-            >>"$TEST_DIR/sim-$first.log" 2>&1 &
-        EXTRA_PIDS+=($!)
-        first=$((first + k))
-    done
+    start_sims "$LOAD" 2500 load --gpus 8 --cpus 64 --rank-time 360000000 \
+        --report-ms 60000
     wait_nodes_up $((LOAD + 4)) 300 || { echo "the simulated agents did not come up"; exit 1; }
     # Every simulated node taken whole (8 GPUs, 64 CPUs: no real agent
     # has either), so the trials' jobs run on the real agents only.

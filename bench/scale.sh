@@ -76,7 +76,6 @@ SCALE_PY=$SRC_DIR/bench/scale.py
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 HEARTBEAT_MS=1000
 declare -A FIG=()
-SIM_PIDS=()
 
 sp() { "$PY" "$SCALE_PY" "$1" "$TEST_DIR/sched/sock" "${@:2}"; }
 
@@ -87,31 +86,16 @@ record() {
     for kv in $2; do FIG[$tag.${kv%%=*}]=${kv#*=}; done
 }
 
-stop_sims() {
-    local pid
-    for pid in "${SIM_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-    for pid in "${SIM_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-    SIM_PIDS=()
-}
-
 # cluster N [RANK_MS [LOG_RATE]]: a fresh scheduler and N simulated
 # agents whose ranks run RANK_MS (1000) and log LOG_RATE lines/s (1).
 cluster() {
-    local n=$1 rank_ms=${2:-1000} rate=${3:-1} first=1 k
+    local n=$1 rank_ms=${2:-1000} rate=${3:-1}
     stop_sims
     kill_scheduler
     rm -rf "$TEST_DIR/sched"
     start_scheduler -o master_port_count=1000 -o max_connections_per_peer=0 >/dev/null || exit 1
-    while [ "$first" -le "$n" ]; do
-        k=$((n - first + 1 < PER ? n - first + 1 : PER))
-        "$SIM" --server "$LOCKSTEP_URL" --cluster-secret-file "$CLUSTER_SECRET" \
-            --nodes "$k" --first "$first" --gpus 8 --rank-time "$rank_ms" \
-            --log-rate "$rate" --ramp-ms $((k * 2)) --report-ms 5000 \
-            >>"$TEST_DIR/sim-$n-$first.log" 2>&1 &
-        SIM_PIDS+=($!)
-        EXTRA_PIDS+=($!)
-        first=$((first + k))
-    done
+    start_sims "$n" "$PER" "$n" --gpus 8 --rank-time "$rank_ms" \
+        --log-rate "$rate" --report-ms 5000
     record "$n" "$(sp wait-up "$n" 300)"
 }
 

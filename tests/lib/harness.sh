@@ -704,6 +704,35 @@ attempts_seen() {
         "$TEST_DIR/watch-$1" | awk '!seen[$0]++' | tr '\n' ' '
 }
 
+# start_sims N PER TAG [lockstep-sim options...]: N simulated agents
+# (bench/sim.c; nodes sim1..simN) of this test's scheduler, over TCP, in
+# processes of at most PER nodes each, every one ramping its nodes up 2 ms
+# apart; their PIDs in SIM_PIDS (and EXTRA_PIDS), their output in
+# $TEST_DIR/sim-TAG-FIRST.log (FIRST: its first node's number).
+SIM_PIDS=()
+start_sims() {
+    local n=$1 per=$2 tag=$3 first=1 k
+    shift 3
+    while [ "$first" -le "$n" ]; do
+        k=$((n - first + 1 < per ? n - first + 1 : per))
+        "$BUILD_DIR/bench/lockstep-sim" --server "$LOCKSTEP_URL" \
+            --cluster-secret-file "$CLUSTER_SECRET" --nodes "$k" \
+            --first "$first" --ramp-ms $((k * 2)) "$@" \
+            >>"$TEST_DIR/sim-$tag-$first.log" 2>&1 &
+        SIM_PIDS+=($!)
+        EXTRA_PIDS+=($!)
+        first=$((first + k))
+    done
+}
+
+# stop_sims: stop the simulators start_sims started, and wait for them.
+stop_sims() {
+    local pid
+    for pid in "${SIM_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+    for pid in "${SIM_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+    SIM_PIDS=()
+}
+
 # start_proxy: a TCP proxy in front of the scheduler that tests can cut
 # (tests/helpers/tcp-proxy.py); PROXY_URL is its address.
 start_proxy() {
