@@ -9,7 +9,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 shift || true
-dir=$(mktemp -d /tmp/ls-bench.XXXXXX)
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ls-bench.XXXXXX")
 cleanup() {
     "$root/deploy/local-cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
     rm -rf "$dir"
