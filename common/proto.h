@@ -518,6 +518,11 @@ struct proto_launch {
      * collectives; NULL when the scheduler sent none (older ones). */
     char **nodes;
     size_t nnodes_named;
+    /* The same names already written as a JSON array, which
+     * proto_launch_to_json then writes as it is: the scheduler writes it
+     * once per attempt, where every node of a gang carrying the names
+     * made nodes x nodes strings. Borrowed; from_json never sets it. */
+    const char *nodes_json;
 };
 
 int proto_launch_from_json(const cJSON *json, struct proto_launch *l,

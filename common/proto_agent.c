@@ -863,7 +863,9 @@ proto_launch_to_json(const struct proto_launch *l)
         cJSON_AddBoolToObject(o, "gc_managed", true);
     if (l->ndirectives)
         add_directives(o, l->directives, l->ndirectives);
-    if (l->nodes != NULL)
+    if (l->nodes_json != NULL)
+        cJSON_AddItemToObject(o, "nodes", cJSON_CreateRaw(l->nodes_json));
+    else if (l->nodes != NULL)
         jsonx_add_str_array(o, "nodes", l->nodes, l->nnodes_named);
     return o;
 }

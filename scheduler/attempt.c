@@ -61,6 +61,7 @@ attempt_destroy(struct attempt *a)
         free(a->placements[k].gpus);
     }
     free(a->placements);
+    free(a->nodes_json);
     for (size_t r = 0; r < a->nranks; r++) {
         free(a->ranks[r].stderr_tail);
         free(a->ranks[r].launch_error);

@@ -161,7 +161,11 @@ struct attempt {
     struct rankwin *stats;
 
     struct placement *placements; /* nnodes, by node rank */
-    struct attempt_rank *ranks;   /* nnodes * ranks_per_node, by rank */
+    /* The placements' node names as a JSON array, written once by
+     * launch.c for the desired states that carry them; NULL until then.
+     * In memory. */
+    char *nodes_json;
+    struct attempt_rank *ranks; /* nnodes * ranks_per_node, by rank */
     size_t nranks;
     /* Ranks PENDING, failed (exited non-zero, signalled, lost) and
      * succeeded (exited 0), kept by attempt_rank_uncount/_count around

@@ -390,6 +390,8 @@ test_work(void)
         "\"checkpoint_dir\":\"\",\"resume_from\":\"\",\"resume_step\":-1}]}";
     struct proto_work w, back;
     struct err err;
+    char *text_named, *text_raw;
+    cJSON *json;
 
     is_int(FROM_TEXT(proto_work_from_json, text, &w, &err), 0, "work parses");
     ok(w.gen == 7 && w.njobs == 1 && w.jobs[0].nranks == 2 &&
@@ -424,6 +426,14 @@ test_work(void)
             strcmp(back.jobs[0].nodes[1], "n-b") == 0,
         "the launch carries the node names by node rank");
     proto_work_release(&back);
+    text_named = jsonx_print(json = proto_work_to_json(&w));
+    cJSON_Delete(json);
+    w.jobs[0].nodes_json = "[\"n-a\",\"n-b\"]";
+    text_raw = jsonx_print(json = proto_work_to_json(&w));
+    cJSON_Delete(json);
+    is_str(text_raw, text_named, "names written once print as the names do");
+    free(text_named);
+    free(text_raw);
     proto_work_release(&w);
 
     text = "{\"version\":1,\"gen\":7,\"jobs\":[{\"job\":3,\"attempt\":2,"

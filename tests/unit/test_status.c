@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "common/err.h"
+#include "common/jsonx.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/timeid.h"
@@ -305,17 +306,23 @@ test_rack_change(void)
 
 /* ---- a gang's node list ------------------------------------------------- */
 
-/* Node's desired state as GET /v1/agent/work answers it; the entry of
- * job (NULL when absent) in *entry, the whole in the return (delete). */
+/* Node's desired state as GET /v1/agent/work answers it, read back as
+ * its agent reads the text; the entry of job (NULL when absent) in
+ * *entry, the whole in the return (delete). */
 static cJSON *
 desired(const struct node *node, int64_t job, const cJSON **entry)
 {
     struct proto_work w;
     cJSON *json, *item;
+    char *text;
 
     launch_work(node, &w);
     json = proto_work_to_json(&w);
     launch_work_release(&w);
+    text = jsonx_print(json);
+    cJSON_Delete(json);
+    json = cJSON_Parse(text);
+    free(text);
     *entry = NULL;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(json, "jobs")) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "job");
