@@ -73,8 +73,10 @@ class Conn:
 def spec(i, nodes):
     # More nodes than the cluster has: the job stays PENDING, so the
     # benchmark measures submission, not the cluster running 10,000 jobs.
+    # It says it waits for nodes: a scheduler that has been up for its
+    # node timeout refuses a job no set of its nodes could hold (422).
     return {"version": 1, "name": "bench-%d" % i, "argv": ["true"],
-            "nodes": nodes}
+            "nodes": nodes, "wait_for_nodes": True}
 
 
 def bench_submit(sock, n, window, nodes):
