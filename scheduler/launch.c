@@ -221,7 +221,6 @@ launch_fill(const struct node *node, const struct placement *p,
     if (a->nnodes < 2 || !launch_unseen(node, p))
         return;
     l->nodes_json = launch_nodes_json(a);
-    l->nnodes_named = (size_t)a->nnodes;
 }
 
 void
