@@ -12,16 +12,10 @@
 # own, under this test's directory (TMPDIR), and its exit kills them.
 # bench_smoke checks that none is left, and kills any that is (by PID).
 
-# PIDs of live processes tagged by a benchmark run under this test.
+# PIDs of live processes tagged by a benchmark run under this test (its
+# harness's directory, and so its tag, is under this test's).
 bench_smoke_pids() {
-    local f pid
-    for f in /proc/[0-9]*/environ; do
-        pid=${f#/proc/}
-        pid=${pid%/environ}
-        tr '\0' '\n' 2>/dev/null <"$f" |
-            grep -q "^LOCKSTEP_TEST_TAG=lockstep-test:$TEST_DIR/" &&
-            echo "$pid"
-    done
+    env_pids -F "LOCKSTEP_TEST_TAG=lockstep-test:$TEST_DIR/"
 }
 
 bench_smoke() {

@@ -58,18 +58,23 @@ declare -a TEST_MOUNTS=()
 
 # --- process bookkeeping --------------------------------------------------
 
-# PIDs of every live process carrying this test's tag (ranks, daemons).
-tagged_pids() {
+# env_pids GREP_OPTION... PATTERN: PIDs of every live process (but this
+# shell) one line of whose environment grep matches so.
+env_pids() {
     local f pid
     for f in /proc/[0-9]*/environ; do
         pid=${f#/proc/}
         pid=${pid%/environ}
         [ "$pid" = "$$" ] && continue
-        if tr '\0' '\n' 2>/dev/null <"$f" |
-            grep -qxF "LOCKSTEP_TEST_TAG=$LOCKSTEP_TEST_TAG"; then
+        if tr '\0' '\n' 2>/dev/null <"$f" | grep -q "$@"; then
             echo "$pid"
         fi
     done
+}
+
+# PIDs of every live process carrying this test's tag (ranks, daemons).
+tagged_pids() {
+    env_pids -xF "LOCKSTEP_TEST_TAG=$LOCKSTEP_TEST_TAG"
 }
 
 # PIDs of the tagged processes that belong to job $1 (its ranks and their
